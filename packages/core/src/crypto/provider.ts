@@ -1,0 +1,26 @@
+/**
+ * The small crypto surface the SDK needs. One provider is chosen per platform through package
+ * conditions (`#crypto-default`): `node:crypto` on Node, WebCrypto in browsers that have
+ * Ed25519, `@noble/ed25519` everywhere else. All methods are async so callers can keep many
+ * verifications in flight (WebCrypto and Node's thread pool then run them in parallel).
+ *
+ * Every provider must accept and reject exactly as RFC 8032 and the Wycheproof Ed25519 vectors
+ * expect (strict verification, not ZIP-215).
+ */
+export interface CryptoProvider {
+  /** A short name for diagnostics and benchmarks: `node`, `webcrypto`, `noble`. */
+  readonly name: string
+  /** The 32-byte Ed25519 public key of a 32-byte RFC 8032 secret key (seed). */
+  ed25519PublicKey(seed: Uint8Array): Promise<Uint8Array>
+  /** A 64-byte RFC 8032 signature of `message` by `seed`. */
+  ed25519Sign(seed: Uint8Array, message: Uint8Array): Promise<Uint8Array>
+  /**
+   * Strict RFC 8032 verification. Resolves `false` (never throws) for a wrong-length key or
+   * signature, a non-canonical encoding, S ≥ L, or a signature that does not verify.
+   */
+  ed25519Verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean>
+  /** HMAC-SHA256 of `data` under `key`. */
+  hmacSha256(key: Uint8Array, data: Uint8Array): Promise<Uint8Array>
+  /** SHA-256 of `data`. */
+  sha256(data: Uint8Array): Promise<Uint8Array>
+}

@@ -1,0 +1,97 @@
+/**
+ * One error family for the whole SDK. `code` is exactly a PROFILE §6 code, `status` its HTTP
+ * status, so transports can answer with `error.toJSON()` and the status without a lookup table
+ * of their own.
+ */
+
+/** Every wire error code of PROFILE §6, mapped to its HTTP status. */
+export const ERROR_STATUS = {
+  invalid_format: 400,
+  stale_message: 400,
+  invalid_signature: 401,
+  unknown_sender: 401,
+  insufficient_auth_level: 401,
+  key_revoked: 401,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+} as const
+
+/** A PROFILE §6 error code. */
+export type ErrorCode = keyof typeof ERROR_STATUS
+
+/** Codes carried in the body of an error phase message (PROFILE §7). */
+export type ErrorPhaseCode =
+  | 'version_mismatch'
+  | 'unknown_phase'
+  | 'invalid_signature'
+  | 'unknown_sender'
+  | 'key_revoked'
+  | 'insufficient_auth_level'
+
+const BRAND = Symbol.for('agentmsg.error')
+
+/** Options for {@link AgentMsgError}. */
+export interface AgentMsgErrorOptions {
+  /** The underlying error, kept for debugging; never serialised onto the wire. */
+  cause?: unknown
+  /** Seconds the peer should wait before retrying (429 and 503). */
+  retryAfter?: number
+  /** The message field the error is about, e.g. `from.agent` or `security.signatures[0].sig`. */
+  field?: string
+}
+
+/**
+ * The SDK's error. Test with {@link isAgentMsgError} rather than `instanceof` when errors may
+ * cross bundle or realm boundaries.
+ *
+ * @example
+ * try { await verifyMessage(msg, resolver) }
+ * catch (e) { if (isAgentMsgError(e) && e.code === 'key_revoked') console.log(e.message) }
+ */
+export class AgentMsgError extends Error {
+  override readonly name = 'AgentMsgError'
+  /** The PROFILE §6 code. */
+  readonly code: ErrorCode
+  /** The HTTP status that goes with `code`. */
+  readonly status: number
+  /** Seconds before a retry makes sense, for `rate_limited` and `unavailable`. */
+  readonly retryAfter: number | undefined
+  /** The offending field, when the error is about one. */
+  readonly field: string | undefined
+  readonly [BRAND] = true
+
+  constructor(code: ErrorCode, message: string, options: AgentMsgErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = code
+    this.status = ERROR_STATUS[code]
+    this.retryAfter = options.retryAfter
+    this.field = options.field
+  }
+
+  /** True when the same request may succeed later (PROFILE §6 retry rules: 429, 5xx). */
+  shouldRetry(): boolean {
+    return this.status === 429 || this.status >= 500
+  }
+
+  /** The wire error body `{status:"error", code, message}` (SPEC §2.10). */
+  toJSON(): { status: 'error'; code: ErrorCode; message: string } {
+    return { status: 'error', code: this.code, message: this.message }
+  }
+}
+
+/** True for any {@link AgentMsgError}, also one from another copy of this package. */
+export function isAgentMsgError(value: unknown): value is AgentMsgError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
+}
+
+/** Shorthand for the most common error: a structural problem with input. */
+export function invalidFormat(message: string, field?: string): AgentMsgError {
+  return new AgentMsgError('invalid_format', field ? `${field}: ${message}` : message, { field })
+}

@@ -1,0 +1,21 @@
+import { fileURLToPath } from 'node:url'
+import { defineConfig } from 'vitest/config'
+
+const src = (p: string) => fileURLToPath(new URL(`./packages/${p}`, import.meta.url))
+
+// Tests run against the TypeScript sources. The `#…` platform imports resolve to their Node
+// variants here; the browser variants are exercised by the Playwright suite against `dist/`.
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@agentmsg\/core$/, replacement: src('core/src/index.ts') },
+      { find: /^#crypto-default$/, replacement: src('core/src/crypto/default.node.ts') },
+    ],
+  },
+  test: {
+    include: ['packages/*/test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+  },
+})
