@@ -1,4 +1,20 @@
+import { readFileSync } from 'node:fs'
 import { defineConfig, type Options } from 'tsup'
+
+/**
+ * A package's dependencies stay imports in its dist. tsup only externalizes the dependencies of
+ * the package.json in the working directory, which is the private root here, so without this it
+ * would inline `@noble/*` and `multiformats` into every package (a second copy for consumers).
+ */
+function dependencies(name: string): RegExp[] {
+  const manifest = JSON.parse(readFileSync(`packages/${name}/package.json`, 'utf8')) as {
+    dependencies?: Record<string, string>
+    peerDependencies?: Record<string, string>
+  }
+  return Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies }).map(
+    (dep) => new RegExp(`^${dep.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(?:/|$)`),
+  )
+}
 
 /**
  * One tsup run builds every package. Each package is ESM-only, platform-neutral, with
@@ -8,9 +24,7 @@ import { defineConfig, type Options } from 'tsup'
 function pkg(name: string, entry: Record<string, string>, extra: Options = {}): Options {
   return {
     name,
-    entry: Object.fromEntries(
-      Object.entries(entry).map(([k, v]) => [k, `packages/${name}/${v}`]),
-    ),
+    entry: Object.fromEntries(Object.entries(entry).map(([k, v]) => [k, `packages/${name}/${v}`])),
     outDir: `packages/${name}/dist`,
     format: ['esm'],
     platform: 'neutral',
@@ -20,17 +34,38 @@ function pkg(name: string, entry: Record<string, string>, extra: Options = {}): 
     sourcemap: false,
     clean: true,
     treeshake: true,
-    external: [/^#/, /^node:/],
+    external: [/^#/, /^node:/, ...dependencies(name)],
     tsconfig: 'tsconfig.base.json',
+    // Keep `node:` specifiers: tsup strips them by default, and a bare `crypto` is what browser
+    // bundlers silently polyfill or stub instead of failing.
+    removeNodeProtocol: false,
     ...extra,
   }
 }
 
+/**
+ * The declaration build type-checks `src`, where a `#…` import resolves through package.json
+ * `imports` to `dist/…d.ts` files that `clean` has just removed. Point it at one source variant
+ * (every variant has the same shape); the emitted `.d.ts` keeps the `#…` import as written.
+ */
+function dtsPaths(paths: Record<string, string>): Options['dts'] {
+  return {
+    compilerOptions: {
+      baseUrl: '.',
+      paths: Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, [`packages/${v}`]])),
+    },
+  }
+}
+
 export default defineConfig([
-  pkg('core', {
-    index: 'src/index.ts',
-    'crypto/default.node': 'src/crypto/default.node.ts',
-    'crypto/default.browser': 'src/crypto/default.browser.ts',
-    'crypto/default.portable': 'src/crypto/default.portable.ts',
-  }),
+  pkg(
+    'core',
+    {
+      index: 'src/index.ts',
+      'crypto/default.node': 'src/crypto/default.node.ts',
+      'crypto/default.browser': 'src/crypto/default.browser.ts',
+      'crypto/default.portable': 'src/crypto/default.portable.ts',
+    },
+    { dts: dtsPaths({ '#crypto-default': 'core/src/crypto/default.node.ts' }) },
+  ),
 ])

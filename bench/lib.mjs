@@ -1,0 +1,77 @@
+// Small timing helpers shared by the benchmarks. Every figure is printed beside a baseline
+// measured in the same run, on the same machine, so ratios stay meaningful on shared hosts.
+
+/** Run `fn` (sync or async) repeatedly for at least `ms` after a warm-up; returns ops/s. */
+export async function opsPerSec(fn, { ms = 1500, warmupMs = 300, batch = 1 } = {}) {
+  const end0 = performance.now() + warmupMs
+  while (performance.now() < end0) await fn()
+  let n = 0
+  const start = performance.now()
+  let now = start
+  while (now - start < ms) {
+    await fn()
+    n += batch
+    now = performance.now()
+  }
+  return (n * 1000) / (now - start)
+}
+
+/** Like opsPerSec for a synchronous function, without awaiting (no microtask cost). */
+export function opsPerSecSync(fn, { ms = 1500, warmupMs = 300 } = {}) {
+  const end0 = performance.now() + warmupMs
+  while (performance.now() < end0) fn()
+  let n = 0
+  const start = performance.now()
+  let now = start
+  while (now - start < ms) {
+    for (let i = 0; i < 16; i++) fn()
+    n += 16
+    now = performance.now()
+  }
+  return (n * 1000) / (now - start)
+}
+
+/** Keep `concurrency` calls of `fn` in flight for `ms`; returns completed ops/s. */
+export async function opsPerSecConcurrent(fn, { ms = 1500, warmupMs = 300, concurrency = 64 } = {}) {
+  async function run(duration) {
+    let n = 0
+    const end = performance.now() + duration
+    const worker = async () => {
+      while (performance.now() < end) {
+        await fn()
+        n++
+      }
+    }
+    const start = performance.now()
+    await Promise.all(Array.from({ length: concurrency }, worker))
+    return (n * 1000) / (performance.now() - start)
+  }
+  await run(warmupMs)
+  return run(ms)
+}
+
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[i]
+}
+
+const fmt = (n) => (Number.isFinite(n) ? (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2)) : String(n))
+
+/** Print rows `{name, value, unit, baseline, baselineName, ratio, target}` as a table. */
+export function printTable(title, rows) {
+  console.log(`\n## ${title}`)
+  const lines = rows.map((r) => [
+    r.name,
+    `${fmt(r.value)} ${r.unit ?? ''}`.trim(),
+    r.baseline === undefined ? '' : `${fmt(r.baseline)} ${r.unit ?? ''} (${r.baselineName})`,
+    r.ratio === undefined ? '' : `${r.ratio.toFixed(2)}×`,
+    r.target ?? '',
+  ])
+  const head = ['case', 'ours', 'baseline (same run)', 'ratio', 'target']
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)))
+  const row = (cells) => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |'
+  console.log(row(head))
+  console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|')
+  for (const l of lines) console.log(row(l))
+}

@@ -1,0 +1,237 @@
+/**
+ * Agent ids (SPEC §2.1, PROFILE §2) and key ids (`<agent_id>#<fragment>`, PROFILE §3).
+ *
+ * Agent ids are compared byte for byte everywhere (signature `key_id`s, mailboxes, replay
+ * tables), so the wire accepts only the normal form. `normalizeAgentUrl` is the one lenient entry
+ * point, for ids typed by people; everything read from the wire goes through `parseAgentId`.
+ */
+import { publicKeyFromDidKey } from './did-key.js'
+import { invalidFormat, isAgentMsgError } from './errors.js'
+
+/** The three agent id formats of SPEC §2.1. */
+export type AgentIdKind = 'name' | 'url' | 'did:key'
+
+/** A checked agent id and its format. */
+export interface AgentId {
+  kind: AgentIdKind
+  id: string
+}
+
+const SIMPLE_NAME = /^[A-Za-z0-9._-]{1,64}$/
+// Userinfo in the text as typed: an `@` inside the authority. The URL parser drops an empty
+// userinfo (`https://@a.example`) silently, so it cannot be detected from the parsed URL alone.
+const TYPED_USERINFO = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]*[^/\\?#]*@/
+const WELL_KNOWN = '/.well-known/agentmsg/'
+
+/** The WHATWG serialisation of `url` with one trailing `/` removed (PROFILE §2 normal form). */
+function normalForm(url: URL): string {
+  const href = url.href
+  return href.endsWith('/') ? href.slice(0, -1) : href
+}
+
+/**
+ * Why `text` is not a normal-form https URL, or `undefined` when it is. Shared by agent ids and
+ * relay URLs, which PROFILE §2 holds to the same rule.
+ */
+function urlProblem(text: string): string | undefined {
+  if (!text.startsWith('https://')) {
+    return text.startsWith('http://')
+      ? 'must use https, also in development (use a development certificate)'
+      : 'must be an https URL'
+  }
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return 'is not a valid URL'
+  }
+  if (url.username !== '' || url.password !== '' || TYPED_USERINFO.test(text)) {
+    return 'must not contain userinfo (user@)'
+  }
+  // A `?` or `#` in the id can only be a delimiter: paths escape neither.
+  if (text.includes('?')) return 'must not contain a query'
+  if (text.includes('#')) return 'must not contain a fragment'
+  const normal = normalForm(url)
+  if (normal !== text) {
+    return `is not in normal form (lower-case punycode host, no default port, no dot segments, no trailing '/'); expected ${normal}`
+  }
+  return undefined
+}
+
+/** The kind of `id`, or the reason it is not an agent id. */
+function classify(id: unknown): AgentIdKind | string {
+  if (typeof id !== 'string') return 'must be a string'
+  if (id.startsWith('did:')) {
+    if (!id.startsWith('did:key:')) return 'only the did:key DID method is supported'
+    try {
+      publicKeyFromDidKey(id)
+    } catch (error) {
+      if (!isAgentMsgError(error)) throw error
+      return `is not a valid Ed25519 did:key (${error.message})`
+    }
+    return 'did:key'
+  }
+  if (id.startsWith('https:') || id.startsWith('http:')) return urlProblem(id) ?? 'url'
+  // The prefix rule is redundant while names cannot hold ':', but PROFILE §2 states it, so it
+  // stays if the character set ever grows.
+  if (SIMPLE_NAME.test(id) && !id.startsWith('did:') && !id.startsWith('https:')) return 'name'
+  if (id === '') return 'must not be empty'
+  return 'must be a simple name (1–64 of A–Z a–z 0–9 . _ -), an https URL or a did:key'
+}
+
+const KINDS: ReadonlySet<string> = new Set<AgentIdKind>(['name', 'url', 'did:key'])
+
+/**
+ * Check that `id` is an agent id in wire normal form (PROFILE §2) and say which kind it is.
+ *
+ * - simple name: 1–64 characters of `[A-Za-z0-9._-]`;
+ * - URL: `https`, no userinfo, query or fragment, equal to its WHATWG serialisation with one
+ *   trailing `/` removed;
+ * - did:key: a valid Ed25519 did:key.
+ *
+ * @param field - named in the error.
+ * @default field 'agent'
+ * @throws AgentMsgError `invalid_format` for anything else, including other DID methods.
+ *
+ * @example
+ * parseAgentId('https://a.example/agents/bob') // { kind: 'url', id: 'https://a.example/agents/bob' }
+ * parseAgentId('https://a.example/', 'to.agent') // throws: to.agent: is not in normal form …
+ */
+export function parseAgentId(id: unknown, field = 'agent'): AgentId {
+  const result = classify(id)
+  if (!KINDS.has(result)) throw invalidFormat(result, field)
+  return { kind: result as AgentIdKind, id: id as string }
+}
+
+/**
+ * True when `x` is an agent id in wire normal form; see {@link parseAgentId}.
+ *
+ * @example
+ * isAgentId('bob') // true
+ * isAgentId('https://A.example') // false
+ */
+export function isAgentId(x: unknown): x is string {
+  return KINDS.has(classify(x))
+}
+
+/**
+ * Check a relay base URL (`from.relays[]`, `relay.urls[]`, a relay's configured base URL):
+ * PROFILE §2 holds it to the same normal form as a URL agent id.
+ *
+ * @returns the URL unchanged.
+ * @throws AgentMsgError `invalid_format` naming `field`.
+ *
+ * @example
+ * assertRelayUrl('https://relay.example', 'relay.urls[0]') // 'https://relay.example'
+ */
+export function assertRelayUrl(url: unknown, field = 'relay'): string {
+  if (typeof url !== 'string') throw invalidFormat('must be a string', field)
+  const problem = urlProblem(url)
+  if (problem !== undefined) throw invalidFormat(problem, field)
+  return url
+}
+
+/**
+ * Turn a URL as a person types it into a normal-form agent id (or relay URL): trims white space,
+ * lower-cases and punycodes the host, drops the default port, resolves dot segments, escapes as
+ * the WHATWG serialiser does and removes one trailing `/`. The result always passes
+ * {@link parseAgentId}, and normalising it again changes nothing.
+ *
+ * @throws AgentMsgError `invalid_format` for non-https URLs (`http:` too: use https, also in
+ *   development), userinfo, a query, a fragment, and paths ending in `//`, which have no normal
+ *   form.
+ *
+ * @example
+ * normalizeAgentUrl(' HTTPS://Bücher.Example:443/a/./b/ ') // 'https://xn--bcher-kva.example/a/b'
+ */
+export function normalizeAgentUrl(input: string): string {
+  const field = 'url'
+  if (typeof input !== 'string') throw invalidFormat('must be a string', field)
+  const text = input.trim()
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw invalidFormat(
+      `${JSON.stringify(text)} is not an absolute URL; write it as https://…`,
+      field,
+    )
+  }
+  if (url.protocol === 'http:') {
+    throw invalidFormat('use https, also in development (with a development certificate)', field)
+  }
+  if (url.protocol !== 'https:') throw invalidFormat(`must be https, not ${url.protocol}`, field)
+  if (url.username !== '' || url.password !== '' || TYPED_USERINFO.test(text)) {
+    throw invalidFormat('must not contain userinfo (user@)', field)
+  }
+  // `href` keeps an empty `?` or `#`, which `search` and `hash` report as ''.
+  if (url.href.includes('?')) throw invalidFormat('must not contain a query', field)
+  if (url.href.includes('#')) throw invalidFormat('must not contain a fragment', field)
+  const normal = normalForm(url)
+  // A path ending in `//` keeps a `/` after the one allowed strip, and that `/` would be stripped
+  // again on the next reading: such a URL has no normal form.
+  if (urlProblem(normal) !== undefined) {
+    throw invalidFormat(
+      `${url.href} has no normal form: its path ends with an empty segment`,
+      field,
+    )
+  }
+  return normal
+}
+
+/**
+ * The well-known endpoints of a URL agent (SPEC §4.1, PROFILE §4).
+ *
+ * @throws AgentMsgError `invalid_format` when `urlAgentId` is not a normal-form URL agent id.
+ *
+ * @example
+ * agentEndpoints('https://a.example').inbox // 'https://a.example/.well-known/agentmsg/inbox'
+ */
+export function agentEndpoints(urlAgentId: string): {
+  inbox: string
+  identity: string
+  capabilities: string
+} {
+  if (parseAgentId(urlAgentId, 'agent_id').kind !== 'url') {
+    throw invalidFormat('only URL agents have well-known endpoints', 'agent_id')
+  }
+  const base = urlAgentId + WELL_KNOWN
+  return { inbox: `${base}inbox`, identity: `${base}identity`, capabilities: `${base}capabilities` }
+}
+
+/**
+ * Split a key id `<agent_id>#<fragment>` at the **last** `#` (PROFILE §3). The agent part is not
+ * checked here; callers compare it with `from.agent`.
+ *
+ * @throws AgentMsgError `invalid_format` when there is no `#` or either part is empty.
+ *
+ * @example
+ * splitKeyId('https://a.example/x#k#1') // { agent: 'https://a.example/x#k', fragment: '1' }
+ */
+export function splitKeyId(keyId: string, field = 'key_id'): { agent: string; fragment: string } {
+  if (typeof keyId !== 'string') throw invalidFormat('must be a string', field)
+  const at = keyId.lastIndexOf('#')
+  if (at <= 0 || at === keyId.length - 1) {
+    throw invalidFormat('must be <agent_id>#<fragment> with both parts non-empty', field)
+  }
+  return { agent: keyId.slice(0, at), fragment: keyId.slice(at + 1) }
+}
+
+/**
+ * Join an agent id and a bare key fragment into a key id.
+ *
+ * @throws AgentMsgError `invalid_format` when either part is empty or the fragment holds a `#`
+ *   (it would not split back into the same parts).
+ *
+ * @example
+ * formatKeyId('https://a.example', 'k1') // 'https://a.example#k1'
+ */
+export function formatKeyId(agent: string, fragment: string): string {
+  if (typeof agent !== 'string' || agent === '') {
+    throw invalidFormat('must be a non-empty string', 'agent')
+  }
+  if (typeof fragment !== 'string' || fragment === '' || fragment.includes('#')) {
+    throw invalidFormat('must be a non-empty string without #', 'fragment')
+  }
+  return `${agent}#${fragment}`
+}

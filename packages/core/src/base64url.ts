@@ -1,0 +1,181 @@
+/**
+ * base64url (RFC 4648 §5, no padding) for every wire field, and standard padded base64 (§4) for
+ * RFC 9421 / 9530 header values. Lookup-table code with no `Buffer`, so it is browser-safe.
+ *
+ * Decoding is canonical (PROFILE §1): each byte string has exactly one accepted text. That
+ * matters because signatures and ids are compared as text in places; a decoder that also
+ * accepted `AB` for `AA` would let two different strings stand for the same bytes.
+ */
+import { invalidFormat } from './errors.js'
+
+const URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+const STD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+
+/** Character codes by 6-bit value, so encoding writes bytes, not strings. */
+function encodeTable(alphabet: string): Uint8Array {
+  return Uint8Array.from(alphabet, (c) => c.charCodeAt(0))
+}
+
+/** 6-bit value by character code, -1 for anything outside the alphabet. */
+function decodeTable(alphabet: string): Int8Array {
+  const table = new Int8Array(128).fill(-1)
+  for (let i = 0; i < alphabet.length; i++) table[alphabet.charCodeAt(i)] = i
+  return table
+}
+
+const URL_ENC = encodeTable(URL_ALPHABET)
+const STD_ENC = encodeTable(STD_ALPHABET)
+const URL_DEC = decodeTable(URL_ALPHABET)
+const STD_DEC = decodeTable(STD_ALPHABET)
+const PAD = 61 // '='
+
+// The output is pure ASCII, and decoding a byte array is much faster than building the string
+// one character at a time for large inputs.
+const ascii = new TextDecoder('latin1')
+
+function encode(bytes: Uint8Array, enc: Uint8Array, pad: boolean): string {
+  const n = bytes.length
+  const full = n - (n % 3)
+  const tail = n - full
+  const outLen = pad ? Math.ceil(n / 3) * 4 : Math.floor(n / 3) * 4 + (tail === 0 ? 0 : tail + 1)
+  const out = new Uint8Array(outLen)
+  let o = 0
+  for (let i = 0; i < full; i += 3) {
+    const v = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!
+    out[o++] = enc[v >>> 18]!
+    out[o++] = enc[(v >>> 12) & 63]!
+    out[o++] = enc[(v >>> 6) & 63]!
+    out[o++] = enc[v & 63]!
+  }
+  if (tail === 1) {
+    const v = bytes[full]!
+    out[o++] = enc[v >>> 2]!
+    out[o++] = enc[(v & 3) << 4]!
+    if (pad) {
+      out[o++] = PAD
+      out[o++] = PAD
+    }
+  } else if (tail === 2) {
+    const v = (bytes[full]! << 8) | bytes[full + 1]!
+    out[o++] = enc[v >>> 10]!
+    out[o++] = enc[(v >>> 4) & 63]!
+    out[o++] = enc[(v & 15) << 2]!
+    if (pad) out[o++] = PAD
+  }
+  return ascii.decode(out)
+}
+
+/**
+ * Decode `len` characters of `text` (no padding among them). Refuses characters outside the
+ * table, impossible lengths and non-zero unused trailing bits.
+ */
+function decode(
+  text: string,
+  len: number,
+  dec: Int8Array,
+  field: string | undefined,
+  allowNonZeroTrailingBits: boolean,
+): Uint8Array {
+  const rem = len % 4
+  // One leftover character carries only 6 bits: no byte can end there.
+  if (rem === 1) throw invalidFormat('base64 has an impossible length', field)
+  const out = new Uint8Array(Math.floor(len / 4) * 3 + (rem === 0 ? 0 : rem - 1))
+  const full = len - rem
+  let o = 0
+  let i = 0
+  for (; i < full; i += 4) {
+    const a = sextet(text, i, dec, field)
+    const b = sextet(text, i + 1, dec, field)
+    const c = sextet(text, i + 2, dec, field)
+    const d = sextet(text, i + 3, dec, field)
+    const v = (a << 18) | (b << 12) | (c << 6) | d
+    out[o++] = v >>> 16
+    out[o++] = (v >>> 8) & 255
+    out[o++] = v & 255
+  }
+  if (rem === 2) {
+    const a = sextet(text, i, dec, field)
+    const b = sextet(text, i + 1, dec, field)
+    if ((b & 15) !== 0 && !allowNonZeroTrailingBits) throw nonCanonical(field)
+    out[o++] = (a << 2) | (b >>> 4)
+  } else if (rem === 3) {
+    const a = sextet(text, i, dec, field)
+    const b = sextet(text, i + 1, dec, field)
+    const c = sextet(text, i + 2, dec, field)
+    if ((c & 3) !== 0 && !allowNonZeroTrailingBits) throw nonCanonical(field)
+    const v = (a << 10) | (b << 4) | (c >>> 2)
+    out[o++] = v >>> 8
+    out[o++] = v & 255
+  }
+  return out
+}
+
+function sextet(text: string, i: number, dec: Int8Array, field: string | undefined): number {
+  const code = text.charCodeAt(i)
+  // The table covers ASCII only; every higher code is outside the alphabet.
+  const v = code < 128 ? dec[code]! : -1
+  if (v < 0) throw invalidFormat(`invalid base64 character at ${i}`, field)
+  return v
+}
+
+function nonCanonical(field: string | undefined) {
+  return invalidFormat('base64 has non-zero unused trailing bits', field)
+}
+
+/** base64url of `bytes`, RFC 4648 §5 alphabet, without padding (PROFILE §1). */
+export function base64urlEncode(bytes: Uint8Array): string {
+  return encode(bytes, URL_ENC, false)
+}
+
+/**
+ * Decode canonical unpadded base64url (PROFILE §1).
+ *
+ * @param field - named in the error, e.g. `security.signatures[0].sig`.
+ * @throws AgentMsgError `invalid_format` for padding, whitespace, any character outside
+ *   `A–Z a–z 0–9 - _`, a length ≡ 1 (mod 4), or non-zero unused trailing bits.
+ */
+export function base64urlDecode(text: string, field?: string): Uint8Array {
+  if (typeof text !== 'string') throw invalidFormat('base64url must be a string', field)
+  return decode(text, text.length, URL_DEC, field, false)
+}
+
+/** Standard base64 (RFC 4648 §4 alphabet) of `bytes`, with `=` padding, as RFC 8941 requires. */
+export function base64Encode(bytes: Uint8Array): string {
+  return encode(bytes, STD_ENC, true)
+}
+
+/** Options for {@link base64Decode}. */
+export interface Base64DecodeOptions {
+  /**
+   * Accept missing `=` padding and non-zero pad bits, as RFC 8941 §4.2.7 asks parsers of
+   * structured-field byte sequences to do. Characters outside the alphabet and impossible
+   * lengths are still refused.
+   * @default false
+   */
+  lenient?: boolean
+}
+
+/**
+ * Decode standard padded base64 (RFC 4648 §4), for RFC 9421 / 9530 header values. By default
+ * only the canonical form is accepted: length a multiple of 4, one or two `=` only where needed,
+ * and zero pad bits.
+ *
+ * @throws AgentMsgError `invalid_format` for anything else.
+ */
+export function base64Decode(
+  text: string,
+  field?: string,
+  options: Base64DecodeOptions = {},
+): Uint8Array {
+  if (typeof text !== 'string') throw invalidFormat('base64 must be a string', field)
+  const lenient = options.lenient === true
+  let len = text.length
+  if (!lenient && len % 4 !== 0) throw invalidFormat('base64 padding is missing', field)
+  // Strip at most two trailing '='; any other '=' is then an invalid character.
+  if (len > 0 && text.charCodeAt(len - 1) === PAD) len--
+  if (len > 0 && text.charCodeAt(len - 1) === PAD) len--
+  // Padding never completes a quantum that was already full ("Zm9v=" is wrong even though
+  // the stripped text decodes), and "A===" was refused above as length 1 mod 4.
+  if (text.length !== len && len % 4 === 0) throw invalidFormat('base64 has stray padding', field)
+  return decode(text, len, STD_DEC, field, lenient)
+}

@@ -1,0 +1,106 @@
+/**
+ * Byte helpers shared by every platform. Browser-safe: no `Buffer`, no `node:` imports, so the
+ * same code runs in Node, browsers and workers.
+ */
+import { AgentMsgError, invalidFormat } from './errors.js'
+
+const encoder = new TextEncoder()
+// `fatal: true` because PROFILE §1 refuses invalid UTF-8; the default decoder would silently
+// substitute U+FFFD and let two readings of the same bytes disagree.
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/** UTF-8 bytes of `text`. Lone surrogates become U+FFFD, as `TextEncoder` always does. */
+export function utf8Encode(text: string): Uint8Array {
+  return encoder.encode(text)
+}
+
+/**
+ * Decode strict UTF-8. A leading BOM is kept as U+FEFF rather than dropped, so decoding is
+ * byte-faithful.
+ *
+ * @throws AgentMsgError `invalid_format` for invalid UTF-8.
+ */
+export function utf8Decode(bytes: Uint8Array, field?: string): string {
+  try {
+    return decoder.decode(bytes)
+  } catch (cause) {
+    const message = field ? `${field}: invalid UTF-8` : 'invalid UTF-8'
+    throw new AgentMsgError('invalid_format', message, { cause, field })
+  }
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
+
+/** Lower-case hex of `bytes`. */
+export function hexEncode(bytes: Uint8Array): string {
+  let out = ''
+  for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i]!]
+  return out
+}
+
+function hexNibble(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48 // 0-9
+  if (code >= 97 && code <= 102) return code - 87 // a-f
+  if (code >= 65 && code <= 70) return code - 55 // A-F
+  return -1
+}
+
+/**
+ * Decode hex (either case, no separators, no `0x`).
+ *
+ * @throws AgentMsgError `invalid_format` for an odd length or a non-hex character.
+ */
+export function hexDecode(text: string, field?: string): Uint8Array {
+  if (text.length % 2 !== 0) throw invalidFormat('hex has an odd length', field)
+  const out = new Uint8Array(text.length / 2)
+  for (let i = 0; i < out.length; i++) {
+    const hi = hexNibble(text.charCodeAt(2 * i))
+    const lo = hexNibble(text.charCodeAt(2 * i + 1))
+    if (hi < 0 || lo < 0) throw invalidFormat('invalid hex character', field)
+    out[i] = (hi << 4) | lo
+  }
+  return out
+}
+
+/** One new array holding `parts` back to back. */
+export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  let length = 0
+  for (const p of parts) length += p.length
+  const out = new Uint8Array(length)
+  let offset = 0
+  for (const p of parts) {
+    out.set(p, offset)
+    offset += p.length
+  }
+  return out
+}
+
+/**
+ * Compare two byte strings in time that depends only on their lengths, for MAC tags and other
+ * secrets. Lengths are public (a tag's length is fixed by its algorithm), so a length mismatch
+ * returns `false` at once without reading either content.
+ */
+export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false
+  // Accumulate every difference instead of returning at the first one: an early exit would
+  // reveal how long the matching prefix is, which lets an attacker forge a tag byte by byte.
+  let diff = 0
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!
+  return diff === 0
+}
+
+// getRandomValues refuses requests above 65,536 bytes, so larger ones are filled in chunks.
+const RANDOM_CHUNK = 65_536
+
+/** `n` cryptographically secure random bytes from `globalThis.crypto.getRandomValues`. */
+export function randomBytes(n: number): Uint8Array {
+  const c = globalThis.crypto
+  if (!c || typeof c.getRandomValues !== 'function') {
+    throw new Error('randomBytes: globalThis.crypto.getRandomValues is not available')
+  }
+  const out = new Uint8Array(n)
+  for (let i = 0; i < n; i += RANDOM_CHUNK) {
+    c.getRandomValues(out.subarray(i, Math.min(n, i + RANDOM_CHUNK)))
+  }
+  return out
+}

@@ -1,0 +1,236 @@
+/**
+ * RFC 8785 JSON Canonicalization Scheme (JCS): the canonical form every signature covers
+ * (PROFILE §1, §3). Browser-safe: no Node built-ins.
+ *
+ * The serialiser leans on the engine wherever JCS and ECMAScript agree, which is almost
+ * everywhere: JCS numbers are `Number.prototype.toString`, JCS string escaping is
+ * `JSON.stringify`'s for well-formed strings, and JCS member order is the default `sort()`
+ * order (UTF-16 code units). What is left is refusing what JSON cannot carry.
+ */
+
+import { invalidFormat } from './errors.js'
+
+/**
+ * Deepest nesting `canonicalize` follows before giving up. Cycles are caught by this cap rather
+ * than by a visited-set, which would cost on every object of every well-formed value. It is far
+ * above the I-JSON limit of 64 that PROFILE §1 sets for messages, so any value that may go on the
+ * wire fits.
+ */
+const MAX_DEPTH = 512
+
+/** Characters that stop the fast string path: `"` `\` C0 controls and any surrogate half. */
+const NEEDS_CARE = /["\\\u0000-\u001f\ud800-\udfff]/
+
+/** Any surrogate half; only strings that contain one need the exact well-formedness check. */
+const SURROGATE = /[\ud800-\udfff]/
+
+// `String.prototype.isWellFormed` (ES2024) is native in Node 20 and current browsers; the
+// hand-written loop is the fallback for older engines. Typed loosely because lib is ES2023.
+const nativeIsWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed
+
+/**
+ * True when `s` has no lone surrogate, i.e. it is valid Unicode and can be encoded as UTF-8.
+ * @internal shared with the strict parser
+ */
+export function isWellFormedString(s: string): boolean {
+  if (!SURROGATE.test(s)) return true
+  if (nativeIsWellFormed !== undefined) return nativeIsWellFormed.call(s)
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0xd800 || c > 0xdfff) continue
+    if (c > 0xdbff) return false
+    const d = s.charCodeAt(i + 1)
+    if (!(d >= 0xdc00 && d <= 0xdfff)) return false
+    i++
+  }
+  return true
+}
+
+/**
+ * Thrown inside the recursion and turned into an {@link invalidFormat} at the top, so each level
+ * can add its path segment on the way out. Nothing is tracked on the success path.
+ */
+class Refusal {
+  readonly path: (string | number)[] = []
+  constructor(readonly reason: string) {}
+}
+
+function serializeString(s: string): string {
+  // Most strings need no escaping at all; skipping the native call for them is measurably faster.
+  if (!NEEDS_CARE.test(s)) return '"' + s + '"'
+  if (!isWellFormedString(s)) throw new Refusal('lone surrogate in string')
+  // For well-formed strings JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 requires:
+  // \b \t \n \f \r \" \\ by name, other C0 controls as lower-case \u00xx, nothing else.
+  return JSON.stringify(s)
+}
+
+function serializeKey(k: string): string {
+  if (!NEEDS_CARE.test(k)) return '"' + k + '"'
+  if (!isWellFormedString(k)) throw new Refusal('lone surrogate in member name')
+  return JSON.stringify(k)
+}
+
+/** Object.prototype of this realm; objects from other realms are handled by `isPlainObject`. */
+const OBJECT_PROTO = Object.prototype
+
+function isPlainObject(o: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(o)
+  if (proto === OBJECT_PROTO || proto === null) return true
+  // A plain object made in another realm (iframe, worker message, vm context) has that realm's
+  // Object.prototype: itself prototype-less and with `constructor` named Object.
+  if (typeof proto !== 'object' || Object.getPrototypeOf(proto) !== null) return false
+  const ctor: unknown = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value
+  return typeof ctor === 'function' && ctor.name === 'Object'
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'undefined'
+  if (typeof value === 'function') return 'a function'
+  if (typeof value === 'symbol') return 'a symbol'
+  if (typeof value === 'bigint') return 'a bigint (convert it to a number or string first)'
+  if (typeof value === 'number') return String(value)
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name
+  return typeof name === 'string' && name !== '' ? `a ${name} object` : 'a non-plain object'
+}
+
+function serialize(value: unknown, depth: number): string {
+  switch (typeof value) {
+    case 'string':
+      return serializeString(value)
+    case 'number':
+      // RFC 8785 §3.2.2.3 is ECMAScript Number.prototype.toString; String(-0) is already "0".
+      if (value - value !== 0) throw new Refusal(`${describe(value)} is not a JSON number`)
+      return '' + value
+    case 'boolean':
+      return value ? 'true' : 'false'
+    case 'object':
+      if (value === null) return 'null'
+      if (depth >= MAX_DEPTH) {
+        throw new Refusal(`nesting deeper than ${MAX_DEPTH} levels (or a cycle)`)
+      }
+      if (Array.isArray(value)) return serializeArray(value, depth + 1)
+      if (!isPlainObject(value)) {
+        // Date, Map, class instances, typed arrays, boxed primitives: JSON.stringify would
+        // silently reshape them (often through toJSON), and a signature must cover exactly
+        // what the caller sees, so they are refused rather than guessed at.
+        throw new Refusal(`${describe(value)} is not a plain object or array`)
+      }
+      return serializeObject(value as Record<string, unknown>, depth + 1)
+    default:
+      throw new Refusal(`${describe(value)} cannot be represented in JSON`)
+  }
+}
+
+function serializeArray(a: readonly unknown[], depth: number): string {
+  const n = a.length
+  if (n === 0) return '[]'
+  let i = 0
+  try {
+    // A hole reads as undefined and is refused like an explicit undefined element.
+    let out = '[' + serialize(a[0], depth)
+    for (i = 1; i < n; i++) out += ',' + serialize(a[i], depth)
+    return out + ']'
+  } catch (e) {
+    if (e instanceof Refusal) e.path.push(i)
+    throw e
+  }
+}
+
+/**
+ * Sort member names by UTF-16 code units (RFC 8785 §3.2.3), which is what both `<` on strings
+ * and the default `Array.prototype.sort` compare. Objects in messages have a handful of members,
+ * often already in order, and there an inline insertion sort beats the generic builtin by ~20%
+ * of the whole serialisation.
+ */
+function sortKeys(keys: string[]): string[] {
+  const n = keys.length
+  if (n > 24) return keys.sort()
+  for (let i = 1; i < n; i++) {
+    const k = keys[i] as string
+    let j = i - 1
+    while (j >= 0 && (keys[j] as string) > k) {
+      keys[j + 1] = keys[j] as string
+      j--
+    }
+    keys[j + 1] = k
+  }
+  return keys
+}
+
+function serializeObject(o: Record<string, unknown>, depth: number): string {
+  // Own enumerable string keys, like JSON.stringify; symbol keys are not JSON and are skipped.
+  const keys = sortKeys(Object.keys(o))
+  const n = keys.length
+  if (n === 0) return '{}'
+  let i = 0
+  try {
+    let out = '{'
+    for (; i < n; i++) {
+      const k = keys[i] as string
+      out += (i === 0 ? '' : ',') + serializeKey(k) + ':' + serialize(o[k], depth)
+    }
+    return out + '}'
+  } catch (e) {
+    if (e instanceof Refusal) e.path.push(keys[i] as string)
+    throw e
+  }
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/
+
+/**
+ * Render a path, outermost segment first, as `a.b[0]["x y"]`: the style of `AgentMsgError.field`.
+ * @internal shared with the strict parser
+ */
+export function formatPath(segments: readonly (string | number)[]): string | undefined {
+  let out = ''
+  for (const s of segments) {
+    if (typeof s === 'number') out += `[${s}]`
+    else if (IDENTIFIER.test(s)) out += out === '' ? s : '.' + s
+    else out += `[${isWellFormedString(s) ? JSON.stringify(s) : '<lone surrogate>'}]`
+  }
+  return out === '' ? undefined : out
+}
+
+/**
+ * Serialise a JSON value in RFC 8785 canonical form.
+ *
+ * Accepted: `null`, booleans, finite numbers, well-formed strings, arrays and plain objects
+ * (prototype `Object.prototype` or `null`) of those. Only own enumerable string keys count, as
+ * in `JSON.stringify`. Everything else is refused rather than coerced: `NaN`/`Infinity`,
+ * `undefined` (also as an array element, object member or hole), functions, symbols, bigints,
+ * lone surrogates in strings or member names, non-plain objects (`Date`, `Map`, class instances,
+ * typed arrays, boxed primitives) and nesting deeper than 512 levels, which is how cycles are
+ * caught. `toJSON` is never called: a `toJSON` function member is just a function, and refused.
+ *
+ * Numbers are not range-checked here; PROFILE §1's ±(2^53−1) rule is enforced on input by
+ * `parseStrictJson` and on fields by message validation.
+ *
+ * @throws AgentMsgError `invalid_format`, with `field` set to the offending path.
+ * @example
+ * canonicalize({ b: [1, 2.50], a: 'é' }) // '{"a":"é","b":[1,2.5]}'
+ */
+export function canonicalize(value: unknown): string {
+  try {
+    return serialize(value, 0)
+  } catch (e) {
+    if (e instanceof Refusal) throw invalidFormat(`cannot canonicalize: ${e.reason}`, formatPath(e.path.reverse()))
+    if (e instanceof RangeError) {
+      // Only reachable for values that defeat the depth cap, e.g. getters that recurse.
+      throw invalidFormat('cannot canonicalize: value too deeply nested')
+    }
+    throw e
+  }
+}
+
+let encoder: TextEncoder | undefined
+
+/**
+ * {@link canonicalize} as UTF-8 bytes: the exact bytes that are signed and size-checked.
+ *
+ * @throws AgentMsgError `invalid_format`, as {@link canonicalize}.
+ */
+export function canonicalizeToBytes(value: unknown): Uint8Array {
+  encoder ??= new TextEncoder()
+  return encoder.encode(canonicalize(value))
+}

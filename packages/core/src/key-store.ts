@@ -1,0 +1,127 @@
+import { base64urlDecode, base64urlEncode } from './base64url.js'
+import type { IdentityDocument } from './identity.js'
+import { publicKeyOf } from './identity.js'
+import { introductionFragment } from './introduction.js'
+import type { Storage } from './interfaces/storage.js'
+import type { KeyResolution, KeyResolver, KeyLookup } from './resolver.js'
+import { memoryStorage } from './storage/memory.js'
+import type { JsonValue } from './types.js'
+
+/** A peer key the store holds. */
+export interface StoredKey {
+  agent: string
+  fragment: string
+  /** base64url of the 32-byte Ed25519 public key. */
+  publicKey: string
+  /** `pinned` (confirmed out of band, level 2) or `introduction` (level 1). */
+  source: 'pinned' | 'introduction'
+  added: number
+}
+
+const KEY_PREFIX = 'keys/peer/'
+const SECRET_PREFIX = 'keys/secret/'
+
+const keyName = (agent: string, fragment: string) =>
+  `${KEY_PREFIX}${encodeURIComponent(agent)}/${encodeURIComponent(fragment)}`
+
+/**
+ * Keys learned outside identity documents and did:key: keys pinned after out-of-band
+ * confirmation (level 2), keys learned in an introduction (level 1, never replacing a stored
+ * key), and introduction tokens (HMAC secrets, level 0). It is a {@link KeyResolver}; put it
+ * last in the chain (PROFILE §4). State lives in a {@link Storage}, so it survives restarts.
+ */
+export class KeyStore implements KeyResolver {
+  readonly #storage: Storage
+  readonly #now: () => number
+
+  constructor(options: { storage?: Storage; now?: () => number } = {}) {
+    this.#storage = options.storage ?? memoryStorage()
+    this.#now = options.now ?? Date.now
+  }
+
+  /** Pin a peer's key after the humans compared its fingerprint out of band (level 2). */
+  async pin(agent: string, fragment: string, publicKey: Uint8Array): Promise<void> {
+    const entry: StoredKey = { agent, fragment, publicKey: base64urlEncode(publicKey), source: 'pinned', added: this.#now() }
+    await this.#storage.put(keyName(agent, fragment), entry as unknown as JsonValue)
+  }
+
+  /**
+   * Store the keys of an identity document received in a level-0 introduction, at level 1.
+   * A key already stored (pinned or introduced) is never replaced (PROFILE §5). The caller
+   * has checked that the document's agent_id is the sender. Returns the fragments stored.
+   */
+  async addIntroducedKeys(document: IdentityDocument): Promise<string[]> {
+    const added: string[] = []
+    for (const key of document.keys) {
+      if (key.type !== 'ed25519' || key.status === 'revoked') continue
+      const name = keyName(document.agent_id, key.key_id)
+      if ((await this.#storage.get(name)) !== undefined) continue
+      const entry: StoredKey = {
+        agent: document.agent_id,
+        fragment: key.key_id,
+        publicKey: base64urlEncode(publicKeyOf(key)),
+        source: 'introduction',
+        added: this.#now(),
+      }
+      await this.#storage.put(name, entry as unknown as JsonValue)
+      added.push(key.key_id)
+    }
+    return added
+  }
+
+  /**
+   * For a URL agent whose document could now be fetched: drop introduced keys the document
+   * does not list (PROFILE §5). Pinned keys stay. Returns the fragments dropped.
+   */
+  async reconcileWithDocument(document: IdentityDocument): Promise<string[]> {
+    const listed = new Set(document.keys.map((k) => k.key_id))
+    const dropped: string[] = []
+    for (const k of await this.keysOf(document.agent_id)) {
+      if (k.source === 'introduction' && !listed.has(k.fragment)) {
+        await this.#storage.delete(keyName(k.agent, k.fragment))
+        dropped.push(k.fragment)
+      }
+    }
+    return dropped
+  }
+
+  /** Every stored key of an agent. */
+  async keysOf(agent: string): Promise<StoredKey[]> {
+    const rows = await this.#storage.list(`${KEY_PREFIX}${encodeURIComponent(agent)}/`)
+    return rows.map(([, v]) => v as unknown as StoredKey)
+  }
+
+  /** Forget one key, or all keys of an agent. */
+  async remove(agent: string, fragment?: string): Promise<void> {
+    if (fragment !== undefined) return this.#storage.delete(keyName(agent, fragment))
+    const rows = await this.#storage.list(`${KEY_PREFIX}${encodeURIComponent(agent)}/`)
+    await this.#storage.batch(rows.map(([key]) => ({ type: 'delete' as const, key })))
+  }
+
+  /**
+   * Hold an introduction token (base64url of 32 random bytes) so level-0 signatures made with
+   * it verify. Returns the key_id fragment (`intro-…`) both sides use.
+   */
+  async addIntroductionToken(token: string): Promise<string> {
+    const secret = base64urlDecode(token, 'token')
+    const fragment = introductionFragment(secret)
+    await this.#storage.put(SECRET_PREFIX + fragment, token)
+    return fragment
+  }
+
+  /** Forget an introduction token. */
+  async removeIntroductionToken(token: string): Promise<void> {
+    await this.#storage.delete(SECRET_PREFIX + introductionFragment(base64urlDecode(token, 'token')))
+  }
+
+  async resolve(lookup: KeyLookup): Promise<KeyResolution> {
+    if (lookup.alg === 'hmac-sha256') {
+      const token = await this.#storage.get(SECRET_PREFIX + lookup.fragment)
+      if (typeof token !== 'string') return { status: 'not_found', reason: `no introduction secret ${lookup.fragment}` }
+      return { status: 'found', key: { alg: 'hmac-sha256', secret: base64urlDecode(token), source: 'shared-secret' } }
+    }
+    const stored = (await this.#storage.get(keyName(lookup.agent, lookup.fragment))) as unknown as StoredKey | undefined
+    if (!stored) return { status: 'not_found', reason: `no stored key ${lookup.keyId}` }
+    return { status: 'found', key: { alg: 'ed25519', publicKey: base64urlDecode(stored.publicKey), source: stored.source } }
+  }
+}

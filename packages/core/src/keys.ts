@@ -1,0 +1,74 @@
+import { getDefaultCryptoProvider } from '#crypto-default'
+import { randomBytes } from './bytes.js'
+import type { CryptoProvider } from './crypto/provider.js'
+import { didKeyFromPublicKey, didKeyFragment, ed25519SeedToX25519SecretKey } from './did-key.js'
+import { invalidFormat } from './errors.js'
+import type { SignatureAlg } from './types.js'
+
+/** An Ed25519 key pair. `secretKey` is the 32-byte RFC 8032 secret (seed). */
+export interface KeyPair {
+  publicKey: Uint8Array
+  secretKey: Uint8Array
+  /**
+   * The X25519 secret derived from the Ed25519 secret (libsodium
+   * `crypto_sign_ed25519_sk_to_curve25519`), kept so sealed-box decryption needs no re-derivation.
+   */
+  x25519SecretKey: Uint8Array
+}
+
+/**
+ * Something that signs the bytes of a signing input. Implement it to keep keys elsewhere (a
+ * non-extractable WebCrypto key, a hardware token, another process).
+ */
+export interface Signer {
+  /** The algorithm identifier written into the signature object. */
+  readonly alg: SignatureAlg
+  /** The full key id `<agent_id>#<fragment>`. */
+  readonly keyId: string
+  /** Sign the signing input. */
+  sign(data: Uint8Array): Promise<Uint8Array>
+}
+
+/**
+ * Generate a new Ed25519 key pair from the platform's secure random source.
+ *
+ * @example
+ * const keys = await generateKeyPair()
+ * const did = didKeyFromPublicKey(keys.publicKey)
+ */
+export async function generateKeyPair(provider?: CryptoProvider): Promise<KeyPair> {
+  return keyPairFromSeed(randomBytes(32), provider)
+}
+
+/** Rebuild a key pair from its 32-byte secret (seed). */
+export async function keyPairFromSeed(seed: Uint8Array, provider?: CryptoProvider): Promise<KeyPair> {
+  if (!(seed instanceof Uint8Array) || seed.length !== 32) {
+    throw invalidFormat('an Ed25519 secret key is 32 bytes', 'secretKey')
+  }
+  const p = provider ?? getDefaultCryptoProvider()
+  const secretKey = seed.slice()
+  return {
+    publicKey: await p.ed25519PublicKey(secretKey),
+    secretKey,
+    x25519SecretKey: ed25519SeedToX25519SecretKey(secretKey),
+  }
+}
+
+/**
+ * A {@link Signer} for an Ed25519 key pair. `keyId` is the full key id; for a did:key agent
+ * it defaults to `did:key:z…#z…` of the key pair itself.
+ *
+ * @example
+ * const signer = ed25519Signer(keys) // did:key agent
+ */
+export function ed25519Signer(
+  keyPair: Pick<KeyPair, 'publicKey' | 'secretKey'>,
+  keyId?: string,
+  provider?: CryptoProvider,
+): Signer {
+  const p = provider ?? getDefaultCryptoProvider()
+  const did = didKeyFromPublicKey(keyPair.publicKey)
+  const id = keyId ?? `${did}#${didKeyFragment(did)}`
+  const seed = keyPair.secretKey
+  return { alg: 'ed25519', keyId: id, sign: (data) => p.ed25519Sign(seed, data) }
+}

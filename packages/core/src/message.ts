@@ -1,0 +1,169 @@
+import { parseAgentId, assertRelayUrl } from './agent-id.js'
+import { base64urlDecode } from './base64url.js'
+import { invalidFormat } from './errors.js'
+import { parseTimestamp } from './timestamps.js'
+import { PHASES, type Message } from './types.js'
+
+/** Grammar of `message_id` and `conversation_id` (PROFILE §2). */
+const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
+/** Grammar of `to.topic` (PROFILE §2). */
+const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
+const MAX_INT = Number.MAX_SAFE_INTEGER
+const PHASE_SET: ReadonlySet<string> = new Set(PHASES)
+
+/** Protocol-level problems: answered 202 and then with an error phase message (PROFILE §7). */
+export interface ProtocolError {
+  code: 'version_mismatch' | 'unknown_phase'
+  message: string
+}
+
+/** The outcome of {@link validateMessage}. */
+export interface ValidationResult {
+  /** The same object, now typed. */
+  message: Message
+  /** Set when the message is well formed but speaks a version or phase this SDK does not. */
+  protocolError?: ProtocolError
+}
+
+type Obj = Record<string, unknown>
+
+function isObject(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function requireObject(v: unknown, field: string): Obj {
+  if (!isObject(v)) throw invalidFormat('must be an object', field)
+  return v
+}
+
+function requireString(v: unknown, field: string): string {
+  if (typeof v !== 'string') throw invalidFormat('must be a string', field)
+  return v
+}
+
+function requireInt(v: unknown, field: string, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw invalidFormat('must be an integer', field)
+  if (v < min || v > max) throw invalidFormat(`must be between ${min} and ${max}`, field)
+  return v
+}
+
+function requireId(v: unknown, field: string): string {
+  const s = requireString(v, field)
+  if (!ID_RE.test(s)) {
+    throw invalidFormat('must be 1–128 characters of [A-Za-z0-9._:-] starting with a letter or digit', field)
+  }
+  return s
+}
+
+function validateParts(body: Obj): void {
+  const parts = body.parts
+  if (!Array.isArray(parts)) throw invalidFormat('must be an array', 'body.parts')
+  for (let i = 0; i < parts.length; i++) {
+    const field = `body.parts[${i}]`
+    const part = requireObject(parts[i], field)
+    const type = requireString(part.type, `${field}.type`)
+    switch (type) {
+      case 'text':
+        requireString(part.text, `${field}.text`)
+        break
+      case 'data':
+        if (!('data' in part)) throw invalidFormat('is required for a data part', `${field}.data`)
+        break
+      case 'sealed':
+        parseAgentId(part.recipient, `${field}.recipient`)
+        requireString(part.key_id, `${field}.key_id`)
+        base64urlDecode(requireString(part.ciphertext, `${field}.ciphertext`), `${field}.ciphertext`)
+        break
+      default:
+        throw invalidFormat(`unknown part type "${type}" (text, data or sealed)`, `${field}.type`)
+    }
+  }
+}
+
+function validateSecurity(security: unknown): void {
+  const sec = requireObject(security, 'security')
+  if (sec.signatures !== undefined) {
+    if (!Array.isArray(sec.signatures)) throw invalidFormat('must be an array', 'security.signatures')
+    for (let i = 0; i < sec.signatures.length; i++) {
+      requireObject(sec.signatures[i], `security.signatures[${i}]`)
+    }
+  }
+  if (sec.encryption !== undefined) {
+    const enc = requireObject(sec.encryption, 'security.encryption')
+    requireString(enc.scheme, 'security.encryption.scheme')
+    if (!Array.isArray(enc.recipients)) {
+      throw invalidFormat('must be an array', 'security.encryption.recipients')
+    }
+    enc.recipients.forEach((r, i) => parseAgentId(r, `security.encryption.recipients[${i}]`))
+  }
+}
+
+function validateTrace(trace: unknown): void {
+  const t = requireObject(trace, 'trace')
+  if (!Array.isArray(t.received)) throw invalidFormat('must be an array', 'trace.received')
+  t.received.forEach((e, i) => requireObject(e, `trace.received[${i}]`))
+}
+
+/**
+ * Check a parsed message against PROFILE §2 and return it typed. Structural problems throw an
+ * `invalid_format` {@link AgentMsgError} whose message names the field. A message in another
+ * major `version` or with an unknown `phase` is still well formed (so it can be verified and
+ * answered): it comes back with `protocolError` set, for an error phase reply after 202.
+ *
+ * Validation is structural only: it does not look at the clock (see `ReplayGuard`) or at
+ * signatures (see {@link verifyMessage}).
+ *
+ * @example
+ * const { message, protocolError } = validateMessage(parseStrictJson(text))
+ */
+export function validateMessage(input: unknown): ValidationResult {
+  const m = requireObject(input, 'message')
+  let protocolError: ProtocolError | undefined
+
+  const version = requireString(m.version, 'version')
+  if (!/^[0-9]+(\.[0-9]+)*$/.test(version)) throw invalidFormat('must look like "1" or "1.2"', 'version')
+  const major = version.split('.', 1)[0]
+  if (major !== '1') {
+    protocolError = { code: 'version_mismatch', message: `version ${version} is not supported (major 1)` }
+  }
+
+  requireId(m.message_id, 'message_id')
+  parseTimestamp(requireString(m.date, 'date'), 'date')
+
+  const from = requireObject(m.from, 'from')
+  parseAgentId(from.agent, 'from.agent')
+  if (from.relays !== undefined) {
+    if (!Array.isArray(from.relays)) throw invalidFormat('must be an array', 'from.relays')
+    from.relays.forEach((r, i) => assertRelayUrl(r, `from.relays[${i}]`))
+  }
+
+  const to = requireObject(m.to, 'to')
+  const hasAgent = to.agent !== undefined
+  const hasTopic = to.topic !== undefined
+  if (hasAgent === hasTopic) throw invalidFormat('must have exactly one of agent or topic', 'to')
+  if (hasAgent) parseAgentId(to.agent, 'to.agent')
+  else if (typeof to.topic !== 'string' || !TOPIC_RE.test(to.topic)) {
+    throw invalidFormat('must be 1–128 characters of [a-z0-9._/-]', 'to.topic')
+  }
+
+  requireId(m.conversation_id, 'conversation_id')
+  requireInt(m.sequence, 'sequence', 0, MAX_INT)
+
+  const phase = requireString(m.phase, 'phase')
+  if (!PHASE_SET.has(phase) && !protocolError) {
+    protocolError = { code: 'unknown_phase', message: `phase "${phase}" is not known` }
+  }
+  const contentType = requireString(m.content_type, 'content_type')
+  if (contentType.length === 0) throw invalidFormat('must not be empty', 'content_type')
+
+  if (m.ttl_seconds !== undefined) requireInt(m.ttl_seconds, 'ttl_seconds', 1, MAX_INT)
+  if (m.auth_level !== undefined) requireInt(m.auth_level, 'auth_level', 0, 3)
+
+  validateParts(requireObject(m.body, 'body'))
+  if (m.security !== undefined) validateSecurity(m.security)
+  if (m.trace !== undefined) validateTrace(m.trace)
+
+  const result: ValidationResult = { message: m as unknown as Message }
+  if (protocolError) result.protocolError = protocolError
+  return result
+}

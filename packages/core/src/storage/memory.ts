@@ -1,0 +1,200 @@
+import type { AbortOptions } from '../interfaces/abort.js'
+import type { Storage, StorageListOptions, StorageOp } from '../interfaces/storage.js'
+import type { JsonValue } from '../types.js'
+
+/**
+ * A {@link Storage} that lives in this process's memory and is gone when it exits. Use it in
+ * tests, for short-lived agents, or as the fallback where no persistent storage exists.
+ *
+ * Values are validated and deep-copied on the way in and out, so no caller can change stored
+ * state by mutating an object it handed over or got back, and a value that would not survive a
+ * persistent adapter (`undefined`, a function, `NaN`, a `Date`, a cycle) is refused here too
+ * instead of passing the tests and failing in production.
+ *
+ * Cost: `get`/`put`/`delete` are O(1) (a `Map`). Keys are kept in a sorted array that is repaired
+ * lazily: writes only note new keys, and the next `list` sorts the new keys and merges them in,
+ * O(n + k log k) for k keys added since the last `list`, then binary-searches the start. That
+ * keeps a burst of 100k `put`s linear and a `list` after it one sort, rather than paying an
+ * O(n) array insertion per `put`.
+ *
+ * @example
+ * const storage = memoryStorage()
+ * await storage.put('contacts/bob', { pinned: true })
+ * await storage.list('contacts/') // [['contacts/bob', { pinned: true }]]
+ */
+export function memoryStorage(): Storage {
+  const entries = new Map<string, JsonValue>()
+  // Ascending keys as of the last `list`; may still hold keys deleted since (skipped and dropped
+  // on the next rebuild) and lacks the keys in `added`.
+  let sorted: string[] = []
+  let added: string[] = []
+  let stale = false
+
+  const index = (): string[] => {
+    if (added.length === 0 && !stale) return sorted
+    added.sort()
+    const merged: string[] = []
+    let i = 0
+    let j = 0
+    while (i < sorted.length || j < added.length) {
+      const a = sorted[i]
+      const b = added[j]
+      let next: string
+      if (b === undefined || (a !== undefined && a <= b)) {
+        next = a as string
+        i++
+      } else {
+        next = b
+        j++
+      }
+      // A key deleted and put again is in both arrays; the merge puts the copies side by side.
+      if (entries.has(next) && merged[merged.length - 1] !== next) merged.push(next)
+    }
+    sorted = merged
+    added = []
+    stale = false
+    return sorted
+  }
+
+  const write = (key: string, value: JsonValue): void => {
+    if (!entries.has(key)) added.push(key)
+    entries.set(key, value)
+  }
+
+  const remove = (key: string): void => {
+    if (entries.delete(key)) stale = true
+  }
+
+  return {
+    name: 'memory',
+
+    async get(key, options) {
+      checkAbort(options)
+      checkKey(key)
+      const value = entries.get(key)
+      return value === undefined ? undefined : cloneJson(value)
+    },
+
+    async put(key, value, options) {
+      checkAbort(options)
+      checkKey(key)
+      write(key, cloneJson(value))
+    },
+
+    async delete(key, options) {
+      checkAbort(options)
+      checkKey(key)
+      remove(key)
+    },
+
+    async batch(ops: StorageOp[], options?: AbortOptions) {
+      checkAbort(options)
+      if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
+      // Validate and copy every op before touching anything, so a bad op late in the batch
+      // leaves the store exactly as it was (the atomicity the contract promises).
+      const ready = ops.map((op, i): StorageOp => {
+        if (op === null || typeof op !== 'object') {
+          throw new TypeError(`storage batch: op ${i} is not an object`)
+        }
+        checkKey(op.key, `op ${i}: `)
+        if (op.type === 'put') return { type: 'put', key: op.key, value: cloneJson(op.value) }
+        if (op.type === 'delete') return { type: 'delete', key: op.key }
+        throw new TypeError(
+          `storage batch: op ${i} has unknown type ${String((op as StorageOp).type)}`,
+        )
+      })
+      for (const op of ready) {
+        if (op.type === 'put') write(op.key, op.value)
+        else remove(op.key)
+      }
+    },
+
+    async list(prefix: string, options: StorageListOptions = {}) {
+      checkAbort(options)
+      checkKey(prefix, 'prefix: ')
+      const { after, limit } = options
+      if (after !== undefined) checkKey(after, 'after: ')
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) {
+        throw new TypeError(`storage list: limit must be a non-negative integer, got ${limit}`)
+      }
+      const keys = index()
+      const from = after !== undefined && after >= prefix ? after : prefix
+      let i = lowerBound(keys, from)
+      if (after !== undefined && keys[i] === after) i++
+      const out: Array<[string, JsonValue]> = []
+      const max = limit ?? Infinity
+      for (; i < keys.length && out.length < max; i++) {
+        const key = keys[i] as string
+        if (!key.startsWith(prefix)) break
+        out.push([key, cloneJson(entries.get(key) as JsonValue)])
+      }
+      return out
+    },
+  }
+}
+
+/** Index of the first element of `keys` that is `>= target`. */
+function lowerBound(keys: string[], target: string): number {
+  let lo = 0
+  let hi = keys.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if ((keys[mid] as string) < target) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+function checkAbort(options: AbortOptions | undefined): void {
+  // Throws `signal.reason`, as the AbortOptions contract says.
+  options?.signal?.throwIfAborted()
+}
+
+function checkKey(key: unknown, what = ''): asserts key is string {
+  if (typeof key !== 'string') throw new TypeError(`storage: ${what}key must be a string`)
+}
+
+/**
+ * A deep copy of `value` that is guaranteed to be JSON: plain objects (own enumerable string
+ * keys), arrays without holes, strings, finite numbers, booleans and null. Anything else throws
+ * a `TypeError` naming the path, because storing it would silently change it (JSON drops
+ * `undefined`, turns `NaN` into `null` and a `Date` into a string).
+ */
+function cloneJson(value: unknown, path = '$', seen: Set<object> = new Set()): JsonValue {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value
+  if (typeof value === 'number') {
+    if (Number.isFinite(value)) return value
+    throw new TypeError(`storage: ${path} is ${value}, not a JSON number`)
+  }
+  if (typeof value !== 'object') {
+    throw new TypeError(`storage: ${path} is ${typeof value}, not a JSON value`)
+  }
+  if (seen.has(value)) throw new TypeError(`storage: ${path} is a cycle, not a JSON value`)
+  seen.add(value)
+  try {
+    if (Array.isArray(value)) {
+      const out: JsonValue[] = []
+      for (let i = 0; i < value.length; i++) out.push(cloneJson(value[i], `${path}[${i}]`, seen))
+      return out
+    }
+    const proto = Object.getPrototypeOf(value)
+    if (proto !== Object.prototype && proto !== null) {
+      throw new TypeError(`storage: ${path} is a ${proto?.constructor?.name ?? 'object'}, not JSON`)
+    }
+    const out: { [key: string]: JsonValue } = {}
+    for (const key of Object.keys(value)) {
+      const copy = cloneJson((value as Record<string, unknown>)[key], `${path}.${key}`, seen)
+      // defineProperty, because `out['__proto__'] = …` would set the prototype instead of
+      // storing the member that JSON.parse would have created.
+      Object.defineProperty(out, key, {
+        value: copy,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      })
+    }
+    return out
+  } finally {
+    seen.delete(value)
+  }
+}

@@ -1,0 +1,50 @@
+import type { Storage, StorageOp } from '../interfaces/storage.js'
+
+/**
+ * A view of `storage` in which every key lives under `prefix`, so several components (or agents)
+ * can share one store without seeing each other's keys. Keys are prefixed on the way in and the
+ * prefix is stripped on the way out; `list`'s `prefix` and `after` are translated the same way,
+ * so paging works unchanged.
+ *
+ * The view has no `close`: it does not own `storage`, and closing it would pull the store out
+ * from under every other view. Close the underlying storage instead.
+ *
+ * @param prefix Must end with `/`, so that `a/` can never see the keys of `ab/`.
+ * @example
+ * const base = memoryStorage()
+ * const replay = namespacedStorage(base, 'agents/alice/')
+ * await replay.put('x', 1) // stored in base as 'agents/alice/x'
+ */
+export function namespacedStorage(storage: Storage, prefix: string): Storage {
+  if (typeof prefix !== 'string' || !prefix.endsWith('/')) {
+    throw new TypeError(
+      `namespacedStorage: prefix must end with '/', got ${JSON.stringify(prefix)}`,
+    )
+  }
+  const inner = (key: string): string => {
+    // Checked here because `prefix + 42` would quietly become a valid string key.
+    if (typeof key !== 'string') throw new TypeError('storage: key must be a string')
+    return prefix + key
+  }
+  return {
+    name: storage.name,
+    // async everywhere so a bad key rejects the promise instead of throwing synchronously.
+    get: async (key, options) => storage.get(inner(key), options),
+    put: async (key, value, options) => storage.put(inner(key), value, options),
+    delete: async (key, options) => storage.delete(inner(key), options),
+    batch: async (ops, options) => {
+      if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
+      // Spread keeps each op's value untouched; the underlying storage validates and copies it.
+      const mapped = ops.map((op): StorageOp => ({ ...op, key: inner(op.key) }))
+      return storage.batch(mapped, options)
+    },
+    async list(listPrefix, options = {}) {
+      const { after, ...rest } = options
+      const entries = await storage.list(inner(listPrefix), {
+        ...rest,
+        ...(after === undefined ? {} : { after: inner(after) }),
+      })
+      return entries.map(([key, value]) => [key.slice(prefix.length), value])
+    },
+  }
+}

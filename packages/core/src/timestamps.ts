@@ -1,0 +1,101 @@
+/**
+ * Wire timestamps (PROFILE §1): RFC 3339 in UTC only, e.g. `2026-11-21T22:48:01.123Z`.
+ *
+ * `Date.parse` is deliberately not used: it accepts offsets, lower-case letters, leap seconds
+ * and calendar overflow (`Feb 30` rolls into March) differently per engine. Two verifiers must
+ * agree on whether a `created` or `date` is well formed, so the grammar is checked here.
+ */
+import { invalidFormat } from './errors.js'
+
+// Year, month, day, hour, minute, second, optional 1–9 fraction digits, then a literal `Z`.
+// Upper-case `T`/`Z` only; offsets such as `+00:00` never match.
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+// Exactly 146 097 days: the Gregorian calendar repeats every 400 years.
+const FOUR_CENTURIES_MS = 146_097 * 86_400_000
+// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range four-digit years can write.
+const MIN_MS = -62_167_219_200_000
+const MAX_MS = 253_402_300_799_999
+
+function isLeapYear(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
+}
+
+/** Epoch ms for a matched timestamp, or `undefined` when a component is out of range. */
+function toEpochMs(text: string): number | undefined {
+  const m = TIMESTAMP.exec(text)
+  if (m === null) return undefined
+  const year = +m[1]!
+  const month = +m[2]!
+  const day = +m[3]!
+  const hour = +m[4]!
+  const minute = +m[5]!
+  const second = +m[6]!
+  if (month < 1 || month > 12 || day < 1) return undefined
+  const monthDays = month === 2 && isLeapYear(year) ? 29 : DAYS_IN_MONTH[month - 1]!
+  // Second 60 is refused: a leap second has no epoch-ms value of its own.
+  if (day > monthDays || hour > 23 || minute > 59 || second > 59) return undefined
+  // Digits past the millisecond are truncated, not rounded, so a value never moves forward.
+  const ms = m[7] === undefined ? 0 : +m[7].slice(0, 3).padEnd(3, '0')
+  if (year >= 100) return Date.UTC(year, month - 1, day, hour, minute, second, ms)
+  // Date.UTC maps years 0–99 to 1900–1999; shift by four centuries and back instead.
+  return Date.UTC(year + 400, month - 1, day, hour, minute, second, ms) - FOUR_CENTURIES_MS
+}
+
+/**
+ * Parse a PROFILE §1 timestamp into epoch milliseconds.
+ *
+ * Accepts `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` with a real calendar date; fraction digits beyond the
+ * millisecond are truncated.
+ *
+ * @param field - named in the error, e.g. `keys[0].retired_date`.
+ * @throws AgentMsgError `invalid_format` for anything else: lower-case `t`/`z`, offsets, a leap
+ *   second, `Feb 30`, ten fraction digits, a non-string.
+ *
+ * @example
+ * parseTimestamp('2026-11-21T22:48:01.123Z') // 1795301281123
+ * parseTimestamp('2026-11-21T22:48:01+00:00', 'date') // throws: date: …
+ */
+export function parseTimestamp(text: string, field?: string): number {
+  const ms = typeof text === 'string' ? toEpochMs(text) : undefined
+  if (ms === undefined) {
+    throw invalidFormat(
+      'must be an RFC 3339 UTC timestamp such as 2026-11-21T22:48:01.123Z (upper-case T and Z, no offset)',
+      field,
+    )
+  }
+  return ms
+}
+
+/**
+ * True when `text` is a PROFILE §1 timestamp; see {@link parseTimestamp}.
+ *
+ * @example
+ * isTimestamp('2028-02-29T00:00:00Z') // true
+ * isTimestamp('2027-02-29T00:00:00Z') // false: 2027 is not a leap year
+ */
+export function isTimestamp(text: unknown): text is string {
+  return typeof text === 'string' && toEpochMs(text) !== undefined
+}
+
+/**
+ * Write a timestamp the way PROFILE §1 writers must: UTC, always three fraction digits.
+ *
+ * @param time - epoch milliseconds or a `Date`.
+ * @default Date.now()
+ * @throws RangeError when the time is not finite or lies outside years 0000–9999, which the
+ *   wire format cannot express.
+ *
+ * @example
+ * formatTimestamp(0) // '1970-01-01T00:00:00.000Z'
+ */
+export function formatTimestamp(time: number | Date = Date.now()): string {
+  const ms = typeof time === 'number' ? time : time.getTime()
+  if (!Number.isFinite(ms) || ms < MIN_MS || ms > MAX_MS) {
+    throw new RangeError(`cannot format ${String(time)} as a four-digit-year UTC timestamp`)
+  }
+  // toISOString already writes `YYYY-MM-DDTHH:MM:SS.sssZ` for years 0000–9999. Sub-millisecond
+  // parts are floored (the Date constructor would truncate toward zero, i.e. up, before 1970).
+  return new Date(Math.floor(ms)).toISOString()
+}

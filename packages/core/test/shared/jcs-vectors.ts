@@ -1,0 +1,168 @@
+/**
+ * RFC 8785 vector checks that run anywhere: under vitest on Node and, bundled, in Chromium
+ * against the built package. No file access here; the runner loads the three files of
+ * `shared/vectors` (README §2) and passes their contents in.
+ */
+
+/** The vector files' contents, as loaded by the runner. */
+export interface JcsVectorData {
+  /** `jcs-testdata.json`, parsed. */
+  testdata: unknown
+  /** `jcs-rfc8785-appendix-b-numbers.json`, parsed. */
+  appendixB: unknown
+  /** `jcs-es6testfile-first10000.txt`, as text. */
+  es6Lines: string
+}
+
+/** The outcome for one vector file. */
+export interface JcsVectorResult {
+  file: string
+  /** Records checked. */
+  total: number
+  /** One line per failed record; empty when all passed. */
+  failures: string[]
+}
+
+/** Options for {@link checkJcsVectors}. */
+export interface JcsVectorOptions {
+  /**
+   * A strict parser (e.g. `parseStrictJson`); when given, every testdata input is also parsed
+   * with it and must canonicalise to the expected output.
+   */
+  parse?: (text: string) => unknown
+  /**
+   * Testdata records that `parse` must refuse with `invalid_format` instead. The JCS testdata is
+   * plain JSON, not I-JSON: `values` holds `1E30`, an integer beyond 2^53 that PROFILE §1 refuses.
+   */
+  parseRefuses?: readonly string[]
+}
+
+interface TestdataRecord {
+  name: string
+  input: string
+  expected: string
+  expectedUtf8Hex: string
+}
+
+interface AppendixBRecord {
+  ieee754Hex: string
+  expected: string | null
+  comment: string
+  mustReject?: boolean
+}
+
+function toHex(bytes: Uint8Array): string {
+  let out = ''
+  for (const b of bytes) out += b.toString(16).padStart(2, '0')
+  return out
+}
+
+/** The double whose IEEE 754 bits are `hex` (big-endian, left-padded to 16 digits). */
+export function doubleFromHex(hex: string): number {
+  const padded = hex.padStart(16, '0')
+  const view = new DataView(new ArrayBuffer(8))
+  view.setUint32(0, parseInt(padded.slice(0, 8), 16))
+  view.setUint32(4, parseInt(padded.slice(8), 16))
+  return view.getFloat64(0)
+}
+
+function attempt(f: () => string): { ok: true; value: string } | { ok: false; error: unknown } {
+  try {
+    return { ok: true, value: f() }
+  } catch (error) {
+    return { ok: false, error }
+  }
+}
+
+function describeError(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code
+  return `${String(error)}${code === undefined ? '' : ` (code ${String(code)})`}`
+}
+
+function checkTestdata(
+  canonicalize: (v: unknown) => string,
+  records: TestdataRecord[],
+  parse: ((text: string) => unknown) | undefined,
+  parseRefuses: readonly string[],
+): JcsVectorResult {
+  const failures: string[] = []
+  const encoder = new TextEncoder()
+  for (const r of records) {
+    const got = attempt(() => canonicalize(JSON.parse(r.input)))
+    if (!got.ok) failures.push(`${r.name}: threw ${describeError(got.error)}`)
+    else if (got.value !== r.expected) failures.push(`${r.name}: got ${got.value}`)
+    else if (toHex(encoder.encode(got.value)) !== r.expectedUtf8Hex) {
+      failures.push(`${r.name}: UTF-8 bytes differ from expectedUtf8Hex`)
+    }
+    if (parse) {
+      const strict = attempt(() => canonicalize(parse(r.input)))
+      if (parseRefuses.includes(r.name)) {
+        if (strict.ok) failures.push(`${r.name} (strict parse): must be refused, got ${strict.value}`)
+        else if ((strict.error as { code?: unknown } | null)?.code !== 'invalid_format') {
+          failures.push(`${r.name} (strict parse): refused with ${describeError(strict.error)}`)
+        }
+      } else if (!strict.ok) failures.push(`${r.name} (strict parse): threw ${describeError(strict.error)}`)
+      else if (strict.value !== r.expected) failures.push(`${r.name} (strict parse): got ${strict.value}`)
+    }
+  }
+  return { file: 'jcs-testdata.json', total: records.length, failures }
+}
+
+function checkAppendixB(canonicalize: (v: unknown) => string, records: AppendixBRecord[]): JcsVectorResult {
+  const failures: string[] = []
+  for (const r of records) {
+    const label = `${r.ieee754Hex} (${r.comment || 'no comment'})`
+    const got = attempt(() => canonicalize(doubleFromHex(r.ieee754Hex)))
+    if (r.mustReject) {
+      if (got.ok) failures.push(`${label}: must be refused, got ${got.value}`)
+      else if ((got.error as { code?: unknown } | null)?.code !== 'invalid_format') {
+        failures.push(`${label}: refused with ${describeError(got.error)}, not invalid_format`)
+      }
+    } else if (!got.ok) failures.push(`${label}: threw ${describeError(got.error)}`)
+    else if (got.value !== r.expected) failures.push(`${label}: got ${got.value}, want ${r.expected}`)
+  }
+  return { file: 'jcs-rfc8785-appendix-b-numbers.json', total: records.length, failures }
+}
+
+function checkEs6(canonicalize: (v: unknown) => string, text: string): JcsVectorResult {
+  const failures: string[] = []
+  let total = 0
+  for (const line of text.split('\n')) {
+    if (line === '') continue
+    total++
+    const comma = line.indexOf(',')
+    const hex = line.slice(0, comma)
+    const expected = line.slice(comma + 1)
+    const got = attempt(() => canonicalize(doubleFromHex(hex)))
+    if (!got.ok) failures.push(`${hex}: threw ${describeError(got.error)}`)
+    else if (got.value !== expected) failures.push(`${hex}: got ${got.value}, want ${expected}`)
+    // A broken implementation could fail thousands of lines; a sample is enough to debug.
+    if (failures.length >= 20) {
+      failures.push('… stopped after 20 failures')
+      break
+    }
+  }
+  return { file: 'jcs-es6testfile-first10000.txt', total, failures }
+}
+
+/**
+ * Check `canonicalize` against every record of the three JCS vector files. The caller asserts
+ * that each result has no failures and that `total` matches the published record count
+ * (6 testdata, 26 appendix B rows including 2 that must be refused, 10,000 ES6 lines).
+ */
+export function checkJcsVectors(
+  canonicalize: (v: unknown) => string,
+  data: JcsVectorData,
+  options: JcsVectorOptions = {},
+): JcsVectorResult[] {
+  return [
+    checkTestdata(
+      canonicalize,
+      data.testdata as TestdataRecord[],
+      options.parse,
+      options.parseRefuses ?? [],
+    ),
+    checkAppendixB(canonicalize, data.appendixB as AppendixBRecord[]),
+    checkEs6(canonicalize, data.es6Lines),
+  ]
+}

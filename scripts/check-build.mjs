@@ -1,0 +1,295 @@
+#!/usr/bin/env node
+/**
+ * Post-build guard (STYLE pattern 12), run by `npm run build` after tsup:
+ *
+ * 1. Bundle every browser-facing entry of the built packages with esbuild for the browser
+ *    (`platform: 'browser'`, condition `browser`, minified) and fail if any Node built-in is
+ *    reached: a `node:` import in an isomorphic entry breaks every browser consumer, and some
+ *    bundlers only stub it and fail at run time.
+ * 2. Report minified and min+gzip (level 9) sizes, warn above each entry's budget and fail above
+ *    its hard cap. The table is also written to `.tmp/bundle-sizes.json` for the bench.
+ * 3. Run publint on every package; errors fail, warnings and suggestions are printed.
+ *
+ * Add a row to BROWSER_ENTRIES when a package gains a browser-facing entry.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { builtinModules } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { gzipSync } from 'node:zlib'
+import { build } from 'esbuild'
+import { publint } from 'publint'
+import { formatMessage } from 'publint/utils'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const KB = 1024
+
+/**
+ * Browser-facing entries. `file` is bundled as is (all its exports kept); `contents` is a virtual
+ * entry resolved from the repository root, for "what an app that uses only these pays".
+ * A row whose package directory does not exist yet is reported as skipped; once the package
+ * exists, a missing dist file is an error.
+ * `budget` (gzip bytes) warns; `cap` (gzip bytes) fails the build.
+ */
+const BROWSER_ENTRIES = [
+  {
+    name: '@agentmsg/core',
+    pkg: 'packages/core',
+    file: 'packages/core/dist/index.js',
+    // The whole barrel (identity documents, resolvers, trust state, noble fallback): what an app
+    // pays that imports everything. Guards growth; the issue's figure is the next row.
+    budget: 30 * KB,
+    cap: 40 * KB,
+  },
+  {
+    // The figure the issue asks for: signing, verifying, did:key and JCS only (aim 15 KB).
+    name: 'core: sign+verify+did:key+canonicalize',
+    pkg: 'packages/core',
+    contents: `export {
+  signMessage, verifyMessage, didKeyFromPublicKey, publicKeyFromDidKey, canonicalize,
+} from '@agentmsg/core'`,
+    budget: 15 * KB,
+    cap: 20 * KB,
+  },
+  {
+    name: '@agentmsg/transport-relay (client)',
+    pkg: 'packages/transport-relay',
+    file: 'packages/transport-relay/dist/index.js',
+    budget: 25 * KB,
+    cap: 35 * KB,
+  },
+  {
+    name: '@agentmsg/client',
+    pkg: 'packages/client',
+    file: 'packages/client/dist/index.js',
+    budget: 40 * KB,
+    cap: 60 * KB,
+  },
+  {
+    name: '@agentmsg/storage-indexeddb',
+    pkg: 'packages/storage-indexeddb',
+    file: 'packages/storage-indexeddb/dist/index.js',
+    budget: 5 * KB,
+    cap: 10 * KB,
+  },
+]
+
+const NODE_BUILTINS = new Set(builtinModules)
+
+/**
+ * Turn every Node built-in import into an error that names who imported it. Without this,
+ * esbuild's message ("Could not resolve …, are you trying to bundle for node?") does not say
+ * that this is the browser guard failing. A bare name such as `events` is a built-in only when
+ * no installed package of that name (a browser polyfill) resolves.
+ */
+function forbidNodeBuiltins(found) {
+  return {
+    name: 'forbid-node-builtins',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData?.probe) return undefined
+        const bare = args.path.split('/')[0]
+        if (!args.path.startsWith('node:') && !NODE_BUILTINS.has(bare)) return undefined
+        if (!args.path.startsWith('node:')) {
+          const { errors } = await b.resolve(args.path, {
+            kind: args.kind,
+            importer: args.importer,
+            resolveDir: args.resolveDir,
+            pluginData: { probe: true },
+          })
+          if (errors.length === 0) return undefined
+        }
+        const importer = args.importer ? path.relative(root, args.importer) : '(entry)'
+        found.push(`${args.path} ← ${importer}`)
+        return {
+          errors: [{ text: `Node built-in "${args.path}" reached from a browser entry` }],
+        }
+      })
+    },
+  }
+}
+
+const isBuiltin = (spec) => spec.startsWith('node:') || NODE_BUILTINS.has(spec)
+
+const fmt = (n) => (n >= KB ? `${(n / KB).toFixed(2)} KB` : `${n} B`)
+
+async function checkEntry(entry) {
+  const builtins = []
+  const source = entry.file
+    ? { entryPoints: [path.join(root, entry.file)] }
+    : { stdin: { contents: entry.contents, resolveDir: root, sourcefile: 'virtual-entry.js' } }
+  let result
+  try {
+    result = await build({
+      ...source,
+      absWorkingDir: root,
+      bundle: true,
+      platform: 'browser',
+      conditions: ['browser'],
+      format: 'esm',
+      target: 'es2022',
+      minify: true,
+      // Never read tsconfig.json: its `paths` map @agentmsg/* and #… imports to the Node
+      // sources (for tsc), which would bundle src/ instead of what consumers get.
+      tsconfigRaw: {},
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+      plugins: [forbidNodeBuiltins(builtins)],
+    })
+  } catch (err) {
+    if (builtins.length > 0) {
+      return {
+        error: `browser bundle reaches Node built-ins (use a #… import with a browser branch):\n    ${[...new Set(builtins)].join('\n    ')}`,
+      }
+    }
+    const msgs = (err.errors ?? []).map(
+      (e) => `${e.text}${e.location ? ` (${e.location.file}:${e.location.line})` : ''}`,
+    )
+    return { error: `esbuild failed:\n    ${msgs.join('\n    ') || String(err)}` }
+  }
+  const fromSrc = Object.keys(result.metafile.inputs).filter((p) =>
+    /^packages\/[^/]+\/src\//.test(p),
+  )
+  if (fromSrc.length > 0) {
+    return { error: `bundle reached package sources instead of dist/: ${fromSrc.join(', ')}` }
+  }
+  // An import marked external elsewhere would not pass through onResolve; check the graph too.
+  const leaked = Object.values(result.metafile.inputs)
+    .flatMap((input) => input.imports)
+    .filter((imp) => isBuiltin(imp.path))
+  if (leaked.length > 0) {
+    return {
+      error: `browser bundle imports Node built-ins: ${leaked.map((i) => i.path).join(', ')}`,
+    }
+  }
+  // One entry, no splitting, no outfile: esbuild returns a single in-memory output.
+  const bytes = Buffer.concat(result.outputFiles.map((f) => Buffer.from(f.contents)))
+  return {
+    min: bytes.length,
+    gzip: gzipSync(bytes, { level: 9 }).length,
+    inputs: Object.keys(result.metafile.inputs).length,
+  }
+}
+
+async function checkSizes() {
+  const rows = []
+  let failed = false
+  for (const entry of BROWSER_ENTRIES) {
+    if (!existsSync(path.join(root, entry.pkg, 'package.json'))) {
+      rows.push({ name: entry.name, status: 'skipped (package not present)' })
+      continue
+    }
+    if (entry.file && !existsSync(path.join(root, entry.file))) {
+      failed = true
+      rows.push({ name: entry.name, status: 'FAIL' })
+      console.error(`✗ ${entry.name}: ${entry.file} was not built (check tsup.config.ts)`)
+      continue
+    }
+    const r = await checkEntry(entry)
+    if (r.error) {
+      failed = true
+      rows.push({ name: entry.name, status: 'FAIL' })
+      console.error(`✗ ${entry.name}: ${r.error}`)
+      continue
+    }
+    let status = 'ok'
+    if (r.gzip > entry.cap) {
+      status = 'FAIL'
+      failed = true
+      console.error(
+        `✗ ${entry.name}: ${fmt(r.gzip)} min+gzip is above the hard cap of ${fmt(entry.cap)}`,
+      )
+    } else if (r.gzip > entry.budget) {
+      status = 'over budget'
+      console.warn(
+        `⚠ ${entry.name}: ${fmt(r.gzip)} min+gzip is above the ${fmt(entry.budget)} budget (cap ${fmt(entry.cap)})`,
+      )
+    }
+    rows.push({
+      name: entry.name,
+      status,
+      minBytes: r.min,
+      gzipBytes: r.gzip,
+      budgetGzipBytes: entry.budget,
+      capGzipBytes: entry.cap,
+      modules: r.inputs,
+    })
+  }
+
+  const w = Math.max(...rows.map((r) => r.name.length))
+  console.log('\nBrowser bundles (esbuild, platform browser, minified; gzip level 9)')
+  console.log(
+    `  ${'entry'.padEnd(w)}  ${'min'.padStart(10)}  ${'min+gzip'.padStart(10)}  ${'budget'.padStart(9)}  status`,
+  )
+  for (const r of rows) {
+    const sizes =
+      r.minBytes === undefined
+        ? `${''.padStart(10)}  ${''.padStart(10)}  ${''.padStart(9)}`
+        : `${fmt(r.minBytes).padStart(10)}  ${fmt(r.gzipBytes).padStart(10)}  ${fmt(r.budgetGzipBytes).padStart(9)}`
+    console.log(`  ${r.name.padEnd(w)}  ${sizes}  ${r.status}`)
+  }
+
+  const outDir = path.join(root, '.tmp')
+  mkdirSync(outDir, { recursive: true })
+  writeFileSync(
+    path.join(outDir, 'bundle-sizes.json'),
+    `${JSON.stringify({ generated: new Date().toISOString(), gzipLevel: 9, entries: rows }, null, 2)}\n`,
+  )
+  console.log('  (written to .tmp/bundle-sizes.json)')
+  return !failed
+}
+
+/** `imports` file targets (no globs) of the package that are not on disk. */
+function missingTargets(pkgDir) {
+  const pkg = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8'))
+  const targets = []
+  const walk = (node, where) => {
+    if (typeof node === 'string') {
+      if (node.startsWith('./') && !node.includes('*')) targets.push([node, where])
+    } else if (node && typeof node === 'object') {
+      for (const [k, v] of Object.entries(node)) walk(v, `${where}[${JSON.stringify(k)}]`)
+    }
+  }
+  walk(pkg.imports, 'pkg.imports')
+  return targets
+    .filter(([file]) => !existsSync(path.join(pkgDir, file)))
+    .map(([file, where]) => `${where} = ${file}`)
+}
+
+async function checkPublint() {
+  let failed = false
+  const dirs = readdirSync(path.join(root, 'packages'), { withFileTypes: true })
+    .filter(
+      (d) => d.isDirectory() && existsSync(path.join(root, 'packages', d.name, 'package.json')),
+    )
+    .map((d) => path.join(root, 'packages', d.name))
+  console.log('\npublint')
+  for (const pkgDir of dirs) {
+    const rel = path.relative(root, pkgDir)
+    const { messages, pkg } = await publint({ pkgDir, level: 'suggestion', pack: 'npm' })
+    const errors = messages.filter((m) => m.type === 'error')
+    // publint checks `exports` targets but not `imports` ones (`#crypto-default` branches).
+    const missing = missingTargets(pkgDir)
+    const nErrors = errors.length + missing.length
+    if (nErrors > 0) failed = true
+    console.log(
+      `  ${nErrors > 0 ? '✗' : '✓'} ${rel}: ${nErrors} error(s), ${messages.length - errors.length} warning(s)/suggestion(s)`,
+    )
+    for (const t of missing) console.error(`      error: ${t} does not exist`)
+    for (const m of messages) {
+      const line = `      ${m.type}: ${formatMessage(m, pkg, { color: false }) ?? m.code}`
+      if (m.type === 'error') console.error(line)
+      else console.log(line)
+    }
+  }
+  return !failed
+}
+
+const sizesOk = await checkSizes()
+const publintOk = await checkPublint()
+if (!sizesOk || !publintOk) {
+  console.error('\ncheck-build: FAILED (see ✗ above)')
+  process.exit(1)
+}
+console.log('\ncheck-build: ok')
