@@ -68,4 +68,6 @@ export default defineConfig([
     },
     { dts: dtsPaths({ '#crypto-default': 'core/src/crypto/default.node.ts' }) },
   ),
+  pkg('transport-https', { index: 'src/index.ts', node: 'src/node.ts' }),
+  pkg('cli', { cli: 'src/cli.ts' }, { platform: 'node', dts: false }),
 ])

@@ -10,6 +10,8 @@ export default defineConfig({
     alias: [
       { find: /^@agentmsg\/core$/, replacement: src('core/src/index.ts') },
       { find: /^#crypto-default$/, replacement: src('core/src/crypto/default.node.ts') },
+      { find: /^@agentmsg\/transport-https$/, replacement: src('transport-https/src/index.ts') },
+      { find: /^@agentmsg\/transport-https\/node$/, replacement: src('transport-https/src/node.ts') },
     ],
   },
   test: {

@@ -24,8 +24,26 @@ function rng(seed) {
   }
 }
 
-const WORDS = ['hello', 'agent', 'über', 'naïve', 'relay', 'signé', 'données', '東京', 'inbox',
-  'κλειδί', 'ключ', 'message', 'world', 'café', '🙂', 'with "quotes"', 'tab\there', 'path/to']
+const WORDS = [
+  'hello',
+  'agent',
+  'über',
+  'naïve',
+  'relay',
+  'signé',
+  'données',
+  '東京',
+  'inbox',
+  'κλειδί',
+  'ключ',
+  'message',
+  'world',
+  'café',
+  '🙂',
+  'with "quotes"',
+  'tab\there',
+  'path/to',
+]
 
 function sentence(rand, n) {
   const out = []
@@ -57,7 +75,10 @@ export function makeMessage(targetBytes, seed = 1) {
     version: '1',
     message_id: '01JD3V8Q6X5K2M9N4P7R0S1T2U',
     date: '2026-11-21T22:48:01.123Z',
-    from: { agent: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', relays: ['https://relay.example'] },
+    from: {
+      agent: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK',
+      relays: ['https://relay.example'],
+    },
     to: { agent: 'https://bob.example/agents/bob' },
     conversation_id: 'c-7f3a',
     sequence: 42,
@@ -70,15 +91,35 @@ export function makeMessage(targetBytes, seed = 1) {
       signatures: [
         {
           alg: 'ed25519',
-          key_id: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK#z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK',
+          key_id:
+            'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK#z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK',
           created: '2026-11-21T22:48:01.123Z',
-          signed_headers: ['version', 'message_id', 'date', 'from', 'to', 'conversation_id', 'sequence', 'phase', 'content_type'],
+          signed_headers: [
+            'version',
+            'message_id',
+            'date',
+            'from',
+            'to',
+            'conversation_id',
+            'sequence',
+            'phase',
+            'content_type',
+          ],
           signed_body: true,
           sig: 'x'.repeat(86),
         },
       ],
     },
-    trace: { received: [{ by: 'https://relay.example', with: 'https', at: '2026-11-21T22:48:02Z', from: '203.0.113.7' }] },
+    trace: {
+      received: [
+        {
+          by: 'https://relay.example',
+          with: 'https',
+          at: '2026-11-21T22:48:02Z',
+          from: '203.0.113.7',
+        },
+      ],
+    },
   }
   const items = []
   msg.body.parts.push({ type: 'data', data: { items } })
@@ -139,10 +180,15 @@ function measurePair(fn, baseline, ms) {
 export async function benchCanonicalize({ canonicalize, canonicalizeToBytes }) {
   const rows = []
   const encoder = new TextEncoder()
-  for (const [label, size] of [['1 KB', 1024], ['100 KB', 100 * 1024]]) {
+  for (const [label, size] of [
+    ['1 KB', 1024],
+    ['100 KB', 100 * 1024],
+  ]) {
     const value = makeMessage(size)
     const bytes = encoder.encode(JSON.stringify(value)).length
-    const cases = [[`canonicalize ${label}`, () => canonicalize(value), () => JSON.stringify(value)]]
+    const cases = [
+      [`canonicalize ${label}`, () => canonicalize(value), () => JSON.stringify(value)],
+    ]
     if (canonicalizeToBytes) {
       cases.push([
         `canonicalizeToBytes ${label}`,

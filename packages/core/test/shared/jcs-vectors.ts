@@ -97,18 +97,24 @@ function checkTestdata(
     if (parse) {
       const strict = attempt(() => canonicalize(parse(r.input)))
       if (parseRefuses.includes(r.name)) {
-        if (strict.ok) failures.push(`${r.name} (strict parse): must be refused, got ${strict.value}`)
+        if (strict.ok)
+          failures.push(`${r.name} (strict parse): must be refused, got ${strict.value}`)
         else if ((strict.error as { code?: unknown } | null)?.code !== 'invalid_format') {
           failures.push(`${r.name} (strict parse): refused with ${describeError(strict.error)}`)
         }
-      } else if (!strict.ok) failures.push(`${r.name} (strict parse): threw ${describeError(strict.error)}`)
-      else if (strict.value !== r.expected) failures.push(`${r.name} (strict parse): got ${strict.value}`)
+      } else if (!strict.ok)
+        failures.push(`${r.name} (strict parse): threw ${describeError(strict.error)}`)
+      else if (strict.value !== r.expected)
+        failures.push(`${r.name} (strict parse): got ${strict.value}`)
     }
   }
   return { file: 'jcs-testdata.json', total: records.length, failures }
 }
 
-function checkAppendixB(canonicalize: (v: unknown) => string, records: AppendixBRecord[]): JcsVectorResult {
+function checkAppendixB(
+  canonicalize: (v: unknown) => string,
+  records: AppendixBRecord[],
+): JcsVectorResult {
   const failures: string[] = []
   for (const r of records) {
     const label = `${r.ieee754Hex} (${r.comment || 'no comment'})`
@@ -119,7 +125,8 @@ function checkAppendixB(canonicalize: (v: unknown) => string, records: AppendixB
         failures.push(`${label}: refused with ${describeError(got.error)}, not invalid_format`)
       }
     } else if (!got.ok) failures.push(`${label}: threw ${describeError(got.error)}`)
-    else if (got.value !== r.expected) failures.push(`${label}: got ${got.value}, want ${r.expected}`)
+    else if (got.value !== r.expected)
+      failures.push(`${label}: got ${got.value}, want ${r.expected}`)
   }
   return { file: 'jcs-rfc8785-appendix-b-numbers.json', total: records.length, failures }
 }
@@ -165,4 +172,62 @@ export function checkJcsVectors(
     checkAppendixB(canonicalize, data.appendixB as AppendixBRecord[]),
     checkEs6(canonicalize, data.es6Lines),
   ]
+}
+
+/** Deterministic choices for {@link looseJson}, driven by a seed (e.g. from fast-check). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0
+    let t = Math.imul(s ^ (s >>> 15), s | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const WS = [' ', '\t', '\n', '\r']
+
+/**
+ * Another writer's JSON for `v`, for property tests of the canonical form and the strict parser: shuffled members, random whitespace, characters randomly
+ * written as `\u` escapes (surrogate pairs as escaped pairs), integers sometimes as `5.0`/`50e-1`.
+ */
+export function looseJson(v: unknown, seed: number): string {
+  const rand = rng(seed)
+  const ws = () =>
+    rand() < 0.3 ? (WS[Math.floor(rand() * 4)] as string).repeat(1 + Math.floor(rand() * 2)) : ''
+  const str = (s: string) => {
+    let out = '"'
+    for (const ch of s) {
+      const c = ch.codePointAt(0) as number
+      if (ch === '"' || ch === '\\' || c < 0x20 || rand() < 0.1) {
+        for (let i = 0; i < ch.length; i++) {
+          const hex = ch.charCodeAt(i).toString(16).padStart(4, '0')
+          out += '\\u' + (rand() < 0.5 ? hex : hex.toUpperCase())
+        }
+      } else out += ch
+    }
+    return out + '"'
+  }
+  const num = (n: number) => {
+    const s = JSON.stringify(n)
+    if (!Number.isInteger(n) || s.includes('e')) return s
+    const r = rand()
+    return r < 0.2 ? s + '.0' : r < 0.4 ? s + 'e0' : r < 0.5 ? s + '0e-1' : s
+  }
+  const emit = (x: unknown): string => {
+    if (typeof x === 'string') return str(x)
+    if (typeof x === 'number') return num(x)
+    if (x === null || typeof x === 'boolean') return String(x)
+    if (Array.isArray(x)) return '[' + ws() + x.map((e) => emit(e) + ws()).join(',' + ws()) + ']'
+    const keys = Object.keys(x as object)
+    for (let i = keys.length - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1))
+      ;[keys[i], keys[j]] = [keys[j] as string, keys[i] as string]
+    }
+    const members = keys.map(
+      (k) => str(k) + ws() + ':' + ws() + emit((x as Record<string, unknown>)[k]) + ws(),
+    )
+    return '{' + ws() + members.join(',' + ws()) + '}'
+  }
+  return ws() + emit(v) + ws()
 }
