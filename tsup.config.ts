@@ -62,6 +62,8 @@ export default defineConfig([
     'core',
     {
       index: 'src/index.ts',
+      noble: 'src/noble.ts',
+      x25519: 'src/x25519-entry.ts',
       'crypto/default.node': 'src/crypto/default.node.ts',
       'crypto/default.browser': 'src/crypto/default.browser.ts',
       'crypto/default.portable': 'src/crypto/default.portable.ts',

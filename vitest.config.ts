@@ -9,6 +9,8 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@agentmsg\/core$/, replacement: src('core/src/index.ts') },
+      { find: /^@agentmsg\/core\/noble$/, replacement: src('core/src/noble.ts') },
+      { find: /^@agentmsg\/core\/x25519$/, replacement: src('core/src/x25519-entry.ts') },
       { find: /^#crypto-default$/, replacement: src('core/src/crypto/default.node.ts') },
       { find: /^@agentmsg\/transport-https$/, replacement: src('transport-https/src/index.ts') },
       { find: /^@agentmsg\/transport-https\/node$/, replacement: src('transport-https/src/node.ts') },

@@ -14,6 +14,9 @@ const PUBLISHED_TOTALS: Record<string, number> = {
   'hmac-sha256-rfc4231.json': 7,
   'wycheproof-hmac_sha256_test.json': 174,
   'did-key-ed25519-x25519.json': 5,
+  'jcs-testdata.json': 6,
+  'jcs-rfc8785-appendix-b-numbers.json': 26,
+  'jcs-es6testfile-first10000.txt': 10_000,
 }
 
 function expectAllPass(results: VectorCheckResult[], files: string[]): void {
@@ -59,6 +62,14 @@ test.describe('@agentmsg/core vectors in Chromium (dist, browser build)', () => 
       ])
     })
   }
+
+  test('JCS (RFC 8785): testdata, appendix B numbers, 10,000 ES6 numbers', () => {
+    expectAllPass(results.jcs, [
+      'jcs-testdata.json',
+      'jcs-rfc8785-appendix-b-numbers.json',
+      'jcs-es6testfile-first10000.txt',
+    ])
+  })
 
   test('did:key: W3C CCG documents and Ed25519 → X25519', () => {
     expectAllPass(results.didKey, [

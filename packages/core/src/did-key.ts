@@ -7,8 +7,6 @@
  * `crypto_sign_ed25519_sk_to_curve25519`), which the DID document's keyAgreement entry and the
  * sealed box need.
  */
-import { Point, etc } from '@noble/ed25519'
-import { sha512 } from '@noble/hashes/sha2.js'
 import { base58btc } from 'multiformats/bases/base58'
 import { base64urlEncode } from './base64url.js'
 import { invalidFormat } from './errors.js'
@@ -50,7 +48,8 @@ export const MULTICODEC_KEY_TYPES = {
 } as const satisfies Record<string, MulticodecKeyType>
 
 const KEY_TYPES: readonly MulticodecKeyType[] = Object.values(MULTICODEC_KEY_TYPES)
-const DID_KEY_PREFIX = 'did:key:'
+/** @internal */
+export const DID_KEY_PREFIX = 'did:key:'
 // Longest multibase text any table entry can produce (2-byte varint + 32 bytes ≈ 47–48 base58
 // chars), with slack. base58 decoding is quadratic, so over-long input is refused before it.
 const MAX_MULTIBASE_LENGTH = 64
@@ -125,10 +124,20 @@ export function publicKeyFromDidKey(did: string, field?: string): Uint8Array {
   if (typeof did !== 'string' || !did.startsWith(DID_KEY_PREFIX)) {
     throw invalidFormat('not a did:key', field)
   }
+  // Every message names its sender and usually its recipient by did:key, and verification
+  // looks the key up again: base58 decoding dominated the per-message cost, so decoded keys
+  // are remembered (bounded; a copy is returned so callers cannot corrupt the cache).
+  const hit = decoded.get(did)
+  if (hit) return hit.slice()
   const { type, publicKey } = decodeMultikey(did.slice(DID_KEY_PREFIX.length), field)
   if (!type.signing) throw invalidFormat(`did:key of a ${type.codec} key cannot sign`, field)
+  if (decoded.size >= DECODED_MAX) decoded.delete(decoded.keys().next().value as string)
+  decoded.set(did, publicKey.slice())
   return publicKey
 }
+
+const DECODED_MAX = 4096
+const decoded = new Map<string, Uint8Array>()
 
 /** True when `s` is an Ed25519 did:key that {@link publicKeyFromDidKey} accepts. */
 export function isDidKey(s: unknown): s is string {
@@ -149,143 +158,4 @@ export function isDidKey(s: unknown): s is string {
 export function didKeyFragment(did: string): string {
   publicKeyFromDidKey(did)
   return did.slice(DID_KEY_PREFIX.length)
-}
-
-// Curve25519 field prime.
-const P = 2n ** 255n - 19n
-
-/**
- * The X25519 public key of an Ed25519 public key: u = (1 + y) / (1 − y) mod p, as libsodium's
- * `crypto_sign_ed25519_pk_to_curve25519`.
- *
- * Refuses what libsodium refuses (small-order points, points outside the prime-order subgroup,
- * non-points) and additionally non-canonical encodings (y ≥ p), which no honest key has. Both
- * checks matter: a small-order or mixed-order key gives an X25519 key whose shared secrets an
- * attacker can predict.
- *
- * @throws AgentMsgError `invalid_format` for such a key or a wrong length.
- */
-export function ed25519PublicKeyToX25519(publicKey: Uint8Array): Uint8Array {
-  if (publicKey.length !== 32) throw invalidFormat('Ed25519 public key must be 32 bytes')
-  let point: Point
-  try {
-    point = Point.fromBytes(publicKey, false)
-  } catch {
-    throw invalidFormat('Ed25519 public key is not a curve point')
-  }
-  if (point.isSmallOrder() || !point.isTorsionFree()) {
-    throw invalidFormat('Ed25519 public key is not in the prime-order subgroup')
-  }
-  const { y } = point.toAffine()
-  // y = 1 is the identity, already refused as small order, so 1 − y is invertible.
-  const u = etc.mod((1n + y) * etc.invert(1n - y, P), P)
-  const out = new Uint8Array(32)
-  let v = u
-  for (let i = 0; i < 32; i++, v >>= 8n) out[i] = Number(v & 0xffn)
-  return out
-}
-
-/**
- * The X25519 secret key of an Ed25519 seed: the first 32 bytes of SHA-512(seed), clamped, as
- * libsodium's `crypto_sign_ed25519_sk_to_curve25519`. This is the same scalar Ed25519 signs
- * with, so the pair matches {@link ed25519PublicKeyToX25519} of the seed's public key.
- */
-export function ed25519SeedToX25519SecretKey(seed: Uint8Array): Uint8Array {
-  if (seed.length !== 32) throw invalidFormat('Ed25519 seed must be 32 bytes')
-  const h = sha512(seed)
-  const sk = h.slice(0, 32)
-  h.fill(0)
-  sk[0]! &= 248
-  sk[31]! &= 127
-  sk[31]! |= 64
-  return sk
-}
-
-/** A JWK for an OKP public key (RFC 8037). */
-export interface OkpPublicJwk {
-  kty: 'OKP'
-  crv: 'Ed25519' | 'X25519'
-  x: string
-}
-
-/** A verification method of a did:key document. */
-export interface DidVerificationMethod {
-  id: string
-  type: string
-  controller: string
-  publicKeyBase58?: string
-  publicKeyJwk?: OkpPublicJwk
-}
-
-/** The W3C DID document of a did:key, as the did-method-key test vectors spell it. */
-export interface DidDocument {
-  '@context': string[]
-  id: string
-  verificationMethod: DidVerificationMethod[]
-  assertionMethod: string[]
-  authentication: string[]
-  capabilityInvocation: string[]
-  capabilityDelegation: string[]
-  keyAgreement: string[]
-}
-
-/** Options for {@link resolveDidKeyDocument}. */
-export interface ResolveDidKeyOptions {
-  /**
-   * How keys are written: `Ed25519VerificationKey2018` / `X25519KeyAgreementKey2019` with
-   * `publicKeyBase58`, or `JsonWebKey2020` with `publicKeyJwk`.
-   * @default 'Ed25519VerificationKey2018'
-   */
-  publicKeyFormat?: 'Ed25519VerificationKey2018' | 'JsonWebKey2020'
-}
-
-const CONTEXTS = {
-  Ed25519VerificationKey2018: [
-    'https://www.w3.org/ns/did/v1',
-    'https://w3id.org/security/suites/ed25519-2018/v1',
-    'https://w3id.org/security/suites/x25519-2019/v1',
-  ],
-  JsonWebKey2020: ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/suites/jws-2020/v1'],
-} as const
-
-/**
- * Expand a did:key into its DID document: the Ed25519 key for assertion, authentication and
- * capabilities, plus the derived X25519 key for keyAgreement. Equals the `didDocument` of the
- * W3C CCG `ed25519-x25519.json` vectors (publicKeyBase58 form by default, JsonWebKey2020 with
- * `publicKeyFormat`).
- *
- * @throws AgentMsgError `invalid_format` when `did` is not an Ed25519 did:key or its key has no
- *   X25519 equivalent (see {@link ed25519PublicKeyToX25519}).
- */
-export function resolveDidKeyDocument(
-  did: string,
-  options: ResolveDidKeyOptions = {},
-): DidDocument {
-  const format = options.publicKeyFormat ?? 'Ed25519VerificationKey2018'
-  const publicKey = publicKeyFromDidKey(did)
-  const x25519 = ed25519PublicKeyToX25519(publicKey)
-  const signingId = `${did}#${did.slice(DID_KEY_PREFIX.length)}`
-  const agreementId = `${did}#${encodeMultikey(MULTICODEC_KEY_TYPES.x25519, x25519)}`
-  const method = (id: string, type: MulticodecKeyType, key: Uint8Array): DidVerificationMethod =>
-    format === 'JsonWebKey2020'
-      ? {
-          id,
-          type: 'JsonWebKey2020',
-          controller: did,
-          publicKeyJwk: { kty: 'OKP', crv: type.jwkCurve, x: base64urlEncode(key) },
-        }
-      : { id, type: type.base58Type, controller: did, publicKeyBase58: base58btcEncode(key) }
-  return {
-    '@context': [...CONTEXTS[format]],
-    id: did,
-    verificationMethod: [
-      method(signingId, MULTICODEC_KEY_TYPES.ed25519, publicKey),
-      method(agreementId, MULTICODEC_KEY_TYPES.x25519, x25519),
-    ],
-    assertionMethod: [signingId],
-    authentication: [signingId],
-    capabilityInvocation: [signingId],
-    capabilityDelegation: [signingId],
-    keyAgreement: [agreementId],
-  }
 }

@@ -43,9 +43,8 @@ export { canonicalize, canonicalizeToBytes } from './jcs.js'
 export { parseStrictJson } from './strict-json.js'
 export { formatTimestamp, isTimestamp, parseTimestamp } from './timestamps.js'
 
-// Crypto providers
+// Crypto providers (the pure-JS one is at `@agentmsg/core/noble`)
 export { getDefaultCryptoProvider } from '#crypto-default'
-export { nobleCryptoProvider } from './crypto/noble.js'
 export { createWebCryptoProvider, webCryptoSupportsEd25519 } from './crypto/web.js'
 
 // Identifiers, keys and identity documents
@@ -64,13 +63,9 @@ export {
   base58btcEncode,
   didKeyFragment,
   didKeyFromPublicKey,
-  ed25519PublicKeyToX25519,
-  ed25519SeedToX25519SecretKey,
   isDidKey,
   publicKeyFromDidKey,
-  resolveDidKeyDocument,
 } from './did-key.js'
-export type { DidDocument } from './did-key.js'
 export { ed25519Signer, generateKeyPair, keyPairFromSeed } from './keys.js'
 export type { KeyPair, Signer } from './keys.js'
 export {

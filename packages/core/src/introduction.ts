@@ -1,4 +1,3 @@
-import { sha256 } from '@noble/hashes/sha2.js'
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { base64urlDecode, base64urlEncode } from './base64url.js'
 import { randomBytes } from './bytes.js'
@@ -21,23 +20,24 @@ export function createIntroductionToken(): string {
 }
 
 /** The key_id fragment of an introduction secret: `intro-` + 16 chars of base64url(SHA-256). */
-export function introductionFragment(secret: Uint8Array): string {
-  return 'intro-' + base64urlEncode(sha256(secret)).slice(0, 16)
+export async function introductionFragment(secret: Uint8Array, provider?: CryptoProvider): Promise<string> {
+  const digest = await (provider ?? getDefaultCryptoProvider()).sha256(secret)
+  return 'intro-' + base64urlEncode(digest).slice(0, 16)
 }
 
 /**
  * A level-0 {@link Signer} (`hmac-sha256`) for an introduction token, signing as `agentId`.
  *
  * @example
- * const signed = await signMessage(greeting, [ed25519Signer(keys), hmacSigner(token, myId)])
+ * const signed = await signMessage(greeting, [ed25519Signer(keys), await hmacSigner(token, myId)])
  */
-export function hmacSigner(token: string, agentId: string, provider?: CryptoProvider): Signer {
+export async function hmacSigner(token: string, agentId: string, provider?: CryptoProvider): Promise<Signer> {
   const secret = base64urlDecode(token, 'token')
   if (secret.length !== 32) throw invalidFormat('an introduction token is 32 bytes', 'token')
   const p = provider ?? getDefaultCryptoProvider()
   return {
     alg: 'hmac-sha256',
-    keyId: `${agentId}#${introductionFragment(secret)}`,
+    keyId: `${agentId}#${await introductionFragment(secret, p)}`,
     sign: (data) => p.hmacSha256(secret, data),
   }
 }

@@ -104,14 +104,14 @@ export class KeyStore implements KeyResolver {
    */
   async addIntroductionToken(token: string): Promise<string> {
     const secret = base64urlDecode(token, 'token')
-    const fragment = introductionFragment(secret)
+    const fragment = await introductionFragment(secret)
     await this.#storage.put(SECRET_PREFIX + fragment, token)
     return fragment
   }
 
   /** Forget an introduction token. */
   async removeIntroductionToken(token: string): Promise<void> {
-    await this.#storage.delete(SECRET_PREFIX + introductionFragment(base64urlDecode(token, 'token')))
+    await this.#storage.delete(SECRET_PREFIX + (await introductionFragment(base64urlDecode(token, 'token'))))
   }
 
   async resolve(lookup: KeyLookup): Promise<KeyResolution> {

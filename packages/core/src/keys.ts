@@ -1,9 +1,10 @@
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { randomBytes } from './bytes.js'
 import type { CryptoProvider } from './crypto/provider.js'
-import { didKeyFromPublicKey, didKeyFragment, ed25519SeedToX25519SecretKey } from './did-key.js'
+import { didKeyFromPublicKey, didKeyFragment } from './did-key.js'
 import { invalidFormat } from './errors.js'
 import type { SignatureAlg } from './types.js'
+import { x25519SecretFromSha512 } from './x25519-scalar.js'
 
 /** An Ed25519 key pair. `secretKey` is the 32-byte RFC 8032 secret (seed). */
 export interface KeyPair {
@@ -50,7 +51,7 @@ export async function keyPairFromSeed(seed: Uint8Array, provider?: CryptoProvide
   return {
     publicKey: await p.ed25519PublicKey(secretKey),
     secretKey,
-    x25519SecretKey: ed25519SeedToX25519SecretKey(secretKey),
+    x25519SecretKey: x25519SecretFromSha512(await p.sha512(secretKey)),
   }
 }
 

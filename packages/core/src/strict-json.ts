@@ -62,12 +62,13 @@ export function parseStrictJson(
   }
   const fromBytes = typeof input !== 'string'
   const text = fromBytes ? decodeUtf8(input) : input
-  const fast = fastParse(text, maxDepth, fromBytes)
-  if (fast !== undefined) return fast
   try {
-    return new Parser(text, maxDepth, fromBytes).parseDocument()
+    return (
+      fastParse(text, maxDepth, fromBytes) ?? new Parser(text, maxDepth, fromBytes).parseDocument()
+    )
   } catch (e) {
-    // Only a caller-raised maxDepth can make the recursion outrun the stack.
+    // Both paths recurse at most maxDepth deep; only a caller-raised maxDepth can make that
+    // outrun the stack.
     if (e instanceof RangeError) throw invalidFormat('JSON nested too deeply to parse')
     throw e
   }
@@ -201,7 +202,7 @@ const EMPTY = {}
 
 function visitString(s: string, tally: Tally): boolean {
   if (s.indexOf(':') !== -1) tally.colons += countColons(s)
-  return true
+  return !tally.checkStrings || isWellFormedString(s)
 }
 
 function visit(v: unknown, depth: number, tally: Tally): boolean {

@@ -8,12 +8,14 @@ import {
   base58btcEncode,
   didKeyFragment,
   didKeyFromPublicKey,
-  ed25519PublicKeyToX25519,
-  ed25519SeedToX25519SecretKey,
   isDidKey,
   publicKeyFromDidKey,
-  resolveDidKeyDocument,
 } from '../src/did-key.js'
+import {
+  ed25519PublicKeyToX25519,
+  ed25519SeedToX25519SecretKey,
+  resolveDidKeyDocument,
+} from '../src/x25519.js'
 import { isAgentMsgError } from '../src/errors.js'
 import { checkDidKeyVectors } from './shared/didkey-vectors.js'
 import { readVectorJson } from './vectors.node.js'

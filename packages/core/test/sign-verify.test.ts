@@ -10,7 +10,6 @@ import {
   generateKeyPair,
   hmacSigner,
   KeyStore,
-  nobleCryptoProvider,
   rotateKey,
   revokeKey,
   signMessage,
@@ -22,6 +21,7 @@ import {
   type Message,
 } from '../src/index.js'
 import { nodeCryptoProvider } from '../src/crypto/node.js'
+import { nobleCryptoProvider } from '../src/crypto/noble.js'
 import { didKeyAgent, sampleMessage } from './fixtures.js'
 
 const alice = await didKeyAgent()
@@ -230,20 +230,20 @@ describe('key resolution and levels (PROFILE §4, §5, §11)', () => {
   it('level 0: an introduction token; set aside when the verifier does not hold it', async () => {
     const token = createIntroductionToken()
     const keyStore = new KeyStore()
-    const hmacOnly = await signMessage(sampleMessage(alice.id, bob.id), hmacSigner(token, alice.id))
+    const hmacOnly = await signMessage(sampleMessage(alice.id, bob.id), await hmacSigner(token, alice.id))
     expect(hmacOnly.security!.signatures[0]!.key_id).toMatch(/#intro-[A-Za-z0-9_-]{16}$/)
     // Not held: the only signature is set aside → unknown_sender.
     expect((await failure(verifyMessage(hmacOnly, createKeyResolver({ keyStore })))).code).toBe('unknown_sender')
     await keyStore.addIntroductionToken(token)
     expect(await verifyMessage(hmacOnly, createKeyResolver({ keyStore }))).toMatchObject({ level: 0, source: 'shared-secret', alg: 'hmac-sha256' })
     // Ed25519 beside HMAC: a relay (no secret) still verifies the Ed25519 one.
-    const both = await signMessage(sampleMessage(alice.id, bob.id), [alice.signer, hmacSigner(token, alice.id)])
+    const both = await signMessage(sampleMessage(alice.id, bob.id), [alice.signer, await hmacSigner(token, alice.id)])
     const relaySide = await verifyMessage(both, createKeyResolver())
     expect(relaySide.signatures.map((s) => s.alg)).toEqual(['ed25519'])
     const full = await verifyMessage(both, createKeyResolver({ keyStore }))
     expect(full.signatures.map((s) => s.level)).toEqual([3, 0])
     // A wrong token: the MAC fails → the message is refused.
-    const forged = await signMessage(sampleMessage(alice.id, bob.id), [alice.signer, hmacSigner(createIntroductionToken(), alice.id)])
+    const forged = await signMessage(sampleMessage(alice.id, bob.id), [alice.signer, await hmacSigner(createIntroductionToken(), alice.id)])
     const ks2 = new KeyStore()
     const sigFrag = forged.security!.signatures[1]!.key_id.split('#')[1]!
     // Store a different secret under the forged fragment's name is impossible (fragment = hash of

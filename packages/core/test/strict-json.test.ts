@@ -138,6 +138,9 @@ describe('parseStrictJson: refuses', () => {
     refuses(nested(5, '['), /nesting deeper than 4 levels/, { maxDepth: 4 })
     refuses('{"a":' + '['.repeat(100_000) + ']'.repeat(100_000) + '}', /nesting deeper than 64/)
     expect(() => parseStrictJson('{}', { maxDepth: 0 })).toThrow(RangeError)
+    // A huge caller-chosen limit ends in invalid_format, not in a stack overflow.
+    const deep = '{"a":' + '['.repeat(300_000) + ']'.repeat(300_000) + '}'
+    refuses(deep, /nested too deeply to parse/, { maxDepth: 1e9 })
   })
   it.each([
     ['1e400', /overflows a double/],
@@ -204,6 +207,21 @@ describe('parseStrictJson: refuses', () => {
     ['vertical tab as whitespace', '{"a":1\u000b}', /unexpected U\+000B/],
   ])('syntax: %s', (_name, text, message) => {
     refuses(text, message)
+  })
+  it('still refuses duplicates when Object.prototype has an enumerable property', () => {
+    // One planted property per object would balance one dropped duplicate in a naive count.
+    Object.defineProperty(Object.prototype, 'planted', {
+      value: 1,
+      enumerable: true,
+      configurable: true,
+      writable: true,
+    })
+    try {
+      refuses('{"a":1,"a":2}', /duplicate member name "a"/)
+      expect(Object.keys(parseStrictJson('{"a":{"b":1}}'))).toEqual(['a'])
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).planted
+    }
   })
   it('reports byte offsets for byte input', () => {
     refuses(utf8('{"é€":1}x'), /after the top-level object \(at byte 11\)/)

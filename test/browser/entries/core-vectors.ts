@@ -5,6 +5,8 @@
  */
 import * as core from '@agentmsg/core'
 import type { CryptoProvider } from '@agentmsg/core'
+import { nobleCryptoProvider } from '@agentmsg/core/noble'
+import * as x25519Lib from '@agentmsg/core/x25519'
 import { checkDidKeyVectors } from '../../../packages/core/test/shared/didkey-vectors.js'
 import {
   checkEd25519Vectors,
@@ -12,6 +14,7 @@ import {
 } from '../../../packages/core/test/shared/ed25519-vectors.js'
 import { checkEncodingVectors } from '../../../packages/core/test/shared/encoding-vectors.js'
 import { checkHmacVectors } from '../../../packages/core/test/shared/hmac-vectors.js'
+import { checkJcsVectors } from '../../../packages/core/test/shared/jcs-vectors.js'
 import { publishResults, vectorJson, vectorText } from './_page.js'
 
 export type { VectorCheckResult }
@@ -25,6 +28,7 @@ export interface CoreVectorResults {
   hmac: Record<string, VectorCheckResult[]>
   didKey: VectorCheckResult[]
   encoding: VectorCheckResult[]
+  jcs: VectorCheckResult[]
 }
 
 const MULTIBASE_FILES = [
@@ -53,6 +57,11 @@ publishResults(async (): Promise<CoreVectorResults> => {
       'base58-draft-msporny-base58-03.json',
     ].map((name) => vectorJson(name)),
   )
+  const [testdata, appendixB, es6Lines] = await Promise.all([
+    vectorJson('jcs-testdata.json'),
+    vectorJson('jcs-rfc8785-appendix-b-numbers.json'),
+    vectorText('jcs-es6testfile-first10000.txt'),
+  ])
   const multibase = Object.fromEntries(
     await Promise.all(MULTIBASE_FILES.map(async (f) => [f, await vectorText(f)] as const)),
   )
@@ -62,7 +71,7 @@ publishResults(async (): Promise<CoreVectorResults> => {
   const beforeUse = defaultProvider.name
   const providers: Record<string, CryptoProvider> = {
     webcrypto: core.createWebCryptoProvider(),
-    noble: core.nobleCryptoProvider,
+    noble: nobleCryptoProvider,
     default: defaultProvider,
   }
 
@@ -80,9 +89,9 @@ publishResults(async (): Promise<CoreVectorResults> => {
       publicKeyFromDidKey: core.publicKeyFromDidKey,
       isDidKey: core.isDidKey,
       didKeyFragment: core.didKeyFragment,
-      resolveDidKeyDocument: core.resolveDidKeyDocument,
-      ed25519PublicKeyToX25519: core.ed25519PublicKeyToX25519,
-      ed25519SeedToX25519SecretKey: core.ed25519SeedToX25519SecretKey,
+      resolveDidKeyDocument: x25519Lib.resolveDidKeyDocument,
+      ed25519PublicKeyToX25519: x25519Lib.ed25519PublicKeyToX25519,
+      ed25519SeedToX25519SecretKey: x25519Lib.ed25519SeedToX25519SecretKey,
       base58btcEncode: core.base58btcEncode,
       base64urlEncode: core.base64urlEncode,
     },
@@ -91,6 +100,14 @@ publishResults(async (): Promise<CoreVectorResults> => {
 
   const encoding = checkEncodingVectors(core, { rfc4648, bitcoinBase58, draftBase58, multibase })
 
+  // Same options as the Node suite (packages/core/test/jcs.test.ts): the strict parser only
+  // takes objects at the top, and the testdata's `values` record is not I-JSON.
+  const jcs = checkJcsVectors(
+    core.canonicalize,
+    { testdata, appendixB, es6Lines },
+    { parse: (text) => core.parseStrictJson(`{"v":${text}}`).v, parseRefuses: ['values'] },
+  )
+
   return {
     webCryptoSupportsEd25519: supported,
     defaultProviderName: { beforeUse, afterUse: defaultProvider.name },
@@ -98,5 +115,6 @@ publishResults(async (): Promise<CoreVectorResults> => {
     hmac,
     didKey,
     encoding,
+    jcs,
   }
 })

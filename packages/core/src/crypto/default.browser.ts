@@ -48,6 +48,9 @@ export const defaultCryptoProvider: CryptoProvider = {
   async sha256(data) {
     return (await provider()).sha256(data)
   },
+  async sha512(data) {
+    return (await provider()).sha512(data)
+  },
 }
 
 /** The platform's default provider; a function so every `#crypto-default` variant has one shape. */

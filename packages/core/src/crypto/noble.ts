@@ -7,12 +7,14 @@ import { hmac } from '@noble/hashes/hmac.js'
 import { sha256, sha512 } from '@noble/hashes/sha2.js'
 import type { CryptoProvider } from './provider.js'
 
-// Module side effect, on purpose: noble's synchronous sign/verify need a synchronous SHA-512,
-// and its only hook is this shared slot (STYLE pattern 8, noble-ed25519 issue #84). Setting it
-// here, in the module that signs, means any code path that reaches `nobleCryptoProvider` has it
-// set, while `sideEffects:false` bundles that never import this module stay free of it. It only
-// ever installs the same standard SHA-512, so another copy doing the same is harmless.
-ed.hashes.sha512 = sha512
+// noble's synchronous sign/verify need a synchronous SHA-512, and its only hook is a shared slot
+// (STYLE pattern 8, noble-ed25519 issue #84). It is filled on first use rather than as a module
+// side effect: a top-level assignment cannot be tree-shaken, and it pulled all of noble into
+// every browser bundle that merely imported core. Installing the same standard SHA-512 twice
+// (another copy of this module) is harmless.
+function ready(): void {
+  if (ed.hashes.sha512 === undefined) ed.hashes.sha512 = sha512
+}
 
 // RFC 8032 strict decoding (canonical y < p, no x=0 with sign bit), small-order keys refused.
 // The default (`zip215: true`) accepts encodings that PROFILE §3 and Wycheproof refuse.
@@ -23,14 +25,17 @@ export const nobleCryptoProvider: CryptoProvider = {
   name: 'noble',
 
   async ed25519PublicKey(seed) {
+    ready()
     return ed.getPublicKey(seed)
   },
 
   async ed25519Sign(seed, message) {
+    ready()
     return ed.sign(message, seed)
   },
 
   async ed25519Verify(publicKey, message, signature) {
+    ready()
     if (publicKey.length !== 32 || signature.length !== 64) return false
     try {
       return ed.verify(signature, message, publicKey, STRICT)
@@ -46,5 +51,9 @@ export const nobleCryptoProvider: CryptoProvider = {
 
   async sha256(data) {
     return sha256(data)
+  },
+
+  async sha512(data) {
+    return sha512(data)
   },
 }

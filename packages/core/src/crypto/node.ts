@@ -144,4 +144,8 @@ export const nodeCryptoProvider: CryptoProvider = {
   async sha256(data) {
     return new Uint8Array(createHash('sha256').update(data).digest())
   },
+
+  async sha512(data) {
+    return new Uint8Array(createHash('sha512').update(data).digest())
+  },
 }

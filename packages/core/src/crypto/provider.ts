@@ -23,4 +23,6 @@ export interface CryptoProvider {
   hmacSha256(key: Uint8Array, data: Uint8Array): Promise<Uint8Array>
   /** SHA-256 of `data`. */
   sha256(data: Uint8Array): Promise<Uint8Array>
+  /** SHA-512 of `data` (derives the X25519 secret of an Ed25519 key). */
+  sha512(data: Uint8Array): Promise<Uint8Array>
 }

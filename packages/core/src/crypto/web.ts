@@ -158,6 +158,10 @@ export function createWebCryptoProvider(
     async sha256(data) {
       return new Uint8Array(await s.digest('SHA-256', bs(data)))
     },
+
+    async sha512(data) {
+      return new Uint8Array(await s.digest('SHA-512', bs(data)))
+    },
   }
 }
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+/**
+ * `agentmsg` — the command line. Commands:
+ *   agentmsg init  --dir D [--url https://host:port] [--display NAME]
+ *   agentmsg inbox --dir D --port P [--host H] [--dev-tls | --tls-cert F --tls-key F]
+ */
+import { parseArgs } from 'node:util'
+import { runInbox } from './inbox.js'
+import { runInit } from './init.js'
+
+const USAGE = `usage:
+  agentmsg init  --dir D [--url https://host:port] [--display NAME] [--force]
+      create an identity in D (did:key by default; a URL agent with --url)
+  agentmsg inbox --dir D --port P [--host H] [--dev-tls | --tls-cert F --tls-key F]
+                 [--allow-private HOSTS] [--ca F]
+      serve the agent's inbox, identity and capabilities over HTTPS; print each accepted,
+      verified message as one JSON line on stdout
+`
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      dir: { type: 'string' },
+      url: { type: 'string' },
+      display: { type: 'string' },
+      force: { type: 'boolean' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'dev-tls': { type: 'boolean' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'allow-private': { type: 'string' },
+      ca: { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  })
+  if (values.help || command === undefined || command === 'help') {
+    process.stdout.write(USAGE)
+    return command === undefined ? 2 : 0
+  }
+  switch (command) {
+    case 'init':
+      return runInit(values)
+    case 'inbox':
+      return runInbox(values)
+    default:
+      process.stderr.write(`agentmsg: unknown command "${command}"\n${USAGE}`)
+      return 2
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0) process.exitCode = code
+  },
+  (err: unknown) => {
+    process.stderr.write(`agentmsg: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.exitCode = 1
+  },
+)

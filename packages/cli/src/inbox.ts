@@ -1,0 +1,3 @@
+export async function runInbox(_values: Record<string, unknown>): Promise<number> {
+  throw new Error('inbox: not wired yet')
+}

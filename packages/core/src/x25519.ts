@@ -1,0 +1,153 @@
+/**
+ * Ed25519 → X25519 conversion (libsodium `crypto_sign_ed25519_pk_to_curve25519` /
+ * `_sk_to_curve25519`) and the full W3C DID document of a did:key, whose keyAgreement entry is
+ * the converted key. Kept apart from the main entry (`@agentmsg/core/x25519`): it needs
+ * `@noble/ed25519`'s curve arithmetic and SHA-512, which an app that only signs and verifies
+ * should not download. Sealed-box encryption builds on it.
+ */
+import { Point, etc } from '@noble/ed25519'
+import { sha512 } from '@noble/hashes/sha2.js'
+import { base64urlEncode } from './base64url.js'
+import {
+  base58btcEncode,
+  DID_KEY_PREFIX,
+  encodeMultikey,
+  MULTICODEC_KEY_TYPES,
+  publicKeyFromDidKey,
+  type MulticodecKeyType,
+} from './did-key.js'
+import { invalidFormat } from './errors.js'
+import { x25519SecretFromSha512 } from './x25519-scalar.js'
+
+// Curve25519 field prime.
+const P = 2n ** 255n - 19n
+
+/**
+ * The X25519 public key of an Ed25519 public key: u = (1 + y) / (1 − y) mod p, as libsodium's
+ * `crypto_sign_ed25519_pk_to_curve25519`.
+ *
+ * Refuses what libsodium refuses (small-order points, points outside the prime-order subgroup,
+ * non-points) and additionally non-canonical encodings (y ≥ p), which no honest key has. Both
+ * checks matter: a small-order or mixed-order key gives an X25519 key whose shared secrets an
+ * attacker can predict.
+ *
+ * @throws AgentMsgError `invalid_format` for such a key or a wrong length.
+ */
+export function ed25519PublicKeyToX25519(publicKey: Uint8Array): Uint8Array {
+  if (publicKey.length !== 32) throw invalidFormat('Ed25519 public key must be 32 bytes')
+  let point: Point
+  try {
+    point = Point.fromBytes(publicKey, false)
+  } catch {
+    throw invalidFormat('Ed25519 public key is not a curve point')
+  }
+  if (point.isSmallOrder() || !point.isTorsionFree()) {
+    throw invalidFormat('Ed25519 public key is not in the prime-order subgroup')
+  }
+  const { y } = point.toAffine()
+  // y = 1 is the identity, already refused as small order, so 1 − y is invertible.
+  const u = etc.mod((1n + y) * etc.invert(1n - y, P), P)
+  const out = new Uint8Array(32)
+  let v = u
+  for (let i = 0; i < 32; i++, v >>= 8n) out[i] = Number(v & 0xffn)
+  return out
+}
+
+/**
+ * The X25519 secret key of an Ed25519 seed: the first 32 bytes of SHA-512(seed), clamped, as
+ * libsodium's `crypto_sign_ed25519_sk_to_curve25519`. This is the same scalar Ed25519 signs
+ * with, so the pair matches {@link ed25519PublicKeyToX25519} of the seed's public key.
+ */
+export function ed25519SeedToX25519SecretKey(seed: Uint8Array): Uint8Array {
+  if (seed.length !== 32) throw invalidFormat('Ed25519 seed must be 32 bytes')
+  return x25519SecretFromSha512(sha512(seed))
+}
+
+/** A JWK for an OKP public key (RFC 8037). */
+export interface OkpPublicJwk {
+  kty: 'OKP'
+  crv: 'Ed25519' | 'X25519'
+  x: string
+}
+
+/** A verification method of a did:key document. */
+export interface DidVerificationMethod {
+  id: string
+  type: string
+  controller: string
+  publicKeyBase58?: string
+  publicKeyJwk?: OkpPublicJwk
+}
+
+/** The W3C DID document of a did:key, as the did-method-key test vectors spell it. */
+export interface DidDocument {
+  '@context': string[]
+  id: string
+  verificationMethod: DidVerificationMethod[]
+  assertionMethod: string[]
+  authentication: string[]
+  capabilityInvocation: string[]
+  capabilityDelegation: string[]
+  keyAgreement: string[]
+}
+
+/** Options for {@link resolveDidKeyDocument}. */
+export interface ResolveDidKeyOptions {
+  /**
+   * How keys are written: `Ed25519VerificationKey2018` / `X25519KeyAgreementKey2019` with
+   * `publicKeyBase58`, or `JsonWebKey2020` with `publicKeyJwk`.
+   * @default 'Ed25519VerificationKey2018'
+   */
+  publicKeyFormat?: 'Ed25519VerificationKey2018' | 'JsonWebKey2020'
+}
+
+const CONTEXTS = {
+  Ed25519VerificationKey2018: [
+    'https://www.w3.org/ns/did/v1',
+    'https://w3id.org/security/suites/ed25519-2018/v1',
+    'https://w3id.org/security/suites/x25519-2019/v1',
+  ],
+  JsonWebKey2020: ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/suites/jws-2020/v1'],
+} as const
+
+/**
+ * Expand a did:key into its DID document: the Ed25519 key for assertion, authentication and
+ * capabilities, plus the derived X25519 key for keyAgreement. Equals the `didDocument` of the
+ * W3C CCG `ed25519-x25519.json` vectors (publicKeyBase58 form by default, JsonWebKey2020 with
+ * `publicKeyFormat`).
+ *
+ * @throws AgentMsgError `invalid_format` when `did` is not an Ed25519 did:key or its key has no
+ *   X25519 equivalent (see {@link ed25519PublicKeyToX25519}).
+ */
+export function resolveDidKeyDocument(
+  did: string,
+  options: ResolveDidKeyOptions = {},
+): DidDocument {
+  const format = options.publicKeyFormat ?? 'Ed25519VerificationKey2018'
+  const publicKey = publicKeyFromDidKey(did)
+  const x25519 = ed25519PublicKeyToX25519(publicKey)
+  const signingId = `${did}#${did.slice(DID_KEY_PREFIX.length)}`
+  const agreementId = `${did}#${encodeMultikey(MULTICODEC_KEY_TYPES.x25519, x25519)}`
+  const method = (id: string, type: MulticodecKeyType, key: Uint8Array): DidVerificationMethod =>
+    format === 'JsonWebKey2020'
+      ? {
+          id,
+          type: 'JsonWebKey2020',
+          controller: did,
+          publicKeyJwk: { kty: 'OKP', crv: type.jwkCurve, x: base64urlEncode(key) },
+        }
+      : { id, type: type.base58Type, controller: did, publicKeyBase58: base58btcEncode(key) }
+  return {
+    '@context': [...CONTEXTS[format]],
+    id: did,
+    verificationMethod: [
+      method(signingId, MULTICODEC_KEY_TYPES.ed25519, publicKey),
+      method(agreementId, MULTICODEC_KEY_TYPES.x25519, x25519),
+    ],
+    assertionMethod: [signingId],
+    authentication: [signingId],
+    capabilityInvocation: [signingId],
+    capabilityDelegation: [signingId],
+    keyAgreement: [agreementId],
+  }
+}

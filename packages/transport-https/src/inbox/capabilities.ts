@@ -1,0 +1,40 @@
+/** The minimal capabilities document of PROFILE §10. */
+import { PHASES, type JsonObject } from '@agentmsg/core'
+import type { RateLimit } from './rate-limit.js'
+
+/** Largest message, `JCS(message without trace)`, an inbox accepts (PROFILE §6). */
+export const MAX_MESSAGE_BYTES = 1_048_576
+
+/** What {@link defaultCapabilities} describes. */
+export interface CapabilitiesInput {
+  agentId: string
+  /** The per-sender limit the inbox enforces; its numbers are stated (PROFILE §6). */
+  perSender: RateLimit
+  /** Relays, copied from the identity document when it names some. */
+  relay?: { urls: string[]; preference: string } | undefined
+}
+
+/**
+ * `{agentmsg:5, agent_id, content_types, phases, auth_levels, encryption, max_message_bytes,
+ * rate_limit:{messages_per_minute, burst}, relay?}` (PROFILE §10).
+ */
+export function defaultCapabilities(input: CapabilitiesInput): JsonObject {
+  const doc: JsonObject = {
+    agentmsg: 5,
+    agent_id: input.agentId,
+    content_types: ['application/json'],
+    phases: [...PHASES],
+    auth_levels: [0, 1, 2, 3],
+    encryption: ['sealed_box'],
+    max_message_bytes: MAX_MESSAGE_BYTES,
+    rate_limit: {
+      // JSON has no Infinity: an unlimited inbox states no number it could be held to.
+      messages_per_minute: Number.isFinite(input.perSender.perMinute)
+        ? input.perSender.perMinute
+        : null,
+      burst: input.perSender.burst,
+    },
+  }
+  if (input.relay) doc.relay = { urls: [...input.relay.urls], preference: input.relay.preference }
+  return doc
+}

@@ -1,0 +1,387 @@
+/**
+ * A `fetch` over `node:https` that applies PROFILE §4 and §6 to every request: `https:` only,
+ * TLS ≥ 1.2 with verification always on (a custom CA is added to the system roots), the address
+ * policy checked on the address actually connected to before any byte is sent, no automatic
+ * redirects, and a per-request timeout.
+ *
+ * @packageDocumentation
+ */
+import dns from 'node:dns'
+import https from 'node:https'
+import type { IncomingMessage } from 'node:http'
+import net from 'node:net'
+import type { Duplex } from 'node:stream'
+import tls from 'node:tls'
+import type { IdentityFetcher } from '@agentmsg/core'
+import { createAddressPolicy, type AddressPolicy, AddressRefusedError } from './address-policy.js'
+import { createIdentityFetcher, type IdentityFetcherOptions } from './identity-fetcher.js'
+
+/** Options for {@link createNodeFetch}. */
+export interface NodeFetchOptions {
+  /**
+   * Extra trusted CA certificates (PEM), e.g. a development certificate. They are added to
+   * Node's bundled root certificates, so public sites still verify. Verification is never off.
+   */
+  ca?: string | Buffer | Array<string | Buffer>
+  /** Which addresses may be connected to. @default public unicast only (`createAddressPolicy()`) */
+  addressPolicy?: AddressPolicy
+  /**
+   * Per request, from the call until the response body is fully read; `0` disables it (for
+   * long-lived streams: use a signal instead). On expiry the call, or the body, fails with a
+   * `TimeoutError` DOMException. `Infinity` also disables it. @default 30_000
+   */
+  timeoutMs?: number
+  /** Keep connections open for reuse by later requests of this fetch. @default true */
+  keepAlive?: boolean
+  /** Most concurrent connections per origin. @default Infinity */
+  maxSockets?: number
+  /** Most idle kept-alive connections in total. @default 256 */
+  maxFreeSockets?: number
+}
+
+const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304])
+
+interface PolicyAgentOptions extends https.AgentOptions {
+  policy: AddressPolicy
+  connectTimeoutMs: number
+}
+
+type Callback = (err: Error | null, stream: Duplex) => void
+
+/** An https.Agent whose TCP connections are checked against the policy before TLS starts. */
+class PolicyAgent extends https.Agent {
+  readonly #policy: AddressPolicy
+  readonly #connectTimeoutMs: number
+
+  constructor(options: PolicyAgentOptions) {
+    const { policy, connectTimeoutMs, ...rest } = options
+    super(rest)
+    this.#policy = policy
+    this.#connectTimeoutMs = connectTimeoutMs
+  }
+
+  override createConnection(
+    options: https.RequestOptions,
+    callback?: Callback,
+  ): Duplex | null | undefined {
+    const cb: Callback = callback ?? (() => {})
+    const policy = this.#policy
+    const host = String(options.host ?? options.hostname ?? 'localhost')
+    const port = Number(options.port ?? 443)
+    const hostname = host.replace(/^\[|\]$/g, '')
+    let done = false
+    const finish = (err: Error | null, stream?: Duplex) => {
+      if (done) return
+      done = true
+      cb(err, stream as Duplex)
+    }
+    const tcp = net.connect({
+      host: hostname,
+      port,
+      lookup: policyLookup(policy, hostname),
+      ...(options.family ? { family: options.family } : {}),
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+    })
+    const onError = (err: Error) => {
+      tcp.destroy()
+      finish(err)
+    }
+    tcp.once('error', onError)
+    const connectTimeoutMs = this.#connectTimeoutMs
+    const onTimeout = () => {
+      onError(new Error(`connecting to ${hostname}:${port} timed out after ${connectTimeoutMs} ms`))
+    }
+    if (connectTimeoutMs > 0) tcp.setTimeout(connectTimeoutMs, onTimeout)
+    tcp.once('connect', () => {
+      tcp.removeListener('error', onError)
+      tcp.removeListener('timeout', onTimeout)
+      tcp.setTimeout(0)
+      const address = tcp.remoteAddress
+      if (address === undefined || !policy.allowsAddress(address, hostname)) {
+        const err = new AddressRefusedError(address ?? '(unknown)', hostname)
+        tcp.destroy()
+        finish(err)
+        return
+      }
+      // Only now does the TLS handshake start, on the checked socket.
+      const socket = super.createConnection({ ...options, socket: tcp } as https.RequestOptions)
+      finish(null, socket ?? undefined)
+    })
+    return undefined
+  }
+}
+
+/** A DNS lookup that drops refused addresses early (the connect-time check stays the rule). */
+function policyLookup(policy: AddressPolicy, hostname: string): net.LookupFunction {
+  return (name, options, callback) => {
+    dns.lookup(name, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '')
+      const ok = addresses.filter((a) => policy.allowsAddress(a.address, hostname))
+      if (ok.length === 0) {
+        const first = addresses[0]?.address ?? '(none)'
+        const refused = new AddressRefusedError(first, hostname) as Error as NodeJS.ErrnoException
+        return callback(refused, '')
+      }
+      if (options.all) return callback(null, ok)
+      callback(null, ok[0]!.address, ok[0]!.family)
+    })
+  }
+}
+
+function toCaList(ca: NodeFetchOptions['ca']): Array<string | Buffer> | undefined {
+  if (ca === undefined) return undefined
+  const extra = Array.isArray(ca) ? ca : [ca]
+  return [...tls.rootCertificates, ...extra]
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
+}
+
+function bodyBytes(body: unknown): Uint8Array | string | undefined {
+  if (body === undefined || body === null) return undefined
+  if (typeof body === 'string') return body
+  if (body instanceof Uint8Array) return body
+  if (body instanceof ArrayBuffer) return new Uint8Array(body)
+  if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+  throw new TypeError('createNodeFetch supports string, Uint8Array and ArrayBuffer bodies only')
+}
+
+/**
+ * A `fetch`-compatible function over `node:https` (PROFILE §4, §6).
+ *
+ * - `https:` URLs only: any other scheme rejects with a `TypeError` before any connection.
+ * - TLS ≥ 1.2, certificates always verified; `ca` adds to the bundled roots.
+ * - Every connection is checked against `addressPolicy` on the address actually connected to,
+ *   after DNS and before the TLS handshake; a refused one rejects with an `AddressRefusedError`
+ *   (code `forbidden`). The DNS lookup also filters refused addresses early.
+ * - Never follows redirects: `redirect: 'manual'` (the default, and also what `'follow'` gets)
+ *   returns 3xx responses as they are; `'error'` rejects on them.
+ * - Supports method, headers, string/Uint8Array/ArrayBuffer bodies (or a `Request` input),
+ *   `signal`, and a streaming response body. Other network and TLS failures reject with a
+ *   `TypeError` whose `cause` is the Node error; the timeout with a `TimeoutError` DOMException;
+ *   an abort with the signal's reason.
+ *
+ * @example
+ * const fetch = createNodeFetch({ ca: devCert.cert, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) })
+ * const res = await fetch('https://127.0.0.1:8443/.well-known/agentmsg/identity')
+ */
+export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
+  const policy = options.addressPolicy ?? createAddressPolicy()
+  const requested = options.timeoutMs ?? 30_000
+  if (!(requested >= 0)) throw new RangeError('timeoutMs must be ≥ 0')
+  // Past setTimeout's 2^31 − 1 ms limit (or Infinity) means "no timeout".
+  const timeoutMs = requested > 2_147_483_647 ? 0 : requested
+  const ca = toCaList(options.ca)
+  const agent = new PolicyAgent({
+    policy,
+    connectTimeoutMs: timeoutMs,
+    keepAlive: options.keepAlive ?? true,
+    ...(options.maxSockets !== undefined ? { maxSockets: options.maxSockets } : {}),
+    maxFreeSockets: options.maxFreeSockets ?? 256,
+    minVersion: 'TLSv1.2',
+    rejectUnauthorized: true,
+    ...(ca ? { ca } : {}),
+  })
+
+  const nodeFetch = async (input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> => {
+    const request =
+      typeof input === 'object' && !(input instanceof URL) ? (input as Request) : undefined
+    const urlText = request ? request.url : String(input)
+    let url: URL
+    try {
+      url = new URL(urlText)
+    } catch {
+      throw new TypeError(`invalid URL: ${urlText}`)
+    }
+    if (url.protocol !== 'https:') {
+      throw new TypeError(
+        `refusing ${url.protocol} URL ${url.href}: only https: is allowed (PROFILE §6)`,
+      )
+    }
+    if (url.username || url.password) throw new TypeError('URLs with credentials are refused')
+
+    const method = (init.method ?? request?.method ?? 'GET').toUpperCase()
+    const headers = new Headers(init.headers ?? request?.headers)
+    const signal = init.signal ?? request?.signal ?? undefined
+    const redirect = init.redirect ?? 'manual'
+    let body: Uint8Array | string | undefined
+    if (init.body !== undefined && init.body !== null) {
+      body = bodyBytes(init.body)
+      if (typeof init.body === 'string' && !headers.has('content-type')) {
+        headers.set('content-type', 'text/plain;charset=UTF-8')
+      }
+    } else if (request && request.body !== null && init.body === undefined) {
+      body = new Uint8Array(await request.arrayBuffer())
+    }
+    if ((method === 'GET' || method === 'HEAD') && body !== undefined) {
+      throw new TypeError(`a ${method} request cannot have a body`)
+    }
+    if (signal?.aborted) throw abortReason(signal)
+
+    const outgoing: Record<string, string> = {}
+    headers.forEach((value, name) => {
+      outgoing[name] = value
+    })
+    if (body !== undefined) {
+      const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
+      outgoing['content-length'] = String(length)
+    }
+
+    return new Promise<Response>((resolve, reject) => {
+      let settled = false
+      let bodyController: ReadableStreamDefaultController<Uint8Array> | undefined
+      let timer: ReturnType<typeof setTimeout> | undefined
+
+      const cleanup = () => {
+        if (timer) clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+      }
+      // Fail the call if the response has not arrived yet, else the body stream.
+      const fail = (reason: unknown) => {
+        cleanup()
+        if (!settled) {
+          settled = true
+          reject(reason)
+        } else if (bodyController) {
+          try {
+            bodyController.error(reason)
+          } catch {
+            // already closed
+          }
+          bodyController = undefined
+        }
+        req.destroy()
+      }
+      const onAbort = () => fail(abortReason(signal!))
+
+      const req = https.request({
+        agent,
+        method,
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port === '' ? 443 : Number(url.port),
+        path: `${url.pathname}${url.search}`,
+        headers: outgoing,
+      })
+      if (timeoutMs > 0) {
+        timer = setTimeout(
+          () =>
+            fail(
+              new DOMException(
+                `request to ${url.origin} timed out after ${timeoutMs} ms`,
+                'TimeoutError',
+              ),
+            ),
+          timeoutMs,
+        )
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+
+      req.on('error', (err) => {
+        if (err instanceof AddressRefusedError) return fail(err)
+        const message = (err as Error).message || String(err)
+        fail(new TypeError(`fetch ${url.origin} failed: ${message}`, { cause: err }))
+      })
+
+      req.on('response', (res: IncomingMessage) => {
+        const status = res.statusCode ?? 0
+        if (redirect === 'error' && status >= 300 && status < 400) {
+          res.resume()
+          return fail(new TypeError(`unexpected redirect (${status}) from ${url.href}`))
+        }
+        if (status < 200 || status > 599) {
+          res.resume()
+          return fail(new TypeError(`unsupported status ${status} from ${url.href}`))
+        }
+        const responseHeaders = new Headers()
+        const raw = res.rawHeaders
+        for (let i = 0; i + 1 < raw.length; i += 2) {
+          try {
+            responseHeaders.append(raw[i]!, raw[i + 1]!)
+          } catch {
+            // a header value the Headers class refuses: drop it
+          }
+        }
+        let stream: ReadableStream<Uint8Array> | null = null
+        if (method === 'HEAD' || NULL_BODY_STATUS.has(status)) {
+          res.resume()
+          res.once('end', cleanup)
+        } else {
+          let ended = false
+          stream = new ReadableStream<Uint8Array>({
+            start(controller) {
+              bodyController = controller
+              res.on('data', (chunk: Buffer) => {
+                if (!bodyController) return
+                controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+                if ((controller.desiredSize ?? 0) <= 0) res.pause()
+              })
+              res.once('end', () => {
+                ended = true
+                cleanup()
+                if (!bodyController) return
+                bodyController = undefined
+                controller.close()
+              })
+              const broken = (err?: Error) => {
+                if (ended || !bodyController) return
+                fail(
+                  new TypeError(
+                    `response body from ${url.origin} was cut short`,
+                    err ? { cause: err } : undefined,
+                  ),
+                )
+              }
+              res.once('error', broken)
+              res.once('close', () => broken())
+            },
+            pull() {
+              res.resume()
+            },
+            cancel() {
+              bodyController = undefined
+              cleanup()
+              req.destroy()
+            },
+          })
+        }
+        const response = new Response(stream, {
+          status,
+          statusText: res.statusMessage ?? '',
+          headers: responseHeaders,
+        })
+        Object.defineProperty(response, 'url', { value: url.href })
+        settled = true
+        resolve(response)
+      })
+
+      if (body !== undefined) req.end(body)
+      else req.end()
+    })
+  }
+  return nodeFetch as typeof fetch
+}
+
+/** Options for {@link createNodeIdentityFetcher}. */
+export interface NodeIdentityFetcherOptions
+  extends Omit<NodeFetchOptions, 'timeoutMs'>, Omit<IdentityFetcherOptions, 'fetch'> {}
+
+/**
+ * The identity-document fetcher for Node (PROFILE §4): {@link createIdentityFetcher} over
+ * {@link createNodeFetch}, so addresses are checked on every connection, redirects included.
+ *
+ * @example
+ * const resolver = createKeyResolver({ fetchIdentity: createNodeIdentityFetcher({ ca: devCert.cert }) })
+ */
+export function createNodeIdentityFetcher(
+  options: NodeIdentityFetcherOptions = {},
+): IdentityFetcher {
+  const { timeoutMs, maxBytes, maxRedirects, ...fetchOptions } = options
+  const fetch = createNodeFetch({ ...fetchOptions, timeoutMs: timeoutMs ?? 5_000 })
+  return createIdentityFetcher({
+    fetch,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(maxBytes !== undefined ? { maxBytes } : {}),
+    ...(maxRedirects !== undefined ? { maxRedirects } : {}),
+  })
+}

@@ -1,0 +1,203 @@
+/** Shared fixtures of the inbox tests: senders, signed messages, a real HTTPS inbox, a client. */
+import { request as httpsRequest, Agent } from 'node:https'
+import type { IncomingHttpHeaders } from 'node:http'
+import {
+  chainResolvers,
+  createMessage,
+  didKeyFromPublicKey,
+  didKeyResolver,
+  ed25519Signer,
+  generateKeyPair,
+  signMessage,
+  type CreateMessageOptions,
+  type KeyPair,
+  type KeyResolver,
+  type Message,
+  type Signer,
+} from '@agentmsg/core'
+import { createInboxHandler } from '../src/inbox/handler.js'
+import type { InboxHandler, InboxHandlerOptions, InboxMessageInfo } from '../src/inbox/types.js'
+import { serveInbox, type InboxServer } from '../src/node-server.js'
+import { testCertificate } from './tls.js'
+
+export const INBOX_PATH = '/.well-known/agentmsg/inbox'
+
+/** A did:key agent that can sign. */
+export interface Sender {
+  id: string
+  keys: KeyPair
+  signer: Signer
+}
+
+export async function didKeySender(): Promise<Sender> {
+  const keys = await generateKeyPair()
+  const id = didKeyFromPublicKey(keys.publicKey)
+  return { id, keys, signer: ed25519Signer(keys) }
+}
+
+let conversation = 0
+
+/** A message from `sender` to `to`, signed unless `sign` is false. */
+export async function signed(
+  sender: { id: string; signer: Signer },
+  to: string,
+  overrides: Partial<CreateMessageOptions> = {},
+  sign: { created?: number | string; signer?: Signer | Signer[] } = {},
+): Promise<Message> {
+  const msg = createMessage({
+    from: sender.id,
+    to,
+    conversationId: `c-${++conversation}`,
+    sequence: 0,
+    phase: 'request',
+    text: 'hello',
+    ...overrides,
+  })
+  return signMessage(
+    msg,
+    sign.signer ?? sender.signer,
+    sign.created !== undefined ? { created: sign.created } : {},
+  )
+}
+
+/** A promise with its resolve function, to hold the application at a known point. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void
+  const promise = new Promise<T>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+/** A client response. */
+export interface ClientResponse {
+  status: number
+  headers: IncomingHttpHeaders
+  text: string
+  json: any
+}
+
+/** One HTTPS request through node:https, trusting only the test certificate. */
+export async function send(
+  url: string,
+  options: {
+    method?: string
+    headers?: Record<string, string>
+    body?: string | Uint8Array
+    agent?: Agent
+  } = {},
+): Promise<ClientResponse> {
+  const { cert } = await testCertificate()
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      url,
+      {
+        method: options.method ?? 'POST',
+        headers: options.headers,
+        ca: cert,
+        agent: options.agent ?? false,
+      },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8')
+          let json: unknown
+          try {
+            json = JSON.parse(text)
+          } catch {
+            json = undefined
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json })
+        })
+        res.on('error', reject)
+      },
+    )
+    req.on('error', reject)
+    req.end(options.body)
+  })
+}
+
+/** POST a message (object or raw text) to an inbox with the right Content-Type. */
+export function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<ClientResponse> {
+  const text = typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body)
+  return send(url, { headers: { 'content-type': 'application/json', ...headers }, body: text })
+}
+
+/** A resolver of did:key plus keys listed in a table (for simple-name agents and levels 1–2). */
+export function tableResolver(
+  table: Map<string, { publicKey: Uint8Array; source: 'introduction' | 'pinned' }>,
+): KeyResolver {
+  return chainResolvers(didKeyResolver(), {
+    async resolve(lookup) {
+      const k = table.get(lookup.keyId)
+      return k && lookup.alg === 'ed25519'
+        ? { status: 'found', key: { alg: 'ed25519', publicKey: k.publicKey, source: k.source } }
+        : { status: 'not_found', reason: `no key ${lookup.keyId}` }
+    },
+  })
+}
+
+/** A running inbox over real HTTPS, and what its application received. */
+export interface TestInbox {
+  agentId: string
+  handler: InboxHandler
+  server: InboxServer
+  url: string
+  inboxUrl: string
+  received: Array<{ message: Message; info: InboxMessageInfo }>
+  errors: unknown[]
+}
+
+const running: TestInbox[] = []
+
+/** Start an inbox for a fresh did:key agent on 127.0.0.1; stopped by {@link stopInboxes}. */
+export async function startInbox(options: Partial<InboxHandlerOptions> = {}): Promise<TestInbox> {
+  const agentId = options.agentId ?? (await didKeySender()).id
+  const received: TestInbox['received'] = []
+  const errors: unknown[] = []
+  const handler = createInboxHandler({
+    resolver: didKeyResolver(),
+    onMessage: async (message, info) => {
+      received.push({ message, info })
+    },
+    onError: (e) => errors.push(e),
+    ...options,
+    agentId,
+  })
+  const { cert, key } = await testCertificate()
+  const server = await serveInbox(handler, { tls: { cert, key }, onError: (e) => errors.push(e) })
+  const inbox: TestInbox = {
+    agentId,
+    handler,
+    server,
+    url: server.url,
+    inboxUrl: server.url + (options.basePath ?? '') + INBOX_PATH,
+    received,
+    errors,
+  }
+  running.push(inbox)
+  return inbox
+}
+
+/** Close every inbox started since the last call, without waiting for blocked applications. */
+export async function stopInboxes(): Promise<void> {
+  const all = running.splice(0)
+  await Promise.all(
+    all.map(async (i) => {
+      await i.handler.close({ drain: false })
+      await i.server.close()
+    }),
+  )
+}
+
+/** Wait until `check` is true (polling), or fail after `ms`. */
+export async function until(check: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
