@@ -148,7 +148,8 @@ function toEntry(fixed: unknown, state: unknown): OutboxEntry | undefined {
     message: fixed.message as unknown as Message,
     target,
     firstAttempt: fixed.firstAttempt,
-    attempts: Number.isInteger(s.attempts) && (s.attempts as number) >= 0 ? (s.attempts as number) : 0,
+    attempts:
+      Number.isInteger(s.attempts) && (s.attempts as number) >= 0 ? (s.attempts as number) : 0,
     nextAttempt: isTime(s.nextAttempt) ? s.nextAttempt : fixed.firstAttempt,
     lastError: typeof s.lastError === 'string' ? s.lastError : null,
   }

@@ -109,7 +109,11 @@ export function classifyResponse(
     return { kind: 'fail', reason: 'status 429 without a valid Retry-After', status }
   }
   if (status >= 300 && status <= 399) {
-    return { kind: 'fail', reason: `status ${status}: inbox deliveries do not follow redirects`, status }
+    return {
+      kind: 'fail',
+      reason: `status ${status}: inbox deliveries do not follow redirects`,
+      status,
+    }
   }
   return { kind: 'fail', reason: `status ${status}`, status }
 }
@@ -149,8 +153,7 @@ export interface ScheduleOptions {
 
 /** The next attempt, or why there is none. */
 export type NextAttempt =
-  | { retry: true; at: number; delayMs: number }
-  | { retry: false; reason: string }
+  { retry: true; at: number; delayMs: number } | { retry: false; reason: string }
 
 /**
  * When to try again after a retryable outcome. The deadline is `firstAttempt + deadlineMs`.
@@ -170,7 +173,10 @@ export function nextAttemptAt(
   const { now } = state
   const tries = `${state.attempts} attempt${state.attempts === 1 ? '' : 's'}`
   if (now >= deadline) {
-    return { retry: false, reason: `no 202 within the delivery deadline after ${tries}; last: ${outcome.reason}` }
+    return {
+      retry: false,
+      reason: `no 202 within the delivery deadline after ${tries}; last: ${outcome.reason}`,
+    }
   }
   const backoff = backoffDelay(state.attempts, options.random)
   if (outcome.kind === 'retry-after') {
@@ -195,7 +201,10 @@ export function describeError(error: unknown): string {
   for (let depth = 0; e != null && depth < 4; depth++) {
     if (e instanceof Error || (typeof e === 'object' && 'message' in e)) {
       const { message, code } = e as { message?: unknown; code?: unknown }
-      const text = [typeof message === 'string' ? message : '', typeof code === 'string' ? code : '']
+      const text = [
+        typeof message === 'string' ? message : '',
+        typeof code === 'string' ? code : '',
+      ]
         .filter((s) => s && !parts.some((p) => p.includes(s)))
         .join(' ')
       if (text) parts.push(text)

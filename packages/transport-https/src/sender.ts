@@ -264,11 +264,16 @@ class Sender implements HttpsSender {
     this.#outbox = new Outbox(o.storage ?? memoryStorage(), o.prefix ? { prefix: o.prefix } : {})
     this.#fetch = o.fetch ?? ((input, init) => globalThis.fetch(input, init))
     this.#clock = o.clock ?? systemClock
-    this.#attemptTimeoutMs = positive(o.attemptTimeoutMs, DEFAULT_ATTEMPT_TIMEOUT_MS, 'attemptTimeoutMs')
+    this.#attemptTimeoutMs = positive(
+      o.attemptTimeoutMs,
+      DEFAULT_ATTEMPT_TIMEOUT_MS,
+      'attemptTimeoutMs',
+    )
     this.#deadlineMs = positive(o.deadlineMs, DEFAULT_DEADLINE_MS, 'deadlineMs')
     this.#maxBytes = positive(o.maxMessageBytes, 1_048_576, 'maxMessageBytes')
     this.#random = o.random ?? Math.random
-    if (this.#attemptTimeoutMs > 2_147_483_647) throw new RangeError('attemptTimeoutMs is too large')
+    if (this.#attemptTimeoutMs > 2_147_483_647)
+      throw new RangeError('attemptTimeoutMs is too large')
     if (o.resume !== false) {
       this.resume().catch((error: unknown) => this.#emit('error', { message_id: '', error }))
     }
@@ -511,7 +516,14 @@ class Sender implements HttpsSender {
     if (outcome.kind === 'fail') {
       const code = peer.code ?? (isAgentMsgError(cause) ? cause.code : undefined)
       const message = peer.message ?? outcome.reason
-      return this.#fail(job, outcome.status, code ?? codeForStatus(outcome.status), message, cause, peer.code)
+      return this.#fail(
+        job,
+        outcome.status,
+        code ?? codeForStatus(outcome.status),
+        message,
+        cause,
+        peer.code,
+      )
     }
     const now = this.#clock.now()
     const next = nextAttemptAt(
@@ -522,7 +534,11 @@ class Sender implements HttpsSender {
     entry.lastError = outcome.reason
     if (!next.retry) return this.#undeliverable(job, next.reason)
     entry.nextAttempt = next.at
-    const state = { attempts: entry.attempts, nextAttempt: entry.nextAttempt, lastError: entry.lastError }
+    const state = {
+      attempts: entry.attempts,
+      nextAttempt: entry.nextAttempt,
+      lastError: entry.lastError,
+    }
     await this.#persist(job, () => this.#outbox.update(entry.id, state))
     if (job.settled) return
     // Closing: the state is stored; the next sender on this storage schedules it.
@@ -550,7 +566,12 @@ class Sender implements HttpsSender {
     await this.#settle(job)
     const { entry } = job
     const messageId = entry.message.message_id
-    this.#emit('delivered', { message_id: messageId, target: entry.target, attempts: entry.attempts, status })
+    this.#emit('delivered', {
+      message_id: messageId,
+      target: entry.target,
+      attempts: entry.attempts,
+      status,
+    })
     job.resolve({ messageId, target: entry.target })
   }
 
@@ -565,20 +586,31 @@ class Sender implements HttpsSender {
     await this.#settle(job)
     const { entry } = job
     const messageId = entry.message.message_id
-    const event: FailedEvent = { message_id: messageId, target: entry.target, code, message, attempts: entry.attempts }
+    const event: FailedEvent = {
+      message_id: messageId,
+      target: entry.target,
+      code,
+      message,
+      attempts: entry.attempts,
+    }
     if (status !== undefined) event.status = status
     this.#emit('failed', event)
     const known = isErrorCode(code) ? code : codeForStatus(status)
     const where = status === undefined ? '' : ` with ${status}`
     job.reject(
-      new DeliveryError('failed', known, `delivery of ${messageId} failed${where}: ${code}: ${message}`, {
-        messageId,
-        target: entry.target,
-        attempts: entry.attempts,
-        ...(status !== undefined ? { peerStatus: status } : {}),
-        ...(peerCode !== undefined ? { peerCode } : {}),
-        cause,
-      }),
+      new DeliveryError(
+        'failed',
+        known,
+        `delivery of ${messageId} failed${where}: ${code}: ${message}`,
+        {
+          messageId,
+          target: entry.target,
+          attempts: entry.attempts,
+          ...(status !== undefined ? { peerStatus: status } : {}),
+          ...(peerCode !== undefined ? { peerCode } : {}),
+          cause,
+        },
+      ),
     )
   }
 
@@ -594,11 +626,16 @@ class Sender implements HttpsSender {
       firstAttempt: entry.firstAttempt,
     })
     job.reject(
-      new DeliveryError('undeliverable', 'unavailable', `message ${messageId} is undeliverable: ${reason}`, {
-        messageId,
-        target: entry.target,
-        attempts: entry.attempts,
-      }),
+      new DeliveryError(
+        'undeliverable',
+        'unavailable',
+        `message ${messageId} is undeliverable: ${reason}`,
+        {
+          messageId,
+          target: entry.target,
+          attempts: entry.attempts,
+        },
+      ),
     )
   }
 
@@ -667,9 +704,13 @@ function checkInboxTarget(target: DeliveryTarget): string {
   try {
     url = new URL(target.url)
   } catch {
-    throw new AgentMsgError('invalid_format', `inbox URL ${JSON.stringify(target.url)} is not a URL`, {
-      field: 'target.url',
-    })
+    throw new AgentMsgError(
+      'invalid_format',
+      `inbox URL ${JSON.stringify(target.url)} is not a URL`,
+      {
+        field: 'target.url',
+      },
+    )
   }
   if (url.protocol !== 'https:') {
     throw new AgentMsgError(
@@ -680,7 +721,9 @@ function checkInboxTarget(target: DeliveryTarget): string {
     )
   }
   if (url.username || url.password) {
-    throw new AgentMsgError('invalid_format', 'inbox URLs must not carry credentials', { field: 'target.url' })
+    throw new AgentMsgError('invalid_format', 'inbox URLs must not carry credentials', {
+      field: 'target.url',
+    })
   }
   return target.url
 }
@@ -751,6 +794,7 @@ function describe(error: unknown): string {
 
 function positive(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback
-  if (!(Number.isFinite(value) && value > 0)) throw new RangeError(`${name} must be a positive number`)
+  if (!(Number.isFinite(value) && value > 0))
+    throw new RangeError(`${name} must be a positive number`)
   return value
 }

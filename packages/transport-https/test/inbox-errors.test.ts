@@ -131,7 +131,7 @@ async function urlInbox() {
 }
 
 function replyData(reply: { message: UnsignedMessage }) {
-  const part = reply.message.body.parts[0] as {
+  const part = (reply.message as Message).body.parts[0] as {
     type: 'data'
     data: { code: string; ref_message_id: string }
   }

@@ -1,10 +1,19 @@
-import { createMessage, memoryStorage, type Message, type Storage, type StorageOp } from '@agentmsg/core'
+import {
+  createMessage,
+  memoryStorage,
+  type Message,
+  type Storage,
+  type StorageOp,
+} from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
 import { Outbox, type OutboxEntry } from '../src/outbox.js'
 
 const AGENT = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK'
 
-function entry(messageId: string, url = 'https://bob.example/.well-known/agentmsg/inbox'): OutboxEntry {
+function entry(
+  messageId: string,
+  url = 'https://bob.example/.well-known/agentmsg/inbox',
+): OutboxEntry {
   const message = createMessage({
     from: AGENT,
     to: AGENT,
@@ -53,7 +62,11 @@ describe('Outbox', () => {
     await outbox.add(b)
     expect(await outbox.list()).toEqual([a, b])
 
-    await outbox.update(a.id, { attempts: 2, nextAttempt: a.firstAttempt + 3000, lastError: 'status 500' })
+    await outbox.update(a.id, {
+      attempts: 2,
+      nextAttempt: a.firstAttempt + 3000,
+      lastError: 'status 500',
+    })
     expect(await outbox.get(a.id)).toEqual({
       ...a,
       attempts: 2,
@@ -79,7 +92,11 @@ describe('Outbox', () => {
     ])
     await outbox.update(a.id, { attempts: 1, nextAttempt: 5, lastError: 'x' })
     expect(storage.batches).toHaveLength(1)
-    expect(await storage.get(`out/${a.id}/s`)).toEqual({ attempts: 1, nextAttempt: 5, lastError: 'x' })
+    expect(await storage.get(`out/${a.id}/s`)).toEqual({
+      attempts: 1,
+      nextAttempt: 5,
+      lastError: 'x',
+    })
     await outbox.remove(a.id)
     expect(storage.batches[1]!.map((op) => op.type)).toEqual(['delete', 'delete'])
     expect(await storage.list('out/')).toEqual([])

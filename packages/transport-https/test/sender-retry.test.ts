@@ -112,14 +112,24 @@ describe('classifyResponse', () => {
 
 describe('classifyError', () => {
   it('retries network errors and timeouts', () => {
-    const net = new TypeError('fetch failed', { cause: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }) })
-    expect(classifyError(net)).toMatchObject({ kind: 'retry', reason: expect.stringMatching(/ECONNREFUSED/) })
+    const net = new TypeError('fetch failed', {
+      cause: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }),
+    })
+    expect(classifyError(net)).toMatchObject({
+      kind: 'retry',
+      reason: expect.stringMatching(/ECONNREFUSED/),
+    })
     const timeout = new DOMException('took too long', 'TimeoutError')
-    expect(classifyError(timeout)).toMatchObject({ kind: 'retry', reason: expect.stringMatching(/^timeout/) })
+    expect(classifyError(timeout)).toMatchObject({
+      kind: 'retry',
+      reason: expect.stringMatching(/^timeout/),
+    })
     expect(classifyError('weird')).toMatchObject({ kind: 'retry' })
   })
   it('fails at once on an AgentMsgError that will not pass', () => {
-    expect(classifyError(new AgentMsgError('forbidden', 'address refused'))).toMatchObject({ kind: 'fail' })
+    expect(classifyError(new AgentMsgError('forbidden', 'address refused'))).toMatchObject({
+      kind: 'fail',
+    })
     expect(classifyError(new AgentMsgError('unavailable', 'busy'))).toMatchObject({ kind: 'retry' })
   })
 })
@@ -127,19 +137,31 @@ describe('classifyError', () => {
 describe('nextAttemptAt', () => {
   const first = 1_000_000
   const retry = { kind: 'retry', reason: 'status 500', status: 500 } as const
-  const after = (ms: number) => ({ kind: 'retry-after', retryAfterMs: ms, reason: 'status 429', status: 429 }) as const
+  const after = (ms: number) =>
+    ({ kind: 'retry-after', retryAfterMs: ms, reason: 'status 429', status: 429 }) as const
 
   it('schedules the backoff after now', () => {
-    const next = nextAttemptAt(retry, { attempts: 3, firstAttempt: first, now: first + 5000 }, { random: () => 0.5 })
+    const next = nextAttemptAt(
+      retry,
+      { attempts: 3, firstAttempt: first, now: first + 5000 },
+      { random: () => 0.5 },
+    )
     expect(next).toEqual({ retry: true, at: first + 5000 + 2000, delayMs: 2000 })
   })
 
   it('shortens a backoff to end at the deadline, then stops', () => {
     const now = first + DAY - 10
-    const last = nextAttemptAt(retry, { attempts: 30, firstAttempt: first, now }, { random: () => 0.9 })
+    const last = nextAttemptAt(
+      retry,
+      { attempts: 30, firstAttempt: first, now },
+      { random: () => 0.9 },
+    )
     expect(last).toEqual({ retry: true, at: first + DAY, delayMs: 10 })
     const none = nextAttemptAt(retry, { attempts: 31, firstAttempt: first, now: first + DAY })
-    expect(none).toMatchObject({ retry: false, reason: expect.stringMatching(/deadline.*31 attempts/) })
+    expect(none).toMatchObject({
+      retry: false,
+      reason: expect.stringMatching(/deadline.*31 attempts/),
+    })
   })
 
   it('waits at least Retry-After, and the backoff when that is longer', () => {
@@ -150,7 +172,9 @@ describe('nextAttemptAt', () => {
       delayMs: 7000,
     })
     const later = { attempts: 10, firstAttempt: first, now: first }
-    expect(nextAttemptAt(after(0), later, { random: () => 0.5 })).toMatchObject({ delayMs: 256_000 })
+    expect(nextAttemptAt(after(0), later, { random: () => 0.5 })).toMatchObject({
+      delayMs: 256_000,
+    })
   })
 
   it('gives up when Retry-After points past the deadline', () => {

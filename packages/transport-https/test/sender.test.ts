@@ -63,13 +63,19 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!()
 })
 
-function reply(res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}) {
+function reply(
+  res: ServerResponse,
+  status: number,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
   const text = body === undefined ? '' : JSON.stringify(body)
   res.writeHead(status, { 'Content-Type': 'application/json', ...headers })
   res.end(text)
 }
 
-const accept: Script = (req, res) => reply(res, 202, { status: 'accepted', message_id: req.messageId })
+const accept: Script = (req, res) =>
+  reply(res, 202, { status: 'accepted', message_id: req.messageId })
 
 async function startInbox(port = 0): Promise<TestInbox> {
   const inbox = {
@@ -77,27 +83,35 @@ async function startInbox(port = 0): Promise<TestInbox> {
     script: accept,
     accepted: new Map<string, number>(),
   } as TestInbox
-  const server = https.createServer({ cert: cert.cert, key: cert.key, minVersion: 'TLSv1.2' }, (req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8')
-      let messageId: string | undefined
-      try {
-        messageId = (JSON.parse(body) as { message_id?: string }).message_id
-      } catch {
-        // not JSON
-      }
-      const received: Received = { method: req.method ?? '', headers: req.headers, body, messageId }
-      inbox.requests.push(received)
-      res.on('finish', () => {
-        if (res.statusCode === 202 && messageId) {
-          inbox.accepted.set(messageId, (inbox.accepted.get(messageId) ?? 0) + 1)
+  const server = https.createServer(
+    { cert: cert.cert, key: cert.key, minVersion: 'TLSv1.2' },
+    (req, res) => {
+      const chunks: Buffer[] = []
+      req.on('data', (c: Buffer) => chunks.push(c))
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8')
+        let messageId: string | undefined
+        try {
+          messageId = (JSON.parse(body) as { message_id?: string }).message_id
+        } catch {
+          // not JSON
         }
+        const received: Received = {
+          method: req.method ?? '',
+          headers: req.headers,
+          body,
+          messageId,
+        }
+        inbox.requests.push(received)
+        res.on('finish', () => {
+          if (res.statusCode === 202 && messageId) {
+            inbox.accepted.set(messageId, (inbox.accepted.get(messageId) ?? 0) + 1)
+          }
+        })
+        inbox.script(received, res, inbox.requests.length)
       })
-      inbox.script(received, res, inbox.requests.length)
-    })
-  })
+    },
+  )
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   inbox.port = (server.address() as AddressInfo).port
   inbox.url = `https://127.0.0.1:${inbox.port}/.well-known/agentmsg/inbox`
@@ -136,7 +150,10 @@ async function message(text = 'hello', extra: Partial<Parameters<typeof createMe
 }
 
 /** The next event of this kind (subscribe before causing it). */
-function next<K extends keyof SenderEvents>(sender: HttpsSender, name: K): Promise<SenderEvents[K]> {
+function next<K extends keyof SenderEvents>(
+  sender: HttpsSender,
+  name: K,
+): Promise<SenderEvents[K]> {
   return new Promise((resolve) => {
     const off = sender.on(name, (event) => {
       off()
@@ -173,7 +190,10 @@ describe('sender over real HTTPS', () => {
 
   it('retries a 5xx after a full-jitter delay, then delivers', async () => {
     const inbox = await startInbox()
-    inbox.script = (req, res, n) => (n === 1 ? reply(res, 500, { status: 'error', code: 'internal_error', message: 'x' }) : accept(req, res, n))
+    inbox.script = (req, res, n) =>
+      n === 1
+        ? reply(res, 500, { status: 'error', code: 'internal_error', message: 'x' })
+        : accept(req, res, n)
     const clock = createManualClock(START)
     const sender = newSender({ clock })
     const msg = await message()
@@ -182,12 +202,21 @@ describe('sender over real HTTPS', () => {
     const sent = sender.send(msg, inboxTarget(inbox))
 
     const r = await retry
-    expect(r).toMatchObject({ message_id: msg.message_id, attempt: 1, reason: 'status 500', status: 500 })
+    expect(r).toMatchObject({
+      message_id: msg.message_id,
+      attempt: 1,
+      reason: 'status 500',
+      status: 500,
+    })
     expect(r.delayMs).toBeGreaterThanOrEqual(0)
     expect(r.delayMs).toBeLessThan(1000) // full jitter: [0, 1 s) before the first retry
     expect(r.nextAttempt).toBe(START + r.delayMs)
     const [stored] = await sender.pending()
-    expect(stored).toMatchObject({ attempts: 1, nextAttempt: r.nextAttempt, lastError: 'status 500' })
+    expect(stored).toMatchObject({
+      attempts: 1,
+      nextAttempt: r.nextAttempt,
+      lastError: 'status 500',
+    })
     expect(inbox.requests).toHaveLength(1)
 
     clock.advance(r.delayMs)
@@ -219,7 +248,10 @@ describe('sender over real HTTPS', () => {
     const clock = createManualClock(START)
     const sender = newSender({ clock })
     const retry = next(sender, 'retry')
-    const target = { kind: 'inbox', url: `https://127.0.0.1:${port}/.well-known/agentmsg/inbox` } as const
+    const target = {
+      kind: 'inbox',
+      url: `https://127.0.0.1:${port}/.well-known/agentmsg/inbox`,
+    } as const
     const sent = sender.send(await message(), target)
     const r = await retry
     expect(r.reason).toMatch(/network error.*ECONNREFUSED/)
@@ -266,17 +298,23 @@ describe('sender over real HTTPS', () => {
 
   it('keeps an unknown peer code verbatim and maps the status to a profile code', async () => {
     const inbox = await startInbox()
-    inbox.script = (_req, res) => reply(res, 409, { status: 'error', code: 'conflict_thing', message: 'no' })
+    inbox.script = (_req, res) =>
+      reply(res, 409, { status: 'error', code: 'conflict_thing', message: 'no' })
     const sender = newSender({ clock: createManualClock(START) })
     const failed = next(sender, 'failed')
     const error = await sender.send(await message(), inboxTarget(inbox)).catch((e: unknown) => e)
-    expect(error).toMatchObject({ code: 'invalid_format', peerStatus: 409, peerCode: 'conflict_thing' })
+    expect(error).toMatchObject({
+      code: 'invalid_format',
+      peerStatus: 409,
+      peerCode: 'conflict_thing',
+    })
     expect(await failed).toMatchObject({ status: 409, code: 'conflict_thing' })
   })
 
   it('does not follow redirects', async () => {
     const inbox = await startInbox()
-    inbox.script = (_req, res) => reply(res, 308, undefined, { Location: 'https://127.0.0.1:1/elsewhere' })
+    inbox.script = (_req, res) =>
+      reply(res, 308, undefined, { Location: 'https://127.0.0.1:1/elsewhere' })
     const sender = newSender({ clock: createManualClock(START) })
     const error = await sender.send(await message(), inboxTarget(inbox)).catch((e: unknown) => e)
     expect(error).toMatchObject({ outcome: 'failed', peerStatus: 308, code: 'not_found' })
@@ -287,7 +325,12 @@ describe('sender over real HTTPS', () => {
     const inbox = await startInbox()
     inbox.script = (req, res, n) =>
       n === 1
-        ? reply(res, 429, { status: 'error', code: 'rate_limited', message: 'slow down' }, { 'Retry-After': '7' })
+        ? reply(
+            res,
+            429,
+            { status: 'error', code: 'rate_limited', message: 'slow down' },
+            { 'Retry-After': '7' },
+          )
         : accept(req, res, n)
     const clock = createManualClock(START)
     const sender = newSender({ clock })
@@ -313,7 +356,12 @@ describe('sender over real HTTPS', () => {
     const until = new Date(START + 12_000).toUTCString()
     inbox.script = (req, res, n) =>
       n === 1
-        ? reply(res, 503, { status: 'error', code: 'unavailable', message: 'busy' }, { 'Retry-After': until })
+        ? reply(
+            res,
+            503,
+            { status: 'error', code: 'unavailable', message: 'busy' },
+            { 'Retry-After': until },
+          )
         : accept(req, res, n)
     const sender = newSender({ clock })
     const retry = next(sender, 'retry')
@@ -330,7 +378,8 @@ describe('sender over real HTTPS', () => {
 
   it('reports undeliverable 24 h after the first attempt', async () => {
     const inbox = await startInbox()
-    inbox.script = (_req, res) => reply(res, 500, { status: 'error', code: 'internal_error', message: 'down' })
+    inbox.script = (_req, res) =>
+      reply(res, 500, { status: 'error', code: 'internal_error', message: 'down' })
     const clock = createManualClock(START)
     const sender = newSender({ clock, random: () => 0.999 })
     const msg = await message()
@@ -339,7 +388,10 @@ describe('sender over real HTTPS', () => {
     const outcome = sender.send(msg, inboxTarget(inbox)).catch((e: unknown) => e)
     let retries = 0
     for (;;) {
-      const ev = await Promise.race([retry.then((r) => ({ r })), undeliverable.then(() => undefined)])
+      const ev = await Promise.race([
+        retry.then((r) => ({ r })),
+        undeliverable.then(() => undefined),
+      ])
       if (!ev) break
       retries++
       expect(ev.r.attempt).toBe(retries)
@@ -383,19 +435,26 @@ describe('sender over real HTTPS', () => {
     const inbox = await startInbox()
     let calls = 0
     const fetch = testFetch()
-    const sender = newSender({ fetch: ((i, o) => (calls++, fetch(i, o))) as typeof globalThis.fetch })
+    const sender = newSender({
+      fetch: ((i, o) => (calls++, fetch(i, o))) as typeof globalThis.fetch,
+    })
     const msg = await message()
-    const http = { kind: 'inbox', url: `http://127.0.0.1:${inbox.port}/.well-known/agentmsg/inbox` } as const
+    const http = {
+      kind: 'inbox',
+      url: `http://127.0.0.1:${inbox.port}/.well-known/agentmsg/inbox`,
+    } as const
     await expect(sender.send(msg, http)).rejects.toMatchObject({
       code: 'invalid_format',
       field: 'target.url',
       message: expect.stringMatching(/only https: is used/),
     })
-    await expect(sender.send(msg, { kind: 'inbox', url: 'ftp://x.example/inbox' })).rejects.toThrow(/https/)
-    await expect(sender.send(msg, { kind: 'inbox', url: 'not a url' })).rejects.toThrow(/not a URL/)
-    await expect(sender.send(msg, { kind: 'relay', relayUrl: 'https://relay.example' })).rejects.toThrow(
-      /inbox targets/,
+    await expect(sender.send(msg, { kind: 'inbox', url: 'ftp://x.example/inbox' })).rejects.toThrow(
+      /https/,
     )
+    await expect(sender.send(msg, { kind: 'inbox', url: 'not a url' })).rejects.toThrow(/not a URL/)
+    await expect(
+      sender.send(msg, { kind: 'relay', relayUrl: 'https://relay.example' }),
+    ).rejects.toThrow(/inbox targets/)
     expect(calls).toBe(0)
     expect(inbox.requests).toHaveLength(0)
     expect(await sender.pending()).toEqual([])
@@ -416,7 +475,9 @@ describe('sender over real HTTPS', () => {
   it('refuses an invalid message before storing it', async () => {
     const sender = newSender()
     const bad = { ...(await message()), message_id: 'has spaces' } as Message
-    await expect(sender.send(bad, { kind: 'inbox', url: 'https://127.0.0.1:1/inbox' })).rejects.toMatchObject({
+    await expect(
+      sender.send(bad, { kind: 'inbox', url: 'https://127.0.0.1:1/inbox' }),
+    ).rejects.toMatchObject({
       code: 'invalid_format',
       field: 'message_id',
     })
@@ -429,7 +490,10 @@ describe('sender over real HTTPS', () => {
     const failed = next(sender, 'failed')
     const error = await sender.send(await message(), inboxTarget(inbox)).catch((e: unknown) => e)
     expect(error).toMatchObject({ outcome: 'failed', code: 'forbidden', peerStatus: undefined })
-    expect(await failed).toMatchObject({ code: 'forbidden', message: expect.stringMatching(/127\.0\.0\.1/) })
+    expect(await failed).toMatchObject({
+      code: 'forbidden',
+      message: expect.stringMatching(/127\.0\.0\.1/),
+    })
     expect(inbox.requests).toHaveLength(0)
   })
 
@@ -497,7 +561,10 @@ describe('sender over real HTTPS', () => {
     const d = newSender({ storage, clock, resume: false })
     const undeliverable = next(d, 'undeliverable')
     await d.resume()
-    expect(await undeliverable).toMatchObject({ message_id: m2.message_id, reason: expect.stringMatching(/deadline/) })
+    expect(await undeliverable).toMatchObject({
+      message_id: m2.message_id,
+      reason: expect.stringMatching(/deadline/),
+    })
     expect(await d.pending()).toEqual([])
     expect(inbox.accepted.get(m2.message_id)).toBeUndefined()
   })
@@ -548,9 +615,9 @@ describe('sender over real HTTPS', () => {
   it('refuses to send after close', async () => {
     const sender = newSender()
     await sender.close()
-    await expect(sender.send(await message(), { kind: 'inbox', url: 'https://127.0.0.1:1/' })).rejects.toThrow(
-      /closed/,
-    )
+    await expect(
+      sender.send(await message(), { kind: 'inbox', url: 'https://127.0.0.1:1/' }),
+    ).rejects.toThrow(/closed/)
   })
 
   it('is a core Transport with protocol https', () => {

@@ -1,0 +1,25 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import * as core from '../src/index.js'
+
+const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+
+describe('packages/core/README.md', () => {
+  it('mentions every export of @agentmsg/core in an example', () => {
+    const code = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).join('\n')
+    const missing = Object.keys(core).filter((name) => !new RegExp(`\\b${name}\\b`).test(code))
+    expect(missing).toEqual([])
+  })
+
+  it('runs its examples as one program', async () => {
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1])
+    expect(blocks.length).toBeGreaterThan(5)
+    const dir = mkdtempSync(path.join(tmpdir(), 'agentmsg-readme-'))
+    const file = path.join(dir, 'readme-example.ts')
+    writeFileSync(file, blocks.join('\n') + '\nexport const done = true\n')
+    const mod = await import(/* @vite-ignore */ file)
+    expect(mod.done).toBe(true)
+  })
+})
