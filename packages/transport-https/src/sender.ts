@@ -213,6 +213,8 @@ interface Job {
 
 /** Extra room for `trace` on top of the message limit, as the inbox allows (PROFILE §6). */
 const TRACE_ALLOWANCE = 65_536
+/** Largest delay a timer takes (2^31 − 1 ms). */
+const MAX_TIMEOUT_MS = 2_147_483_647
 /** Most bytes of an error body read. */
 const ERROR_BODY_LIMIT = 16_384
 
@@ -236,8 +238,13 @@ const STATUS_CODES: Record<number, ErrorCode> = {
  * outbox so a new sender on the same storage picks it up.
  *
  * @example
- * import { createNodeFetch } from '@agentmsg/transport-https/node'
- * const sender = createSender({ storage, fetch: createNodeFetch({ ca: devCert.cert }) })
+ * import { createNodeFetch, createSender } from '@agentmsg/transport-https/node'
+ * // Public inboxes: the default fetch options apply PROFILE §4's address rules.
+ * const sender = createSender({ storage: fsStorage({ dir }), fetch: createNodeFetch() })
+ * // Development on this machine: trust the dev certificate and allow loopback explicitly.
+ * const devSender = createSender({
+ *   fetch: createNodeFetch({ ca: devCert.cert, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) }),
+ * })
  * sender.on('undeliverable', (e) => notifyHuman(e.message_id, e.reason))
  * await sender.send(signed, { kind: 'inbox', url: 'https://bob.example/.well-known/agentmsg/inbox' })
  */
@@ -256,6 +263,8 @@ class Sender implements HttpsSender {
   readonly #random: () => number
   readonly #jobs = new Map<string, Job>()
   readonly #listeners = new Map<keyof SenderEvents, Set<(event: never) => void>>()
+  /** Storage writes not finished yet, of every job (also settled ones), for close() to await. */
+  readonly #writes = new Set<Promise<void>>()
   #resuming: Promise<number> | undefined
   #closed = false
   #closing: Promise<void> | undefined
@@ -272,7 +281,8 @@ class Sender implements HttpsSender {
     this.#deadlineMs = positive(o.deadlineMs, DEFAULT_DEADLINE_MS, 'deadlineMs')
     this.#maxBytes = positive(o.maxMessageBytes, 1_048_576, 'maxMessageBytes')
     this.#random = o.random ?? Math.random
-    if (this.#attemptTimeoutMs > 2_147_483_647)
+    // ky refuses timeouts that do not fit a timer.
+    if (this.#attemptTimeoutMs > MAX_TIMEOUT_MS)
       throw new RangeError('attemptTimeoutMs is too large')
     if (o.resume !== false) {
       this.resume().catch((error: unknown) => this.#emit('error', { message_id: '', error }))
@@ -294,7 +304,8 @@ class Sender implements HttpsSender {
     const job = newJob(
       {
         id,
-        message: valid,
+        // A copy of what is sent, so changing the caller's object later changes nothing.
+        message: JSON.parse(body) as Message,
         target: { kind: 'inbox', url },
         firstAttempt: now,
         attempts: 0,
@@ -355,7 +366,7 @@ class Sender implements HttpsSender {
     await this.#resuming?.catch(() => {})
     const jobs = [...this.#jobs.values()]
     await Promise.allSettled(jobs.map((j) => j.running))
-    await Promise.allSettled(jobs.map((j) => j.chain))
+    await Promise.allSettled([...this.#writes])
     for (const job of jobs) {
       if (job.settled) continue
       job.settled = true
@@ -641,10 +652,13 @@ class Sender implements HttpsSender {
 
   /** Queue a storage write after the job's earlier ones; failures become 'error' events. */
   #persist(job: Job, write: () => Promise<void>): Promise<void> {
-    job.chain = job.chain.then(write).catch((error: unknown) => {
+    const chain = job.chain.then(write).catch((error: unknown) => {
       this.#emit('error', { message_id: job.entry.message.message_id, error })
     })
-    return job.chain
+    job.chain = chain
+    this.#writes.add(chain)
+    void chain.then(() => this.#writes.delete(chain))
+    return chain
   }
 
   #emit<K extends keyof SenderEvents>(name: K, event: SenderEvents[K]): void {
