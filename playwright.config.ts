@@ -34,7 +34,7 @@ export default defineConfig({
   // 2-core machine, still far below a hang.
   timeout: 120_000,
   expect: { timeout: 10_000 },
-  reporter: 'list',
+  reporter: [['list'], ['json', { outputFile: '.tmp/playwright.json' }]],
   use: {
     headless: true,
     trace: 'off',

@@ -57,6 +57,13 @@ function dtsPaths(paths: Record<string, string>): Options['dts'] {
   }
 }
 
+const CORE_SOURCE = {
+  '@agentmsg/core': 'core/src/index.ts',
+  '@agentmsg/core/noble': 'core/src/noble.ts',
+  '@agentmsg/core/x25519': 'core/src/x25519-entry.ts',
+  '#crypto-default': 'core/src/crypto/default.node.ts',
+}
+
 export default defineConfig([
   pkg(
     'core',
@@ -70,6 +77,12 @@ export default defineConfig([
     },
     { dts: dtsPaths({ '#crypto-default': 'core/src/crypto/default.node.ts' }) },
   ),
-  pkg('transport-https', { index: 'src/index.ts', node: 'src/node.ts' }),
+  // Packages build in parallel: their declaration builds read core from source, not from a
+  // dist/ that may not exist yet on a fresh clone (the emitted .d.ts keeps `@agentmsg/core`).
+  pkg(
+    'transport-https',
+    { index: 'src/index.ts', node: 'src/node.ts' },
+    { dts: dtsPaths(CORE_SOURCE) },
+  ),
   pkg('cli', { cli: 'src/cli.ts' }, { platform: 'node', dts: false }),
 ])

@@ -49,7 +49,7 @@ async function workload(to, count) {
       return { id, signer: ed25519Signer(keys), publicKey }
     }),
   )
-  const text = 'Could you check the calendar for next week and propose two slots? '.repeat(8)
+  const text = 'Could you check the calendar for next week and propose two slots? '.repeat(2)
   const items = []
   for (let i = 0; i < count; i += 256) {
     const batch = Array.from({ length: Math.min(256, count - i) }, async (_, j) => {
@@ -116,7 +116,12 @@ async function drive(url, items, ca) {
     await Promise.all(Array.from({ length: CONCURRENCY }, worker))
     const seconds = (performance.now() - start) / 1000
     latencies.sort((a, b) => a - b)
-    return { rps: slice.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), bad }
+    return {
+      rps: slice.length / seconds,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      bad,
+    }
   }
   await run(items.slice(0, WARMUP))
   const result = await run(items.slice(WARMUP))
@@ -145,56 +150,76 @@ async function baselineServer(tls, answer) {
   }
 }
 
-export async function benchInbox() {
-  const { cert, key } = await createDevCertificate()
-  const bob = didKeyFromPublicKey((await generateKeyPair()).publicKey)
-  const count = WARMUP + MEASURED
-  // Each server gets its own messages: the inbox would answer a repeated id as a duplicate.
-  const [forBare, forVerify, forInbox] = await Promise.all([
-    workload(bob, count),
-    workload(bob, count),
-    workload(bob, count),
-  ])
-  const bytes = forInbox[0].body.length
-
-  const bare = await baselineServer({ cert, key }, () => 202)
-  const bareResult = await drive(bare.url, forBare, cert)
-  await bare.close()
-
-  const byId = new Map(forVerify.map((item) => [item.id, item]))
-  const verifying = await baselineServer({ cert, key }, (body) => {
-    const message = JSON.parse(body)
-    const item = byId.get(message.message_id)
-    const sig = Buffer.from(message.security.signatures[0].sig, 'base64url')
-    return item && nodeVerify(null, item.input, item.publicKey, sig) ? 202 : 401
-  })
-  const verifyResult = await drive(verifying.url, forVerify, cert)
-  await verifying.close()
-
+/** One measured run of the full inbox over serveInbox. */
+async function inboxRun(tls, agentId, items) {
   let processed = 0
   const inbox = createInboxHandler({
-    agentId: bob,
+    agentId,
     resolver: didKeyResolver(),
     onMessage: async () => {
       processed++
     },
+    // Lifted for the load generator, see the top of this file.
     limits: {
       perAddress: { perMinute: Infinity },
       perSender: { perMinute: Infinity },
       maxQueue: 100_000,
     },
   })
-  const server = await serveInbox(inbox, { tls: { cert, key } })
-  const inboxResult = await drive(server.url + INBOX_PATH, forInbox, cert)
+  const server = await serveInbox(inbox, { tls })
+  const result = await drive(server.url + INBOX_PATH, items, tls.cert)
   await server.close()
-  if (processed !== count) throw new Error(`inbox processed ${processed} of ${count} messages`)
+  if (processed !== items.length) throw new Error(`inbox processed ${processed} of ${items.length}`)
+  return result
+}
+
+const best = (a, b) => (a.rps >= b.rps ? a : b)
+
+export async function benchInbox() {
+  const { cert, key } = await createDevCertificate()
+  const tls = { cert, key }
+  const bob = didKeyFromPublicKey((await generateKeyPair()).publicKey)
+  const count = WARMUP + MEASURED
+  // The baselines may see a message twice; the inbox would answer a repeated id as a duplicate
+  // without the work, so each of its runs gets messages of its own.
+  const [shared, inboxFirst, inboxSecond] = await Promise.all([
+    workload(bob, count),
+    workload(bob, count),
+    workload(bob, count),
+  ])
+  const bytes = shared[0].body.length
+
+  const byId = new Map(shared.map((item) => [item.id, item]))
+  const verifyOne = (body) => {
+    const message = JSON.parse(body)
+    const item = byId.get(message.message_id)
+    const sig = Buffer.from(message.security.signatures[0].sig, 'base64url')
+    return item && nodeVerify(null, item.input, item.publicKey, sig) ? 202 : 401
+  }
+  const baseline = async (answer) => {
+    const server = await baselineServer(tls, answer)
+    const result = await drive(server.url, shared, cert)
+    await server.close()
+    return result
+  }
+  // Two rounds in opposite orders, best of each: a load spike on a shared machine then hurts
+  // one run, not one side of the comparison.
+  const bare1 = await baseline(() => 202)
+  const verify1 = await baseline(verifyOne)
+  const inbox1 = await inboxRun(tls, bob, inboxFirst)
+  const inbox2 = await inboxRun(tls, bob, inboxSecond)
+  const verify2 = await baseline(verifyOne)
+  const bare2 = await baseline(() => 202)
+  const bareResult = best(bare1, bare2)
+  const verifyResult = best(verify1, verify2)
+  const inboxResult = best(inbox1, inbox2)
 
   const base = 'JSON.parse + node:crypto verify'
   return {
     bytes,
     rows: [
       {
-        name: `inbox pipeline, ${bytes} B messages, ${SENDERS} senders, ${CONCURRENCY} in flight`,
+        name: `inbox pipeline, ${bytes} B messages, ${SENDERS} senders, ${CONCURRENCY} in flight (best of 2)`,
         value: inboxResult.rps,
         unit: 'req/s',
         baseline: verifyResult.rps,

@@ -30,25 +30,33 @@ export interface DevCertificateOptions {
  * const server = await serveInbox(handler, { port: 8443, tls: { cert, key } })
  * const sender = createSender({ ca: cert, ... })
  */
-export async function createDevCertificate(options: DevCertificateOptions = {}): Promise<DevCertificate> {
+export async function createDevCertificate(
+  options: DevCertificateOptions = {},
+): Promise<DevCertificate> {
   const hosts = options.hosts ?? ['localhost']
   const ips = options.ips ?? ['127.0.0.1', '::1']
   const now = Date.now()
-  const result = await generate([{ name: 'commonName', value: hosts[0] ?? ips[0] ?? 'localhost' }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    notBeforeDate: new Date(now - 60_000),
-    notAfterDate: new Date(now + (options.days ?? 30) * 86_400_000),
-    extensions: [
-      { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'keyUsage', digitalSignature: true, keyCertSign: true, critical: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      {
-        name: 'subjectAltName',
-        altNames: [...hosts.map((value) => ({ type: 2 as const, value })), ...ips.map((ip) => ({ type: 7 as const, ip }))],
-      },
-    ],
-  })
+  const result = await generate(
+    [{ name: 'commonName', value: hosts[0] ?? ips[0] ?? 'localhost' }],
+    {
+      keyType: 'ec',
+      curve: 'P-256',
+      algorithm: 'sha256',
+      notBeforeDate: new Date(now - 60_000),
+      notAfterDate: new Date(now + (options.days ?? 30) * 86_400_000),
+      extensions: [
+        { name: 'basicConstraints', cA: true, critical: true },
+        { name: 'keyUsage', digitalSignature: true, keyCertSign: true, critical: true },
+        { name: 'extKeyUsage', serverAuth: true },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            ...hosts.map((value) => ({ type: 2 as const, value })),
+            ...ips.map((ip) => ({ type: 7 as const, ip })),
+          ],
+        },
+      ],
+    },
+  )
   return { cert: result.cert, key: result.private, fingerprint: result.fingerprint }
 }

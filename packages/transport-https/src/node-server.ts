@@ -2,6 +2,11 @@
  * Node adapter for web-standard handlers such as the inbox (STYLE pattern 6, shaped like
  * `@hono/node-server`'s `getRequestListener`): `IncomingMessage` → `Request` with a streaming
  * body, `Response` → `ServerResponse`. Node only; it is exported from the `./node` subpath.
+ *
+ * A handler made by `createInboxHandler` is driven without the `Request`/`Response` objects:
+ * the same pipeline reads the `IncomingMessage` directly (streamed, counted, never buffered past
+ * the cap) and its answer is written straight to the socket. Building those objects and their
+ * web streams costs about as much as the whole pipeline apart from the signature check.
  */
 import {
   createServer as createHttpServer,
@@ -10,6 +15,9 @@ import {
 } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
+import { invalidFormat } from '@agentmsg/core'
+import { HANDLE_EXCHANGE, type ExchangeHandler, type InboxExchange } from './inbox/exchange.js'
+import type { InboxReply } from './inbox/responses.js'
 import type { InboxHandler, InboxRequestInfo } from './inbox/types.js'
 
 /** Anything with a web-standard `fetch(request, info)`: an inbox handler, a Hono app, … */
@@ -125,10 +133,94 @@ async function writeResponse(
   }
 }
 
+/** Read the body of `req`, counting as it streams; stop reading once past `limit`. */
+function readNodeBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let total = 0
+    const done = () => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('close', onClose)
+      req.off('error', onClose)
+    }
+    const onData = (chunk: Buffer) => {
+      total += chunk.length
+      if (total > limit) {
+        done()
+        // Not another byte: the reply closes the connection (see writeReply).
+        req.pause()
+        resolve(undefined)
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      done()
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total))
+    }
+    const onClose = () => {
+      if (req.complete) return
+      done()
+      reject(invalidFormat('the request body could not be read'))
+    }
+    req.on('data', onData)
+    req.on('end', onEnd)
+    req.on('close', onClose)
+    req.on('error', onClose)
+  })
+}
+
+// RFC 3986 path characters (no `%`) that the WHATWG parser leaves as they are, and segments
+// that are not `.` or `..`: such a target is its own path, no URL parse needed.
+const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/
+const DOT_SEGMENT = /\/\.\.?(?:\/|$)/
+
+function pathOf(url: string): string {
+  const query = url.indexOf('?')
+  const target = query < 0 ? url : url.slice(0, query)
+  if (PLAIN_PATH.test(target) && !DOT_SEGMENT.test(target)) return target
+  try {
+    // The WHATWG parser, as `fetch` uses: both adapters route the same bytes the same way.
+    return new URL(url, 'https://localhost').pathname
+  } catch {
+    return ''
+  }
+}
+
+function nodeExchange(req: IncomingMessage): InboxExchange {
+  return {
+    method: req.method ?? 'GET',
+    path: pathOf(req.url ?? '/'),
+    header(name) {
+      // headersDistinct keeps every copy, joined as web Headers do (a doubled Content-Type
+      // must not be read as its first copy).
+      const values = req.headersDistinct[name]
+      return values === undefined ? null : values.join(', ')
+    },
+    clientAddress: req.socket.remoteAddress,
+    readBody: (limit) => readNodeBody(req, limit),
+    discardBody: () => undefined,
+  }
+}
+
+function writeReply(req: IncomingMessage, res: ServerResponse, reply: InboxReply): void {
+  const headers = req.complete ? reply.headers : { ...reply.headers, connection: 'close' }
+  res.writeHead(reply.status, headers)
+  res.end(req.method === 'HEAD' ? undefined : (reply.body ?? undefined))
+}
+
+function isExchangeHandler(handler: unknown): handler is ExchangeHandler {
+  return typeof (handler as Partial<ExchangeHandler>)[HANDLE_EXCHANGE] === 'function'
+}
+
 /**
  * A Node `(req, res)` listener for any web-standard handler, usable with `node:https`,
  * `node:http` (behind a TLS-terminating proxy) or a framework that accepts listeners. The
- * socket's remote address is passed as `clientAddress`.
+ * socket's remote address is passed as `clientAddress`. The request body is streamed; when the
+ * handler answers before the body was all received (413, 429, 415, …) the connection is closed
+ * after the answer instead of reading the rest. Handlers from `createInboxHandler` take the
+ * direct path described at the top of this module, with the same behaviour.
  *
  * @example
  * import { createServer } from 'node:https'
@@ -153,6 +245,17 @@ export function getRequestListener(
       connection: 'close',
     })
     res.end(body)
+  }
+  if (isExchangeHandler(handler)) {
+    return (req, res) => {
+      handler[HANDLE_EXCHANGE](nodeExchange(req)).then(
+        (reply) => writeReply(req, res, reply),
+        (error: unknown) => {
+          onError(error)
+          fail(res, 500, 'internal_error', 'internal error')
+        },
+      )
+    }
   }
   return (req, res) => {
     let request: Request

@@ -8,7 +8,12 @@
  */
 export * from './index.js'
 export { getRequestListener, serveInbox } from './node-server.js'
-export type { FetchHandler, InboxServer, RequestListenerOptions, ServeInboxOptions } from './node-server.js'
+export type {
+  FetchHandler,
+  InboxServer,
+  RequestListenerOptions,
+  ServeInboxOptions,
+} from './node-server.js'
 export { createNodeFetch, createNodeIdentityFetcher } from './node-fetch.js'
 export type { NodeFetchOptions, NodeIdentityFetcherOptions } from './node-fetch.js'
 export { createDevCertificate } from './dev-cert.js'

@@ -1,5 +1,5 @@
 /** CORS preflight of PROFILE §6, for the inbox, identity and capabilities endpoints. */
-import { CORS_RESPONSE_HEADERS } from './responses.js'
+import { CORS_RESPONSE_HEADERS, type InboxReply } from './responses.js'
 
 /** The request headers a browser may send, exactly as PROFILE §6 lists them. */
 export const CORS_ALLOW_HEADERS =
@@ -11,9 +11,10 @@ export const CORS_ALLOW_HEADERS =
  *
  * @param methods the path's methods, e.g. `POST, OPTIONS`
  */
-export function preflightResponse(methods: string): Response {
-  return new Response(null, {
+export function preflightReply(methods: string): InboxReply {
+  return {
     status: 204,
+    body: null,
     headers: {
       ...CORS_RESPONSE_HEADERS,
       'access-control-allow-methods': methods,
@@ -22,5 +23,5 @@ export function preflightResponse(methods: string): Response {
       'access-control-max-age': '86400',
       allow: methods,
     },
-  })
+  }
 }

@@ -24,14 +24,19 @@ import {
   type Storage,
 } from '@agentmsg/core'
 import { AddressSet, addressBucket, clientAddress } from './address.js'
-import { discardBody, readLimited } from './body.js'
 import { defaultCapabilities, MAX_MESSAGE_BYTES } from './capabilities.js'
 import { isJsonContentType } from './content-type.js'
-import { preflightResponse } from './cors.js'
+import { preflightReply } from './cors.js'
 import { ErrorReplies } from './error-replies.js'
+import {
+  HANDLE_EXCHANGE,
+  webExchange,
+  type ExchangeHandler,
+  type InboxExchange,
+} from './exchange.js'
 import { WorkQueue } from './queue.js'
 import { TokenBuckets, type RateLimit } from './rate-limit.js'
-import { acceptedResponse, errorResponse, jsonResponse } from './responses.js'
+import { acceptedReply, errorReply, jsonReply, toResponse, type InboxReply } from './responses.js'
 import type {
   InboxCloseOptions,
   InboxHandler,
@@ -102,7 +107,7 @@ export function createInboxHandler(options: InboxHandlerOptions): InboxHandler {
   return new Inbox(options)
 }
 
-class Inbox implements InboxHandler {
+class Inbox implements InboxHandler, ExchangeHandler {
   readonly #o: InboxHandlerOptions
   readonly #now: () => number
   readonly #onError: (error: unknown) => void
@@ -180,19 +185,22 @@ class Inbox implements InboxHandler {
   }
 
   async fetch(request: Request, info?: InboxRequestInfo): Promise<Response> {
+    return toResponse(await this[HANDLE_EXCHANGE](webExchange(request, info)))
+  }
+
+  async [HANDLE_EXCHANGE](x: InboxExchange): Promise<InboxReply> {
     try {
-      const path = new URL(request.url).pathname
-      if (path === this.#paths.inbox) return await this.#inbox(request, info)
+      const path = x.path
+      if (path === this.#paths.inbox) return await this.#inbox(x)
       if (path === this.#paths.identity) {
-        return this.#document(request, () => {
+        return this.#document(x, () => {
           const doc = this.#o.identityDocument
           return typeof doc === 'function' ? doc() : doc
         })
       }
-      if (path === this.#paths.capabilities)
-        return this.#document(request, () => this.#capabilities())
-      discardBody(request.body)
-      return errorResponse('not_found', `nothing here; the inbox is POST ${this.#paths.inbox}`)
+      if (path === this.#paths.capabilities) return this.#document(x, () => this.#capabilities())
+      x.discardBody()
+      return errorReply('not_found', `nothing here; the inbox is POST ${this.#paths.inbox}`)
     } catch (error) {
       return this.#failure(error)
     }
@@ -210,52 +218,50 @@ class Inbox implements InboxHandler {
     await this.#queue.drain()
   }
 
-  async #inbox(request: Request, info: InboxRequestInfo | undefined): Promise<Response> {
+  async #inbox(x: InboxExchange): Promise<InboxReply> {
     // 1. Method.
-    if (request.method !== 'POST') {
-      if (request.method === 'OPTIONS') return preflightResponse(POST_METHODS)
-      return this.#methodNotAllowed(request, POST_METHODS)
+    if (x.method !== 'POST') {
+      if (x.method === 'OPTIONS') return preflightReply(POST_METHODS)
+      return this.#methodNotAllowed(x, POST_METHODS)
     }
     if (this.#closed) {
-      discardBody(request.body)
-      return errorResponse('unavailable', 'this inbox is shutting down', {
+      x.discardBody()
+      return errorReply('unavailable', 'this inbox is shutting down', {
         retryAfter: this.#queueRetryAfter,
       })
     }
     // 2. Per-address limit, before a byte of the body is read.
-    const forwarded = this.#trusted.size > 0 ? request.headers.get('x-forwarded-for') : null
-    const address = clientAddress(info?.clientAddress, forwarded, this.#trusted)
+    const forwarded = this.#trusted.size > 0 ? x.header('x-forwarded-for') : null
+    const address = clientAddress(x.clientAddress, forwarded, this.#trusted)
     const wait = this.#perAddress.take(addressBucket(address))
     if (wait > 0) {
-      discardBody(request.body)
-      return errorResponse(
-        'rate_limited',
-        `too many requests from this address; retry in ${wait} s`,
-        { retryAfter: wait },
-      )
+      x.discardBody()
+      return errorReply('rate_limited', `too many requests from this address; retry in ${wait} s`, {
+        retryAfter: wait,
+      })
     }
     // 3. Content-Type.
-    if (!isJsonContentType(request.headers.get('content-type'))) {
-      discardBody(request.body)
-      return errorResponse(
+    if (!isJsonContentType(x.header('content-type'))) {
+      x.discardBody()
+      return errorReply(
         'unsupported_media_type',
         'Content-Type must be application/json (charset utf-8)',
       )
     }
     // 4. Size, while streaming; a declared length over the cap is refused without reading.
-    const declared = request.headers.get('content-length')
+    const declared = x.header('content-length')
     if (declared !== null && Number(declared) > MAX_BODY_BYTES) {
-      discardBody(request.body)
+      x.discardBody()
       return tooLarge()
     }
-    const bytes = await readLimited(request.body, MAX_BODY_BYTES)
+    const bytes = await x.readBody(MAX_BODY_BYTES)
     if (bytes === undefined) return tooLarge()
     if (!this.#restored) await this.ready
-    return this.#accept(bytes, request.headers.get('idempotency-key'))
+    return this.#accept(bytes, x.header('idempotency-key'))
   }
 
   /** Steps 5 to the end: everything that needs the message. */
-  async #accept(bytes: Uint8Array, idempotencyKey: string | null): Promise<Response> {
+  async #accept(bytes: Uint8Array, idempotencyKey: string | null): Promise<InboxReply> {
     // 5. I-JSON. 6. Message validation, addressee, Idempotency-Key, canonical size.
     const { message, protocolError } = validateMessage(parseStrictJson(bytes))
     const to = message.to
@@ -271,7 +277,7 @@ class Inbox implements InboxHandler {
       const { trace: _trace, ...signed } = message
       const size = canonicalizeToBytes(signed).byteLength
       if (size > MAX_MESSAGE_BYTES) {
-        return errorResponse(
+        return errorReply(
           'payload_too_large',
           `the message is ${size} bytes in canonical form; the limit is ${MAX_MESSAGE_BYTES}`,
         )
@@ -297,20 +303,20 @@ class Inbox implements InboxHandler {
     // 9. Per-sender limit, on the verified sender only: nobody spends another agent's quota.
     const wait = this.#perSender.take(from)
     if (wait > 0) {
-      return errorResponse('rate_limited', `too many messages from ${from}; retry in ${wait} s`, {
+      return errorReply('rate_limited', `too many messages from ${from}; retry in ${wait} s`, {
         retryAfter: wait,
       })
     }
     // 10. Duplicate id: accepted again, not processed again.
     if (await this.#replay.isDuplicate(from, message.message_id))
-      return acceptedResponse(message.message_id)
+      return acceptedReply(message.message_id)
     if (protocolError) {
       // Well formed and verified, but not something this agent speaks: 202, then an error
       // phase message (SPEC §7.3). The application never sees it.
       if ((await this.#replay.checkAndRemember(message)) === 'new') {
         this.#replies.send(message, protocolError.code, protocolError.message, true)
       }
-      return acceptedResponse(message.message_id)
+      return acceptedReply(message.message_id)
     }
     // 11. Authentication level.
     let decision
@@ -331,7 +337,7 @@ class Inbox implements InboxHandler {
     }
     // 12. Room in the queue, then persist, then commit; only then 202.
     if (!this.#queue.reserve()) {
-      return errorResponse('unavailable', 'the inbox queue is full; retry later', {
+      return errorReply('unavailable', 'the inbox queue is full; retry later', {
         retryAfter: this.#queueRetryAfter,
       })
     }
@@ -361,7 +367,7 @@ class Inbox implements InboxHandler {
         if (job.key !== undefined) this.#storage?.delete(job.key).catch(this.#onError)
       }
     }
-    return acceptedResponse(message.message_id)
+    return acceptedReply(message.message_id)
   }
 
   async #process(job: Job): Promise<void> {
@@ -421,15 +427,15 @@ class Inbox implements InboxHandler {
     return `${PENDING}${this.#now().toString().padStart(15, '0')}-${seq}-${hexEncode(randomBytes(4))}`
   }
 
-  #document(request: Request, get: () => unknown): Response {
-    const method = request.method
-    if (method === 'OPTIONS') return preflightResponse(GET_METHODS)
-    if (method !== 'GET' && method !== 'HEAD') return this.#methodNotAllowed(request, GET_METHODS)
+  #document(x: InboxExchange, get: () => unknown): InboxReply {
+    const method = x.method
+    if (method === 'OPTIONS') return preflightReply(GET_METHODS)
+    if (method !== 'GET' && method !== 'HEAD') return this.#methodNotAllowed(x, GET_METHODS)
     const doc = get()
     if (doc === undefined)
-      return errorResponse('not_found', 'this agent publishes no identity document')
+      return errorReply('not_found', 'this agent publishes no identity document')
     const maxAge = this.#o.identityMaxAge ?? 300
-    return jsonResponse(200, doc, { 'cache-control': `max-age=${maxAge}` }, method === 'HEAD')
+    return jsonReply(200, doc, { 'cache-control': `max-age=${maxAge}` }, method === 'HEAD')
   }
 
   #capabilities(): unknown {
@@ -444,29 +450,25 @@ class Inbox implements InboxHandler {
     })
   }
 
-  #methodNotAllowed(request: Request, allow: string): Response {
-    discardBody(request.body)
-    return errorResponse(
-      'method_not_allowed',
-      `${request.method} is not allowed here; allowed: ${allow}`,
-      {
-        headers: { allow },
-      },
-    )
+  #methodNotAllowed(x: InboxExchange, allow: string): InboxReply {
+    x.discardBody()
+    return errorReply('method_not_allowed', `${x.method} is not allowed here; allowed: ${allow}`, {
+      headers: { allow },
+    })
   }
 
-  #failure(error: unknown): Response {
+  #failure(error: unknown): InboxReply {
     if (isAgentMsgError(error) && error.code !== 'internal_error') {
-      return errorResponse(error.code, error.message, { retryAfter: error.retryAfter })
+      return errorReply(error.code, error.message, { retryAfter: error.retryAfter })
     }
     this.#onError(error)
     // Nothing about the cause goes on the wire: no stack, no message.
-    return errorResponse('internal_error', 'internal error')
+    return errorReply('internal_error', 'internal error')
   }
 }
 
-function tooLarge(): Response {
-  return errorResponse(
+function tooLarge(): InboxReply {
+  return errorReply(
     'payload_too_large',
     `the request body exceeds ${MAX_BODY_BYTES} bytes (1 MiB + 64 KiB)`,
     {

@@ -1,8 +1,17 @@
 /**
- * Building the inbox's responses: JSON bodies, the PROFILE §6 error body, and the CORS header
- * every response carries.
+ * The inbox's answers as plain data (status, headers, text body), turned into a `Response` by
+ * `fetch` or written straight to a socket by the Node adapter: JSON bodies, the PROFILE §6 error
+ * body, and the CORS headers every answer carries.
  */
 import { ERROR_STATUS, type ErrorCode } from '@agentmsg/core'
+
+/** One answer of the inbox, before it becomes a `Response`. */
+export interface InboxReply {
+  status: number
+  /** Lower-case header names. */
+  headers: Record<string, string>
+  body: string | null
+}
 
 /** Headers on every inbox response (PROFILE §6 CORS): any origin, `Retry-After` readable. */
 export const CORS_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
@@ -10,23 +19,22 @@ export const CORS_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
   'access-control-expose-headers': 'Retry-After',
 }
 
-/** A JSON response with the CORS headers and any `extra` ones. */
-export function jsonResponse(
+/** A JSON answer with the CORS headers and any `extra` ones; no body for HEAD. */
+export function jsonReply(
   status: number,
   body: unknown,
   extra?: Record<string, string>,
   head = false,
-): Response {
-  const headers: Record<string, string> = {
-    ...CORS_RESPONSE_HEADERS,
-    'content-type': 'application/json',
-    ...extra,
+): InboxReply {
+  return {
+    status,
+    headers: { ...CORS_RESPONSE_HEADERS, 'content-type': 'application/json', ...extra },
+    body: head ? null : JSON.stringify(body),
   }
-  return new Response(head ? null : JSON.stringify(body), { status, headers })
 }
 
-/** Options for {@link errorResponse}. */
-export interface ErrorResponseOptions {
+/** Options for {@link errorReply}. */
+export interface ErrorReplyOptions {
   /** Seconds for `Retry-After`; always sent for 429 and 503 (at least 1). */
   retryAfter?: number | undefined
   /** More headers, e.g. `Allow` or `Connection`. */
@@ -37,20 +45,25 @@ export interface ErrorResponseOptions {
  * The wire error `{"status":"error","code","message"}` with the status PROFILE §6 maps `code`
  * to. 429 and 503 always carry `Retry-After` in whole seconds (≥ 1), as PROFILE §6 requires.
  */
-export function errorResponse(
+export function errorReply(
   code: ErrorCode,
   message: string,
-  options: ErrorResponseOptions = {},
-): Response {
+  options: ErrorReplyOptions = {},
+): InboxReply {
   const status = ERROR_STATUS[code]
   const headers: Record<string, string> = { ...options.headers }
   if (status === 429 || status === 503) {
     headers['retry-after'] = String(Math.max(1, Math.ceil(options.retryAfter ?? 1)))
   }
-  return jsonResponse(status, { status: 'error', code, message }, headers)
+  return jsonReply(status, { status: 'error', code, message }, headers)
 }
 
 /** The success answer: 202 `{"status":"accepted","message_id"}` (SPEC §2.10). */
-export function acceptedResponse(messageId: string): Response {
-  return jsonResponse(202, { status: 'accepted', message_id: messageId })
+export function acceptedReply(messageId: string): InboxReply {
+  return jsonReply(202, { status: 'accepted', message_id: messageId })
+}
+
+/** The web `Response` of an answer. */
+export function toResponse(reply: InboxReply): Response {
+  return new Response(reply.body, { status: reply.status, headers: reply.headers })
 }
