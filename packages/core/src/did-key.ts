@@ -10,6 +10,7 @@
 import { base58btc } from 'multiformats/bases/base58'
 import { base64urlEncode } from './base64url.js'
 import { invalidFormat } from './errors.js'
+import { Lru } from './lru.js'
 
 /** One multicodec key type that may appear in a did:key. */
 export interface MulticodecKeyType {
@@ -131,13 +132,11 @@ export function publicKeyFromDidKey(did: string, field?: string): Uint8Array {
   if (hit) return hit.slice()
   const { type, publicKey } = decodeMultikey(did.slice(DID_KEY_PREFIX.length), field)
   if (!type.signing) throw invalidFormat(`did:key of a ${type.codec} key cannot sign`, field)
-  if (decoded.size >= DECODED_MAX) decoded.delete(decoded.keys().next().value as string)
   decoded.set(did, publicKey.slice())
   return publicKey
 }
 
-const DECODED_MAX = 4096
-const decoded = new Map<string, Uint8Array>()
+const decoded = new Lru<Uint8Array>(4096)
 
 /** True when `s` is an Ed25519 did:key that {@link publicKeyFromDidKey} accepts. */
 export function isDidKey(s: unknown): s is string {

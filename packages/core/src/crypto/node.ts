@@ -13,6 +13,7 @@ import {
   type KeyObject,
 } from 'node:crypto'
 import { constantTimeEqual } from '../bytes.js'
+import { Lru } from '../lru.js'
 import type { CryptoProvider } from './provider.js'
 
 // DER headers (RFC 8410) that wrap a raw 32-byte Ed25519 key for `createPublicKey` /
@@ -24,25 +25,6 @@ const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex')
 const VERIFY_CACHE_SIZE = 1024
 /** Seeds are few (one per local identity); the bound only guards against misuse. */
 const SEED_CACHE_SIZE = 64
-
-/** A Map used as an LRU: a hit is moved to the end, the oldest entry is evicted first. */
-class Lru<V> {
-  readonly #map = new Map<string, V>()
-  constructor(readonly max: number) {}
-  get(key: string): V | undefined {
-    const v = this.#map.get(key)
-    if (v !== undefined) {
-      this.#map.delete(key)
-      this.#map.set(key, v)
-    }
-    return v
-  }
-  set(key: string, value: V): void {
-    this.#map.delete(key)
-    this.#map.set(key, value)
-    if (this.#map.size > this.max) this.#map.delete(this.#map.keys().next().value!)
-  }
-}
 
 /** A Buffer view (no copy) of `u`, for Node APIs and latin1 cache keys. */
 const view = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength)

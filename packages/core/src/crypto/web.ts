@@ -6,6 +6,7 @@
  */
 import { constantTimeEqual, hexDecode } from '../bytes.js'
 import { base64urlDecode } from '../base64url.js'
+import { Lru } from '../lru.js'
 import type { CryptoProvider } from './provider.js'
 
 const ED25519 = { name: 'Ed25519' } as const
@@ -23,25 +24,6 @@ const SEED_CACHE_SIZE = 64
 // TS 5.9's DOM types want an ArrayBuffer-backed view; our arrays are (WebCrypto rejects
 // SharedArrayBuffer views at run time anyway), so this only narrows the type.
 const bs = (u: Uint8Array) => u as Uint8Array<ArrayBuffer>
-
-/** A Map used as an LRU: a hit is moved to the end, the oldest entry is evicted first. */
-class Lru<V> {
-  readonly #map = new Map<string, V>()
-  constructor(readonly max: number) {}
-  get(key: string): V | undefined {
-    const v = this.#map.get(key)
-    if (v !== undefined) {
-      this.#map.delete(key)
-      this.#map.set(key, v)
-    }
-    return v
-  }
-  set(key: string, value: V): void {
-    this.#map.delete(key)
-    this.#map.set(key, value)
-    if (this.#map.size > this.max) this.#map.delete(this.#map.keys().next().value!)
-  }
-}
 
 /** Latin-1 string of bytes: a cheap, exact Map key (one char per byte). */
 function bytesKey(bytes: Uint8Array): string {
