@@ -84,5 +84,24 @@ export default defineConfig([
     { index: 'src/index.ts', node: 'src/node.ts' },
     { dts: dtsPaths(CORE_SOURCE) },
   ),
+  pkg(
+    'transport-relay',
+    { index: 'src/index.ts', 'ws-node': 'src/ws-node.ts', 'ws-web': 'src/ws-web.ts' },
+    { dts: dtsPaths({ ...CORE_SOURCE, '#relay-ws': 'transport-relay/src/ws-web.ts' }) },
+  ),
+  pkg(
+    'relay',
+    { index: 'src/index.ts' },
+    {
+      platform: 'node',
+      dts: dtsPaths({
+        ...CORE_SOURCE,
+        '@agentmsg/transport-https': 'transport-https/src/index.ts',
+        '@agentmsg/transport-https/node': 'transport-https/src/node.ts',
+        '@agentmsg/transport-relay': 'transport-relay/src/index.ts',
+        '#relay-ws': 'transport-relay/src/ws-node.ts',
+      }),
+    },
+  ),
   pkg('cli', { cli: 'src/cli.ts' }, { platform: 'node', dts: false }),
 ])

@@ -1,0 +1,6 @@
+/**
+ * @agentmsg/transport-relay — the isomorphic relay client (PROFILE §9).
+ *
+ * @packageDocumentation
+ */
+export {}
