@@ -10,7 +10,10 @@
  * The per-address and per-sender limits are lifted (Infinity): one client address sending
  * thousands of messages a second is the load generator, not an abuser.
  *
- * Standalone (after `npm run build`): `node bench/inbox.mjs`.
+ * Each server runs twice, in opposite orders, and the better run counts, so a load spike on a
+ * shared machine hurts one run rather than one side of the comparison.
+ *
+ * Standalone (after `npm run build`): `node bench/inbox.mjs` (`BENCH_VERBOSE=1` prints every run).
  */
 import { createPublicKey, verify as nodeVerify } from 'node:crypto'
 import { Agent, createServer, request } from 'node:https'
@@ -202,8 +205,6 @@ export async function benchInbox() {
     await server.close()
     return result
   }
-  // Two rounds in opposite orders, best of each: a load spike on a shared machine then hurts
-  // one run, not one side of the comparison.
   const bare1 = await baseline(() => 202)
   const verify1 = await baseline(verifyOne)
   const inbox1 = await inboxRun(tls, bob, inboxFirst)

@@ -15,6 +15,7 @@ import {
   type IdentityFetchResult,
 } from '@agentmsg/core'
 import { isAddressRefusedError } from './address-policy.js'
+import { parseRetryAfter as parseRetryAfterMs } from './retry.js'
 
 /** Options for {@link createIdentityFetcher}. */
 export interface IdentityFetcherOptions {
@@ -39,20 +40,13 @@ export const MAX_RETRY_AFTER_SECONDS = 3600
 export const MAX_CACHE_SECONDS = 86_400
 
 /**
- * Parse a Retry-After value (delta-seconds or an HTTP-date) into whole seconds, 1 to
+ * A Retry-After value (delta-seconds or an HTTP-date) in whole seconds, 1 to
  * {@link MAX_RETRY_AFTER_SECONDS}; `undefined` when absent or malformed.
  */
 export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
-  if (value === null) return undefined
-  const v = value.trim()
-  let seconds: number
-  if (/^[0-9]{1,10}$/.test(v)) seconds = Number(v)
-  else {
-    const at = Date.parse(v)
-    if (!Number.isFinite(at) || !/[A-Za-z]/.test(v)) return undefined
-    seconds = Math.ceil((at - now) / 1000)
-  }
-  return Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, seconds))
+  const ms = parseRetryAfterMs(value, now)
+  if (ms === undefined) return undefined
+  return Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(ms / 1000)))
 }
 
 /**

@@ -286,6 +286,7 @@ export interface ServeInboxOptions {
   /**
    * Certificate and key, PEM. TLS 1.2 is the minimum (PROFILE §6). For development use
    * `createDevCertificate()`; clients then pass its `cert` as their CA.
+   * @default undefined — required unless `insecureHttpBehindProxy` is set
    */
   tls?: { cert: string | Buffer; key: string | Buffer }
   /**

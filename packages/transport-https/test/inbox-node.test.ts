@@ -2,7 +2,7 @@
  * The Node adapter (serveInbox, getRequestListener) over real HTTPS: early stop of oversized
  * uploads, CORS, the documents, graceful close, and nothing lost across a restart.
  */
-import { createServer, request as httpsRequest } from 'node:https'
+import { createServer, request as httpsRequest, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { didKeyResolver, memoryStorage, type Message } from '@agentmsg/core'
@@ -18,6 +18,7 @@ import {
   startInbox,
   stopInboxes,
   until,
+  type TestInbox,
 } from './inbox-helpers.js'
 import { testCertificate } from './tls.js'
 
@@ -25,9 +26,37 @@ afterEach(stopInboxes)
 
 const MiB = 1024 * 1024
 
-describe('oversized uploads', () => {
+/** A node:https server running `getRequestListener(handler)`; closed after the test. */
+async function listen(handler: Parameters<typeof getRequestListener>[0]): Promise<string> {
+  const { cert, key } = await testCertificate()
+  const server = createServer({ cert, key, minVersion: 'TLSv1.2' }, getRequestListener(handler))
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  servers.push(server)
+  return `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+const servers: Server[] = []
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections()
+    await new Promise<void>((r) => server.close(() => r()))
+  }
+})
+
+/**
+ * The inbox URL of a fresh inbox, served either by serveInbox (the direct IncomingMessage
+ * path) or through web Request/Response objects (a plain fetch handler wrapping it).
+ */
+async function inboxVia(mode: 'direct' | 'web'): Promise<{ url: string; inbox: TestInbox }> {
+  const inbox = await startInbox()
+  if (mode === 'direct') return { url: inbox.inboxUrl, inbox }
+  const h = inbox.handler
+  const origin = await listen({ fetch: (request, info) => h.fetch(request, info) })
+  return { url: origin + INBOX_PATH, inbox }
+}
+
+describe.each(['direct', 'web'] as const)('oversized uploads (%s adapter path)', (mode) => {
   it('stops reading a 50 MiB streamed upload early: 413, connection closed, memory flat', async () => {
-    const inbox = await startInbox()
+    const { url } = await inboxVia(mode)
     const { cert } = await testCertificate()
     global.gc?.()
     const rss0 = process.memoryUsage().rss
@@ -47,7 +76,7 @@ describe('oversized uploads', () => {
       let code: string | undefined
       let connection: string | undefined
       const req = httpsRequest(
-        inbox.inboxUrl,
+        url,
         { method: 'POST', ca: cert, agent: false, headers: { 'content-type': 'application/json' } },
         (res) => {
           status = res.statusCode ?? 0
@@ -82,12 +111,20 @@ describe('oversized uploads', () => {
     expect(peakGrowth).toBeLessThan(25 * MiB)
   })
 
+  it('accepts a message, and the same message twice is processed once', async () => {
+    const { url, inbox } = await inboxVia(mode)
+    const m = await signed(await didKeySender(), inbox.agentId)
+    expect((await post(url, m)).status).toBe(202)
+    expect((await post(url, m)).json).toEqual({ status: 'accepted', message_id: m.message_id })
+    await until(() => inbox.received.length === 1 && inbox.handler.pending === 0)
+  })
+
   it('refuses a declared Content-Length over the cap without reading the body', async () => {
-    const inbox = await startInbox()
+    const { url } = await inboxVia(mode)
     const { cert } = await testCertificate()
     const status = await new Promise<number>((resolve, reject) => {
       const req = httpsRequest(
-        inbox.inboxUrl,
+        url,
         {
           method: 'POST',
           ca: cert,
@@ -175,7 +212,6 @@ describe('CORS and documents', () => {
 
 describe('server lifecycle', () => {
   it('getRequestListener works in a plain node:https server', async () => {
-    const { cert, key } = await testCertificate()
     const received: Message[] = []
     const agent = await didKeySender()
     const handler = createInboxHandler({
@@ -183,18 +219,11 @@ describe('server lifecycle', () => {
       resolver: didKeyResolver(),
       onMessage: async (m) => void received.push(m),
     })
-    const server = createServer({ cert, key, minVersion: 'TLSv1.2' }, getRequestListener(handler))
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-    try {
-      const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}${INBOX_PATH}`
-      const m = await signed(await didKeySender(), agent.id)
-      expect((await post(url, m)).status).toBe(202)
-      await handler.close()
-      expect(received.map((x) => x.message_id)).toEqual([m.message_id])
-    } finally {
-      server.closeAllConnections()
-      await new Promise<void>((r) => server.close(() => r()))
-    }
+    const url = (await listen(handler)) + INBOX_PATH
+    const m = await signed(await didKeySender(), agent.id)
+    expect((await post(url, m)).status).toBe(202)
+    await handler.close()
+    expect(received.map((x) => x.message_id)).toEqual([m.message_id])
   })
 
   it('close() stops accepting and waits until every accepted message was processed', async () => {

@@ -209,12 +209,48 @@ describe('handler called directly', () => {
     expect(await probe(h, '5.5.5.5', '4.4.4.4')).toBe(429)
   })
 
+  it('fetch works unbound, as frameworks call it (app.mount("/", inbox.fetch))', async () => {
+    const { fetch } = make()
+    const r = await fetch(new Request(origin + INBOX_PATH, { method: 'OPTIONS' }))
+    expect(r.status).toBe(204)
+    expect(r.headers.get('access-control-allow-origin')).toBe('*')
+  })
+
   it('mounts under a base path', async () => {
     const h = make({ basePath: '/agents/bob/' })
     const at = (path: string) =>
       h.fetch(new Request(origin + path, { method: 'OPTIONS' })).then((r) => r.status)
     expect(await at('/agents/bob' + INBOX_PATH)).toBe(204)
     expect(await at(INBOX_PATH)).toBe(404)
+  })
+
+  it('bounds the bodies being received at once (503 before reading)', async () => {
+    const h = make({ limits: { maxConcurrentReads: 1 } })
+    let end!: () => void
+    const slow = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('{'))
+        end = () => c.close()
+      },
+    })
+    const post = (body: BodyInit) =>
+      h.fetch(
+        new Request(origin + INBOX_PATH, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+          duplex: 'half',
+        } as RequestInit),
+        { clientAddress: '1.2.3.4' },
+      )
+    const first = post(slow)
+    await new Promise((r) => setTimeout(r, 10))
+    const second = await post('{}')
+    expect(second.status).toBe(503)
+    expect(second.headers.get('retry-after')).toBe('1')
+    end()
+    expect((await first).status).toBe(400)
+    expect((await post('{}')).status).toBe(400)
   })
 
   it('refuses new messages after close', async () => {

@@ -3,70 +3,22 @@
  * IPv4-mapped IPv6 counts as its IPv4 address, and `X-Forwarded-For` is believed only when the
  * connection comes from a configured trusted proxy. No Node built-ins: the handler is isomorphic.
  */
+import { parseIp as parseIpText } from '../address-policy.js'
 
-/** Parse an IPv4 or IPv6 address into 16 bytes (IPv4 as `::ffff:a.b.c.d`), or `undefined`. */
+/**
+ * An IPv4 or IPv6 address as 16 bytes (IPv4 as `::ffff:a.b.c.d`), or `undefined`. Brackets and
+ * a zone id are dropped: neither changes which host is counted.
+ */
 export function parseIp(text: string): Uint8Array | undefined {
   let s = text.trim()
   if (s.startsWith('[') && s.endsWith(']')) s = s.slice(1, -1)
-  const zone = s.indexOf('%')
-  if (zone >= 0) s = s.slice(0, zone)
-  if (!s.includes(':')) {
-    const v4 = parseIpv4(s)
-    if (!v4) return undefined
-    const out = new Uint8Array(16)
-    out[10] = 0xff
-    out[11] = 0xff
-    out.set(v4, 12)
-    return out
-  }
-  return parseIpv6(s)
-}
-
-function parseIpv4(s: string): Uint8Array | undefined {
-  const parts = s.split('.')
-  if (parts.length !== 4) return undefined
-  const out = new Uint8Array(4)
-  for (let i = 0; i < 4; i++) {
-    const p = parts[i]!
-    if (!/^(?:0|[1-9][0-9]{0,2})$/.test(p)) return undefined
-    const n = Number(p)
-    if (n > 255) return undefined
-    out[i] = n
-  }
-  return out
-}
-
-function parseIpv6(s: string): Uint8Array | undefined {
-  const halves = s.split('::')
-  if (halves.length > 2) return undefined
-  const words = (part: string): number[] | undefined => {
-    if (part === '') return []
-    const out: number[] = []
-    const groups = part.split(':')
-    for (let i = 0; i < groups.length; i++) {
-      const g = groups[i]!
-      if (i === groups.length - 1 && g.includes('.')) {
-        const v4 = parseIpv4(g)
-        if (!v4) return undefined
-        out.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!)
-      } else {
-        if (!/^[0-9A-Fa-f]{1,4}$/.test(g)) return undefined
-        out.push(parseInt(g, 16))
-      }
-    }
-    return out
-  }
-  const head = words(halves[0]!)
-  const tail = halves.length === 2 ? words(halves[1]!) : []
-  if (!head || !tail) return undefined
-  const missing = 8 - head.length - tail.length
-  if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined
-  const all = [...head, ...new Array<number>(missing).fill(0), ...tail]
+  const ip = parseIpText(s)
+  if (!ip) return undefined
+  if (ip.version === 6) return ip.bytes
   const out = new Uint8Array(16)
-  all.forEach((w, i) => {
-    out[2 * i] = w >> 8
-    out[2 * i + 1] = w & 0xff
-  })
+  out[10] = 0xff
+  out[11] = 0xff
+  out.set(ip.bytes, 12)
   return out
 }
 

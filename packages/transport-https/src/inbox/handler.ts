@@ -6,22 +6,15 @@
 import {
   AuthLevelTracker,
   canonicalizeToBytes,
-  hexEncode,
   invalidFormat,
   isAgentMsgError,
   parseAgentId,
   parseStrictJson,
-  randomBytes,
   ReplayGuard,
   validateMessage,
   verifyMessage,
-  type AuthLevel,
   type ErrorCode,
   type ErrorPhaseCode,
-  type JsonValue,
-  type KeySource,
-  type Message,
-  type Storage,
 } from '@agentmsg/core'
 import { AddressSet, addressBucket, clientAddress } from './address.js'
 import { defaultCapabilities, MAX_MESSAGE_BYTES } from './capabilities.js'
@@ -34,6 +27,7 @@ import {
   type ExchangeHandler,
   type InboxExchange,
 } from './exchange.js'
+import { PendingStore, type Job } from './pending.js'
 import { WorkQueue } from './queue.js'
 import { TokenBuckets, type RateLimit } from './rate-limit.js'
 import { acceptedReply, errorReply, jsonReply, toResponse, type InboxReply } from './responses.js'
@@ -55,20 +49,10 @@ export const MAX_BODY_BYTES = 1_048_576 + 65_536
 const JCS_CHECK_ABOVE = MAX_MESSAGE_BYTES / 4
 
 const WELL_KNOWN = '/.well-known/agentmsg/'
-const PENDING = 'inbox/pending/'
 const GET_METHODS = 'GET, HEAD, OPTIONS'
 const POST_METHODS = 'POST, OPTIONS'
 /** Codes of failures answered 401 that also earn the sender an error phase message (PROFILE §7). */
 const UNVERIFIED_REPLY = new Set<ErrorCode>(['invalid_signature', 'unknown_sender', 'key_revoked'])
-
-/** An accepted message on its way to the application (and, with storage, its record). */
-interface Job {
-  key: string | undefined
-  message: Message
-  level: AuthLevel
-  source: KeySource
-  keyId: string
-}
 
 function limit(given: Partial<RateLimit> | undefined, perMinute: number, burst: number): RateLimit {
   return { perMinute: given?.perMinute ?? perMinute, burst: given?.burst ?? burst }
@@ -111,7 +95,7 @@ class Inbox implements InboxHandler, ExchangeHandler {
   readonly #o: InboxHandlerOptions
   readonly #now: () => number
   readonly #onError: (error: unknown) => void
-  readonly #storage: Storage | undefined
+  readonly #pending: PendingStore | undefined
   readonly #replay: ReplayGuard
   readonly #levels: AuthLevelTracker
   readonly #perAddress: TokenBuckets
@@ -122,12 +106,13 @@ class Inbox implements InboxHandler, ExchangeHandler {
   readonly #queue: WorkQueue<Job>
   readonly #replies: ErrorReplies
   readonly #queueRetryAfter: number
+  readonly #maxReads: number
   readonly #paths: { inbox: string; identity: string; capabilities: string }
   readonly ready: Promise<void>
   #restored = false
   #closed = false
   #stopped = false
-  #seq = 0
+  #reading = 0
 
   constructor(o: InboxHandlerOptions) {
     parseAgentId(o.agentId, 'agentId')
@@ -136,7 +121,7 @@ class Inbox implements InboxHandler, ExchangeHandler {
     this.#o = o
     this.#now = o.now ?? Date.now
     this.#onError = o.onError ?? ((error) => console.error('agentmsg inbox:', error))
-    this.#storage = o.storage
+    this.#pending = o.storage ? new PendingStore(o.storage, this.#now) : undefined
     const now = this.#now
     const storage = o.storage ? { storage: o.storage } : {}
     this.#replay = o.replayGuard ?? new ReplayGuard({ ...storage, now })
@@ -149,6 +134,7 @@ class Inbox implements InboxHandler, ExchangeHandler {
     this.#trusted = new AddressSet(o.trustedProxies)
     this.#topics = new Set(o.topics ?? [])
     this.#queueRetryAfter = limits.queueRetryAfter ?? 5
+    this.#maxReads = limits.maxConcurrentReads ?? 128
     this.#queue = new WorkQueue<Job>({
       capacity: limits.maxQueue ?? 1000,
       concurrency: limits.concurrency ?? 1,
@@ -184,9 +170,9 @@ class Inbox implements InboxHandler, ExchangeHandler {
     return this.#queue.pending
   }
 
-  async fetch(request: Request, info?: InboxRequestInfo): Promise<Response> {
-    return toResponse(await this[HANDLE_EXCHANGE](webExchange(request, info)))
-  }
+  /** Bound, so it can be passed around alone: `app.mount('/', inbox.fetch)`. */
+  readonly fetch = async (request: Request, info?: InboxRequestInfo): Promise<Response> =>
+    toResponse(await this[HANDLE_EXCHANGE](webExchange(request, info)))
 
   async [HANDLE_EXCHANGE](x: InboxExchange): Promise<InboxReply> {
     try {
@@ -254,7 +240,19 @@ class Inbox implements InboxHandler, ExchangeHandler {
       x.discardBody()
       return tooLarge()
     }
-    const bytes = await x.readBody(MAX_BODY_BYTES)
+    if (this.#reading >= this.#maxReads) {
+      x.discardBody()
+      return errorReply('unavailable', 'too many messages are being received at once', {
+        retryAfter: 1,
+      })
+    }
+    let bytes
+    this.#reading++
+    try {
+      bytes = await x.readBody(MAX_BODY_BYTES)
+    } finally {
+      this.#reading--
+    }
     if (bytes === undefined) return tooLarge()
     if (!this.#restored) await this.ready
     return this.#accept(bytes, x.header('idempotency-key'))
@@ -350,11 +348,7 @@ class Inbox implements InboxHandler, ExchangeHandler {
     }
     let queued = false
     try {
-      if (this.#storage) {
-        job.key = this.#nextKey()
-        const record = { message, level: job.level, source: job.source, keyId: job.keyId }
-        await this.#storage.put(job.key, record as unknown as JsonValue)
-      }
+      await this.#pending?.add(job)
       await this.#levels.commit(decision)
       // Exclusive per (from, id): of two copies racing through the pipeline, one is 'new'.
       if ((await this.#replay.checkAndRemember(message)) === 'new') {
@@ -364,7 +358,7 @@ class Inbox implements InboxHandler, ExchangeHandler {
     } finally {
       if (!queued) {
         this.#queue.release()
-        if (job.key !== undefined) this.#storage?.delete(job.key).catch(this.#onError)
+        this.#pending?.remove(job).catch(this.#onError)
       }
     }
     return acceptedReply(message.message_id)
@@ -381,50 +375,20 @@ class Inbox implements InboxHandler, ExchangeHandler {
         transport: 'https',
       })
     } finally {
-      if (job.key !== undefined) await this.#storage?.delete(job.key)
+      await this.#pending?.remove(job)
     }
   }
 
   /** Queue again what an earlier run accepted and did not finish processing. */
   async #restore(): Promise<void> {
-    const storage = this.#storage
-    if (!storage) return
-    for (const [key, value] of await storage.list(PENDING)) {
-      try {
-        const record = value as {
-          message?: unknown
-          level?: AuthLevel
-          source?: KeySource
-          keyId?: string
-        }
-        const { message } = validateMessage(record.message)
-        if (
-          typeof record.keyId !== 'string' ||
-          typeof record.level !== 'number' ||
-          typeof record.source !== 'string'
-        ) {
-          throw new TypeError('incomplete record')
-        }
-        // Accepted but perhaps not yet remembered when the process stopped: a sender retrying
-        // after a lost 202 must find a duplicate, not a second delivery.
-        await this.#replay.remember(message.from.agent, message.message_id)
-        this.#queue.push(
-          { key, message, level: record.level, source: record.source, keyId: record.keyId },
-          false,
-        )
-      } catch (error) {
-        this.#onError(
-          new Error(`inbox: dropping unreadable stored message ${key}`, { cause: error }),
-        )
-        await storage.delete(key)
-      }
+    if (!this.#pending) return
+    for (const job of await this.#pending.load(this.#onError)) {
+      // Accepted but perhaps not yet remembered when the process stopped: a sender retrying
+      // after a lost 202 must find a duplicate, not a second delivery.
+      await this.#replay.remember(job.message.from.agent, job.message.message_id)
+      // Already accepted: queued even beyond maxQueue, since refusing is no longer possible.
+      this.#queue.push(job, false)
     }
-  }
-
-  #nextKey(): string {
-    // Sortable by acceptance time, so a restart processes messages in arrival order.
-    const seq = (this.#seq++ % 1e9).toString().padStart(9, '0')
-    return `${PENDING}${this.#now().toString().padStart(15, '0')}-${seq}-${hexEncode(randomBytes(4))}`
   }
 
   #document(x: InboxExchange, get: () => unknown): InboxReply {

@@ -72,6 +72,12 @@ export interface InboxLimits {
    * @default 1
    */
   concurrency?: number
+  /**
+   * Most request bodies being received at once (each held up to 1 MiB + 64 KiB). Past it the
+   * inbox answers 503 `unavailable` before reading, so slow senders cannot pile up memory.
+   * @default 128
+   */
+  maxConcurrentReads?: number
   /** Most addresses and senders whose rate-limit state is kept (least recently seen dropped). @default 100_000 */
   maxTrackedKeys?: number
 }
@@ -109,8 +115,9 @@ export interface InboxHandlerOptions {
   authLevels?: AuthLevelTracker
   /**
    * When given, each accepted message is stored before the 202 and deleted once `onMessage`
-   * settled; on construction, stored messages not yet processed are queued again, so a crash
-   * loses nothing. Keys used: `inbox/pending/…` (and `replay/…`, `auth/…` by the defaults).
+   * settled; on construction, stored messages not yet processed are queued again (even beyond
+   * `maxQueue`: they were accepted), so a crash loses nothing. Keys used: `inbox/pending/…`,
+   * and `replay/…`, `auth/…` by the default replay guard and auth-level tracker.
    * @default undefined (memory only)
    */
   storage?: Storage
