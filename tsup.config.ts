@@ -81,7 +81,7 @@ export default defineConfig([
   // dist/ that may not exist yet on a fresh clone (the emitted .d.ts keeps `@agentmsg/core`).
   pkg(
     'transport-https',
-    { index: 'src/index.ts', node: 'src/node.ts' },
+    { index: 'src/index.ts', pipeline: 'src/pipeline.ts', node: 'src/node.ts' },
     { dts: dtsPaths(CORE_SOURCE) },
   ),
   pkg(
@@ -98,6 +98,7 @@ export default defineConfig([
         ...CORE_SOURCE,
         '@agentmsg/transport-https': 'transport-https/src/index.ts',
         '@agentmsg/transport-https/node': 'transport-https/src/node.ts',
+        '@agentmsg/transport-https/pipeline': 'transport-https/src/pipeline.ts',
         '@agentmsg/transport-relay': 'transport-relay/src/index.ts',
         '#relay-ws': 'transport-relay/src/ws-node.ts',
       }),

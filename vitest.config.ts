@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^#crypto-default$/, replacement: src('core/src/crypto/default.node.ts') },
       { find: /^@agentmsg\/transport-https$/, replacement: src('transport-https/src/index.ts') },
       { find: /^@agentmsg\/transport-https\/node$/, replacement: src('transport-https/src/node.ts') },
+      { find: /^@agentmsg\/transport-https\/pipeline$/, replacement: src('transport-https/src/pipeline.ts') },
       { find: /^@agentmsg\/transport-relay$/, replacement: src('transport-relay/src/index.ts') },
       { find: /^#relay-ws$/, replacement: src('transport-relay/src/ws-node.ts') },
       { find: /^@agentmsg\/relay$/, replacement: src('relay/src/index.ts') },

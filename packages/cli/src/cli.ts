@@ -3,6 +3,7 @@
  * `agentmsg` — the command line. Commands:
  *   agentmsg init  --dir D [--url https://host:port] [--display NAME]
  *   agentmsg inbox --dir D --port P [--host H] [--dev-tls | --tls-cert F --tls-key F]
+ *   agentmsg relay --data D [--host H] [--port P] [--public-url U] [--dev-tls | --tls-cert F --tls-key F]
  */
 import { parseArgs } from 'node:util'
 import { runInbox } from './inbox.js'
@@ -15,10 +16,15 @@ const USAGE = `usage:
                  [--allow-private HOSTS] [--ca F]
       serve the agent's inbox, identity and capabilities over HTTPS; print each accepted,
       verified message as one JSON line on stdout
+  agentmsg relay --data D [--host H] [--port P] [--public-url U]
+                 [--dev-tls | --tls-cert F --tls-key F] [--allow-private HOSTS]
+      run a relay (store-and-forward, pub/sub, SSE/WebSocket/webhook push) on SQLite in D
 `
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
+  // The relay command has its own flags and lives in @agentmsg/relay (loaded only when used).
+  if (command === 'relay') return (await import('@agentmsg/relay')).runRelayCommand(rest)
   const { values } = parseArgs({
     args: rest,
     options: {

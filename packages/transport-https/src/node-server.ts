@@ -76,7 +76,7 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
 
 const HOST_RE = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/
 
-function toRequest(req: IncomingMessage, scheme: string): Request {
+function toRequest(req: IncomingMessage, scheme: string, signal?: AbortSignal): Request {
   const host = req.headers.host
   const base = `${scheme}://${host !== undefined && HOST_RE.test(host) ? host : 'localhost'}`
   const url = new URL(req.url ?? '/', base)
@@ -86,6 +86,8 @@ function toRequest(req: IncomingMessage, scheme: string): Request {
   const method = req.method ?? 'GET'
   const hasBody = method !== 'GET' && method !== 'HEAD'
   const init: RequestInit & { duplex?: 'half' } = { method, headers }
+  // request.signal aborts when the client goes away, so long-lived responses (SSE) stop.
+  if (signal) init.signal = signal
   if (hasBody) {
     init.body = bodyStream(req)
     init.duplex = 'half' // required by fetch for a streaming request body
@@ -113,23 +115,28 @@ async function writeResponse(
     return
   }
   const reader = response.body.getReader()
+  // The client may go away at any time, also while the handler's stream waits for data (SSE):
+  // cancelling the reader ends a pending read, and nothing waits for a 'close' already past.
+  const onClose = () => {
+    reader.cancel().catch(() => {})
+  }
+  res.once('close', onClose)
   try {
     for (;;) {
       const { done, value } = await reader.read()
-      if (done) break
-      if (!res.write(value)) {
+      if (done || res.destroyed) break
+      if (!res.write(value) && !res.destroyed) {
         await new Promise<void>((resolve) => {
           res.once('drain', resolve)
           res.once('close', resolve)
         })
-        if (res.destroyed) {
-          await reader.cancel()
-          return
-        }
       }
+      if (res.destroyed) break
     }
   } finally {
-    res.end()
+    res.off('close', onClose)
+    if (res.destroyed) await reader.cancel().catch(() => {})
+    else res.end()
   }
 }
 
@@ -259,8 +266,12 @@ export function getRequestListener(
   }
   return (req, res) => {
     let request: Request
+    const aborter = new AbortController()
+    res.once('close', () => {
+      if (!res.writableFinished) aborter.abort(new Error('the client closed the connection'))
+    })
     try {
-      request = toRequest(req, scheme)
+      request = toRequest(req, scheme, aborter.signal)
     } catch {
       fail(res, 400, 'invalid_format', 'the request could not be read')
       return

@@ -4,7 +4,12 @@
  * async and no method assumes one process owns the data.
  *
  * Cursors are opaque strings to clients; stores make them strictly increasing per store in
- * the order entries became visible, so "after cursor" never skips or repeats an entry.
+ * the order entries became visible, so "after cursor" never skips or repeats an entry. The
+ * SQLite and memory stores use decimal integer text, never reused (not even after an ack).
+ *
+ * Writes resolve once durable; reads see what has been written durably (a publish whose promise
+ * has not resolved yet may be invisible). Stores do not check mailbox states on publish: the
+ * relay asks `mailboxState` / `topicSubscribers` first.
  */
 
 /** A webhook push target of a subscription (PROFILE §9). */
@@ -40,7 +45,7 @@ export interface PublishInput {
   expiresAt: number
 }
 
-/** The outcome of a publish per mailbox. */
+/** The outcome of a publish per mailbox (one per distinct mailbox, in the order given). */
 export interface PublishResult {
   mailbox: string
   /** The entry's cursor (for a duplicate, the existing entry's). */
@@ -79,10 +84,15 @@ export class MailboxFullError extends Error {
 /** Storage behind the relay. */
 export interface RelayStore {
   /** Add a subscription; opens the owner's mailbox. */
-  subscribe(input: { agent: string; topics: string[]; webhook?: WebhookTarget; now: number }): Promise<Subscription>
+  subscribe(input: {
+    agent: string
+    topics: string[]
+    webhook?: WebhookTarget
+    now: number
+  }): Promise<Subscription>
   /** Remove a subscription of `agent`; false when it does not exist or is another agent's. */
   unsubscribe(id: string, agent: string): Promise<boolean>
-  /** Mark a subscription's webhook verified (or not). */
+  /** Mark a subscription's webhook verified (or not); no effect on an unknown id or one without a webhook. */
   setWebhookVerified(id: string, verified: boolean): Promise<void>
   /** All subscriptions (for webhook delivery after a restart), or those of one agent. */
   subscriptions(agent?: string): Promise<Subscription[]>
@@ -96,14 +106,22 @@ export interface RelayStore {
   /**
    * Store a message for each mailbox, once per (mailbox, from, messageId). Resolves only when
    * the write is durable (fsync, or a group commit covering it). Throws {@link MailboxFullError}
-   * when a mailbox is over quota (then nothing is stored for any mailbox of this call).
+   * when a mailbox is over quota (then nothing is stored for any mailbox of this call). A mailbox
+   * that already holds the message is not counted against its quota (a duplicate result).
+   * Quotas count entries held, expired or not: a store may drop a full mailbox's expired
+   * entries to make room. No mailboxes → `[]`, nothing stored.
    */
   publish(input: PublishInput): Promise<PublishResult[]>
   /**
    * Entries of a mailbox after `after`, oldest first, at most `limit` and at most `maxBytes` of
    * JSON (always at least one entry if any is due), skipping entries expired at `now`.
+   * Throws a RangeError when `after` is not in the store's cursor syntax or `limit` < 1 (the
+   * relay clamps `limit` to 500 and `maxBytes` to 8 MiB).
    */
-  retrieve(mailbox: string, options: { after?: string; limit: number; maxBytes: number; now: number }): Promise<MailboxPage>
+  retrieve(
+    mailbox: string,
+    options: { after?: string; limit: number; maxBytes: number; now: number },
+  ): Promise<MailboxPage>
   /** Remove the mailbox's entries with this id (from `from` when given); returns how many. */
   ack(mailbox: string, messageId: string, from?: string): Promise<number>
   /** Delete entries expired at `now` (and messages no mailbox references); returns how many entries. */

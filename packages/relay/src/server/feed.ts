@@ -1,0 +1,118 @@
+/**
+ * Mailbox feeds: the backlog after a cursor, then live entries, with no gap and no duplicate.
+ *
+ * A feed never trusts the notification's payload. It registers with the in-process notifier
+ * first, then reads the store after its own cursor, and every notification only means "read
+ * again after your cursor". Store cursors grow in the order entries became visible, so an entry
+ * stored while the backlog was being read is found by the next read, and an entry already sent
+ * is never read again.
+ */
+import type { RelayStore } from '../store/types.js'
+import type { Feed, FeedSink } from './types.js'
+
+/** Entries per store read of a feed. */
+const FEED_PAGE = 100
+/** Bytes per store read of a feed. */
+const FEED_PAGE_BYTES = 1024 * 1024
+
+/** In-process "something new in this mailbox" signals. */
+export class Notifier {
+  readonly #listeners = new Map<string, Set<() => void>>()
+
+  /** Listen for new entries of `mailbox`; returns the function that stops listening. */
+  on(mailbox: string, listener: () => void): () => void {
+    let set = this.#listeners.get(mailbox)
+    if (!set) {
+      set = new Set()
+      this.#listeners.set(mailbox, set)
+    }
+    set.add(listener)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0 && this.#listeners.get(mailbox) === set) this.#listeners.delete(mailbox)
+    }
+  }
+
+  notify(mailbox: string): void {
+    const set = this.#listeners.get(mailbox)
+    if (!set) return
+    for (const listener of [...set]) listener()
+  }
+
+  /** Mailboxes with listeners (for tests). */
+  get size(): number {
+    return this.#listeners.size
+  }
+}
+
+export interface FeedContext {
+  store: RelayStore
+  notifier: Notifier
+  now: () => number
+  onError: (error: unknown) => void
+}
+
+/** Start a feed of `mailbox` after `after` into `sink`. */
+export function startFeed(
+  ctx: FeedContext,
+  mailbox: string,
+  after: string | undefined,
+  sink: FeedSink,
+  onClose?: (error?: unknown) => void,
+): Feed {
+  let cursor = after
+  let dirty = true
+  let running = false
+  let closed = false
+
+  const close = (error?: unknown) => {
+    if (closed) return
+    closed = true
+    off()
+    onClose?.(error)
+  }
+
+  const run = async () => {
+    running = true
+    try {
+      while (dirty && !closed) {
+        dirty = false
+        for (;;) {
+          if (!(await sink.ready())) {
+            close()
+            return
+          }
+          if (closed) return
+          const page = await ctx.store.retrieve(mailbox, {
+            ...(cursor !== undefined ? { after: cursor } : {}),
+            limit: FEED_PAGE,
+            maxBytes: FEED_PAGE_BYTES,
+            now: ctx.now(),
+          })
+          if (closed) return
+          for (const entry of page.entries) {
+            sink.send(entry)
+            cursor = entry.cursor
+          }
+          if (page.entries.length === 0) break
+        }
+      }
+    } catch (error) {
+      // A RangeError is a cursor the store does not know: the client's mistake, not ours.
+      if (!(error instanceof RangeError)) ctx.onError(error)
+      close(error)
+    } finally {
+      running = false
+    }
+  }
+
+  const wake = () => {
+    dirty = true
+    if (!running && !closed) void run()
+  }
+
+  // Listen before the first read: nothing stored from now on can be missed.
+  const off = ctx.notifier.on(mailbox, wake)
+  wake()
+  return { close: () => close() }
+}

@@ -1,0 +1,155 @@
+/**
+ * The relay on `node:https` (TLS ≥ 1.2) with its SQLite store in a data directory, the
+ * WebSocket endpoint on the `upgrade` event, and a graceful close.
+ */
+import { mkdir } from 'node:fs/promises'
+import { createServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import path from 'node:path'
+import { normalizeAgentUrl } from '@agentmsg/core'
+import { createAddressPolicy, getRequestListener } from '@agentmsg/transport-https/node'
+import type { RelayQuota } from '../store/common.js'
+import { sqliteRelayStore } from '../store/sqlite.js'
+import type { RelayStore } from '../store/types.js'
+import { createRelayHandler } from './handler.js'
+import type { RelayHandler, RelayHandlerOptions } from './types.js'
+import { createRelayWebSocket, type RelayWebSocketOptions } from './ws.js'
+
+/** Options of {@link serveRelay}. */
+export interface ServeRelayOptions extends Omit<
+  RelayHandlerOptions,
+  'baseUrl' | 'store' | 'addressPolicy'
+> {
+  /** Address to listen on. @default '127.0.0.1' */
+  host?: string
+  /** Port; 0 picks a free one. @default 0 */
+  port?: number
+  /** Directory of the relay's data (`relay.sqlite`), created 0700 when missing. */
+  dataDir: string
+  /** Public base URL. @default https://<host>:<port> */
+  publicUrl?: string
+  /** Certificate and key, PEM. */
+  tls: { cert: string | Buffer; key: string | Buffer }
+  /** Private addresses, ranges and host names outbound requests may reach (webhooks, identities). */
+  allowPrivate?: string[]
+  /** Per-mailbox quota. @default 10,000 messages or 256 MiB */
+  quota?: RelayQuota
+  /** A store to use instead of `<dataDir>/relay.sqlite` (closed by `close()`). */
+  store?: RelayStore
+  /** On close, connections still open after this many ms are cut. @default 10_000 */
+  closeTimeoutMs?: number
+  ws?: RelayWebSocketOptions
+}
+
+/** A running relay. */
+export interface RelayServer {
+  /** The public base URL. */
+  url: string
+  port: number
+  handler: RelayHandler
+  store: RelayStore
+  /**
+   * Stop accepting connections, let publishes in flight be stored, end streams and sockets,
+   * then close the store.
+   */
+  close(): Promise<void>
+}
+
+/**
+ * Serve a relay over HTTPS.
+ *
+ * @example
+ * const { cert, key } = await createDevCertificate()
+ * const relay = await serveRelay({ port: 8443, dataDir: './relay-data', tls: { cert, key } })
+ */
+export async function serveRelay(options: ServeRelayOptions): Promise<RelayServer> {
+  const {
+    host = '127.0.0.1',
+    port = 0,
+    dataDir,
+    publicUrl,
+    tls,
+    allowPrivate,
+    quota,
+    store: givenStore,
+    closeTimeoutMs = 10_000,
+    ws: wsOptions,
+    ...handlerOptions
+  } = options
+  if (!tls) throw new TypeError('serveRelay needs tls {cert, key}: https only, also in development')
+  await mkdir(dataDir, { recursive: true, mode: 0o700 })
+  const store =
+    givenStore ??
+    sqliteRelayStore({ path: path.join(dataDir, 'relay.sqlite'), ...(quota ? { quota } : {}) })
+  const server = createServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  const actualPort = (server.address() as AddressInfo).port
+  const hostPart = host.includes(':') ? `[${host}]` : host
+  const url = normalizeAgentUrl(publicUrl ?? `https://${hostPart}:${actualPort}`)
+  const onError = handlerOptions.onError ?? ((e: unknown) => console.error('agentmsg relay:', e))
+  let handler: RelayHandler
+  try {
+    handler = createRelayHandler({
+      ...handlerOptions,
+      baseUrl: url,
+      store,
+      addressPolicy: createAddressPolicy({ allow: allowPrivate ?? [] }),
+      onError,
+    })
+  } catch (error) {
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    await store.close()
+    throw error
+  }
+  const wss = createRelayWebSocket(handler, { onError, ...wsOptions })
+  const basePath = new URL(url).pathname.replace(/\/$/, '')
+  server.on('request', getRequestListener(handler, { onError }))
+  server.on('upgrade', (req, socket, head) => {
+    const target = req.url ?? ''
+    const q = target.indexOf('?')
+    const p = q < 0 ? target : target.slice(0, q)
+    if (p !== `${basePath}/relay/ws`) {
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
+      return
+    }
+    wss.handleUpgrade(req, socket, head)
+  })
+  server.on('tlsClientError', () => undefined)
+
+  let closing: Promise<void> | undefined
+  return {
+    url,
+    port: actualPort,
+    handler,
+    store,
+    close() {
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+        server.closeIdleConnections()
+        const timer = setTimeout(() => server.closeAllConnections(), closeTimeoutMs)
+        timer.unref()
+        try {
+          await handler.close()
+          await wss.close()
+          server.closeIdleConnections()
+          await closed
+        } finally {
+          clearTimeout(timer)
+          await store.close()
+        }
+      })()
+      return closing
+    },
+  }
+}

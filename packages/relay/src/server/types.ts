@@ -1,0 +1,125 @@
+/** Options and the public shape of the relay handler (PROFILE §9). */
+import type { KeyResolver } from '@agentmsg/core'
+import type { AddressPolicy, Clock, RateLimit } from '@agentmsg/transport-https'
+import type { MailboxEntry, RelayStore } from '../store/types.js'
+
+/** Rate limits of PROFILE §6, as the relay applies them. */
+export interface RelayLimits {
+  /** Per client address (IPv6 per /64), before any body is read. @default 600/min, burst 100 */
+  perAddress?: Partial<RateLimit>
+  /** Per verified sender (`from.agent`) on publish. @default 60/min, burst 20 */
+  perSender?: Partial<RateLimit>
+  /** Most buckets tracked per limit. @default 100_000 */
+  maxTrackedKeys?: number
+}
+
+/** Webhook push settings. */
+export interface RelayWebhookOptions {
+  /** Timeout of the `webhook_verify` round trip. @default 10_000 */
+  verifyTimeoutMs?: number
+  /** Timeout of one delivery attempt. @default 30_000 */
+  attemptTimeoutMs?: number
+  /** Retries stop this long after the first attempt. @default 24 h */
+  deadlineMs?: number
+  /** Jitter source of the retry schedule, in [0, 1). @default Math.random */
+  random?: () => number
+  /** Clock of the retry schedule. @default the real clock */
+  clock?: Clock
+  /** Most deliveries in flight per webhook subscription. @default 64 */
+  maxInFlight?: number
+}
+
+/** Options of {@link createRelayHandler}. */
+export interface RelayHandlerOptions {
+  /**
+   * The relay's public base URL (`https://relay.example`). Normalised as an agent URL; used in
+   * trace `by`, as the `@target-uri` prefix of agent auth and in the WebSocket auth line.
+   * Never taken from a request's `Host`.
+   */
+  baseUrl: string
+  store: RelayStore
+  /**
+   * Resolves senders' keys. @default createKeyResolver with a Node identity fetcher bound by
+   * `addressPolicy` (and `ca`)
+   */
+  resolver?: KeyResolver
+  /** Outbound address rules for identity documents and webhooks. @default public unicast only */
+  addressPolicy?: AddressPolicy
+  /** Extra CA certificates (PEM) trusted for outbound https (development certificates). */
+  ca?: string | string[]
+  /** The fetch used for webhooks. @default createNodeFetch({ ca, addressPolicy }) */
+  fetch?: typeof fetch
+  limits?: RelayLimits
+  /** Proxies whose `X-Forwarded-For` is believed (addresses or CIDR ranges). */
+  trustedProxies?: string[]
+  /** How long an unacknowledged message is kept; at least (and by default) 7 days. */
+  retentionMs?: number
+  /** Clock, epoch ms. @default Date.now */
+  now?: () => number
+  /** Unexpected errors (store failures, bugs). @default console.error */
+  onError?: (error: unknown) => void
+  /** SSE comment-line interval. @default 15_000 */
+  heartbeatMs?: number
+  /** How often expired entries are deleted. @default 60_000 */
+  expireIntervalMs?: number
+  /** Bytes a stream connection may have waiting before it is dropped. @default 4 MiB */
+  maxStreamBufferBytes?: number
+  /** A stream whose client read nothing for this long while data waits is dropped. @default 60_000 */
+  stallTimeoutMs?: number
+  /** `Retry-After` seconds when a mailbox is full. @default 60 */
+  mailboxFullRetryAfter?: number
+  webhook?: RelayWebhookOptions
+}
+
+/** Where a feed sends the entries of a mailbox (an SSE stream, a WebSocket, a webhook). */
+export interface FeedSink {
+  /** Send one entry; never blocks. */
+  send(entry: MailboxEntry): void
+  /** Resolves true when the sink can take more, false when it is gone (the feed stops). */
+  ready(): Promise<boolean>
+}
+
+/** A running feed: backlog after a cursor, then live entries, no gaps, no duplicates. */
+export interface Feed {
+  close(): void
+}
+
+/** Per-request information from the server adapter. */
+export interface RelayRequestInfo {
+  /** The connection's peer address (for the per-address limit). */
+  clientAddress?: string | undefined
+}
+
+/** The relay as a web-standard handler, plus what the WebSocket adapter needs. */
+export interface RelayHandler {
+  /** All HTTP endpoints of PROFILE §9. Bound: may be passed around alone. */
+  readonly fetch: (request: Request, info?: RelayRequestInfo) => Promise<Response>
+  /** The normalised base URL. */
+  readonly baseUrl: string
+  /** The resolver used for message signatures and agent auth. */
+  readonly resolver: KeyResolver
+  /** Resolves once webhook subscriptions are loaded and their backlog is scheduled. */
+  readonly ready: Promise<void>
+  /** Take one token of the per-address limit; 0 when allowed, else seconds to wait. */
+  admit(clientAddress: string | undefined, forwardedFor?: string | null): number
+  /**
+   * Stream a mailbox to `sink` from after `after`: held entries first, then live ones.
+   * `onClose` runs once when the feed stops (closed, sink gone, or a store error, given; a
+   * `RangeError` means `after` is not a cursor of this store).
+   */
+  openFeed(
+    agent: string,
+    after: string | undefined,
+    sink: FeedSink,
+    onClose?: (error?: unknown) => void,
+  ): Feed
+  /** Acknowledge (delete) a mailbox's entries with this id; returns how many. */
+  ack(agent: string, messageId: string, from?: string): Promise<number>
+  /** Register a connection that `close()` must end (WebSocket adapters). */
+  track(closer: () => void): () => void
+  /**
+   * Refuse new publishes (503), wait for those in flight to be stored, end streams and
+   * sockets, stop timers and webhook deliveries. Does not close the store.
+   */
+  close(): Promise<void>
+}

@@ -1,0 +1,155 @@
+/**
+ * Webhook push (PROFILE §9): the URL is checked by the outbound address policy (on the address
+ * actually connected to) and verified by a `webhook_verify` challenge before use; then every
+ * message of the subscriber's mailbox is POSTed as §6 delivery, retries included, and deleted
+ * from the mailbox once the target answered 2xx.
+ */
+import {
+  AgentMsgError,
+  base64urlEncode,
+  invalidFormat,
+  isAgentMsgError,
+  randomBytes,
+} from '@agentmsg/core'
+import type { Message } from '@agentmsg/core'
+import type { HttpsSender } from '@agentmsg/transport-https'
+import type { MailboxEntry } from '../store/types.js'
+import type { FeedSink } from './types.js'
+
+/** Check the form of a webhook URL: https, no userinfo, no fragment. Returns it serialised. */
+export function checkWebhookUrl(value: unknown): string {
+  if (typeof value !== 'string') throw invalidFormat('must be a string', 'push.url')
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw invalidFormat('is not a URL', 'push.url')
+  }
+  if (url.protocol !== 'https:') throw invalidFormat('must be an https URL', 'push.url')
+  if (url.username !== '' || url.password !== '') {
+    throw invalidFormat('must not contain userinfo', 'push.url')
+  }
+  if (url.hash !== '' || url.href.includes('#')) {
+    throw invalidFormat('must not contain a fragment', 'push.url')
+  }
+  return url.href
+}
+
+/**
+ * POST `{type:"webhook_verify",challenge}` and require 200 with the challenge echoed.
+ *
+ * @throws AgentMsgError `invalid_format` when the address is refused by the policy, the target
+ *   is unreachable or answers anything else (the subscription is then not made).
+ */
+export async function verifyWebhook(
+  fetchFn: typeof fetch,
+  url: string,
+  timeoutMs: number,
+): Promise<void> {
+  const challenge = base64urlEncode(randomBytes(24))
+  let response: Response
+  try {
+    response = await fetchFn(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ type: 'webhook_verify', challenge }),
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'manual',
+    })
+  } catch (error) {
+    // A refused address (PROFILE §4) is reported with its reason; anything else as unreachable.
+    let cause: unknown = error
+    while (!isAgentMsgError(cause) && cause instanceof Error && cause.cause !== undefined) {
+      cause = cause.cause
+    }
+    const reason = isAgentMsgError(cause)
+      ? cause.message
+      : error instanceof Error
+        ? error.message
+        : String(error)
+    throw new AgentMsgError('invalid_format', `push.url: webhook verification failed: ${reason}`, {
+      cause: error,
+      field: 'push.url',
+    })
+  }
+  let echoed: unknown
+  try {
+    const text = await response.text()
+    echoed =
+      response.status === 200 ? (JSON.parse(text) as { challenge?: unknown }).challenge : undefined
+  } catch {
+    echoed = undefined
+  }
+  if (response.status !== 200 || echoed !== challenge) {
+    throw invalidFormat(
+      `webhook verification failed: expected 200 with the challenge echoed, got ${response.status}`,
+      'push.url',
+    )
+  }
+}
+
+/** A feed sink that delivers each entry to a webhook and acknowledges it on success. */
+export class WebhookSink implements FeedSink {
+  readonly #sender: HttpsSender
+  readonly #url: string
+  readonly #ack: (entry: MailboxEntry) => Promise<unknown>
+  readonly #maxInFlight: number
+  readonly #onError: (error: unknown) => void
+  #inFlight = 0
+  #closed = false
+  #waiters: Array<(ok: boolean) => void> = []
+
+  constructor(options: {
+    sender: HttpsSender
+    url: string
+    ack: (entry: MailboxEntry) => Promise<unknown>
+    maxInFlight: number
+    onError: (error: unknown) => void
+  }) {
+    this.#sender = options.sender
+    this.#url = options.url
+    this.#ack = options.ack
+    this.#maxInFlight = options.maxInFlight
+    this.#onError = options.onError
+  }
+
+  send(entry: MailboxEntry): void {
+    if (this.#closed) return
+    let message: Message
+    try {
+      message = JSON.parse(entry.json) as Message
+    } catch (error) {
+      this.#onError(error)
+      return
+    }
+    this.#inFlight++
+    this.#sender
+      .send(message, { kind: 'inbox', url: this.#url })
+      .then(
+        () => this.#ack(entry),
+        (error: unknown) => {
+          // Refused (4xx) or undeliverable after 24 h: it stays in the mailbox for retrieval.
+          if (!isAgentMsgError(error)) this.#onError(error)
+        },
+      )
+      .catch(this.#onError)
+      .finally(() => {
+        this.#inFlight--
+        const w = this.#waiters.shift()
+        w?.(!this.#closed)
+      })
+  }
+
+  ready(): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(false)
+    if (this.#inFlight < this.#maxInFlight) return Promise.resolve(true)
+    return new Promise((resolve) => this.#waiters.push(resolve))
+  }
+
+  close(): void {
+    this.#closed = true
+    const waiters = this.#waiters
+    this.#waiters = []
+    for (const w of waiters) w(false)
+  }
+}

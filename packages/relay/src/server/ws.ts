@@ -1,0 +1,213 @@
+/**
+ * `GET /relay/ws` (PROFILE §9) over the `ws` package, in noServer mode on the HTTPS server's
+ * `upgrade` event. Relay → `{type:"challenge",nonce}`; the client's first frame must be a valid
+ * `{type:"auth",…}` within `authTimeoutMs`; then the mailbox after `after`, held entries first,
+ * as `{type:"message",cursor,message}`; client `{type:"ack",message_id,from}` frames delete.
+ * A connection whose send buffer (`bufferedAmount`) passes `maxBufferedBytes`, or stays full for
+ * `stallTimeoutMs`, is dropped; the client resumes from its last cursor.
+ */
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import { isAgentMsgError, parseAgentId } from '@agentmsg/core'
+import { WebSocket, WebSocketServer } from 'ws'
+import { createChallenge, verifyWsAuth } from '@agentmsg/transport-relay'
+import type { MailboxEntry } from '../store/types.js'
+import type { Feed, FeedSink, RelayHandler } from './types.js'
+
+/** Options of {@link createRelayWebSocket}. */
+export interface RelayWebSocketOptions {
+  /** Time for the client's auth frame. @default 10_000 */
+  authTimeoutMs?: number
+  /** Send buffer bound per connection. @default 4 MiB */
+  maxBufferedBytes?: number
+  /** A connection whose buffer does not drain for this long is dropped. @default 60_000 */
+  stallTimeoutMs?: number
+  /** Largest frame accepted from a client. @default 64 KiB */
+  maxPayload?: number
+  now?: () => number
+  onError?: (error: unknown) => void
+}
+
+/** The WebSocket endpoint of a relay handler. */
+export interface RelayWebSocket {
+  /** Take over an upgrade request for the WebSocket path. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void
+  /** Close every connection and the server. */
+  close(): Promise<void>
+}
+
+/** Close codes. */
+const POLICY = 1008
+const GOING_AWAY = 1001
+const INTERNAL = 1011
+
+class WsSink implements FeedSink {
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly maxBuffered: number,
+    private readonly stallTimeoutMs: number,
+  ) {}
+
+  send(entry: MailboxEntry): void {
+    if (this.ws.readyState !== WebSocket.OPEN) return
+    this.ws.send(
+      `{"type":"message","cursor":${JSON.stringify(entry.cursor)},"message":${entry.json}}`,
+    )
+    if (this.ws.bufferedAmount > this.maxBuffered) this.ws.terminate()
+  }
+
+  async ready(): Promise<boolean> {
+    const low = this.maxBuffered / 4
+    const started = Date.now()
+    while (this.ws.readyState === WebSocket.OPEN && this.ws.bufferedAmount > low) {
+      if (Date.now() - started > this.stallTimeoutMs) {
+        this.ws.terminate()
+        return false
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    return this.ws.readyState === WebSocket.OPEN
+  }
+}
+
+/**
+ * The WebSocket endpoint for `handler`.
+ *
+ * @example
+ * const wss = createRelayWebSocket(handler)
+ * server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head))
+ */
+export function createRelayWebSocket(
+  handler: RelayHandler,
+  options: RelayWebSocketOptions = {},
+): RelayWebSocket {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? 64 * 1024 })
+  const onError =
+    options.onError ?? ((error: unknown) => console.error('agentmsg relay ws:', error))
+  const now = options.now ?? Date.now
+  const authTimeoutMs = options.authTimeoutMs ?? 10_000
+  const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024
+  const stallTimeoutMs = options.stallTimeoutMs ?? 60_000
+
+  const connection = (ws: WebSocket) => {
+    let feed: Feed | undefined
+    let agent: string | undefined
+    let state: 'auth' | 'checking' | 'open' = 'auth'
+    const untrack = handler.track(() => {
+      ws.close(GOING_AWAY, 'relay shutting down')
+      setTimeout(() => ws.terminate(), 1000).unref()
+    })
+    const challenge = createChallenge()
+    ws.send(JSON.stringify(challenge))
+    const timer = setTimeout(() => ws.close(POLICY, 'auth timeout'), authTimeoutMs)
+    timer.unref()
+    const refuse = (code: string, message: string) => {
+      if (ws.readyState !== WebSocket.OPEN) return
+      ws.send(JSON.stringify({ type: 'error', code, message }))
+      ws.close(POLICY, code)
+    }
+
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) {
+        refuse('invalid_format', 'text frames only')
+        return
+      }
+      const text = Buffer.isBuffer(data)
+        ? data.toString('utf8')
+        : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]).toString('utf8')
+      if (state === 'checking') {
+        refuse('invalid_format', 'wait for the answer to the auth frame')
+        return
+      }
+      if (state === 'auth') {
+        state = 'checking'
+        verifyWsAuth({
+          frame: text,
+          relayBaseUrl: handler.baseUrl,
+          nonce: challenge.nonce,
+          resolver: handler.resolver,
+          now: now(),
+        }).then(
+          (verified) => {
+            clearTimeout(timer)
+            if (ws.readyState !== WebSocket.OPEN) return
+            const { kind } = parseAgentId(verified.agent)
+            if (kind !== 'did:key' && kind !== 'url') {
+              refuse('invalid_format', 'mailboxes exist only for did:key and URL agents')
+              return
+            }
+            agent = verified.agent
+            state = 'open'
+            feed = handler.openFeed(
+              agent,
+              verified.after,
+              new WsSink(ws, maxBuffered, stallTimeoutMs),
+              (error) => {
+                if (error instanceof RangeError) {
+                  refuse('invalid_format', 'after: is not a cursor of this relay')
+                } else if (ws.readyState === WebSocket.OPEN) {
+                  ws.close(INTERNAL, 'feed ended')
+                }
+              },
+            )
+          },
+          (error: unknown) => {
+            if (isAgentMsgError(error)) refuse(error.code, error.message)
+            else {
+              onError(error)
+              refuse('internal_error', 'internal error')
+            }
+          },
+        )
+        return
+      }
+      // Open: ack frames.
+      let frame: unknown
+      try {
+        frame = JSON.parse(text)
+      } catch {
+        refuse('invalid_format', 'frames are JSON objects')
+        return
+      }
+      const f = frame as Record<string, unknown>
+      if (typeof f !== 'object' || f === null || f.type !== 'ack') return
+      if (
+        typeof f.message_id !== 'string' ||
+        (f.from !== undefined && typeof f.from !== 'string')
+      ) {
+        refuse('invalid_format', 'an ack carries message_id and from')
+        return
+      }
+      handler.ack(agent!, f.message_id, f.from as string | undefined).catch(onError)
+    })
+    ws.on('error', () => undefined)
+    ws.on('close', () => {
+      clearTimeout(timer)
+      feed?.close()
+      untrack()
+    })
+  }
+
+  return {
+    handleUpgrade(req, socket, head) {
+      const wait = handler.admit(req.socket.remoteAddress, headerOf(req, 'x-forwarded-for'))
+      if (wait > 0) {
+        socket.end(
+          `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${wait}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+        )
+        return
+      }
+      wss.handleUpgrade(req, socket, head, connection)
+    },
+    close() {
+      for (const ws of wss.clients) ws.terminate()
+      return new Promise((resolve) => wss.close(() => resolve()))
+    },
+  }
+}
+
+function headerOf(req: IncomingMessage, name: string): string | null {
+  const v = req.headers[name]
+  if (v === undefined) return null
+  return Array.isArray(v) ? v.join(', ') : v
+}

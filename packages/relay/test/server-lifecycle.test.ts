@@ -1,0 +1,91 @@
+/** serveRelay's graceful close and the `agentmsg relay` command logic. */
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { runRelayCommand } from '../src/cli.js'
+import { memoryRelayStore } from '../src/store/memory.js'
+import type { PublishInput, PublishResult, RelayStore } from '../src/store/types.js'
+import { newAgent, relayClient, signedMessage, startRelay } from './helpers.js'
+
+describe('graceful close', () => {
+  it('lets a publish in flight be stored and answered 202 before closing', async () => {
+    const inner = memoryRelayStore()
+    let entered!: () => void
+    const inPublish = new Promise<void>((resolve) => (entered = resolve))
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const store: RelayStore = Object.create(inner) as RelayStore
+    store.publish = async (input: PublishInput): Promise<PublishResult[]> => {
+      entered()
+      await gate
+      return inner.publish(input)
+    }
+    const r = await startRelay({ store })
+    const alice = await newAgent()
+    const bob = await newAgent()
+    await r.client.subscribe(bob)
+    const msg = await signedMessage(alice, bob.id)
+    const pending = r.client.publish(msg)
+    await inPublish
+    let stopped = false
+    const stopping = r.stop().then(() => (stopped = true))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(stopped).toBe(false)
+    release()
+    const res = await pending
+    expect(res.status).toBe(202)
+    await stopping
+    expect(inner.storedMessages()).toBe(1)
+    expect(r.errors).toEqual([])
+  })
+})
+
+describe('agentmsg relay', () => {
+  it('serves with a development certificate and stops cleanly on a signal', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-relay-cli-'))
+    try {
+      const err: string[] = []
+      let url = ''
+      const code = await runRelayCommand(['--data', dir, '--port', '0', '--dev-tls'], {
+        stderr: (t) => err.push(t),
+        stopSignal: async (server) => {
+          url = server.url
+          const cert = await readFile(path.join(dir, 'dev-tls', 'cert.pem'), 'utf8')
+          const bob = await newAgent()
+          const page = await relayClient(server.url, cert).retrieve(bob)
+          expect(page.messages).toEqual([])
+          return 'SIGTERM'
+        },
+      })
+      expect(code).toBe(0)
+      expect(url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/)
+      const text = err.join('')
+      expect(text).toContain(path.join(dir, 'dev-tls', 'cert.pem'))
+      expect(text).toContain('SIGTERM: stopping')
+      expect((await stat(path.join(dir, 'dev-tls', 'key.pem'))).mode & 0o777).toBe(0o600)
+      expect((await stat(path.join(dir, 'relay.sqlite'))).isFile()).toBe(true)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('uses the public URL given and refuses bad usage', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-relay-cli-'))
+    try {
+      let url = ''
+      const code = await runRelayCommand(
+        ['--data', dir, '--port', '0', '--dev-tls', '--public-url', 'HTTPS://Relay.Example/'],
+        { stderr: () => undefined, stopSignal: async (s) => ((url = s.url), 'SIGINT') },
+      )
+      expect(code).toBe(0)
+      expect(url).toBe('https://relay.example')
+      const err: string[] = []
+      expect(await runRelayCommand(['--port', '1'], { stderr: (t) => err.push(t) })).toBe(2)
+      expect(err.join('')).toContain('--data')
+      expect(await runRelayCommand(['--data', dir], { stderr: () => undefined })).toBe(2)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
