@@ -1,0 +1,333 @@
+/**
+ * A relay-only agent in real Chromium talks to a Node agent through a real relay.
+ *
+ * - The relay (`serveRelay`, SQLite in a temporary directory) listens on 127.0.0.1 with a
+ *   development certificate made here. This spec launches its own Chromium that trusts only that
+ *   certificate's key (`--ignore-certificate-errors-spki-list`), instead of turning certificate
+ *   checks off.
+ * - The page is served FROM THE RELAY'S ORIGIN: `page.route` answers `/__test/**` only and every
+ *   other relay request reaches the real relay, so page and relay are same-origin (no CORS, no
+ *   private-network-access preflights between a public and a loopback origin). Requests to any
+ *   other origin are refused and fail the test.
+ * - The page (`entries/relay-agent.ts`, bundled from `packages/*\/dist` with browser conditions)
+ *   makes a did:key with WebCrypto, opens its mailbox, streams it over SSE and then over
+ *   WebSocket, and answers every message through the relay. Its client's `fetch` and
+ *   `WebSocket` are wrapped, so the page reports which transport carried each message.
+ * - The Node agent (this process) publishes to the page's mailbox, streams its own mailbox for
+ *   the replies, and checks their content and did:key signatures (level 3).
+ */
+import { createHash, X509Certificate } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import {
+  createKeyResolver,
+  createMessage,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  signMessage,
+  verifyMessage,
+  type Message,
+  type Signer,
+  type VerifyResult,
+} from '@agentmsg/core'
+import { serveRelay, type RelayServer } from '@agentmsg/relay'
+import {
+  createAddressPolicy,
+  createDevCertificate,
+  createNodeFetch,
+  type DevCertificate,
+} from '@agentmsg/transport-https/node'
+import {
+  createRelayClient,
+  type RelayClient,
+  type WebSocketConstructor,
+} from '@agentmsg/transport-relay'
+import { chromium, expect, test, type Browser, type Page } from '@playwright/test'
+import { WebSocket as NodeWebSocket } from 'ws'
+import config from '../../playwright.config.js'
+import type { AgentInfo, Mode, PhaseResult } from './entries/relay-agent.js'
+import { bundleEntry } from './harness.js'
+
+const TEST_PATH = '/__test'
+const HTML = `<!doctype html>
+<html><head><meta charset="utf-8"><title>agentmsg relay agent</title>
+<link rel="icon" href="data:,">
+<script type="module" src="${TEST_PATH}/bundle.js"></script>
+</head><body></body></html>`
+
+/** Messages the Node agent sends per phase (more than one: order and acks are checked too). */
+const PER_PHASE = 2
+
+/** The launch options of the configured project, so this spec runs the same Chromium. */
+function configuredLaunch(): { executablePath: string; args: string[] } {
+  const launch = config.projects?.[0]?.use?.launchOptions ?? {}
+  return {
+    executablePath: launch.executablePath ?? '/usr/bin/chromium',
+    args: [...(launch.args ?? [])],
+  }
+}
+
+/** base64(SHA-256(SubjectPublicKeyInfo DER)): what `--ignore-certificate-errors-spki-list` takes. */
+function spkiHash(certPem: string): string {
+  const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' })
+  return createHash('sha256').update(spki).digest('base64')
+}
+
+interface Reply {
+  message: Message
+  verified: VerifyResult
+}
+
+test.describe('relay-only agent in Chromium ↔ Node agent through a real relay', () => {
+  test.describe.configure({ mode: 'serial' })
+
+  let cert: DevCertificate
+  let dataDir: string
+  let relay: RelayServer
+  let browser: Browser
+  let page: Page
+  let pageAgent: AgentInfo
+  let nodeDid: string
+  let nodeSigner: Signer
+  let nodeClient: RelayClient
+  const problems: string[] = []
+  const relayErrors: string[] = []
+  let fail: (e: Error) => void = () => {}
+  let failed: Promise<never>
+
+  /** Run a page call, failing at once on the first page error, console error or bad request. */
+  function inPage<T>(call: Promise<T>): Promise<T> {
+    return Promise.race([call, failed])
+  }
+
+  test.beforeAll(async () => {
+    failed = new Promise<never>((_, reject) => {
+      fail = reject
+    })
+    failed.catch(() => {})
+    const report = (problem: string) => {
+      problems.push(problem)
+      fail(new Error(`relay-agent page: ${problem}`))
+    }
+
+    cert = await createDevCertificate()
+    dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-browser-relay-'))
+    relay = await serveRelay({
+      host: '127.0.0.1',
+      port: 0,
+      dataDir,
+      tls: { cert: cert.cert, key: cert.key },
+      allowPrivate: ['127.0.0.1'],
+      closeTimeoutMs: 1_000,
+      onError: (e) => relayErrors.push(e instanceof Error ? (e.stack ?? e.message) : String(e)),
+    })
+    const origin = new URL(relay.url).origin
+
+    // Node agent: relay-only as well, trusting the dev certificate as its CA.
+    const keys = await generateKeyPair()
+    nodeDid = didKeyFromPublicKey(keys.publicKey)
+    nodeSigner = ed25519Signer(keys)
+    const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
+    const ca = cert.cert
+    nodeClient = createRelayClient({
+      relayUrl: relay.url,
+      agent: nodeDid,
+      signer: nodeSigner,
+      resolver: createKeyResolver(),
+      fetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 10_000 }),
+      streamFetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 0 }),
+      WebSocket: class extends NodeWebSocket {
+        constructor(url: string) {
+          super(url, { ca })
+        }
+      } as unknown as WebSocketConstructor,
+    })
+    await nodeClient.subscribe()
+
+    const script = await bundleEntry('relay-agent')
+    const launch = configuredLaunch()
+    browser = await chromium.launch({
+      headless: true,
+      executablePath: launch.executablePath,
+      args: [...launch.args, `--ignore-certificate-errors-spki-list=${spkiHash(cert.cert)}`],
+    })
+    const context = await browser.newContext()
+    // A document fulfilled by `page.route` has no remote address, so Chromium files it under
+    // the public address space even on the relay's origin. Same-origin `fetch` then passes, but
+    // its WebSocket to 127.0.0.1 is refused (ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_CHECKS) unless
+    // the origin holds the local-network-access permission: grant it to this origin only.
+    await context.grantPermissions(['local-network-access'], { origin })
+    page = await context.newPage()
+    page.on('pageerror', (err) => report(`page error: ${err.stack ?? err.message}`))
+    page.on('crash', () => report('page crashed'))
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') report(`console error: ${msg.text()}`)
+    })
+    // Routes registered later take precedence. Other origins: refused. The relay's origin:
+    // untouched (the real relay answers), except the test page under TEST_PATH.
+    await page.route(
+      (url) => url.origin !== origin,
+      (route) => {
+        report(`unexpected request to ${route.request().url()}`)
+        return route.abort('blockedbyclient')
+      },
+    )
+    await page.route(`${origin}${TEST_PATH}/**`, (route) => {
+      const { pathname } = new URL(route.request().url())
+      if (pathname === `${TEST_PATH}/`) {
+        return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: HTML })
+      }
+      if (pathname === `${TEST_PATH}/bundle.js`) {
+        return route.fulfill({
+          status: 200,
+          contentType: 'text/javascript; charset=utf-8',
+          body: script,
+        })
+      }
+      report(`no such test resource: ${pathname}`)
+      return route.fulfill({ status: 404, body: 'not found' })
+    })
+
+    await inPage(page.goto(`${origin}${TEST_PATH}/`).then(() => undefined))
+    await inPage(page.waitForFunction(() => '__relayAgent' in globalThis).then(() => undefined))
+    pageAgent = await inPage(page.evaluate((url) => globalThis.__relayAgent.init(url), relay.url))
+  })
+
+  test.afterAll(async () => {
+    await page?.close().catch(() => {})
+    await browser?.close().catch(() => {})
+    await relay?.close().catch(() => {})
+    if (dataDir) await rm(dataDir, { recursive: true, force: true })
+  })
+
+  test('the page is a secure same-origin context with a WebCrypto did:key agent', () => {
+    expect(problems).toEqual([])
+    expect(pageAgent.isSecureContext).toBe(true)
+    expect(pageAgent.origin).toBe(new URL(relay.url).origin)
+    expect(pageAgent.provider).toBe('webcrypto')
+    expect(pageAgent.did).toMatch(/^did:key:z6Mk/)
+    expect(pageAgent.keyId.startsWith(`${pageAgent.did}#`)).toBe(true)
+    expect(pageAgent.did).not.toBe(nodeDid)
+    expect(pageAgent.subscriptionId).toEqual(expect.any(String))
+  })
+
+  for (const mode of ['sse', 'ws'] as const) {
+    test(`${mode}: the page receives and verifies, replies through the relay, Node verifies the reply`, async () => {
+      const replies: Reply[] = []
+      const nodeErrors: string[] = []
+      // Node reads its own mailbox over the same transport as the page, for symmetry.
+      const nodeStream = nodeClient.stream(
+        ({ message, verified }) => {
+          replies.push({ message, verified })
+        },
+        {
+          mode,
+          onError: (e) => nodeErrors.push(String(e)),
+          onRejected: (r) => nodeErrors.push(`rejected: ${String(r.error)}`),
+        },
+      )
+      try {
+        // The page's stream is connected first, so the messages arrive live on it.
+        await inPage(
+          page.evaluate(({ m, n }) => globalThis.__relayAgent.start(m, n), {
+            m: mode as Mode,
+            n: PER_PHASE,
+          }),
+        )
+
+        const sent: Message[] = []
+        for (let i = 1; i <= PER_PHASE; i++) {
+          const m = await signMessage(
+            createMessage({
+              from: nodeDid,
+              to: pageAgent.did,
+              conversationId: `browser-${mode}-${i}`,
+              sequence: 0,
+              phase: 'request',
+              contentType: 'text/plain',
+              text: `hello over ${mode} #${i}`,
+            }),
+            nodeSigner,
+          )
+          expect(await nodeClient.publish(m)).toEqual({ messageId: m.message_id })
+          sent.push(m)
+        }
+
+        const result: PhaseResult = await inPage(
+          page.evaluate(() => globalThis.__relayAgent.finish()),
+        )
+
+        // In the page: every message verified at level 3 (did:key) and arrived in order.
+        expect(result.rejected).toEqual([])
+        expect(result.streamErrors).toEqual([])
+        expect(result.received.map((r) => r.messageId)).toEqual(sent.map((m) => m.message_id))
+        for (const [i, r] of result.received.entries()) {
+          expect(r.mode).toBe(mode)
+          expect(r.from).toBe(nodeDid)
+          expect(r.to).toBe(pageAgent.did)
+          expect(r.text).toBe(`hello over ${mode} #${i + 1}`)
+          expect(r.conversationId).toBe(`browser-${mode}-${i + 1}`)
+          expect(r.level).toBe(3)
+          expect(r.source).toBe('did-key')
+          expect(r.alg).toBe('ed25519')
+          expect(r.keyId).toBe(nodeSigner.keyId)
+          expect(r.cursor).toEqual(expect.any(String))
+        }
+        // …and over the intended transport only.
+        const ids = sent.map((m) => m.message_id)
+        if (mode === 'sse') {
+          expect(result.wire.sseConnections).toBeGreaterThanOrEqual(1)
+          expect(result.wire.sseStatuses.every((s) => s === 200)).toBe(true)
+          expect(result.wire.wsConnections).toBe(0)
+          expect(result.wire.seenOnSse).toEqual(expect.arrayContaining(ids))
+          expect(result.wire.seenOnWs).toEqual([])
+        } else {
+          expect(result.wire.wsConnections).toBeGreaterThanOrEqual(1)
+          expect(result.wire.wsFrameTypes[0]).toBe('challenge')
+          expect(result.wire.wsFrameTypes).toContain('message')
+          expect(result.wire.sseConnections).toBe(0)
+          expect(result.wire.seenOnWs).toEqual(expect.arrayContaining(ids))
+          expect(result.wire.seenOnSse).toEqual([])
+        }
+        // The replies were published through the relay; the received messages were acked.
+        expect(result.wire.requests.filter((r) => r === 'POST /relay/publish')).toHaveLength(
+          PER_PHASE,
+        )
+        expect(result.leftInMailbox).toBe(0)
+        expect(result.handleCursor).toBe(result.received.at(-1)?.cursor)
+
+        // Node side: the replies arrive, say what the page said, and verify at level 3.
+        await expect.poll(() => replies.length, { timeout: 15_000 }).toBe(PER_PHASE)
+        const byConversation = new Map(replies.map((r) => [r.message.conversation_id, r]))
+        for (const [i, r] of result.received.entries()) {
+          const reply = byConversation.get(`browser-${mode}-${i + 1}`)
+          expect(reply, `reply to #${i + 1}`).toBeDefined()
+          const { message, verified } = reply!
+          expect(message.message_id).toBe(r.replyId)
+          expect(message.from.agent).toBe(pageAgent.did)
+          expect(message.to.agent).toBe(nodeDid)
+          expect(message.phase).toBe('response')
+          expect(message.sequence).toBe(1)
+          expect(message.body.parts).toEqual([
+            { type: 'text', text: `reply over ${mode}: hello over ${mode} #${i + 1}` },
+          ])
+          expect(verified.level).toBe(3)
+          expect(verified.source).toBe('did-key')
+          expect(verified.keyId).toBe(pageAgent.keyId)
+          // Verified again here, independently of the client, with a fresh resolver.
+          const again = await verifyMessage(message, createKeyResolver())
+          expect(again.level).toBe(3)
+          expect(again.source).toBe('did-key')
+          expect(again.keyId).toBe(pageAgent.keyId)
+        }
+        expect(nodeErrors).toEqual([])
+        expect(problems).toEqual([])
+        expect(relayErrors).toEqual([])
+      } finally {
+        await nodeStream.close()
+      }
+    })
+  }
+})
