@@ -75,3 +75,35 @@ export function printTable(title, rows) {
   console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|')
   for (const l of lines) console.log(row(l))
 }
+
+/**
+ * Measure `ours` and `baseline` in alternating short slices for `ms` in total, so a change in
+ * the machine's load (these hosts are shared) hits both alike; returns both rates in ops/s.
+ * Each function is called as `fn()` and may return a promise; `concurrency` > 1 keeps that many
+ * calls of `ours` in flight (the baseline is run as the caller gives it).
+ */
+export async function comparePair(ours, baseline, { ms = 3000, sliceMs = 150, concurrency = 1 } = {}) {
+  const run = async (fn, conc, duration) => {
+    let n = 0
+    const end = performance.now() + duration
+    const worker = async () => {
+      while (performance.now() < end) {
+        const r = fn()
+        if (r && typeof r.then === 'function') await r
+        n++
+      }
+    }
+    const start = performance.now()
+    await Promise.all(Array.from({ length: conc }, worker))
+    return [n, performance.now() - start]
+  }
+  await run(ours, concurrency, 200)
+  await run(baseline, 1, 200)
+  let oursN = 0, oursT = 0, baseN = 0, baseT = 0
+  for (let spent = 0; spent < ms; spent += 2 * sliceMs) {
+    const [a, at] = await run(ours, concurrency, sliceMs)
+    const [b, bt] = await run(baseline, 1, sliceMs)
+    oursN += a; oursT += at; baseN += b; baseT += bt
+  }
+  return { ours: (oursN * 1000) / oursT, baseline: (baseN * 1000) / baseT }
+}

@@ -37,6 +37,14 @@ if (want('inbox') && existsSync(new URL('./inbox.mjs', import.meta.url))) {
   printTable('inbox over HTTPS, full pipeline', await benchInbox())
 }
 
+if (want('relay')) {
+  const { benchRelayStore } = await import('./relay-store.mjs')
+  const storeRows = await benchRelayStore()
+  printTable('relay store (SQLite, durable) vs raw better-sqlite3 with the same batching', storeRows)
+  const { benchRelay } = await import('./relay.mjs')
+  printTable('relay over HTTPS (dev certificate, loopback)', await benchRelay({ storeRows }))
+}
+
 const sizes = new URL('../.tmp/bundle-sizes.json', import.meta.url)
 if (existsSync(sizes)) {
   const rows = JSON.parse(readFileSync(sizes, 'utf8'))

@@ -74,6 +74,39 @@ function publicKeyObject(publicKey: Uint8Array): KeyObject | null {
   return key
 }
 
+// Where an operation runs. The callback forms queue it on libuv's thread pool, so operations
+// in flight run in parallel on every core, at the price of a thread hop per call. A caller that
+// does one at a time gains nothing from the pool and pays the hop, so an operation runs inline
+// when nothing else is pending: no pool job in flight and no other call in this synchronous
+// burst (a Promise.all of many). Under load there is always a job in flight, so everything goes
+// to the pool.
+let inFlight = 0
+let burst = false
+const endBurst = () => {
+  burst = false
+}
+function runInline(): boolean {
+  if (inFlight > 0 || burst) return false
+  burst = true
+  queueMicrotask(endBurst)
+  return true
+}
+function inPool<T>(start: (done: (err: Error | null, value?: T) => void) => void): Promise<T> {
+  inFlight++
+  return new Promise<T>((resolve, reject) => {
+    try {
+      start((err, value) => {
+        inFlight--
+        if (err) reject(err)
+        else resolve(value as T)
+      })
+    } catch (err) {
+      inFlight--
+      reject(err)
+    }
+  })
+}
+
 /**
  * Ed25519, HMAC-SHA256 and SHA-256 on `node:crypto` (`name: 'node'`). KeyObjects are cached:
  * per seed, and per public key in an LRU of 1024, since building one costs about as much as a
@@ -92,31 +125,28 @@ export const nodeCryptoProvider: CryptoProvider = {
   },
 
   ed25519Sign(seed, message) {
-    return new Promise((resolve, reject) => {
-      try {
-        nodeSign(null, message, seedEntry(seed).privateKey, (err, sig) =>
-          // Copy out of the Buffer: callers get a plain Uint8Array that owns its memory.
-          err ? reject(err) : resolve(new Uint8Array(sig)),
-        )
-      } catch (err) {
-        reject(err)
-      }
-    })
+    try {
+      const key = seedEntry(seed).privateKey
+      // Copy out of the Buffer: callers get a plain Uint8Array that owns its memory.
+      if (runInline()) return Promise.resolve(new Uint8Array(nodeSign(null, message, key)))
+      return inPool<Uint8Array>((done) =>
+        nodeSign(null, message, key, (err, sig) => done(err, err ? undefined : new Uint8Array(sig))),
+      )
+    } catch (err) {
+      return Promise.reject(err)
+    }
   },
 
   ed25519Verify(publicKey, message, signature) {
     if (publicKey.length !== 32 || signature.length !== 64) return Promise.resolve(false)
     const key = publicKeyObject(publicKey)
     if (!key) return Promise.resolve(false)
-    return new Promise((resolve) => {
-      try {
-        // The callback form queues the check on libuv's thread pool, so verifications in
-        // flight run in parallel; the sync form would serialise them on the event loop.
-        nodeVerify(null, message, key, signature, (err, ok) => resolve(!err && ok))
-      } catch {
-        resolve(false)
-      }
-    })
+    try {
+      if (runInline()) return Promise.resolve(nodeVerify(null, message, key, signature))
+      return inPool<boolean>((done) => nodeVerify(null, message, key, signature, (err, ok) => done(null, !err && ok))).catch(() => false)
+    } catch {
+      return Promise.resolve(false)
+    }
   },
 
   async hmacSha256(key, data) {
