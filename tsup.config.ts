@@ -104,5 +104,23 @@ export default defineConfig([
       }),
     },
   ),
+  pkg('storage-fs', { index: 'src/index.ts' }, { platform: 'node', dts: dtsPaths(CORE_SOURCE) }),
+  pkg('storage-indexeddb', { index: 'src/index.ts' }, { dts: dtsPaths(CORE_SOURCE) }),
+  pkg(
+    'client',
+    { index: 'src/index.ts', node: 'src/node.ts' },
+    {
+      dts: dtsPaths({
+        ...CORE_SOURCE,
+        '@agentmsg/transport-https': 'transport-https/src/index.ts',
+        '@agentmsg/transport-https/node': 'transport-https/src/node.ts',
+        '@agentmsg/transport-https/pipeline': 'transport-https/src/pipeline.ts',
+        '@agentmsg/transport-relay': 'transport-relay/src/index.ts',
+        '#relay-ws': 'transport-relay/src/ws-web.ts',
+        '@agentmsg/storage-fs': 'storage-fs/src/index.ts',
+        '@agentmsg/storage-indexeddb': 'storage-indexeddb/src/index.ts',
+      }),
+    },
+  ),
   pkg('cli', { cli: 'src/cli.ts' }, { platform: 'node', dts: false }),
 ])

@@ -18,6 +18,10 @@ export default defineConfig({
       { find: /^@agentmsg\/transport-relay$/, replacement: src('transport-relay/src/index.ts') },
       { find: /^#relay-ws$/, replacement: src('transport-relay/src/ws-node.ts') },
       { find: /^@agentmsg\/relay$/, replacement: src('relay/src/index.ts') },
+      { find: /^@agentmsg\/storage-fs$/, replacement: src('storage-fs/src/index.ts') },
+      { find: /^@agentmsg\/storage-indexeddb$/, replacement: src('storage-indexeddb/src/index.ts') },
+      { find: /^@agentmsg\/client$/, replacement: src('client/src/index.ts') },
+      { find: /^@agentmsg\/client\/node$/, replacement: src('client/src/node.ts') },
     ],
   },
   test: {

@@ -121,5 +121,5 @@ export { createErrorMessage, ErrorReplyGate } from './error-message.js'
 export type { ErrorMessageOptions } from './error-message.js'
 
 // Storage
-export { memoryStorage } from './storage/memory.js'
+export { cloneJsonValue, memoryStorage } from './storage/memory.js'
 export { namespacedStorage } from './storage/namespace.js'

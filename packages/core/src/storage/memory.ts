@@ -72,13 +72,13 @@ export function memoryStorage(): Storage {
       checkAbort(options)
       checkKey(key)
       const value = entries.get(key)
-      return value === undefined ? undefined : cloneJson(value)
+      return value === undefined ? undefined : cloneJsonValue(value)
     },
 
     async put(key, value, options) {
       checkAbort(options)
       checkKey(key)
-      write(key, cloneJson(value))
+      write(key, cloneJsonValue(value))
     },
 
     async delete(key, options) {
@@ -97,7 +97,7 @@ export function memoryStorage(): Storage {
           throw new TypeError(`storage batch: op ${i} is not an object`)
         }
         checkKey(op.key, `op ${i}: `)
-        if (op.type === 'put') return { type: 'put', key: op.key, value: cloneJson(op.value) }
+        if (op.type === 'put') return { type: 'put', key: op.key, value: cloneJsonValue(op.value) }
         if (op.type === 'delete') return { type: 'delete', key: op.key }
         throw new TypeError(
           `storage batch: op ${i} has unknown type ${String((op as StorageOp).type)}`,
@@ -126,7 +126,7 @@ export function memoryStorage(): Storage {
       for (; i < keys.length && out.length < max; i++) {
         const key = keys[i] as string
         if (!key.startsWith(prefix)) break
-        out.push([key, cloneJson(entries.get(key) as JsonValue)])
+        out.push([key, cloneJsonValue(entries.get(key) as JsonValue)])
       }
       return out
     },
@@ -155,12 +155,13 @@ function checkKey(key: unknown, what = ''): asserts key is string {
 }
 
 /**
- * A deep copy of `value` that is guaranteed to be JSON: plain objects (own enumerable string
+ * A deep copy of `value` that is guaranteed to be JSON (every Storage adapter validates its
+ * values with it): plain objects (own enumerable string
  * keys), arrays without holes, strings, finite numbers, booleans and null. Anything else throws
  * a `TypeError` naming the path, because storing it would silently change it (JSON drops
  * `undefined`, turns `NaN` into `null` and a `Date` into a string).
  */
-function cloneJson(value: unknown, path = '$', seen: Set<object> = new Set()): JsonValue {
+export function cloneJsonValue(value: unknown, path = '$', seen: Set<object> = new Set()): JsonValue {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value
   if (typeof value === 'number') {
     if (Number.isFinite(value)) return value
@@ -174,7 +175,7 @@ function cloneJson(value: unknown, path = '$', seen: Set<object> = new Set()): J
   try {
     if (Array.isArray(value)) {
       const out: JsonValue[] = []
-      for (let i = 0; i < value.length; i++) out.push(cloneJson(value[i], `${path}[${i}]`, seen))
+      for (let i = 0; i < value.length; i++) out.push(cloneJsonValue(value[i], `${path}[${i}]`, seen))
       return out
     }
     const proto = Object.getPrototypeOf(value)
@@ -183,7 +184,7 @@ function cloneJson(value: unknown, path = '$', seen: Set<object> = new Set()): J
     }
     const out: { [key: string]: JsonValue } = {}
     for (const key of Object.keys(value)) {
-      const copy = cloneJson((value as Record<string, unknown>)[key], `${path}.${key}`, seen)
+      const copy = cloneJsonValue((value as Record<string, unknown>)[key], `${path}.${key}`, seen)
       // defineProperty, because `out['__proto__'] = …` would set the prototype instead of
       // storing the member that JSON.parse would have created.
       Object.defineProperty(out, key, {

@@ -57,11 +57,23 @@ export interface StreamOptions extends AbortOptions {
    * 15 s) arrived for this long while waiting. @default 45_000
    */
   idleTimeoutMs?: number
+  /**
+   * Acknowledgements in flight at once. 1: a message's acknowledgement is answered before the
+   * next message is handled. More: the next message is handled while earlier acknowledgements
+   * are in flight (over SSE each is an HTTP round trip, which otherwise bounds the stream's
+   * rate); the cursor still only moves past messages whose handler completed, and `close()`
+   * waits for the acknowledgements in flight. An acknowledgement that fails is reported through
+   * `onError` either way (the message stays held). @default 1
+   */
+  ackConcurrency?: number
 }
 
 /** A running stream. */
 export interface StreamHandle {
-  /** The cursor of the last message completed (handled and acknowledged, or rejected). */
+  /**
+   * The cursor of the last message completed (handled and acknowledged, or rejected; with
+   * `ackConcurrency` > 1, handled and its acknowledgement sent).
+   */
   readonly cursor: string | undefined
   /**
    * Settles when the stream stopped: resolves after `close()` or the signal's abort, rejects
@@ -141,6 +153,9 @@ export function runStream(input: RunStreamInput): StreamHandle {
   const keys = new RecentSet(REMEMBERED)
   let cursor = options.after
   let progressed = false
+  const ackLimit = Math.max(1, Math.floor(options.ackConcurrency ?? 1))
+  /** Acknowledgements in flight (only with ackLimit > 1); each reports its own failure. */
+  const acking = new Set<Promise<void>>()
 
   const report = (error: unknown) => {
     try {
@@ -180,16 +195,21 @@ export function runStream(input: RunStreamInput): StreamHandle {
     const id = message.message_id
     const from = message.from.agent
     const key = `${from}\n${id}`
-    let acked = false
-    const ack = async () => {
-      if (acked) return
-      try {
-        await ackVia(id, from)
-      } catch (e) {
-        // 404: nothing left to acknowledge (acknowledged before, or expired).
-        if (!(isAgentMsgError(e) && e.code === 'not_found')) throw e
-      }
-      acked = true
+    // One acknowledgement at a time per entry; a failed one may be tried again.
+    let pending: Promise<void> | undefined
+    const ack = (): Promise<void> => {
+      pending ??= (async () => {
+        try {
+          await ackVia(id, from)
+        } catch (e) {
+          // 404: nothing left to acknowledge (acknowledged before, or expired).
+          if (!(isAgentMsgError(e) && e.code === 'not_found')) {
+            pending = undefined
+            throw e
+          }
+        }
+      })()
+      return pending
     }
     // The same message again under another cursor (a re-publish stored anew): already handled.
     if (!keys.has(key)) {
@@ -199,14 +219,19 @@ export function runStream(input: RunStreamInput): StreamHandle {
         throw new ResumeLater(e)
       }
     }
-    try {
-      await ack()
-    } catch (e) {
-      // Handled but not acknowledged: it stays in the mailbox; a later stream that starts
-      // before this cursor would see it again.
-      report(e)
+    // Handled but not acknowledged: it stays in the mailbox; a later stream that starts
+    // before this cursor would see it again.
+    const acked = ack().catch(report)
+    if (ackLimit === 1) {
+      await acked
+      complete(at, key)
+      return
     }
+    // Pipelined: the handler completed, so the cursor may pass this entry now.
     complete(at, key)
+    acking.add(acked)
+    void acked.then(() => acking.delete(acked))
+    while (acking.size >= ackLimit) await Promise.race(acking)
   }
 
   const run = async () => {
@@ -241,11 +266,20 @@ export function runStream(input: RunStreamInput): StreamHandle {
     }
   }
 
+  /** The stream's run, then the acknowledgements still in flight. */
+  const runAll = async () => {
+    try {
+      await run()
+    } finally {
+      while (acking.size > 0) await Promise.all(acking)
+    }
+  }
+
   const onAbort = () => stop.abort(options.signal?.reason)
   if (options.signal?.aborted) stop.abort(options.signal.reason)
   else options.signal?.addEventListener('abort', onAbort, { once: true })
 
-  const done = run().then(
+  const done = runAll().then(
     () => options.signal?.removeEventListener('abort', onAbort),
     (error: unknown) => {
       options.signal?.removeEventListener('abort', onAbort)

@@ -1,0 +1,116 @@
+/** Shared fixtures of the client tests: a dev certificate, https fetches, a real relay, ports. */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { memoryRelayStore, serveRelay, type RelayServer } from '@agentmsg/relay'
+import {
+  createAddressPolicy,
+  createDevCertificate,
+  createNodeFetch,
+  type DevCertificate,
+} from '@agentmsg/transport-https/node'
+import type { WebSocketConstructor } from '@agentmsg/transport-relay'
+import { WebSocket as NodeWebSocket } from 'ws'
+import type { Agent, AgentEvents, ReceivedMessage } from '../src/index.js'
+
+export interface Env {
+  cert: DevCertificate
+  fetch: typeof fetch
+  streamFetch: typeof fetch
+  WebSocket: WebSocketConstructor
+}
+
+export async function createEnv(): Promise<Env> {
+  const cert = await createDevCertificate()
+  const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
+  const ca = cert.cert
+  return {
+    cert,
+    fetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 10_000 }),
+    streamFetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 0 }),
+    WebSocket: class extends NodeWebSocket {
+      constructor(url: string) {
+        super(url, { ca })
+      }
+    } as unknown as WebSocketConstructor,
+  }
+}
+
+const dirs: string[] = []
+
+export async function startRelay(env: Env): Promise<RelayServer> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-client-relay-'))
+  dirs.push(dataDir)
+  return serveRelay({
+    dataDir,
+    tls: { cert: env.cert.cert, key: env.cert.key },
+    allowPrivate: ['127.0.0.1'],
+    ca: env.cert.cert,
+    // The relay is not restarted here: its memory store keeps these tests independent of
+    // the SQLite build.
+    store: memoryRelayStore(),
+    onError: () => {},
+  })
+}
+
+export async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-client-'))
+  dirs.push(dir)
+  return dir
+}
+
+export async function removeTempDirs(): Promise<void> {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })))
+}
+
+/** A port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+/** Collects an agent's events, with waiting for the next ones. */
+export function collect<K extends keyof AgentEvents>(agent: Agent, event: K) {
+  const seen: Array<AgentEvents[K]> = []
+  const waiters: Array<{ n: number; resolve: () => void }> = []
+  agent.on(event, (e) => {
+    seen.push(e)
+    for (const w of [...waiters]) {
+      if (seen.length >= w.n) {
+        waiters.splice(waiters.indexOf(w), 1)
+        w.resolve()
+      }
+    }
+  })
+  return {
+    seen,
+    /** Resolves with the n-th event (1-based) once it arrived. */
+    async nth(n: number, timeoutMs = 15_000): Promise<AgentEvents[K]> {
+      if (seen.length < n) {
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(
+            () => reject(new Error(`timed out waiting for ${event} #${n}`)),
+            timeoutMs,
+          )
+          waiters.push({
+            n,
+            resolve: () => {
+              clearTimeout(timer)
+              resolve()
+            },
+          })
+        })
+      }
+      return seen[n - 1]!
+    },
+  }
+}
+
+export type Inbox = ReturnType<typeof collect<'message'>>
+export type { ReceivedMessage }
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

@@ -1,0 +1,66 @@
+import { open, rename, rm } from 'node:fs/promises'
+import { isCode } from './_lock.js'
+
+/**
+ * Writes `data` to `path` so that after a crash `path` holds either its old contents or all of
+ * `data`: write `path.tmp`, fsync it, rename it over `path`. The caller fsyncs the directory
+ * (with {@link syncDir}) to make the rename itself durable, once per group of renames.
+ */
+export async function replaceFile(path: string, data: string, mode: number): Promise<void> {
+  const tmp = `${path}.tmp`
+  let handle
+  try {
+    handle = await open(tmp, 'wx', mode)
+  } catch (error) {
+    // Left by an earlier failed write: its mode may differ, so start from a fresh file.
+    if (!isCode(error, 'EEXIST')) throw error
+    await rm(tmp, { force: true })
+    handle = await open(tmp, 'wx', mode)
+  }
+  try {
+    await handle.writeFile(data)
+    await handle.datasync()
+  } finally {
+    await handle.close()
+  }
+  await rename(tmp, path)
+}
+
+/** fsync a directory, making the renames, creations and unlinks in it durable. */
+export async function syncDir(dir: string): Promise<void> {
+  // Windows cannot open a directory for fsync; its filesystems journal metadata anyway.
+  if (process.platform === 'win32') return
+  const handle = await open(dir, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Removes `path`; true if it existed. */
+export async function removeFile(path: string): Promise<boolean> {
+  try {
+    await rm(path)
+    return true
+  } catch (error) {
+    if (isCode(error, 'ENOENT')) return false
+    throw error
+  }
+}
+
+/** Runs `task` over `items`, at most `limit` at a time (bounded open file descriptors). */
+export async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T, index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++
+      await task(items[i] as T, i)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+}
