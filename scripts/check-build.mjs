@@ -74,6 +74,16 @@ const BROWSER_ENTRIES = [
     cap: 60 * KB,
   },
   {
+    // The figure the issue asks for: a browser agent that only uses relays. The https sender,
+    // outbox and identity fetcher (with ky) are imported lazily by the client and count as lazy.
+    name: 'browser relay-only agent (client + core + relay client + IndexedDB)',
+    pkg: 'packages/client',
+    contents: `export { createAgent } from '@agentmsg/client'
+export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
+    budget: 25 * KB,
+    cap: 34 * KB, // reached 32.8 KB up front (the https transport is lazy)
+  },
+  {
     name: '@agentmsg/storage-indexeddb',
     pkg: 'packages/storage-indexeddb',
     file: 'packages/storage-indexeddb/dist/index.js',

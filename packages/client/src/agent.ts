@@ -54,12 +54,9 @@ import {
   type Storage,
   type UnsignedMessage,
 } from '@agentmsg/core'
-import {
-  createIdentityFetcher,
-  createSender,
-  DeliveryError,
-  type HttpsSender,
-} from '@agentmsg/transport-https'
+// Type-only: the https sender and identity fetcher (with ky) are loaded with import() when first
+// needed (see AgentImpl.#httpsSender), so a relay-only browser agent does not pay for them.
+import type { HttpsSender } from '@agentmsg/transport-https'
 import {
   createRelayClient,
   publishWithFailover,
@@ -394,9 +391,25 @@ function uniq(list: Array<string | undefined>): string[] {
   return [...new Set(list.filter((x): x is string => typeof x === 'string'))]
 }
 
+/** Loads the https transport on first use (a separate chunk for bundlers). */
+const loadHttps = () => import('@agentmsg/transport-https')
+
+/**
+ * A `DeliveryError` of the https sender, told by its fields: the class lives in the lazily
+ * loaded transport, so `instanceof` would force it into every bundle.
+ */
+function isDeliveryError(error: unknown): error is AgentMsgError & { outcome: string } {
+  return (
+    isAgentMsgError(error) &&
+    typeof (error as { outcome?: unknown }).outcome === 'string' &&
+    typeof (error as { messageId?: unknown }).messageId === 'string' &&
+    typeof (error as { attempts?: unknown }).attempts === 'number'
+  )
+}
+
 /** Direct delivery failed in a way a relay may cure: a network error or a 5xx. */
 function retryable(error: unknown): boolean {
-  if (error instanceof DeliveryError) return error.outcome === 'undeliverable'
+  if (isDeliveryError(error)) return error.outcome === 'undeliverable'
   return !isAgentMsgError(error) || error.status >= 500
 }
 
@@ -439,13 +452,15 @@ class AgentImpl implements Agent {
   readonly #replay: ReplayGuard
   readonly #levels: ReportingAuthLevels
   readonly #gate: ErrorReplyGate
-  readonly #sender: HttpsSender
+  #sender: Promise<HttpsSender> | undefined
   readonly #listeners = new Map<keyof AgentEvents, Set<(e: never) => unknown>>()
   readonly #clients: RelayClient[] = []
   readonly #streams: StreamHandle[] = []
   readonly #inFlight = new Set<string>()
   readonly #closeTasks: Array<() => Promise<void>> = []
   readonly #iterators = new Set<{ push(m: ReceivedMessage): void; end(): void }>()
+  /** Deliveries waiting for the application to attach a message listener or iterator. */
+  #consumerWaiters: Array<() => void> = []
   #self: SelfRecord
   #keys: KeyPair
   #signer: Signer
@@ -464,8 +479,15 @@ class AgentImpl implements Agent {
     this.#signer = this.#makeSigner()
     const now = this.#now
     this.#keyStore = new KeyStore({ storage, now })
+    let fetchIdentity: IdentityFetcher | undefined = options.resolveIdentity
     this.#documents = identityDocumentResolver({
-      fetch: options.resolveIdentity ?? createIdentityFetcher({ fetch: this.#fetch }),
+      // Only URL agents have identity documents: the default fetcher loads on first use.
+      fetch:
+        fetchIdentity ??
+        (async (agentId, o) => {
+          fetchIdentity ??= (await loadHttps()).createIdentityFetcher({ fetch: this.#fetch })
+          return fetchIdentity(agentId, o)
+        }),
       now,
     })
     this.#resolver = chainResolvers(this.#documents, didKeyResolver(), this.#keyStore)
@@ -474,37 +496,61 @@ class AgentImpl implements Agent {
       this.#error({ error, from }),
     )
     this.#gate = new ErrorReplyGate({ now })
-    this.#sender = createSender({
-      storage,
-      prefix: STORAGE_KEYS.outbox,
-      fetch: this.#fetch,
-    })
-    this.#sender.on('delivered', (e) =>
-      this.#emit('delivered', {
-        messageId: e.message_id,
-        to: this.#recipientOf(e.message_id) ?? '',
-        route: 'direct',
-      }),
-    )
-    this.#sender.on('failed', (e) =>
-      this.#emit('undeliverable', {
-        messageId: e.message_id,
-        to: this.#recipientOf(e.message_id) ?? '',
-        route: 'direct',
-        reason: e.message,
-        code: e.code,
-      }),
-    )
-    this.#sender.on('undeliverable', (e) =>
-      this.#emit('undeliverable', {
-        messageId: e.message_id,
-        to: this.#recipientOf(e.message_id) ?? '',
-        route: 'direct',
-        reason: e.reason,
-      }),
-    )
-    this.#sender.on('error', (e) => this.#error({ error: e.error }))
     this.contacts = this.#makeContacts()
+  }
+
+  /**
+   * The https sender with its durable outbox, created on first need: a direct send, an error
+   * reply to an inbox, or pending outbox entries at creation (resumed as before).
+   */
+  #httpsSender(): Promise<HttpsSender> {
+    this.#sender ??= loadHttps().then(async ({ createSender }) => {
+      const sender = createSender({
+        storage: this.#storage,
+        prefix: STORAGE_KEYS.outbox,
+        fetch: this.#fetch,
+      })
+      sender.on('delivered', (e) =>
+        this.#emit('delivered', {
+          messageId: e.message_id,
+          to: this.#recipientOf(e.message_id) ?? '',
+          route: 'direct',
+        }),
+      )
+      sender.on('failed', (e) =>
+        this.#emit('undeliverable', {
+          messageId: e.message_id,
+          to: this.#recipientOf(e.message_id) ?? '',
+          route: 'direct',
+          reason: e.message,
+          code: e.code,
+        }),
+      )
+      sender.on('undeliverable', (e) =>
+        this.#emit('undeliverable', {
+          messageId: e.message_id,
+          to: this.#recipientOf(e.message_id) ?? '',
+          route: 'direct',
+          reason: e.reason,
+        }),
+      )
+      sender.on('error', (e) => this.#error({ error: e.error }))
+      // Created after close(): closed at once, so sends reject as they did.
+      if (this.#closed) await sender.close()
+      return sender
+    })
+    // A failed load (e.g. a chunk that did not download) is tried again on the next need.
+    const loading = this.#sender
+    loading.catch(() => {
+      if (this.#sender === loading) this.#sender = undefined
+    })
+    return loading
+  }
+
+  /** @internal Load the sender now when the outbox holds deliveries from an earlier run. */
+  async resumeOutbox(): Promise<void> {
+    const pending = await this.#storage.list(STORAGE_KEYS.outbox, { limit: 1 })
+    if (pending.length > 0) await this.#httpsSender()
   }
 
   readonly #recipients = new Map<string, string>()
@@ -580,7 +626,31 @@ class AgentImpl implements Agent {
     let set = this.#listeners.get(event)
     if (!set) this.#listeners.set(event, (set = new Set()))
     set.add(listener as (e: never) => unknown)
+    if (event === 'message') this.#wakeConsumers()
     return () => this.off(event, listener)
+  }
+
+  #hasConsumer(): boolean {
+    return (this.#listeners.get('message')?.size ?? 0) > 0 || this.#iterators.size > 0
+  }
+
+  #wakeConsumers(): void {
+    for (const wake of this.#consumerWaiters.splice(0)) wake()
+  }
+
+  /**
+   * Streams start inside createAgent, before the application can attach its listener: a message
+   * waiting in a mailbox (the usual case after a restart) would otherwise be handled with nobody
+   * listening, then remembered and acknowledged — lost. So delivery waits for a consumer; until
+   * then the message is neither remembered nor acknowledged.
+   */
+  async #waitForConsumer(): Promise<void> {
+    while (!this.#hasConsumer()) {
+      if (this.#closed) {
+        throw new AgentMsgError('unavailable', 'the agent was closed before the message was handled')
+      }
+      await new Promise<void>((resolve) => this.#consumerWaiters.push(resolve))
+    }
   }
 
   off<K extends keyof AgentEvents>(event: K, listener: AgentListener<K>): void {
@@ -629,6 +699,7 @@ class AgentImpl implements Agent {
       },
     }
     this.#iterators.add(sink)
+    this.#wakeConsumers()
     const iterators = this.#iterators
     return {
       [Symbol.asyncIterator]() {
@@ -712,6 +783,7 @@ class AgentImpl implements Agent {
     message: Message,
     info: { level: AuthLevel; source: KeySource; knownContact: boolean; transport: TransportKind },
   ): Promise<void> {
+    await this.#waitForConsumer()
     const from = message.from.agent
     let { knownContact } = info
     // A level-0 greeting with an identity document: its keys become level-1 keys (PROFILE §5).
@@ -792,7 +864,7 @@ class AgentImpl implements Agent {
     const signed = await signMessage(unsigned, this.#signer)
     const route = await this.#route(to.agent, { route: 'auto', relays: to.relays ?? [] })
     const inbox = to.inbox ?? route.inbox
-    if (inbox) await this.#sender.send(signed, { kind: 'inbox', url: inbox })
+    if (inbox) await (await this.#httpsSender()).send(signed, { kind: 'inbox', url: inbox })
     else if (route.relays.length)
       await publishWithFailover(signed, route.relays, { fetch: this.#fetch })
   }
@@ -931,16 +1003,17 @@ class AgentImpl implements Agent {
     },
   ): Promise<SendResult> {
     const controller = new AbortController()
+    const sender = await this.#httpsSender()
     const onAbort = () => controller.abort(o.signal?.reason)
     o.signal?.addEventListener('abort', onAbort, { once: true })
     const target = { kind: 'inbox' as const, url: inbox }
     let off: () => void = () => {}
     const retried = new Promise<'retry'>((resolve) => {
-      off = this.#sender.on('retry', (e) => {
+      off = sender.on('retry', (e) => {
         if (e.message_id === signed.message_id) resolve('retry')
       })
     })
-    const delivery = this.#sender.send(signed, target, { signal: controller.signal })
+    const delivery = sender.send(signed, target, { signal: controller.signal })
     delivery.catch(() => {})
     try {
       const first = await Promise.race([delivery.then(() => 'delivered' as const), retried])
@@ -953,7 +1026,7 @@ class AgentImpl implements Agent {
       } catch (error) {
         this.#error({ error, message: signed })
         // No relay took it: back to the durable outbox.
-        this.#sender.send(signed, target).catch(() => {})
+        sender.send(signed, target).catch(() => {})
         return { ...o.base, route: 'direct', pending: true }
       }
     } catch (error) {
@@ -1119,9 +1192,10 @@ class AgentImpl implements Agent {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#wakeConsumers()
     for (const task of this.#closeTasks.reverse()) await task().catch(() => {})
     await Promise.all(this.#streams.map((s) => s.close()))
-    await this.#sender.close()
+    if (this.#sender) await (await this.#sender.catch(() => undefined))?.close()
     for (const it of this.#iterators) it.end()
     this.#iterators.clear()
   }
@@ -1202,6 +1276,7 @@ export async function buildAgent(options: AgentOptions): Promise<AgentImpl> {
   const storage = options.storage ?? memoryStorage()
   const { self: record, keys } = await loadIdentity(storage, options)
   const agent = new AgentImpl(options, storage, record, keys)
+  await agent.resumeOutbox()
   return agent
 }
 

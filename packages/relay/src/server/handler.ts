@@ -601,6 +601,8 @@ class Relay implements RelayHandler {
 
   async #read(agent: string, after: string | undefined, count: number, maxBytes: number) {
     try {
+      // Writes already asked for (a WebSocket ack frame, say) land before a client's retrieve.
+      await this.#store.settled?.()
       return await this.#store.retrieve(agent, {
         ...(after !== undefined ? { after } : {}),
         limit: count,

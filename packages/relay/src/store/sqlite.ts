@@ -2,23 +2,37 @@
  * The embedded relay store on SQLite (better-sqlite3), PROFILE §9.
  *
  * Durability: `journal_mode = WAL`, `synchronous = FULL` — every commit syncs the WAL before it
- * returns, and better-sqlite3 is synchronous, so a write whose promise resolved is on disk.
+ * returns, and a write's promise resolves only after the COMMIT covering it returned.
+ *
+ * Writes run off the main thread: a `worker_threads` worker owns the write connection (see
+ * sqlite-writer.ts; its code is an eval'd string so that it survives bundling). better-sqlite3
+ * is synchronous, and a commit's fsync takes milliseconds that the event loop would otherwise
+ * spend blocked.
  *
  * Group commit: every write (publish, ack, subscribe, unsubscribe, setWebhookVerified, expire)
- * is queued and run in a batch that shares ONE transaction, hence one fsync. A batch is flushed
- * when `maxBatch` writes are queued, else on the next macrotask (`setImmediate`), or after
- * `maxDelayMs` when that is set. Every promise of a batch settles after its COMMIT returned.
+ * is queued; the worker runs a batch of them in ONE transaction, hence one fsync. One batch is
+ * in flight at a time: whatever is queued while the worker commits goes out as the next batch
+ * as soon as that commit returned, so batches grow with the load (at most `maxBatch` writes).
+ * When idle, a batch goes on the next macrotask (`setImmediate`), after `maxDelayMs` when that
+ * is set, or at once when `maxBatch` writes are queued.
  *
  * One write's failure does not fail the others. An expected refusal (a full mailbox) is decided
  * before that write changes anything, so the batch goes on. An unexpected error (I/O, a bug)
  * rolls the batch back, and its writes are then run again one transaction each, so only the
- * failing one fails. (SAVEPOINTs per write would do the same, but cost ~20 µs each here —
- * more than the write itself.)
+ * failing one fails.
  *
- * Reads (retrieve, usage, mailboxState, subscriptions, topicSubscribers) are not queued: they see
- * committed data only. A write whose promise has not resolved yet is not visible — which is
- * what a client may expect, since the relay has not answered for it either.
+ * Reads (retrieve, usage, mailboxState, subscriptions, topicSubscribers) run on the main
+ * thread's own connection, which only reads (it creates or migrates the schema at open). In WAL
+ * mode a reader sees the last commit, never a write in progress: a write whose promise has not
+ * resolved yet is not visible — which is what a client may expect, since the relay has not
+ * answered for it either. `':memory:'` cannot be shared by two connections, so it stands for a
+ * private temporary file, deleted at close.
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import {
   checkRetrieveOptions,
@@ -39,6 +53,7 @@ import {
   type Subscription,
   type WebhookTarget,
 } from './types.js'
+import { WRITER_SOURCE } from './sqlite-writer.js'
 
 /** What a batch of the group commit did, for metrics and benchmarks. */
 export interface SqliteCommitInfo {
@@ -134,18 +149,42 @@ function migrate(db: Database.Database): void {
   }).immediate()
 }
 
+/** A write for the worker (see sqlite-writer.ts). */
+type WriteOp =
+  | { t: 'pub'; input: PublishInput; mailboxes: string[] }
+  | { t: 'ack'; mailbox: string; messageId: string; from: string | undefined }
+  | { t: 'exp'; now: number }
+  | {
+      t: 'sub'
+      id: string
+      agent: string
+      topics: string[]
+      webhookUrl: string | null
+      verified: boolean
+      created: number
+    }
+  | { t: 'unsub'; id: string; agent: string }
+  | { t: 'ver'; id: string; verified: boolean }
+
 interface QueuedWrite {
-  /** Runs inside the batch transaction; returns a {@link Refusal} only before writing anything. */
-  run: () => unknown
-  publish: boolean
+  op: WriteOp
   resolve: (value: never) => void
   reject: (error: unknown) => void
 }
 
-/** A write's expected failure (a full mailbox), decided before it wrote anything. */
-class Refusal {
-  constructor(readonly error: unknown) {}
+interface WireError {
+  name: string
+  message: string
+  code?: unknown
 }
+
+type WireOutcome = { ok: unknown } | { full: string } | { error: WireError }
+
+type FromWorker =
+  | { type: 'ready' }
+  | { type: 'fatal'; error: WireError }
+  | { type: 'done'; outcomes: WireOutcome[]; commits: SqliteCommitInfo[] }
+  | { type: 'closed' }
 
 interface SubscriptionRow {
   id: string
@@ -164,50 +203,66 @@ interface EntryRow {
   bytes: number
 }
 
+function errorFromWire(wire: WireError): Error {
+  const error = new Error(wire.message)
+  error.name = wire.name
+  if (wire.code !== undefined) (error as Error & { code?: unknown }).code = wire.code
+  return error
+}
+
+/** The file better-sqlite3 was loaded from, for the worker to load the same one. */
+function betterSqlitePath(): string {
+  const require = createRequire(import.meta.url)
+  // An ESM import of a CommonJS package goes through the CommonJS loader, hence its cache —
+  // wherever a bundler put this module.
+  for (const mod of Object.values(require.cache)) {
+    if (mod?.exports === Database) return mod.filename
+  }
+  try {
+    return require.resolve('better-sqlite3')
+  } catch {
+    return 'better-sqlite3' // resolved from the working directory by the worker
+  }
+}
+
 /** Open (creating or migrating) a SQLite relay store. */
 export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
   const quota = resolveQuota(options.quota)
   const maxBatch = Math.max(1, Math.floor(options.groupCommit?.maxBatch ?? 1024))
   const maxDelayMs = Math.max(0, options.groupCommit?.maxDelayMs ?? 0)
+  const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))
   const onCommit = options.onCommit
 
-  const db = new Database(options.path)
+  let tempDir: string | undefined
+  let path = options.path
+  if (path === ':memory:' || path === '') {
+    tempDir = mkdtempSync(join(tmpdir(), 'agentmsg-relay-'))
+    path = join(tempDir, 'relay.db')
+  }
+  const removeTemp = () => {
+    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true })
+  }
+
+  // The main thread's connection: creates or migrates the schema, then only reads.
+  let db: Database.Database
   try {
-    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`)
+    db = new Database(path)
+  } catch (error) {
+    removeTemp()
+    throw error
+  }
+  try {
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`)
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = FULL')
     db.pragma('foreign_keys = ON')
     migrate(db)
+    db.pragma('query_only = ON')
   } catch (error) {
     db.close()
+    removeTemp()
     throw error
   }
-
-  // Transaction control.
-  const begin = db.prepare('BEGIN IMMEDIATE')
-  const commit = db.prepare('COMMIT')
-  const rollback = db.prepare('ROLLBACK')
-
-  // Publish.
-  const findEntry = db
-    .prepare('SELECT cursor FROM entries WHERE mailbox = ? AND message_id = ? AND from_agent = ?')
-    .pluck()
-  // Count one more entry against a mailbox if it has room (a check and a write in one).
-  const reserve = db.prepare(
-    'UPDATE mailboxes SET messages = messages + 1, bytes = bytes + ? ' +
-      'WHERE agent = ? AND messages + 1 <= ? AND bytes + ? <= ?',
-  )
-  const addUsage = db.prepare(
-    "INSERT INTO mailboxes (agent, state, messages, bytes) VALUES (?, 'none', 1, ?) " +
-      'ON CONFLICT (agent) DO UPDATE SET messages = messages + 1, bytes = bytes + excluded.bytes',
-  )
-  const insertMessage = db.prepare(
-    'INSERT INTO messages (from_agent, message_id, json, bytes, received_at, expires_at) ' +
-      'VALUES (?, ?, ?, ?, ?, ?)',
-  )
-  const insertEntry = db.prepare(
-    'INSERT INTO entries (mailbox, message_ref, from_agent, message_id, bytes) VALUES (?, ?, ?, ?, ?)',
-  )
 
   // Retrieve, usage.
   const page = db.prepare(
@@ -216,57 +271,7 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
       'WHERE e.mailbox = ? AND e.cursor > ? AND m.expires_at > ? ORDER BY e.cursor LIMIT ?',
   )
   const usageOf = db.prepare('SELECT messages, bytes FROM mailboxes WHERE agent = ?')
-
-  // Ack, expiry.
-  const subtractUsage = db.prepare(
-    'UPDATE mailboxes SET messages = messages - ?, bytes = bytes - ? WHERE agent = ?',
-  )
-  const deleteEntriesById = db.prepare(
-    'DELETE FROM entries WHERE mailbox = ? AND message_id = ? RETURNING message_ref, bytes',
-  )
-  const deleteEntriesByIdFrom = db.prepare(
-    'DELETE FROM entries WHERE mailbox = ? AND message_id = ? AND from_agent = ? ' +
-      'RETURNING message_ref, bytes',
-  )
-  const deleteIfOrphan = db.prepare(
-    'DELETE FROM messages WHERE id = ? AND NOT EXISTS (SELECT 1 FROM entries WHERE message_ref = ?)',
-  )
-  const expiredByMailbox = db.prepare(
-    'SELECT e.mailbox, COUNT(*) AS n, SUM(e.bytes) AS b FROM messages m ' +
-      'JOIN entries e ON e.message_ref = m.id WHERE m.expires_at <= ? GROUP BY e.mailbox',
-  )
-  const expiredInMailbox = db.prepare(
-    'SELECT COUNT(*) AS n, SUM(e.bytes) AS b FROM entries e JOIN messages m ON m.id = e.message_ref ' +
-      'WHERE e.mailbox = ? AND m.expires_at <= ?',
-  )
-  const deleteExpiredEntries = db.prepare(
-    'DELETE FROM entries WHERE message_ref IN (SELECT id FROM messages WHERE expires_at <= ?)',
-  )
-  const deleteExpiredInMailbox = db.prepare(
-    'DELETE FROM entries WHERE mailbox = ? ' +
-      'AND message_ref IN (SELECT id FROM messages WHERE expires_at <= ?)',
-  )
-  // Once the expired entries are gone, no entry references an expired message.
-  const deleteExpiredMessages = db.prepare('DELETE FROM messages WHERE expires_at <= ?')
-
   // Subscriptions.
-  const insertSubscription = db.prepare(
-    'INSERT INTO subscriptions (id, agent, topics, webhook_url, webhook_verified, created) ' +
-      'VALUES (?, ?, ?, ?, ?, ?)',
-  )
-  const insertTopic = db.prepare(
-    'INSERT OR IGNORE INTO subscription_topics (topic, subscription_id) VALUES (?, ?)',
-  )
-  const openMailbox = db.prepare(
-    "INSERT INTO mailboxes (agent, state) VALUES (?, 'open') ON CONFLICT (agent) DO UPDATE SET state = 'open'",
-  )
-  const deleteSubscription = db.prepare('DELETE FROM subscriptions WHERE id = ? AND agent = ?')
-  const deleteTopics = db.prepare('DELETE FROM subscription_topics WHERE subscription_id = ?')
-  const hasSubscription = db.prepare('SELECT 1 FROM subscriptions WHERE agent = ? LIMIT 1').pluck()
-  const closeMailbox = db.prepare("UPDATE mailboxes SET state = 'closed' WHERE agent = ?")
-  const setVerified = db.prepare(
-    'UPDATE subscriptions SET webhook_verified = ? WHERE id = ? AND webhook_url IS NOT NULL',
-  )
   const allSubscriptions = db.prepare('SELECT * FROM subscriptions ORDER BY created, rowid')
   const agentSubscriptions = db.prepare(
     'SELECT * FROM subscriptions WHERE agent = ? ORDER BY created, rowid',
@@ -279,15 +284,31 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
     )
     .pluck()
 
-  // ---- group commit ----------------------------------------------------------------------
+  // ---- the writer and the group commit ---------------------------------------------------
+
+  const worker = new Worker(WRITER_SOURCE, {
+    eval: true,
+    workerData: { sqlite: betterSqlitePath(), path, quota, busyTimeoutMs },
+  })
+  // Keep the process alive only while writes are pending (as a synchronous store would).
+  worker.unref()
 
   let queue: QueuedWrite[] = []
+  let inFlight: QueuedWrite[] | undefined
   let timer: ReturnType<typeof setTimeout> | undefined
   let immediate: ReturnType<typeof setImmediate> | undefined
   let closed = false
+  /** Set when the worker failed or exited: every write fails with it. */
+  let broken: Error | undefined
+  let idleWaiters: Array<() => void> = []
+  /** Writes enqueued so far, and settled so far (batches settle in order). */
+  let enqueued = 0
+  let settledCount = 0
+  let settledWaiters: Array<{ upTo: number; resolve: () => void }> = []
+  let workerGone: Promise<void> | undefined
 
   function schedule(): void {
-    if (timer !== undefined || immediate !== undefined) return
+    if (inFlight !== undefined || timer !== undefined || immediate !== undefined) return
     if (maxDelayMs > 0) timer = setTimeout(flush, maxDelayMs)
     else immediate = setImmediate(flush)
   }
@@ -299,198 +320,104 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
     immediate = undefined
   }
 
-  function enqueue<T>(run: () => T, publish = false): Promise<T> {
+  function enqueue<T>(op: WriteOp): Promise<T> {
     if (closed) return Promise.reject(new Error('relay store is closed'))
+    if (broken !== undefined) return Promise.reject(broken)
     return new Promise<T>((resolve, reject) => {
-      queue.push({ run, publish, resolve: resolve as (value: never) => void, reject })
+      queue.push({ op, resolve: resolve as (value: never) => void, reject })
+      enqueued++
       if (queue.length >= maxBatch) flush()
       else schedule()
     })
   }
 
-  /** Run every queued write in one transaction; settle their promises after COMMIT. */
+  /** Send the queued writes (at most `maxBatch`) to the worker unless a batch is in flight. */
   function flush(): void {
     unschedule()
-    while (queue.length > 0) {
-      const batch = queue.length > maxBatch ? queue.splice(0, maxBatch) : queue
-      if (batch === queue) queue = []
-      runBatch(batch)
-    }
+    if (inFlight !== undefined || queue.length === 0) return
+    const batch = queue.length > maxBatch ? queue.splice(0, maxBatch) : queue
+    if (batch === queue) queue = []
+    inFlight = batch
+    worker.ref()
+    worker.postMessage({ type: 'batch', ops: batch.map((write) => write.op) })
   }
 
-  function runBatch(batch: QueuedWrite[]): void {
-    const outcomes: unknown[] = new Array(batch.length)
-    const start = performance.now()
-    try {
-      begin.run()
-      try {
-        for (let i = 0; i < batch.length; i++) outcomes[i] = batch[i]!.run()
-      } catch {
-        // One write failed unexpectedly: undo the batch, then give each write its own
-        // transaction so that only the failing one fails.
-        rollbackQuietly()
-        runAlone(batch)
+  function whenIdle(): Promise<void> {
+    if (inFlight === undefined && queue.length === 0) return Promise.resolve()
+    return new Promise((resolve) => idleWaiters.push(resolve))
+  }
+
+  function settleIdle(): void {
+    if (settledWaiters.length > 0) {
+      const waiting: typeof settledWaiters = []
+      for (const waiter of settledWaiters) {
+        if (waiter.upTo <= settledCount) waiter.resolve()
+        else waiting.push(waiter)
+      }
+      settledWaiters = waiting
+    }
+    if (inFlight !== undefined || queue.length > 0) return
+    const waiters = idleWaiters
+    idleWaiters = []
+    for (const resolve of waiters) resolve()
+  }
+
+  function fail(error: Error): void {
+    if (broken === undefined) broken = error
+    unschedule()
+    const writes = [...(inFlight ?? []), ...queue]
+    inFlight = undefined
+    queue = []
+    settledCount += writes.length
+    for (const write of writes) write.reject(error)
+    settleIdle()
+  }
+
+  function done(outcomes: WireOutcome[], commits: SqliteCommitInfo[]): void {
+    const batch = inFlight ?? []
+    inFlight = undefined
+    settledCount += batch.length
+    // The next batch first: the worker commits it while this one's promises settle.
+    if (queue.length > 0) flush()
+    else worker.unref()
+    if (onCommit !== undefined) {
+      for (const info of commits) {
+        try {
+          onCommit(info)
+        } catch {
+          // A metrics hook must not break the store.
+        }
+      }
+    }
+    for (let i = 0; i < batch.length; i++) {
+      const write = batch[i]!
+      const outcome = outcomes[i]
+      if (outcome === undefined) write.reject(new Error('relay store: no outcome for a write'))
+      else if ('ok' in outcome) write.resolve(outcome.ok as never)
+      else if ('full' in outcome) write.reject(new MailboxFullError(outcome.full))
+      else write.reject(errorFromWire(outcome.error))
+    }
+    settleIdle()
+  }
+
+  worker.on('message', (msg: FromWorker) => {
+    switch (msg.type) {
+      case 'done':
+        done(msg.outcomes, msg.commits)
         return
-      }
-      commit.run()
-    } catch (error) {
-      // BEGIN or COMMIT failed: nothing of this batch is stored.
-      rollbackQuietly()
-      for (const write of batch) write.reject(error)
-      return
+      case 'fatal':
+        fail(errorFromWire(msg.error))
+        return
+      default:
+        return
     }
-    committed(batch, start)
-    for (let i = 0; i < batch.length; i++) settle(batch[i]!, outcomes[i])
-  }
+  })
+  worker.on('error', (error) => fail(error))
+  worker.on('exit', (code) => {
+    fail(new Error(`relay store writer exited (code ${code})`))
+  })
 
-  function rollbackQuietly(): void {
-    try {
-      if (db.inTransaction) rollback.run()
-    } catch {
-      // The engine already rolled back, or the connection is unusable: the writes fail anyway.
-    }
-  }
-
-  function runAlone(batch: QueuedWrite[]): void {
-    for (const write of batch) {
-      const start = performance.now()
-      let outcome: unknown
-      try {
-        begin.run()
-        outcome = write.run()
-        commit.run()
-      } catch (error) {
-        rollbackQuietly()
-        write.reject(error)
-        continue
-      }
-      committed([write], start)
-      settle(write, outcome)
-    }
-  }
-
-  function settle(write: QueuedWrite, outcome: unknown): void {
-    if (outcome instanceof Refusal) write.reject(outcome.error)
-    else write.resolve(outcome as never)
-  }
-
-  function committed(batch: QueuedWrite[], start: number): void {
-    if (onCommit === undefined) return
-    let publishes = 0
-    for (const write of batch) if (write.publish) publishes++
-    try {
-      onCommit({ size: batch.length, publishes, ms: performance.now() - start })
-    } catch {
-      // A metrics hook must not break the store.
-    }
-  }
-
-  // ---- write operations (run inside the batch transaction) -------------------------------
-
-  /** Remove a mailbox's expired entries (to make room); their messages go at the next expire(). */
-  function purgeExpired(mailbox: string, now: number): boolean {
-    const row = expiredInMailbox.get(mailbox, now) as { n: number; b: number | null }
-    if (row.n === 0) return false
-    subtractUsage.run(row.n, row.b ?? 0, mailbox)
-    deleteExpiredInMailbox.run(mailbox, now)
-    return true
-  }
-
-  /** Whether one more entry of `bytes` fits in the mailbox (dropping expired entries if not). */
-  function hasRoom(mailbox: string, bytes: number, now: number): boolean {
-    const fits = () => {
-      const row = usageOf.get(mailbox) as { messages: number; bytes: number } | undefined
-      return (row?.messages ?? 0) + 1 <= quota.messages && (row?.bytes ?? 0) + bytes <= quota.bytes
-    }
-    return fits() || (purgeExpired(mailbox, now) && fits())
-  }
-
-  /** A publish to one mailbox (a direct message): the quota check and count in one UPDATE. */
-  function publishOne(input: PublishInput, mailbox: string): PublishResult[] | Refusal {
-    const existing = findEntry.get(mailbox, input.messageId, input.from) as number | undefined
-    if (existing !== undefined) return [{ mailbox, cursor: String(existing), duplicate: true }]
-    const { bytes } = input
-    if (reserve.run(bytes, mailbox, quota.messages, bytes, quota.bytes).changes === 0) {
-      // Full, or no row yet: nothing written so far (but expired entries may go).
-      if (!hasRoom(mailbox, bytes, input.receivedAt)) {
-        return new Refusal(new MailboxFullError(mailbox))
-      }
-      addUsage.run(mailbox, bytes)
-    }
-    const ref = insertMessage.run(
-      input.from,
-      input.messageId,
-      input.json,
-      bytes,
-      input.receivedAt,
-      input.expiresAt,
-    ).lastInsertRowid
-    const cursor = insertEntry.run(mailbox, ref, input.from, input.messageId, bytes).lastInsertRowid
-    return [{ mailbox, cursor: String(cursor), duplicate: false }]
-  }
-
-  /** A publish to several mailboxes (a topic message): check them all, then write. */
-  function publishMany(input: PublishInput, mailboxes: string[]): PublishResult[] | Refusal {
-    const results: PublishResult[] = []
-    const fresh: PublishResult[] = []
-    for (const mailbox of mailboxes) {
-      const existing = findEntry.get(mailbox, input.messageId, input.from) as number | undefined
-      if (existing !== undefined) {
-        results.push({ mailbox, cursor: String(existing), duplicate: true })
-        continue
-      }
-      // Refused before any write of this publish: nothing is stored for any mailbox.
-      if (!hasRoom(mailbox, input.bytes, input.receivedAt)) {
-        return new Refusal(new MailboxFullError(mailbox))
-      }
-      const result = { mailbox, cursor: '', duplicate: false }
-      fresh.push(result)
-      results.push(result)
-    }
-    if (fresh.length === 0) return results
-    const ref = insertMessage.run(
-      input.from,
-      input.messageId,
-      input.json,
-      input.bytes,
-      input.receivedAt,
-      input.expiresAt,
-    ).lastInsertRowid
-    for (const result of fresh) {
-      addUsage.run(result.mailbox, input.bytes)
-      const cursor = insertEntry.run(
-        result.mailbox,
-        ref,
-        input.from,
-        input.messageId,
-        input.bytes,
-      ).lastInsertRowid
-      result.cursor = String(cursor)
-    }
-    return results
-  }
-
-  function ackWrite(mailbox: string, messageId: string, from: string | undefined): number {
-    const rows = (
-      from === undefined
-        ? deleteEntriesById.all(mailbox, messageId)
-        : deleteEntriesByIdFrom.all(mailbox, messageId, from)
-    ) as { message_ref: number; bytes: number }[]
-    if (rows.length === 0) return 0
-    let bytes = 0
-    for (const row of rows) bytes += row.bytes
-    subtractUsage.run(rows.length, bytes, mailbox)
-    for (const ref of new Set(rows.map((row) => row.message_ref))) deleteIfOrphan.run(ref, ref)
-    return rows.length
-  }
-
-  function expireWrite(now: number): number {
-    const perMailbox = expiredByMailbox.all(now) as { mailbox: string; n: number; b: number }[]
-    for (const row of perMailbox) subtractUsage.run(row.n, row.b, row.mailbox)
-    const removed = deleteExpiredEntries.run(now).changes
-    deleteExpiredMessages.run(now)
-    return removed
-  }
+  // ---- reads -----------------------------------------------------------------------------
 
   function readSubscription(row: SubscriptionRow): Subscription {
     const subscription: Subscription = {
@@ -512,7 +439,12 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
   // ---- the store -------------------------------------------------------------------------
 
   return {
-    subscribe(input: { agent: string; topics: string[]; webhook?: WebhookTarget; now: number }) {
+    async subscribe(input: {
+      agent: string
+      topics: string[]
+      webhook?: WebhookTarget
+      now: number
+    }) {
       const topics = uniqueTopics(input.topics)
       const webhook = input.webhook === undefined ? undefined : { ...input.webhook }
       const subscription: Subscription = {
@@ -522,34 +454,24 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
         created: input.now,
       }
       if (webhook !== undefined) subscription.webhook = webhook
-      return enqueue(() => {
-        insertSubscription.run(
-          subscription.id,
-          subscription.agent,
-          JSON.stringify(topics),
-          webhook?.url ?? null,
-          webhook?.verified === true ? 1 : 0,
-          subscription.created,
-        )
-        for (const topic of topics) insertTopic.run(topic, subscription.id)
-        openMailbox.run(subscription.agent)
-        return subscription
+      await enqueue<void>({
+        t: 'sub',
+        id: subscription.id,
+        agent: subscription.agent,
+        topics,
+        webhookUrl: webhook?.url ?? null,
+        verified: webhook?.verified === true,
+        created: subscription.created,
       })
+      return subscription
     },
 
     unsubscribe(id: string, agent: string) {
-      return enqueue(() => {
-        if (deleteSubscription.run(id, agent).changes === 0) return false
-        deleteTopics.run(id)
-        if (hasSubscription.get(agent) === undefined) closeMailbox.run(agent)
-        return true
-      })
+      return enqueue<boolean>({ t: 'unsub', id, agent })
     },
 
     setWebhookVerified(id: string, verified: boolean) {
-      return enqueue(() => {
-        setVerified.run(verified ? 1 : 0, id)
-      })
+      return enqueue<void>({ t: 'ver', id, verified })
     },
 
     async subscriptions(agent?: string) {
@@ -581,12 +503,7 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
       if (mailboxes.length === 0) {
         return closed ? Promise.reject(new Error('relay store is closed')) : Promise.resolve([])
       }
-      const [only] = mailboxes
-      const run =
-        mailboxes.length === 1 && only !== undefined
-          ? () => publishOne(input, only)
-          : () => publishMany(input, mailboxes)
-      return enqueue(run, true) as Promise<PublishResult[]>
+      return enqueue<PublishResult[]>({ t: 'pub', input, mailboxes })
     },
 
     async retrieve(
@@ -620,12 +537,18 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
       } satisfies MailboxPage
     },
 
+    settled() {
+      if (settledCount >= enqueued) return Promise.resolve()
+      const upTo = enqueued
+      return new Promise<void>((resolve) => settledWaiters.push({ upTo, resolve }))
+    },
+
     ack(mailbox: string, messageId: string, from?: string) {
-      return enqueue(() => ackWrite(mailbox, messageId, from))
+      return enqueue<number>({ t: 'ack', mailbox, messageId, from })
     },
 
     expire(now: number) {
-      return enqueue(() => expireWrite(now))
+      return enqueue<number>({ t: 'exp', now })
     },
 
     async usage(mailbox: string) {
@@ -634,11 +557,25 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
       return { messages: row?.messages ?? 0, bytes: row?.bytes ?? 0 }
     },
 
-    async close() {
-      if (closed) return
-      flush()
+    close() {
+      if (workerGone !== undefined) return workerGone
       closed = true
-      db.close()
+      flush()
+      workerGone = (async () => {
+        await whenIdle()
+        if (broken === undefined) {
+          await new Promise<void>((resolve) => {
+            worker.once('exit', () => resolve())
+            worker.ref()
+            worker.postMessage({ type: 'close' })
+          })
+        } else {
+          await worker.terminate().catch(() => 0)
+        }
+        db.close()
+        removeTemp()
+      })()
+      return workerGone
     },
   }
 }

@@ -126,6 +126,12 @@ export interface RelayStore {
   ack(mailbox: string, messageId: string, from?: string): Promise<number>
   /** Delete entries expired at `now` (and messages no mailbox references); returns how many entries. */
   expire(now: number): Promise<number>
+  /**
+   * Optional: resolves once every write requested before the call has settled (committed and
+   * visible to reads, or failed). For stores whose writes complete asynchronously; the relay
+   * waits for it before answering a retrieve, so that an ack sent just before is applied.
+   */
+  settled?(): Promise<void>
   /** Entries and bytes a mailbox holds (for quotas and tests). */
   usage(mailbox: string): Promise<{ messages: number; bytes: number }>
   close(): Promise<void>
