@@ -173,6 +173,10 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   // Past setTimeout's 2^31 − 1 ms limit (or Infinity) means "no timeout".
   const timeoutMs = requested > 2_147_483_647 ? 0 : requested
   const ca = toCaList(options.ca)
+  // One secure context for every connection. Passing `ca` itself would make Node rebuild a
+  // context from ~150 root certificates per TLS connection, and https.Agent's pool key
+  // (getName) would join all their PEM text on every request.
+  const secureContext = ca ? tls.createSecureContext({ ca, minVersion: 'TLSv1.2' }) : undefined
   const agent = new PolicyAgent({
     policy,
     connectTimeoutMs: timeoutMs,
@@ -181,7 +185,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     maxFreeSockets: options.maxFreeSockets ?? 256,
     minVersion: 'TLSv1.2',
     rejectUnauthorized: true,
-    ...(ca ? { ca } : {}),
+    ...(secureContext ? { secureContext } : {}),
   })
 
   const nodeFetch = async (input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> => {
