@@ -1,8 +1,7 @@
 /**
- * The {@link Storage} conformance checks of `storage-contract.ts`, without vitest: plain
- * assertions that run anywhere, including a browser page (the IndexedDB adapter's Playwright
- * suite). Keep the two in step: every `it` there is a check here with the same name, joined
- * with ` > ` to its `describe` path.
+ * The {@link Storage} conformance checks: plain assertions that run anywhere, including a
+ * browser page (the IndexedDB adapter's Playwright suite). `storage-contract.ts` turns each
+ * check into a vitest test, so both runners share this one list.
  */
 import type { Storage } from '../../src/interfaces/storage.js'
 import type { JsonValue } from '../../src/types.js'
@@ -18,6 +17,13 @@ export interface StorageCheckResult {
 export interface StorageContractCoreOptions {
   /** For persistent adapters: close `old` and open the same store again. */
   reopen?: (old: Storage) => Promise<Storage>
+  /** Run only the checks with these names. */
+  only?: readonly string[]
+}
+
+/** The names of the checks, in order (with the persistence checks when `persistent`). */
+export function storageCheckNames(persistent: boolean): string[] {
+  return checks(persistent).map(([name]) => name)
 }
 
 type Check = (ctx: { storage: Storage; reopen: () => Promise<Storage> }) => Promise<void>
@@ -32,6 +38,7 @@ export async function runStorageContract(
 ): Promise<StorageCheckResult[]> {
   const results: StorageCheckResult[] = []
   for (const [name, check] of checks(options.reopen !== undefined)) {
+    if (options.only && !options.only.includes(name)) continue
     let storage: Storage | undefined
     try {
       storage = await factory()
