@@ -19,47 +19,25 @@
  *   stream from the stored cursor without subscribing again, and keeps numbering the
  *   conversation.
  */
-import { createHash, X509Certificate } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createAgent, type Agent, type ReceivedMessage } from '@agentmsg/client'
 import { createKeyResolver, memoryStorage, verifyMessage } from '@agentmsg/core'
 import { serveRelay, type RelayServer } from '@agentmsg/relay'
-import {
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeFetch,
-  type DevCertificate,
-} from '@agentmsg/transport-https/node'
-import type { WebSocketConstructor } from '@agentmsg/transport-relay'
-import { chromium, expect, test, type Browser, type Page } from '@playwright/test'
-import { WebSocket as NodeWebSocket } from 'ws'
-import config from '../../playwright.config.js'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
+import { expect, test, type Browser, type Page } from '@playwright/test'
 import type { Mode, PageLog, StartInfo } from './entries/client-agent.js'
 import { bundleEntry } from './harness.js'
+import {
+  launchTrusting,
+  nodeRelayTransport,
+  routeTestPage,
+  TEST_PATH,
+  testPageHtml,
+} from './relay-page.js'
 
-const TEST_PATH = '/__test'
-const HTML = `<!doctype html>
-<html><head><meta charset="utf-8"><title>agentmsg client agent</title>
-<link rel="icon" href="data:,">
-<script type="module" src="${TEST_PATH}/bundle.js"></script>
-</head><body></body></html>`
-
-/** The launch options of the configured project, so this spec runs the same Chromium. */
-function configuredLaunch(): { executablePath: string; args: string[] } {
-  const launch = config.projects?.[0]?.use?.launchOptions ?? {}
-  return {
-    executablePath: launch.executablePath ?? '/usr/bin/chromium',
-    args: [...(launch.args ?? [])],
-  }
-}
-
-/** base64(SHA-256(SubjectPublicKeyInfo DER)): what `--ignore-certificate-errors-spki-list` takes. */
-function spkiHash(certPem: string): string {
-  const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' })
-  return createHash('sha256').update(spki).digest('base64')
-}
+const HTML = testPageHtml('agentmsg client agent')
 
 test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a page reload', () => {
   let cert: DevCertificate
@@ -84,12 +62,7 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
     })
     origin = new URL(relay.url).origin
     script = await bundleEntry('client-agent')
-    const launch = configuredLaunch()
-    browser = await chromium.launch({
-      headless: true,
-      executablePath: launch.executablePath,
-      args: [...launch.args, `--ignore-certificate-errors-spki-list=${spkiHash(cert.cert)}`],
-    })
+    browser = await launchTrusting(cert.cert)
   })
 
   test.afterAll(async () => {
@@ -151,28 +124,7 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
         if (frame.type === 'auth') wsAuths[load]!.push(frame.after)
       })
     })
-    await page.route(
-      (url) => url.origin !== origin,
-      (route) => {
-        report(`unexpected request to ${route.request().url()}`)
-        return route.abort('blockedbyclient')
-      },
-    )
-    await page.route(`${origin}${TEST_PATH}/**`, (route) => {
-      const { pathname } = new URL(route.request().url())
-      if (pathname === `${TEST_PATH}/`) {
-        return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: HTML })
-      }
-      if (pathname === `${TEST_PATH}/bundle.js`) {
-        return route.fulfill({
-          status: 200,
-          contentType: 'text/javascript; charset=utf-8',
-          body: script,
-        })
-      }
-      report(`no such test resource: ${pathname}`)
-      return route.fulfill({ status: 404, body: 'not found' })
-    })
+    await routeTestPage(page, origin, HTML, script, report)
     const inPage = <T>(call: Promise<T>): Promise<T> => Promise.race([call, failed])
     return { context, page, problems, requests, acks, wsAuths, inPage }
   }
@@ -180,18 +132,11 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
   /** The Node agent: relay-only, memory storage, trusting the dev certificate as its CA. */
   function nodeAgent(mode: Mode): Promise<Agent> {
     const ca = cert.cert
-    const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
     return createAgent({
       storage: memoryStorage(),
       relays: [relay.url],
       mode,
-      fetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 10_000 }),
-      streamFetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 0 }),
-      WebSocket: class extends NodeWebSocket {
-        constructor(url: string) {
-          super(url, { ca })
-        }
-      } as unknown as WebSocketConstructor,
+      ...nodeRelayTransport(ca),
     })
   }
 

@@ -16,7 +16,6 @@
  * - The Node agent (this process) publishes to the page's mailbox, streams its own mailbox for
  *   the replies, and checks their content and did:key signatures (level 3).
  */
-import { createHash, X509Certificate } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -33,47 +32,23 @@ import {
   type VerifyResult,
 } from '@agentmsg/core'
 import { serveRelay, type RelayServer } from '@agentmsg/relay'
-import {
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeFetch,
-  type DevCertificate,
-} from '@agentmsg/transport-https/node'
-import {
-  createRelayClient,
-  type RelayClient,
-  type WebSocketConstructor,
-} from '@agentmsg/transport-relay'
-import { chromium, expect, test, type Browser, type Page } from '@playwright/test'
-import { WebSocket as NodeWebSocket } from 'ws'
-import config from '../../playwright.config.js'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
+import { createRelayClient, type RelayClient } from '@agentmsg/transport-relay'
+import { expect, test, type Browser, type Page } from '@playwright/test'
 import type { AgentInfo, Mode, PhaseResult } from './entries/relay-agent.js'
 import { bundleEntry } from './harness.js'
+import {
+  launchTrusting,
+  nodeRelayTransport,
+  routeTestPage,
+  TEST_PATH,
+  testPageHtml,
+} from './relay-page.js'
 
-const TEST_PATH = '/__test'
-const HTML = `<!doctype html>
-<html><head><meta charset="utf-8"><title>agentmsg relay agent</title>
-<link rel="icon" href="data:,">
-<script type="module" src="${TEST_PATH}/bundle.js"></script>
-</head><body></body></html>`
+const HTML = testPageHtml('agentmsg relay agent')
 
 /** Messages the Node agent sends per phase (more than one: order and acks are checked too). */
 const PER_PHASE = 2
-
-/** The launch options of the configured project, so this spec runs the same Chromium. */
-function configuredLaunch(): { executablePath: string; args: string[] } {
-  const launch = config.projects?.[0]?.use?.launchOptions ?? {}
-  return {
-    executablePath: launch.executablePath ?? '/usr/bin/chromium',
-    args: [...(launch.args ?? [])],
-  }
-}
-
-/** base64(SHA-256(SubjectPublicKeyInfo DER)): what `--ignore-certificate-errors-spki-list` takes. */
-function spkiHash(certPem: string): string {
-  const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' })
-  return createHash('sha256').update(spki).digest('base64')
-}
 
 interface Reply {
   message: Message
@@ -129,30 +104,18 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
     const keys = await generateKeyPair()
     nodeDid = didKeyFromPublicKey(keys.publicKey)
     nodeSigner = ed25519Signer(keys)
-    const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
     const ca = cert.cert
     nodeClient = createRelayClient({
       relayUrl: relay.url,
       agent: nodeDid,
       signer: nodeSigner,
       resolver: createKeyResolver(),
-      fetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 10_000 }),
-      streamFetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 0 }),
-      WebSocket: class extends NodeWebSocket {
-        constructor(url: string) {
-          super(url, { ca })
-        }
-      } as unknown as WebSocketConstructor,
+      ...nodeRelayTransport(ca),
     })
     await nodeClient.subscribe()
 
     const script = await bundleEntry('relay-agent')
-    const launch = configuredLaunch()
-    browser = await chromium.launch({
-      headless: true,
-      executablePath: launch.executablePath,
-      args: [...launch.args, `--ignore-certificate-errors-spki-list=${spkiHash(cert.cert)}`],
-    })
+    browser = await launchTrusting(cert.cert)
     const context = await browser.newContext()
     // A document fulfilled by `page.route` has no remote address, so Chromium files it under
     // the public address space even on the relay's origin. Same-origin `fetch` then passes, but
@@ -165,30 +128,7 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
     page.on('console', (msg) => {
       if (msg.type() === 'error') report(`console error: ${msg.text()}`)
     })
-    // Routes registered later take precedence. Other origins: refused. The relay's origin:
-    // untouched (the real relay answers), except the test page under TEST_PATH.
-    await page.route(
-      (url) => url.origin !== origin,
-      (route) => {
-        report(`unexpected request to ${route.request().url()}`)
-        return route.abort('blockedbyclient')
-      },
-    )
-    await page.route(`${origin}${TEST_PATH}/**`, (route) => {
-      const { pathname } = new URL(route.request().url())
-      if (pathname === `${TEST_PATH}/`) {
-        return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: HTML })
-      }
-      if (pathname === `${TEST_PATH}/bundle.js`) {
-        return route.fulfill({
-          status: 200,
-          contentType: 'text/javascript; charset=utf-8',
-          body: script,
-        })
-      }
-      report(`no such test resource: ${pathname}`)
-      return route.fulfill({ status: 404, body: 'not found' })
-    })
+    await routeTestPage(page, origin, HTML, script, report)
 
     await inPage(page.goto(`${origin}${TEST_PATH}/`).then(() => undefined))
     await inPage(page.waitForFunction(() => '__relayAgent' in globalThis).then(() => undefined))

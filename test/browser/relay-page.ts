@@ -1,0 +1,102 @@
+/**
+ * Shared by the specs that run an agent page against a real relay: Chromium launched to trust
+ * exactly one development certificate, the test page served from the relay's own origin (so
+ * page and relay are same-origin), and the Node side's transport options for that certificate.
+ */
+import { createHash, X509Certificate } from 'node:crypto'
+import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import type { WebSocketConstructor } from '@agentmsg/transport-relay'
+import { chromium, type Browser, type Page } from '@playwright/test'
+import { WebSocket as NodeWebSocket } from 'ws'
+import config from '../../playwright.config.js'
+
+/** Where the test page and its bundle live on the relay's origin. */
+export const TEST_PATH = '/__test'
+
+/** The test page: loads the bundle served at `${TEST_PATH}/bundle.js`. */
+export function testPageHtml(title: string): string {
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><title>${title}</title>
+<link rel="icon" href="data:,">
+<script type="module" src="${TEST_PATH}/bundle.js"></script>
+</head><body></body></html>`
+}
+
+/** The launch options of the configured project, so these specs run the same Chromium. */
+function configuredLaunch(): { executablePath: string; args: string[] } {
+  const launch = config.projects?.[0]?.use?.launchOptions ?? {}
+  return {
+    executablePath: launch.executablePath ?? '/usr/bin/chromium',
+    args: [...(launch.args ?? [])],
+  }
+}
+
+/** base64(SHA-256(SubjectPublicKeyInfo DER)): what `--ignore-certificate-errors-spki-list` takes. */
+function spkiHash(certPem: string): string {
+  const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' })
+  return createHash('sha256').update(spki).digest('base64')
+}
+
+/** Chromium that trusts only this certificate's key besides its normal roots. */
+export function launchTrusting(certPem: string): Promise<Browser> {
+  const launch = configuredLaunch()
+  return chromium.launch({
+    headless: true,
+    executablePath: launch.executablePath,
+    args: [...launch.args, `--ignore-certificate-errors-spki-list=${spkiHash(certPem)}`],
+  })
+}
+
+/**
+ * Serve the test page and bundle under TEST_PATH on the relay's origin and refuse every other
+ * origin (reported as a problem). Requests to the relay itself are untouched.
+ */
+export async function routeTestPage(
+  page: Page,
+  origin: string,
+  html: string,
+  script: string,
+  report: (problem: string) => void,
+): Promise<void> {
+  // Routes registered later take precedence.
+  await page.route(
+    (url) => url.origin !== origin,
+    (route) => {
+      report(`unexpected request to ${route.request().url()}`)
+      return route.abort('blockedbyclient')
+    },
+  )
+  await page.route(`${origin}${TEST_PATH}/**`, (route) => {
+    const { pathname } = new URL(route.request().url())
+    if (pathname === `${TEST_PATH}/`) {
+      return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html })
+    }
+    if (pathname === `${TEST_PATH}/bundle.js`) {
+      return route.fulfill({
+        status: 200,
+        contentType: 'text/javascript; charset=utf-8',
+        body: script,
+      })
+    }
+    report(`no such test resource: ${pathname}`)
+    return route.fulfill({ status: 404, body: 'not found' })
+  })
+}
+
+/** fetch, SSE fetch and WebSocket for a Node agent that trusts `ca` (verification stays on). */
+export function nodeRelayTransport(ca: string): {
+  fetch: typeof fetch
+  streamFetch: typeof fetch
+  WebSocket: WebSocketConstructor
+} {
+  const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
+  return {
+    fetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 10_000 }),
+    streamFetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 0 }),
+    WebSocket: class extends NodeWebSocket {
+      constructor(url: string) {
+        super(url, { ca })
+      }
+    } as unknown as WebSocketConstructor,
+  }
+}
