@@ -126,9 +126,15 @@ async function writeResponse(
       const { done, value } = await reader.read()
       if (done || res.destroyed) break
       if (!res.write(value) && !res.destroyed) {
+        // Both listeners go once either fires: a long stream (SSE) waits for drain many times.
         await new Promise<void>((resolve) => {
-          res.once('drain', resolve)
-          res.once('close', resolve)
+          const done = () => {
+            res.off('drain', done)
+            res.off('close', done)
+            resolve()
+          }
+          res.once('drain', done)
+          res.once('close', done)
         })
       }
       if (res.destroyed) break
