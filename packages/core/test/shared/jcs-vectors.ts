@@ -212,7 +212,8 @@ export function looseJson(v: unknown, seed: number): string {
     const s = JSON.stringify(n)
     if (!Number.isInteger(n) || s.includes('e')) return s
     const r = rand()
-    return r < 0.2 ? s + '.0' : r < 0.4 ? s + 'e0' : r < 0.5 ? s + '0e-1' : s
+    // `0` + `0e-1` would be `00e-1`, a leading zero JSON forbids.
+    return r < 0.2 ? s + '.0' : r < 0.4 ? s + 'e0' : r < 0.5 && n !== 0 ? s + '0e-1' : s
   }
   const emit = (x: unknown): string => {
     if (typeof x === 'string') return str(x)
