@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, rename, writeFile, open } from 'node:fs/promises'
+import { chmod, mkdir, open, readFile, rename } from 'node:fs/promises'
 import path from 'node:path'
 import {
   base64urlDecode,

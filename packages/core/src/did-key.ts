@@ -8,7 +8,6 @@
  * sealed box need.
  */
 import { base58btc } from 'multiformats/bases/base58'
-import { base64urlEncode } from './base64url.js'
 import { invalidFormat } from './errors.js'
 import { Lru } from './lru.js'
 

@@ -92,6 +92,8 @@ export type { VerifiedSignature, VerifyOptions, VerifyResult } from './verify.js
 
 // Key resolution and introductions
 export { chainResolvers } from './resolver.js'
+export { resolveEd25519Key } from './resolve-key.js'
+export type { ResolvedEd25519Key, ResolveEd25519KeyOptions } from './resolve-key.js'
 export { createKeyResolver } from './create-resolver.js'
 export type { CreateKeyResolverOptions } from './create-resolver.js'
 export {

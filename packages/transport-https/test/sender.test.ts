@@ -14,7 +14,7 @@ import {
 } from '@agentmsg/core'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createAddressPolicy } from '../src/address-policy.js'
-import { createManualClock, type ManualClock } from '../src/clock.js'
+import { createManualClock } from '../src/clock.js'
 import { createNodeFetch } from '../src/node-fetch.js'
 import {
   DeliveryError,

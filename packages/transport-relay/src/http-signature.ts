@@ -21,7 +21,7 @@ import {
   base64Encode,
   base64urlDecode,
   base64urlEncode,
-  checkKeyUsable,
+  resolveEd25519Key,
   constantTimeEqual,
   didKeyFragment,
   getDefaultCryptoProvider,
@@ -37,7 +37,6 @@ import type {
   CryptoProvider,
   KeyResolver,
   KeySource,
-  ResolvedKey,
   Signer,
 } from '@agentmsg/core'
 
@@ -718,44 +717,15 @@ export async function verifyRequest(input: VerifyRequestInput): Promise<Verified
     }
   }
 
-  const resolution = await input.resolver.resolve({
-    keyId: keyid.value,
-    agent,
-    fragment,
-    alg: 'ed25519',
-  })
-  if (resolution.status === 'unavailable') {
-    throw new AgentMsgError(
-      'unavailable',
-      `the signing key could not be looked up now: ${resolution.reason}`,
-      {
-        retryAfter: Math.max(1, resolution.retryAfter),
-      },
-    )
-  }
-  if (resolution.status === 'not_found') {
-    throw new AgentMsgError(
-      'unknown_sender',
-      `no key found for ${keyid.value}: ${resolution.reason}`,
-    )
-  }
-  const key: ResolvedKey = resolution.key
-  if (key.alg !== 'ed25519') {
-    throw new AgentMsgError(
-      'internal_error',
-      `resolver returned a ${key.alg} key for an ed25519 signature`,
-    )
-  }
-  if (key.document) {
-    const use = checkKeyUsable(
-      key.document,
-      fragment,
-      createdMs,
+  const key = await resolveEd25519Key(
+    input.resolver,
+    { keyId: keyid.value, agent, fragment },
+    {
+      created: createdMs,
       now,
-      input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs },
-    )
-    if (!use.ok) throw new AgentMsgError(use.code, use.message)
-  }
+      ...(input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs }),
+    },
+  )
 
   const base = signatureBase(input.method, input.targetUri, digest, member.raw)
   if (!(await provider.ed25519Verify(key.publicKey, base, sigBytes))) {

@@ -10,7 +10,7 @@ import {
   AgentMsgError,
   base64urlDecode,
   base64urlEncode,
-  checkKeyUsable,
+  resolveEd25519Key,
   didKeyFragment,
   getDefaultCryptoProvider,
   invalidFormat,
@@ -194,38 +194,16 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
   if (sig.length !== 64)
     throw new AgentMsgError('invalid_signature', 'an ed25519 sig is 64 bytes', { field: 'sig' })
 
-  const res = await input.resolver.resolve({ keyId, agent, fragment, alg: 'ed25519' })
-  if (res.status === 'unavailable') {
-    throw new AgentMsgError(
-      'unavailable',
-      `the signing key could not be looked up now: ${res.reason}`,
-      {
-        retryAfter: Math.max(1, res.retryAfter),
-      },
-    )
-  }
-  if (res.status === 'not_found') {
-    throw new AgentMsgError('unknown_sender', `no key found for ${keyId}: ${res.reason}`, {
+  const key = await resolveEd25519Key(
+    input.resolver,
+    { keyId, agent, fragment },
+    {
+      created: now,
+      now,
       field: 'key_id',
-    })
-  }
-  const key = res.key
-  if (key.alg !== 'ed25519') {
-    throw new AgentMsgError(
-      'internal_error',
-      `resolver returned a ${key.alg} key for an ed25519 signature`,
-    )
-  }
-  if (key.document) {
-    const use = checkKeyUsable(
-      key.document,
-      fragment,
-      now,
-      now,
-      input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs },
-    )
-    if (!use.ok) throw new AgentMsgError(use.code, use.message, { field: 'key_id' })
-  }
+      ...(input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs }),
+    },
+  )
   if (
     !(await provider.ed25519Verify(
       key.publicKey,

@@ -24,7 +24,7 @@ import {
 } from '@agentmsg/transport-https/node'
 import { WebSocket as NodeWebSocket } from 'ws'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { memoryRelayStore, serveRelay, type RelayServer, type RelayStore } from '@agentmsg/relay'
+import { memoryRelayStore, serveRelay, type RelayStore } from '@agentmsg/relay'
 import {
   createRelayClient,
   publishWithFailover,
