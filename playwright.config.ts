@@ -3,7 +3,9 @@ import { defineConfig } from '@playwright/test'
 /**
  * Browser suite: specs under `test/browser` bundle the BUILT packages (`packages/*\/dist`) with
  * esbuild for the browser and run them in Debian's Chromium. Pages are served by `page.route`
- * (see `test/browser/harness.ts`), so there is no web server to start.
+ * (see `test/browser/harness.ts`), so there is no web server to start. The specs' Node side
+ * (relay servers, certificates) imports the built packages too: Playwright resolves `@agentmsg/*`
+ * the way Node does, without the `@agentmsg/source` condition that tsc and vitest add.
  *
  * Playwright cannot download its own browsers on these machines, so the system Chromium is
  * used. The flags keep it from reaching out to Google's services, which a closed network

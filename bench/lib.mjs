@@ -32,7 +32,10 @@ export function opsPerSecSync(fn, { ms = 1500, warmupMs = 300 } = {}) {
 }
 
 /** Keep `concurrency` calls of `fn` in flight for `ms`; returns completed ops/s. */
-export async function opsPerSecConcurrent(fn, { ms = 1500, warmupMs = 300, concurrency = 64 } = {}) {
+export async function opsPerSecConcurrent(
+  fn,
+  { ms = 1500, warmupMs = 300, concurrency = 64 } = {},
+) {
   async function run(duration) {
     let n = 0
     const end = performance.now() + duration
@@ -56,7 +59,8 @@ export function percentile(sorted, p) {
   return sorted[i]
 }
 
-const fmt = (n) => (Number.isFinite(n) ? (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2)) : String(n))
+const fmt = (n) =>
+  Number.isFinite(n) ? (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2)) : String(n)
 
 /** Print rows `{name, value, unit, baseline, baselineName, ratio, target}` as a table. */
 export function printTable(title, rows) {
@@ -82,7 +86,11 @@ export function printTable(title, rows) {
  * Each function is called as `fn()` and may return a promise; `concurrency` > 1 keeps that many
  * calls of `ours` in flight (the baseline is run as the caller gives it).
  */
-export async function comparePair(ours, baseline, { ms = 3000, sliceMs = 150, concurrency = 1 } = {}) {
+export async function comparePair(
+  ours,
+  baseline,
+  { ms = 3000, sliceMs = 150, concurrency = 1 } = {},
+) {
   const run = async (fn, conc, duration) => {
     let n = 0
     const end = performance.now() + duration
@@ -99,11 +107,17 @@ export async function comparePair(ours, baseline, { ms = 3000, sliceMs = 150, co
   }
   await run(ours, concurrency, 200)
   await run(baseline, 1, 200)
-  let oursN = 0, oursT = 0, baseN = 0, baseT = 0
+  let oursN = 0,
+    oursT = 0,
+    baseN = 0,
+    baseT = 0
   for (let spent = 0; spent < ms; spent += 2 * sliceMs) {
     const [a, at] = await run(ours, concurrency, sliceMs)
     const [b, bt] = await run(baseline, 1, sliceMs)
-    oursN += a; oursT += at; baseN += b; baseT += bt
+    oursN += a
+    oursT += at
+    baseN += b
+    baseT += bt
   }
   return { ours: (oursN * 1000) / oursT, baseline: (baseN * 1000) / baseT }
 }

@@ -17,8 +17,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import Database from 'better-sqlite3'
 import { sqliteRelayStore } from '@agentmsg/relay'
+import Database from 'better-sqlite3'
 import { printTable } from './lib.mjs'
 
 const CONCURRENCY = 256

@@ -10,12 +10,20 @@ import { benchSignVerify } from './sign-verify.mjs'
 const only = process.argv.slice(2)
 const want = (name) => only.length === 0 || only.includes(name)
 
-console.log(`# agentmsg benchmarks — node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+console.log(
+  `# agentmsg benchmarks — node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+)
 console.log(`crypto provider: ${core.getDefaultCryptoProvider().name}`)
 
 if (want('core')) {
   const sv = await benchSignVerify()
-  printTable(`sign/verify (${sv.bytes} B message) vs raw node:crypto Ed25519 with a reused KeyObject`, sv.rows)
+  printTable(
+    `sign/verify (${sv.bytes} B message) vs raw node:crypto Ed25519 with a reused KeyObject`,
+    sv.rows,
+  )
 
   const canon = await benchCanonicalize(core)
   printTable(
@@ -32,6 +40,14 @@ if (want('core')) {
   )
 }
 
+if (want('sealed-box')) {
+  const { benchSealedBox } = await import('./sealed-box.mjs')
+  printTable(
+    'sealed box (PROFILE §8) seal / open vs libsodium-wrappers (WebAssembly), same keys',
+    await benchSealedBox(),
+  )
+}
+
 if (want('inbox') && existsSync(new URL('./inbox.mjs', import.meta.url))) {
   const { benchInbox } = await import('./inbox.mjs')
   printTable('inbox over HTTPS, full pipeline', await benchInbox())
@@ -40,7 +56,10 @@ if (want('inbox') && existsSync(new URL('./inbox.mjs', import.meta.url))) {
 if (want('relay')) {
   const { benchRelayStore } = await import('./relay-store.mjs')
   const storeRows = await benchRelayStore()
-  printTable('relay store (SQLite, durable) vs raw better-sqlite3 with the same batching', storeRows)
+  printTable(
+    'relay store (SQLite, durable) vs raw better-sqlite3 with the same batching',
+    storeRows,
+  )
   const { benchRelay } = await import('./relay.mjs')
   printTable('relay over HTTPS (dev certificate, loopback)', await benchRelay({ storeRows }))
 }

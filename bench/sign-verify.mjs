@@ -1,4 +1,9 @@
-import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify } from 'node:crypto'
+import {
+  createPrivateKey,
+  createPublicKey,
+  sign as nodeSign,
+  verify as nodeVerify,
+} from 'node:crypto'
 import {
   buildSigningInput,
   createKeyResolver,
@@ -24,8 +29,18 @@ export async function oneKbMessage() {
     phase: 'request',
     ttlSeconds: 86_400,
     parts: [
-      { type: 'text', text: 'Could you check the calendar for next week and propose two slots? ' .repeat(6) },
-      { type: 'data', data: { slots: [{ start: '2026-11-23T09:00:00Z', minutes: 30 }], tz: 'Europe/Paris', n: 1.25 } },
+      {
+        type: 'text',
+        text: 'Could you check the calendar for next week and propose two slots? '.repeat(6),
+      },
+      {
+        type: 'data',
+        data: {
+          slots: [{ start: '2026-11-23T09:00:00Z', minutes: 30 }],
+          tz: 'Europe/Paris',
+          n: 1.25,
+        },
+      },
     ],
   })
   return { keys, msg, signer: ed25519Signer(keys) }
@@ -41,7 +56,10 @@ export async function benchSignVerify() {
   const sigBytes = Buffer.from(sig.sig, 'base64url')
 
   // Baseline: raw node:crypto with KeyObjects built once and reused.
-  const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), keys.secretKey])
+  const pkcs8 = Buffer.concat([
+    Buffer.from('302e020100300506032b657004220420', 'hex'),
+    keys.secretKey,
+  ])
   const priv = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })
   const pub = createPublicKey(priv)
   const resolver = createKeyResolver()
@@ -51,9 +69,17 @@ export async function benchSignVerify() {
   const sign1 = await comparePair(() => signMessage(msg, signer), rawSign)
   const signN = await comparePair(() => signMessage(msg, signer), rawSign, { concurrency: 64 })
   const verify1 = await comparePair(() => verifyMessage(signed, resolver, { now }), rawVerify)
-  const verifyN = await comparePair(() => verifyMessage(signed, resolver, { now }), rawVerify, { concurrency: 64 })
+  const verifyN = await comparePair(() => verifyMessage(signed, resolver, { now }), rawVerify, {
+    concurrency: 64,
+  })
   const row = (name, r, base, target = '≥ 0.8×') => ({
-    name, value: r.ours, unit: 'ops/s', baseline: r.baseline, baselineName: base, ratio: r.ours / r.baseline, target,
+    name,
+    value: r.ours,
+    unit: 'ops/s',
+    baseline: r.baseline,
+    baselineName: base,
+    ratio: r.ours / r.baseline,
+    target,
   })
   return {
     bytes,

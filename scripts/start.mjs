@@ -2,41 +2,24 @@
 // https with a development certificate made on first run), plus the demo: two relay-only
 // agents talk through it, one receiving over Server-Sent Events, the other over WebSocket, and
 // the authentication-level walk-through of core. The relay keeps running until Ctrl-C.
-import { mkdir, readFile, writeFile, chmod } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
-import { WebSocket as WS } from 'ws'
-import {
-  createKeyResolver,
-  createMessage,
-  didKeyFromPublicKey,
-  ed25519Signer,
-  generateKeyPair,
-  signMessage,
-} from '@agentmsg/core'
+import { createAgent } from '@agentmsg/client'
 import { serveRelay } from '@agentmsg/relay'
-import { createAddressPolicy, createDevCertificate, createNodeFetch } from '@agentmsg/transport-https/node'
-import { createRelayClient } from '@agentmsg/transport-relay'
+import {
+  createAddressPolicy,
+  createNodeFetch,
+  loadDevCertificate,
+} from '@agentmsg/transport-https/node'
+import { WebSocket as WS } from 'ws'
 
 const dataDir = path.resolve(process.env.AGENTMSG_DATA ?? '.agentmsg/relay')
 const port = Number(process.env.PORT ?? 8443)
 const step = (s) => console.log(`\n▶ ${s}`)
 
-async function devCert(dir) {
-  const certFile = path.join(dir, 'dev-cert.pem')
-  const keyFile = path.join(dir, 'dev-key.pem')
-  try {
-    return { cert: await readFile(certFile, 'utf8'), key: await readFile(keyFile, 'utf8'), certFile }
-  } catch {
-    const { cert, key } = await createDevCertificate()
-    await writeFile(keyFile, key, { mode: 0o600 })
-    await chmod(keyFile, 0o600)
-    await writeFile(certFile, cert)
-    return { cert, key, certFile }
-  }
-}
-
 await mkdir(dataDir, { recursive: true, mode: 0o700 })
-const tls = await devCert(dataDir)
+// Where `agentmsg relay --data DIR --dev-tls` keeps it, so both serve the same certificate.
+const tls = await loadDevCertificate(path.join(dataDir, 'dev-tls'))
 const relay = await serveRelay({ host: '127.0.0.1', port, dataDir, tls })
 step(`relay listening on ${relay.url} (SQLite in ${dataDir}; dev certificate ${tls.certFile})`)
 
@@ -50,58 +33,48 @@ class TrustingWebSocket extends WS {
   }
 }
 
-async function agent(name) {
-  const keys = await generateKeyPair()
-  const id = didKeyFromPublicKey(keys.publicKey)
-  const signer = ed25519Signer(keys)
-  const client = createRelayClient({
-    relayUrl: relay.url, agent: id, signer, resolver: createKeyResolver(),
-    fetch, streamFetch, WebSocket: TrustingWebSocket,
+// A relay-only agent as an application makes one: a did:key identity (new each run, in memory),
+// its mailbox on the local relay, streamed over SSE or WebSocket into its receive pipeline,
+// which verifies every message before the application sees it.
+async function agent(name, mode) {
+  const a = await createAgent({
+    relays: [relay.url],
+    mode,
+    fetch,
+    streamFetch,
+    WebSocket: TrustingWebSocket,
+    onError: (e) => console.error(`  ${name}: ${e?.message ?? e}`),
   })
-  await client.subscribe()
-  console.log(`  ${name}: ${id}`)
-  return { name, id, signer, client }
-}
-
-step('two relay-only agents (did:key) subscribe their mailboxes')
-const alice = await agent('alice')
-const bob = await agent('bob')
-
-const received = (who) => {
-  let resolve
-  const next = () => new Promise((r) => (resolve = r))
-  let pending = next()
-  return {
-    handler: async ({ message, verified }) => {
-      console.log(`  ${who.name} got "${message.body.parts[0].text}" from ${message.from.agent.slice(0, 24)}… (verified at level ${verified.level}; trace ${message.trace?.received?.[0]?.by})`)
-      resolve(message)
-    },
-    wait: () => pending.then((m) => ((pending = next()), m)),
+  a.on('error', (e) => console.error(`  ${name} error: ${e.error?.message ?? e.error}`))
+  console.log(`  ${name}: ${a.id} (receives over ${mode === 'ws' ? 'WebSocket' : 'SSE'})`)
+  // Messages as they arrive, buffered from here on.
+  const inbox = a.messages()[Symbol.asyncIterator]()
+  const next = async () => {
+    const { value: m } = await inbox.next()
+    console.log(
+      `  ${name} got "${m.text}" from ${m.from.slice(0, 24)}… (verified at level ${m.level}; trace ${m.message.trace?.received?.[0]?.by})`,
+    )
+    return m
   }
+  return { name, agent: a, next }
 }
-const aliceInbox = received(alice)
-const bobInbox = received(bob)
-const onError = (e) => console.error('  stream error:', e.message)
-const aliceStream = alice.client.stream(aliceInbox.handler, { mode: 'sse', onError })
-const bobStream = bob.client.stream(bobInbox.handler, { mode: 'ws', onError })
+
+step('two relay-only agents (did:key) open their mailboxes on the relay')
+const alice = await agent('alice', 'sse')
+const bob = await agent('bob', 'ws')
 
 step('bob → alice through the relay; alice receives over SSE (signature verified on delivery)')
-const hello = await signMessage(
-  createMessage({ from: bob.id, to: alice.id, conversationId: 'demo-1', sequence: 0, phase: 'greeting', text: 'Hi Alice, lunch on Tuesday?', relays: [relay.url] }),
-  bob.signer,
-)
-await bob.client.publish(hello)
-const got = await aliceInbox.wait()
+const sent = await bob.agent.send(alice.agent.id, 'Hi Alice, lunch on Tuesday?', {
+  relays: [relay.url],
+})
+console.log(`  bob sent ${sent.messageId} (route ${sent.route} via ${sent.relayUrl})`)
+const got = await alice.next()
 
 step('alice replies to the relay in from.relays; bob receives over WebSocket')
-const reply = await signMessage(
-  createMessage({ from: alice.id, to: bob.id, conversationId: 'demo-1', sequence: 0, phase: 'response', text: 'Tuesday works.' }),
-  alice.signer,
-)
-await alice.client.publish(reply, { relayUrl: got.from.relays[0] })
-await bobInbox.wait()
-aliceStream.close()
-bobStream.close()
+await alice.agent.reply(got, 'Tuesday works.')
+await bob.next()
+await alice.agent.close()
+await bob.agent.close()
 
 step('authentication levels, introductions and replay protection (core)')
 await import('./demo-levels.mjs')

@@ -22,11 +22,11 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createAgent, type Agent, type ReceivedMessage } from '@agentmsg/client'
+import { type Agent, createAgent, type ReceivedMessage } from '@agentmsg/client'
 import { createKeyResolver, memoryStorage, verifyMessage } from '@agentmsg/core'
-import { serveRelay, type RelayServer } from '@agentmsg/relay'
+import { type RelayServer, serveRelay } from '@agentmsg/relay'
 import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
-import { expect, test, type Browser, type Page } from '@playwright/test'
+import { type Browser, expect, type Page, test } from '@playwright/test'
 import type { Mode, PageLog, StartInfo } from './entries/client-agent.js'
 import { bundleEntry } from './harness.js'
 import {
@@ -85,6 +85,8 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
     }
     /** Relay requests the page made, `METHOD /path?query`, per page load (1-based). */
     const requests: string[][] = [[]]
+    /** Message ids acknowledged by `POST /relay/ack`, per page load. */
+    const sseAcks: string[][] = [[]]
     let loads = 0
 
     const context = await browser.newContext()
@@ -102,13 +104,22 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
         return
       }
       requests[loads]?.push(`${req.method()} ${url.pathname}${url.search}`)
+      if (req.method() === 'POST' && url.pathname === '/relay/ack') {
+        // Batched acknowledgements (PROFILE §9): one request names many entries.
+        const body = JSON.parse(req.postData() ?? '{}') as { acks: Array<{ message_id: string }> }
+        sseAcks[loads] ??= []
+        sseAcks[loads]!.push(...body.acks.map((a) => a.message_id))
+      }
     })
-    /** Message ids the page acknowledged, per page load: HTTP DELETE (SSE) or `ack` frames (WS). */
+    /** Message ids the page acknowledged, per page load: POST /relay/ack or DELETE (SSE), `ack` frames (WS). */
     const acks = (load: number, mode: Mode): string[] =>
       mode === 'sse'
-        ? requests[load]!.filter((r) => r.startsWith('DELETE /relay/messages/')).map((r) =>
-            decodeURIComponent(r.split(' ')[1]!.split('?')[0]!.split('/').pop()!),
-          )
+        ? [
+            ...(sseAcks[load] ?? []),
+            ...requests[load]!.filter((r) => r.startsWith('DELETE /relay/messages/')).map((r) =>
+              decodeURIComponent(r.split(' ')[1]!.split('?')[0]!.split('/').pop()!),
+            ),
+          ]
         : (wsAcks[load] ?? [])
     const wsAcks: string[][] = [[]]
     /** Per page load: WebSockets opened and the `after` of their `auth` frames. */
@@ -318,12 +329,12 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
         expect(requests[1]!.filter((r) => r.startsWith('POST /relay/subscribe'))).toHaveLength(1)
         expect(requests[2]!.filter((r) => r.startsWith('POST /relay/subscribe'))).toEqual([])
         if (mode === 'sse') {
-          const after = (load: number) =>
+          const streamAfter = (load: number) =>
             requests[load]!.filter((r) => r.startsWith('GET /relay/stream')).map((r) =>
               new URL(r.split(' ')[1]!, origin).searchParams.get('after'),
             )
-          expect(after(1)[0]).toBeNull()
-          expect(after(2)).toEqual([expect.any(String)])
+          expect(streamAfter(1)[0]).toBeNull()
+          expect(streamAfter(2)).toEqual([expect.any(String)])
         } else {
           // One WebSocket per load; the second resumed from the stored cursor.
           expect(wsAuths[1]).toEqual([undefined])

@@ -2,7 +2,7 @@
  * The shared vector checks of `@agentmsg/core` in real Chromium, against the built package
  * (`dist/`, browser conditions), for the WebCrypto and noble providers and the browser default.
  */
-import { expect, test, type Page } from '@playwright/test'
+import { expect, type Page, test } from '@playwright/test'
 import type { CoreVectorResults, VectorCheckResult } from './entries/core-vectors.js'
 import { runEntry } from './harness.js'
 
@@ -17,6 +17,7 @@ const PUBLISHED_TOTALS: Record<string, number> = {
   'jcs-testdata.json': 6,
   'jcs-rfc8785-appendix-b-numbers.json': 26,
   'jcs-es6testfile-first10000.txt': 10_000,
+  'sealed-box-pynacl.json': 3,
 }
 
 function expectAllPass(results: VectorCheckResult[], files: string[]): void {
@@ -88,5 +89,15 @@ test.describe('@agentmsg/core vectors in Chromium (dist, browser build)', () => 
       'multibase-leading_zero.csv',
       'multibase-two_leading_zeros.csv',
     ])
+  })
+
+  test('sealed box (PROFILE §8): PyNaCl vectors and libsodium Ed25519 → X25519, via the subpath', () => {
+    expectAllPass(results.sealedBox, [
+      'sealed-box-pynacl.json',
+      'ed25519-to-x25519-libsodium.json',
+      'ed25519-to-x25519-didkey.json',
+    ])
+    // 1 valid + 3 refused keys; 5 did:key records.
+    expect(results.sealedBox.map((r) => r.total)).toEqual([3, 4, 5])
   })
 })

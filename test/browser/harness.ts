@@ -15,8 +15,8 @@
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build, type Metafile } from 'esbuild'
 import type { Page, Route } from '@playwright/test'
+import { build, type Metafile } from 'esbuild'
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const vectorsDir = path.resolve(repoRoot, '../shared/vectors')
@@ -47,8 +47,8 @@ async function bundle(name: string): Promise<string> {
     format: 'esm',
     conditions: ['browser'],
     target: 'es2022',
-    // Never read tsconfig.json: its `paths` map @agentmsg/* and #… imports to the Node sources
-    // (for tsc and vitest), which would test src/ instead of the built packages.
+    // Never read tsconfig.json: resolve as a consumer's bundler does, through package.json
+    // conditions alone (`browser`, never `@agentmsg/source`), so the built packages are tested.
     tsconfigRaw: {},
     write: false,
     metafile: true,
@@ -62,9 +62,12 @@ async function bundle(name: string): Promise<string> {
 }
 
 // Type-only imports of `src` are erased; a runtime one would silently test sources instead of
-// the published build, so it is an error.
+// the published build, so it is an error. The private test kit (`@agentmsg/conformance`) has
+// no build: its sources are what the entries run.
 function assertBuiltPackagesOnly(name: string, metafile: Metafile): void {
-  const fromSrc = Object.keys(metafile.inputs).filter((p) => /^packages\/[^/]+\/src\//.test(p))
+  const fromSrc = Object.keys(metafile.inputs).filter((p) =>
+    /^packages\/(?!conformance\/)[^/]+\/src\//.test(p),
+  )
   if (fromSrc.length > 0) {
     throw new Error(
       `entry ${name} bundles package sources instead of dist/:\n  ${fromSrc.join('\n  ')}`,

@@ -10,11 +10,14 @@
  *   private-network-access preflights between a public and a loopback origin). Requests to any
  *   other origin are refused and fail the test.
  * - The page (`entries/relay-agent.ts`, bundled from `packages/*\/dist` with browser conditions)
- *   makes a did:key with WebCrypto, opens its mailbox, streams it over SSE and then over
- *   WebSocket, and answers every message through the relay. Its client's `fetch` and
- *   `WebSocket` are wrapped, so the page reports which transport carried each message.
- * - The Node agent (this process) publishes to the page's mailbox, streams its own mailbox for
- *   the replies, and checks their content and did:key signatures (level 3).
+ *   makes a did:key with WebCrypto and opens it as an `Agent` (`createAgent` with only
+ *   `relayTransport`), first streaming its mailbox over SSE, then, reopened on the same storage,
+ *   over WebSocket; its receive pipeline verifies every message and it answers each with
+ *   `reply()`, through the relay. The transport's `fetch` and `WebSocket` are wrapped, so the
+ *   page reports which transport carried each message, its cursor, and the acknowledgements.
+ * - The Node agent (this process) publishes to the page's mailbox with the relay client,
+ *   streams its own mailbox for the replies through core's `receive` pipeline, and checks their
+ *   content and did:key signatures (level 3), then verifies them once more on its own.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -25,16 +28,18 @@ import {
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
-  signMessage,
-  verifyMessage,
   type Message,
+  ReplayGuard,
+  receive,
   type Signer,
+  signMessage,
   type VerifyResult,
+  verifyMessage,
 } from '@agentmsg/core'
-import { serveRelay, type RelayServer } from '@agentmsg/relay'
+import { type RelayServer, serveRelay } from '@agentmsg/relay'
 import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
 import { createRelayClient, type RelayClient } from '@agentmsg/transport-relay'
-import { expect, test, type Browser, type Page } from '@playwright/test'
+import { type Browser, expect, type Page, test } from '@playwright/test'
 import type { AgentInfo, Mode, PhaseResult } from './entries/relay-agent.js'
 import { bundleEntry } from './harness.js'
 import {
@@ -67,6 +72,8 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
   let nodeDid: string
   let nodeSigner: Signer
   let nodeClient: RelayClient
+  /** The page's mailbox subscription, as its agent stored it in the first phase. */
+  let pageSubscription: unknown
   const problems: string[] = []
   const relayErrors: string[] = []
   let fail: (e: Error) => void = () => {}
@@ -109,7 +116,6 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
       relayUrl: relay.url,
       agent: nodeDid,
       signer: nodeSigner,
-      resolver: createKeyResolver(),
       ...nodeRelayTransport(ca),
     })
     await nodeClient.subscribe()
@@ -150,23 +156,33 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
     expect(pageAgent.did).toMatch(/^did:key:z6Mk/)
     expect(pageAgent.keyId.startsWith(`${pageAgent.did}#`)).toBe(true)
     expect(pageAgent.did).not.toBe(nodeDid)
-    expect(pageAgent.subscriptionId).toEqual(expect.any(String))
   })
 
   for (const mode of ['sse', 'ws'] as const) {
     test(`${mode}: the page receives and verifies, replies through the relay, Node verifies the reply`, async () => {
       const replies: Reply[] = []
       const nodeErrors: string[] = []
-      // Node reads its own mailbox over the same transport as the page, for symmetry.
+      // Node reads its own mailbox over the same transport as the page, for symmetry; the
+      // relay hands entries over unchecked, so each goes through core's receive pipeline.
+      const replay = new ReplayGuard()
       const nodeStream = nodeClient.stream(
-        ({ message, verified }) => {
-          replies.push({ message, verified })
+        async ({ value }) => {
+          const result = await receive(
+            { body: value },
+            {
+              resolver: createKeyResolver(),
+              replay,
+              now: Date.now,
+              addressee: { agent: nodeDid },
+            },
+          )
+          if (result.status === 'accepted') {
+            replies.push({ message: result.message, verified: result.verified })
+          } else {
+            nodeErrors.push(`${result.status}: ${'error' in result ? String(result.error) : ''}`)
+          }
         },
-        {
-          mode,
-          onError: (e) => nodeErrors.push(String(e)),
-          onRejected: (r) => nodeErrors.push(`rejected: ${String(r.error)}`),
-        },
+        { mode, onError: (e) => nodeErrors.push(String(e)) },
       )
       try {
         // The page's stream is connected first, so the messages arrive live on it.
@@ -188,6 +204,8 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
               phase: 'request',
               contentType: 'text/plain',
               text: `hello over ${mode} #${i}`,
+              // A relay-only agent is reached through the relays it names.
+              relays: [relay.url],
             }),
             nodeSigner,
           )
@@ -209,11 +227,19 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
           expect(r.to).toBe(pageAgent.did)
           expect(r.text).toBe(`hello over ${mode} #${i + 1}`)
           expect(r.conversationId).toBe(`browser-${mode}-${i + 1}`)
+          expect(r.sequence).toBe(0)
+          expect(r.transport).toBe('relay')
           expect(r.level).toBe(3)
           expect(r.source).toBe('did-key')
-          expect(r.alg).toBe('ed25519')
-          expect(r.keyId).toBe(nodeSigner.keyId)
+          expect(r.again).toEqual({
+            level: 3,
+            source: 'did-key',
+            keyId: nodeSigner.keyId,
+            alg: 'ed25519',
+          })
           expect(r.cursor).toEqual(expect.any(String))
+          expect(r.replyRoute).toBe('relay')
+          expect(r.replyRelayUrl).toBe(relay.url)
         }
         // …and over the intended transport only.
         const ids = sent.map((m) => m.message_id)
@@ -231,12 +257,24 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
           expect(result.wire.seenOnWs).toEqual(expect.arrayContaining(ids))
           expect(result.wire.seenOnSse).toEqual([])
         }
-        // The replies were published through the relay; the received messages were acked.
+        // The replies were published through the relay; the received messages were acked,
+        // each once, in order, and the stream's resume point is the last one's cursor.
         expect(result.wire.requests.filter((r) => r === 'POST /relay/publish')).toHaveLength(
           PER_PHASE,
         )
+        expect(result.wire.acks).toEqual(ids)
         expect(result.leftInMailbox).toBe(0)
-        expect(result.handleCursor).toBe(result.received.at(-1)?.cursor)
+        expect(result.storedCursor).toBe(result.received.at(-1)?.cursor)
+        // The mailbox was opened once, by the first phase; the reopened agent kept it.
+        const subscribes = result.wire.requests.filter((r) => r === 'POST /relay/subscribe')
+        expect(result.subscriptionId).toEqual(expect.any(String))
+        if (mode === 'sse') {
+          expect(subscribes).toHaveLength(1)
+          pageSubscription = result.subscriptionId
+        } else {
+          expect(subscribes).toEqual([])
+          expect(result.subscriptionId).toBe(pageSubscription)
+        }
 
         // Node side: the replies arrive, say what the page said, and verify at level 3.
         await expect.poll(() => replies.length, { timeout: 15_000 }).toBe(PER_PHASE)
@@ -248,6 +286,7 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
           expect(message.message_id).toBe(r.replyId)
           expect(message.from.agent).toBe(pageAgent.did)
           expect(message.to.agent).toBe(nodeDid)
+          expect(message.from.relays).toEqual([relay.url])
           expect(message.phase).toBe('response')
           expect(message.sequence).toBe(1)
           expect(message.body.parts).toEqual([

@@ -6,7 +6,7 @@
 import { createHash, X509Certificate } from 'node:crypto'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
-import { chromium, type Browser, type Page } from '@playwright/test'
+import { type Browser, chromium, type Page } from '@playwright/test'
 import { WebSocket as NodeWebSocket } from 'ws'
 import config from '../../playwright.config.js'
 

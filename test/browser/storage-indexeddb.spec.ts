@@ -4,7 +4,7 @@
  * inside the transaction, isolation of databases and stores, versionchange, `'\uffff'` keys),
  * and persistence across a real `page.reload()` on the same origin.
  */
-import { expect, test, type Page } from '@playwright/test'
+import { expect, type Page, test } from '@playwright/test'
 import type { StorageCheckResult, StorageIndexedDbResults } from './entries/storage-indexeddb.js'
 import { runEntry } from './harness.js'
 

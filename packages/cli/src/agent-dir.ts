@@ -1,106 +1,100 @@
-import { chmod, mkdir, open, readFile, rename } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
 import path from 'node:path'
-import {
-  base64urlDecode,
-  base64urlEncode,
-  createIdentityDocument,
-  didKeyFragment,
-  didKeyFromPublicKey,
-  generateKeyPair,
-  keyPairFromSeed,
-  normalizeAgentUrl,
-  validateIdentityDocument,
-  type IdentityDocument,
-  type KeyPair,
-} from '@agentmsg/core'
+import { createAgent } from '@agentmsg/client'
+import { fsStorage } from '@agentmsg/storage-fs'
+import { hasLegacyFiles, migrateLegacyDir, removeLegacyFiles } from './legacy.js'
+import { type AgentStore, storedAgentId, withStore } from './store.js'
 
-/** What `agentmsg init` writes into an agent directory. */
-export interface AgentFiles {
+/** What `agentmsg init` reports. */
+export interface AgentSummary {
   agentId: string
-  /** Full key id `<agent>#<fragment>`. */
   keyId: string
-  keys: KeyPair
-  /** URL agents only. */
-  identity?: IdentityDocument
+  kind: 'did:key' | 'url'
 }
 
-const KEY_FILE = 'agent-key.json'
-const IDENTITY_FILE = 'identity.json'
-
-/** Write a file atomically (temp + fsync + rename) with the given mode. */
-async function writeAtomic(file: string, text: string, mode: number): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`
-  const fh = await open(tmp, 'w', mode)
+/**
+ * `https://host:8443/` → `https://host:8443`: the client takes agent ids in normal form only
+ * (PROFILE §2); URL parsing lower-cases the host, drops a default port and dot segments. What
+ * does not parse is passed on as given, for the client's error.
+ */
+function agentUrl(url: string): string {
   try {
-    await fh.writeFile(text)
-    await fh.sync()
-  } finally {
-    await fh.close()
+    const parsed = new URL(url)
+    if (parsed.search || parsed.hash) return url
+    return parsed.href.replace(/\/$/, '')
+  } catch {
+    return url
   }
-  await chmod(tmp, mode)
-  await rename(tmp, file)
 }
 
-/** Create a new identity in `dir`: did:key by default, a URL agent when `url` is given. */
+/**
+ * Create a new identity in `dir` (did:key by default, a URL agent when `url` is given) through
+ * the client, so `createAgent({ storage: await fsStorage({ dir }) })` loads the same agent.
+ * Refuses when the directory already holds one, unless `force`: then everything the store
+ * holds is removed first (state of the old identity means nothing to the new one).
+ */
 export async function createAgentDir(
   dir: string,
   options: { url?: string; display?: string; force?: boolean } = {},
-): Promise<AgentFiles> {
-  await mkdir(dir, { recursive: true, mode: 0o700 })
-  const keyFile = path.join(dir, KEY_FILE)
-  if (!options.force) {
-    try {
-      await readFile(keyFile)
-      throw new Error(`${keyFile} exists; refusing to overwrite an identity (use --force)`)
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e
+): Promise<AgentSummary> {
+  return withStore(dir, async (storage) => {
+    const existing =
+      (await storedAgentId(storage)) ??
+      ((await hasLegacyFiles(dir)) ? 'a legacy agent-key.json' : undefined)
+    if (existing !== undefined) {
+      if (!options.force) {
+        throw new Error(
+          `${dir} holds the identity of ${existing}; refusing to overwrite an identity (use --force)`,
+        )
+      }
+      const all = await storage.list('')
+      await storage.batch(all.map(([key]) => ({ type: 'delete' as const, key })))
+      await removeLegacyFiles(dir)
     }
-  }
-  const keys = await generateKeyPair()
-  let agentId: string
-  let keyId: string
-  let identity: IdentityDocument | undefined
-  if (options.url !== undefined) {
-    agentId = normalizeAgentUrl(options.url)
-    identity = createIdentityDocument({
-      agentId,
-      publicKey: keys.publicKey,
-      ...(options.display !== undefined ? { display: options.display } : {}),
+    const agent = await createAgent({
+      storage,
+      sendOnly: true,
+      ...(options.url !== undefined
+        ? {
+            identity: {
+              agentId: agentUrl(options.url),
+              ...(options.display !== undefined ? { display: options.display } : {}),
+            },
+          }
+        : {}),
     })
-    keyId = `${agentId}#${identity.keys[0]!.key_id}`
-  } else {
-    agentId = didKeyFromPublicKey(keys.publicKey)
-    keyId = `${agentId}#${didKeyFragment(agentId)}`
-  }
-  // The secret key file is written with mode 0600: only its owner may read it.
-  await writeAtomic(
-    keyFile,
-    JSON.stringify({ agent_id: agentId, key_id: keyId, secret_key: base64urlEncode(keys.secretKey) }, null, 2) + '\n',
-    0o600,
-  )
-  if (identity) await writeAtomic(path.join(dir, IDENTITY_FILE), JSON.stringify(identity, null, 2) + '\n', 0o644)
-  return { agentId, keyId, keys, ...(identity ? { identity } : {}) }
+    try {
+      const { agentId, keyId, document } = agent.identity
+      return { agentId, keyId, kind: document ? 'url' : 'did:key' }
+    } finally {
+      await agent.close()
+    }
+  })
 }
 
-/** Load the identity `agentmsg init` wrote into `dir`. */
-export async function loadAgentDir(dir: string): Promise<AgentFiles> {
-  const keyFile = path.join(dir, KEY_FILE)
-  let raw: { agent_id: string; key_id: string; secret_key: string }
+/**
+ * Open the store of an agent directory for a long-running command, migrating a legacy
+ * `agent-key.json` directory first. Rejects when the directory holds no identity: the client
+ * would otherwise make up a new one.
+ */
+export async function openAgentDir(dir: string): Promise<{ storage: AgentStore; agentId: string }> {
+  const noIdentity = () =>
+    new Error(`${dir} holds no identity (run "agentmsg init --dir ${dir}" first)`)
+  // Opening the store would create a mistyped directory.
+  if (!existsSync(dir)) throw noIdentity()
+  const storage = await fsStorage({ dir })
   try {
-    raw = JSON.parse(await readFile(keyFile, 'utf8'))
-  } catch (e) {
-    throw new Error(`cannot read ${keyFile} (run "agentmsg init --dir ${dir}" first): ${(e as Error).message}`)
+    const migrated = await migrateLegacyDir(dir, storage)
+    if (migrated) {
+      process.stderr.write(
+        `agentmsg: migrated ${path.join(dir, 'agent-key.json')} (${migrated}) into the agent store ${path.join(dir, 'data')}; the old files are removed\n`,
+      )
+    }
+    const agentId = await storedAgentId(storage)
+    if (agentId === undefined) throw noIdentity()
+    return { storage, agentId }
+  } catch (error) {
+    await storage.close?.()
+    throw error
   }
-  const keys = await keyPairFromSeed(base64urlDecode(raw.secret_key, 'secret_key'))
-  let identity: IdentityDocument | undefined
-  if (raw.agent_id.startsWith('https://')) {
-    identity = validateIdentityDocument(JSON.parse(await readFile(path.join(dir, IDENTITY_FILE), 'utf8')), {
-      expectedAgentId: raw.agent_id,
-    })
-  } else if (didKeyFromPublicKey(keys.publicKey) !== raw.agent_id) {
-    throw new Error(`${keyFile}: the secret key does not match ${raw.agent_id}`)
-  }
-  return { agentId: raw.agent_id, keyId: raw.key_id, keys, ...(identity ? { identity } : {}) }
 }
-
-export { writeAtomic }

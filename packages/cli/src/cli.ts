@@ -11,7 +11,9 @@ import { runInit } from './init.js'
 
 const USAGE = `usage:
   agentmsg init  --dir D [--url https://host:port] [--display NAME] [--force]
-      create an identity in D (did:key by default; a URL agent with --url)
+      create an identity in D (did:key by default; a URL agent with --url). D is an
+      @agentmsg/storage-fs store: createAgent({ storage: await fsStorage({ dir: D }) }) is
+      the same agent, and keeps its replay and auth-level state there
   agentmsg inbox --dir D --port P [--host H] [--dev-tls | --tls-cert F --tls-key F]
                  [--allow-private HOSTS] [--ca F]
       serve the agent's inbox, identity and capabilities over HTTPS; print each accepted,

@@ -1,83 +1,95 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, stat } from 'node:fs/promises'
-import { createServer } from 'node:net'
+import { mkdtemp, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { createAgent, STORAGE_KEYS } from '@agentmsg/client'
+import { createAddressPolicy, createNodeAgent, loadDevCertificate } from '@agentmsg/client/node'
+import { fsStorage } from '@agentmsg/storage-fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createMessage, ed25519Signer, generateKeyPair, didKeyFromPublicKey, signMessage } from '@agentmsg/core'
-import { createAddressPolicy, createNodeFetch, createSender } from '@agentmsg/transport-https/node'
-
-// The CLI is tested as users run it: the built bin in a child process (`npm test` builds first).
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
-
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-/** Wait until `stream` has printed a line matching `re`. */
-function waitFor(child: ChildProcess, stream: 'stdout' | 'stderr', re: RegExp, ms = 20_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buf = ''
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re} on ${stream}: ${buf}`)), ms)
-    child[stream]!.on('data', (d) => {
-      buf += d
-      const line = buf.split('\n').find((l) => re.test(l))
-      if (line) {
-        clearTimeout(timer)
-        resolve(line)
-      }
-    })
-  })
-}
+import {
+  CLI,
+  filesContaining,
+  freePort,
+  type InboxProcess,
+  post,
+  run,
+  signedMessage,
+  startInbox,
+  waitFor,
+} from './cli-helpers.js'
 
 let dir: string
 beforeAll(async () => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  if (!existsSync(CLI))
+    throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-cli-'))
 })
 
+/** The agent the client loads from an agent directory (one identity format on disk). */
+async function loadWithClient(d: string) {
+  const storage = await fsStorage({ dir: d })
+  const agent = await createAgent({ storage, sendOnly: true })
+  const record = (await storage.get(STORAGE_KEYS.self)) as { seeds: Record<string, string> }
+  const identity = agent.identity
+  await agent.close()
+  await storage.close?.()
+  return { identity, seeds: Object.values(record.seeds) }
+}
+
 describe('agentmsg init', () => {
-  it('creates a did:key identity with a private key file (0600)', async () => {
+  it('creates a did:key identity in the client store, its seed only in 0600 files', async () => {
     const d = path.join(dir, 'alice')
     const r = await run(['init', '--dir', d])
     expect(r.code).toBe(0)
     const out = JSON.parse(r.stdout)
+    expect(out).toMatchObject({ dir: d, kind: 'did:key' })
     expect(out.agent_id).toMatch(/^did:key:z6Mk/)
     expect(out.key_id).toBe(`${out.agent_id}#${out.agent_id.slice(8)}`)
-    const mode = (await stat(path.join(d, 'agent-key.json'))).mode & 0o777
-    expect(mode).toBe(0o600)
+    // createAgent on the same directory loads exactly this identity.
+    const { identity, seeds } = await loadWithClient(d)
+    expect(identity.agentId).toBe(out.agent_id)
+    expect(identity.keyId).toBe(out.key_id)
+    expect((await stat(d)).mode & 0o777).toBe(0o700)
+    const holders = await filesContaining(d, seeds[0]!)
+    expect(holders.length).toBeGreaterThan(0)
+    for (const h of holders) expect(h.mode, h.file).toBe(0o600)
     // A second init refuses to overwrite the identity.
     const again = await run(['init', '--dir', d])
     expect(again.code).not.toBe(0)
     expect(again.stderr).toMatch(/refusing to overwrite/)
+    expect((await loadWithClient(d)).identity.agentId).toBe(out.agent_id)
+    // --force replaces it.
+    const forced = await run(['init', '--dir', d, '--force'])
+    expect(forced.code).toBe(0)
+    const replaced = JSON.parse(forced.stdout).agent_id
+    expect(replaced).not.toBe(out.agent_id)
+    expect((await loadWithClient(d)).identity.agentId).toBe(replaced)
   })
 
   it('creates a URL agent with an identity document; refuses http', async () => {
     const d = path.join(dir, 'bob')
-    const r = await run(['init', '--dir', d, '--url', 'https://127.0.0.1:8443/', '--display', 'Bob'])
+    const r = await run([
+      'init',
+      '--dir',
+      d,
+      '--url',
+      'https://127.0.0.1:8443/',
+      '--display',
+      'Bob',
+    ])
     expect(r.code).toBe(0)
-    const doc = JSON.parse(await readFile(path.join(d, 'identity.json'), 'utf8'))
-    expect(doc).toMatchObject({ agentmsg: 5, agent_id: 'https://127.0.0.1:8443', display: 'Bob' })
-    expect(doc.endpoints.inbox).toBe('https://127.0.0.1:8443/.well-known/agentmsg/inbox')
+    const out = JSON.parse(r.stdout)
+    expect(out).toMatchObject({ agent_id: 'https://127.0.0.1:8443', kind: 'url' })
+    const { identity } = await loadWithClient(d)
+    expect(identity.keyId).toBe(out.key_id)
+    expect(identity.document).toMatchObject({
+      agentmsg: 5,
+      agent_id: 'https://127.0.0.1:8443',
+      display: 'Bob',
+    })
+    expect(identity.document!.endpoints.inbox).toBe(
+      'https://127.0.0.1:8443/.well-known/agentmsg/inbox',
+    )
     const bad = await run(['init', '--dir', path.join(dir, 'x'), '--url', 'http://127.0.0.1:8443'])
     expect(bad.code).not.toBe(0)
     expect(bad.stderr).toMatch(/https/)
@@ -85,47 +97,41 @@ describe('agentmsg init', () => {
 })
 
 describe('agentmsg inbox', () => {
-  let child: ChildProcess | undefined
-  afterAll(() => child?.kill('SIGKILL'))
+  let inbox: InboxProcess | undefined
+  afterAll(() => inbox?.child.kill('SIGKILL'))
 
   it('serves over HTTPS with --dev-tls, prints each verified message as a JSON line, stops on SIGTERM', async () => {
     const port = await freePort()
     const d = path.join(dir, 'carol')
     expect((await run(['init', '--dir', d, '--url', `https://127.0.0.1:${port}`])).code).toBe(0)
-    child = spawn(process.execPath, [CLI, 'inbox', '--dir', d, '--port', String(port), '--dev-tls'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    const certLine = await waitFor(child, 'stderr', /development certificate: /)
-    await waitFor(child, 'stderr', /listening on/)
-    const certFile = certLine.split('development certificate: ')[1]!.split(' (')[0]!
-    const ca = await readFile(certFile, 'utf8')
+    inbox = await startInbox(d, port)
+    expect(inbox.inboxUrl).toBe(`https://127.0.0.1:${port}/.well-known/agentmsg/inbox`)
     expect((await stat(path.join(d, 'dev-tls', 'key.pem'))).mode & 0o777).toBe(0o600)
 
-    const fetch = createNodeFetch({ ca, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) })
     // The identity document is served.
-    const idRes = await fetch(`https://127.0.0.1:${port}/.well-known/agentmsg/identity`)
+    const idRes = await inbox.fetch(`https://127.0.0.1:${port}/.well-known/agentmsg/identity`)
     expect(idRes.status).toBe(200)
     expect((await idRes.json()).agent_id).toBe(`https://127.0.0.1:${port}`)
 
     // A did:key sender delivers a signed message; the inbox prints it.
-    const keys = await generateKeyPair()
-    const from = didKeyFromPublicKey(keys.publicKey)
-    const message = await signMessage(
-      createMessage({ from, to: `https://127.0.0.1:${port}`, conversationId: 'c-cli', sequence: 0, phase: 'greeting', text: 'hello inbox' }),
-      ed25519Signer(keys),
-    )
-    const printed = waitFor(child, 'stdout', /hello inbox/)
-    const sender = createSender({ fetch })
-    const receipt = await sender.send(message, { kind: 'inbox', url: `https://127.0.0.1:${port}/.well-known/agentmsg/inbox` })
-    expect(receipt.messageId).toBe(message.message_id)
+    const message = await signedMessage(`https://127.0.0.1:${port}`, 'hello inbox')
+    const printed = waitFor(inbox.child, 'stdout', /hello inbox/)
+    expect(await post(inbox, message)).toEqual({
+      status: 202,
+      body: { status: 'accepted', message_id: message.message_id },
+    })
     const line = JSON.parse(await printed)
-    expect(line).toMatchObject({ sender: from, level: 3, source: 'did-key' })
-    expect(line.message.message_id).toBe(message.message_id)
-    await sender.close()
+    expect(line).toMatchObject({
+      sender: message.from.agent,
+      level: 3,
+      source: 'did-key',
+      known_contact: false,
+    })
+    expect(line.message).toEqual(message)
 
     // An unsigned message is refused with 401 and not printed.
     const { security: _s, ...unsigned } = message
-    const res = await fetch(`https://127.0.0.1:${port}/.well-known/agentmsg/inbox`, {
+    const res = await inbox.fetch(inbox.inboxUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ ...unsigned, message_id: 'unsigned-1' }),
@@ -133,9 +139,49 @@ describe('agentmsg inbox', () => {
     expect(res.status).toBe(401)
     expect((await res.json()).code).toBe('invalid_signature')
 
-    const exited = new Promise<number | null>((resolve) => child!.on('exit', (code) => resolve(code)))
-    child.kill('SIGTERM')
-    expect(await exited).toBe(0)
-    child = undefined
+    expect(await inbox.stop()).toBe(0)
+    expect(inbox.stdout().trim().split('\n')).toHaveLength(1)
+    inbox = undefined
+  })
+
+  it("fetches a URL sender's identity document with --ca and --allow-private (PROFILE §4)", async () => {
+    const port = await freePort()
+    const d = path.join(dir, 'dave')
+    expect((await run(['init', '--dir', d, '--url', `https://127.0.0.1:${port}`])).code).toBe(0)
+    // Made before the inbox starts, which then reuses it; the sender serves with it too.
+    const tls = await loadDevCertificate(path.join(d, 'dev-tls'))
+    const flags = ['--ca', tls.certFile, '--allow-private', '127.0.0.1']
+    inbox = await startInbox(d, port, flags)
+    expect(inbox.stderr()).toContain(`development certificate: ${tls.certFile}`)
+
+    const senderPort = await freePort()
+    const sender = await createNodeAgent({
+      identity: { agentId: `https://127.0.0.1:${senderPort}` },
+      inbox: { port: senderPort, tls },
+      ca: tls.cert,
+      addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
+    })
+    try {
+      const printed = waitFor(inbox.child, 'stdout', /from a URL agent/)
+      const sent = await sender.send(`https://127.0.0.1:${port}`, 'from a URL agent')
+      expect(sent).toMatchObject({ route: 'direct' })
+      // Verified with the key of the sender's identity document, fetched by the inbox.
+      expect(JSON.parse(await printed)).toMatchObject({
+        sender: sender.id,
+        level: 2,
+        source: 'identity-document',
+      })
+    } finally {
+      await sender.close()
+    }
+    expect(await inbox.stop()).toBe(0)
+    inbox = undefined
+  })
+
+  it('refuses a directory without an identity, with the command to run', async () => {
+    const d = path.join(dir, 'empty')
+    const r = await run(['inbox', '--dir', d, '--port', String(await freePort()), '--dev-tls'])
+    expect(r.code).not.toBe(0)
+    expect(r.stderr).toMatch(/holds no identity \(run "agentmsg init --dir /)
   })
 })

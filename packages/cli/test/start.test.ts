@@ -33,7 +33,9 @@ it('npm start: relay on SQLite, SSE and WebSocket delivery, the levels walk-thro
     })
   })
   expect(out).toContain(`relay listening on https://127.0.0.1:${port}`)
-  expect(out).toMatch(/alice got "Hi Alice, lunch on Tuesday\?" .*verified at level 3; trace relay:https:\/\/127\.0\.0\.1/)
+  expect(out).toMatch(
+    /alice got "Hi Alice, lunch on Tuesday\?" .*verified at level 3; trace relay:https:\/\/127\.0\.0\.1/,
+  )
   expect(out).toMatch(/bob got "Tuesday works\." .*verified at level 3/)
   expect(out).toMatch(/refused: 401 insufficient_auth_level/)
   expect(code).toBe(0)

@@ -5,17 +5,21 @@
  *
  * @packageDocumentation
  */
-export { createAgent, fingerprint, STORAGE_KEYS } from './agent.js'
+
+export { fingerprint } from './agent/contacts.js'
+export { createAgent } from './agent/create.js'
 export type {
   Agent,
+  AgentDeliveredEvent,
   AgentErrorEvent,
   AgentEvents,
   AgentListener,
   AgentOptions,
+  AgentUndeliverableEvent,
   Contact,
   Contacts,
   Content,
-  DeliveredEvent,
+  IntroduceOptions,
   OwnIdentity,
   PinOptions,
   ReceivedMessage,
@@ -23,5 +27,5 @@ export type {
   SendOptions,
   SendResult,
   TransportKind,
-  UndeliverableEvent,
-} from './agent.js'
+} from './agent/types.js'
+export { STORAGE_KEYS } from './agent/types.js'

@@ -1,13 +1,40 @@
 /**
  * @agentmsg/client/node — everything of the isomorphic entry, plus {@link createNodeAgent}: an
  * agent that also receives directly on its own HTTPS inbox (`node:https`), through the same
- * resolver, replay guard and auth-level tracker as its relay streams.
+ * receive pipeline as its relay streams. Its network is https only with the PROFILE §4 address
+ * rules, byte caps and timeouts unless the application passes its own `fetch`; `ca` and
+ * `addressPolicy` adjust it. Development TLS and address rules are re-exported, so a Node app
+ * needs no other agentmsg package for them.
  *
  * @packageDocumentation
  */
-import { createInboxHandler, serveInbox } from '@agentmsg/transport-https/node'
-import { buildAgent, INTERNALS, startAgent, type Agent, type AgentOptions } from './agent.js'
+import type { TransportFactory } from '@agentmsg/core'
+import {
+  type AddressPolicy,
+  createAddressPolicy,
+  createNodeFetch,
+  createNodeIdentityFetcher,
+  httpsTransport,
+  type NodeHttpsTransport,
+} from '@agentmsg/transport-https/node'
+import { openAgent } from './agent/create.js'
+import { relayFactory } from './agent/transports.js'
+import type { Agent, AgentOptions } from './agent/types.js'
 
+export type {
+  AddressPolicy,
+  AddressPolicyOptions,
+  DevCertificate,
+  DevCertificateOptions,
+  StoredDevCertificate,
+} from '@agentmsg/transport-https/node'
+export {
+  AddressRefusedError,
+  createAddressPolicy,
+  createDevCertificate,
+  isAddressRefusedError,
+  loadDevCertificate,
+} from '@agentmsg/transport-https/node'
 export * from './index.js'
 
 /** Options for the agent's inbox server. */
@@ -24,8 +51,28 @@ export interface NodeInboxOptions {
 
 /** Options for {@link createNodeAgent}. */
 export interface NodeAgentOptions extends AgentOptions {
-  /** Serve this agent's inbox, identity and capabilities documents. */
+  /**
+   * Serve this agent's inbox, identity and capabilities documents (the https transport's
+   * `listen`; served also for a `sendOnly` agent). With `transports`, it is added as their
+   * https transport, so they must not hold one already.
+   */
   inbox?: NodeInboxOptions
+  /**
+   * Extra trusted CA certificates, PEM (a development certificate's `cert`), added to the
+   * system roots: certificates are always verified (PROFILE §6). Unless the application passes
+   * its own `fetch`, the agent's network is `createNodeFetch({ ca, addressPolicy })`: https
+   * only, for inbox deliveries, relay requests and streams and identity documents, with the
+   * byte caps and timeouts of PROFILE §4. Pass `ca`/`addressPolicy` or your own `fetch`, not
+   * both. A `mode: 'ws'` agent still needs a `WebSocket` that trusts the CA.
+   */
+  ca?: string | string[]
+  /**
+   * Which addresses the agent may connect to: an IP literal is checked before dialling, any
+   * other host on the address actually connected to (PROFILE §4). A peer on loopback needs
+   * `createAddressPolicy({ allow: ['127.0.0.1'] })`.
+   * @default public unicast only (`createAddressPolicy()`), unless `fetch` is given
+   */
+  addressPolicy?: AddressPolicy
 }
 
 /** A Node agent, with its inbox's address when it serves one. */
@@ -39,53 +86,72 @@ export interface NodeAgent extends Agent {
  * its identity document there (the current one, also after `rotateKey()`).
  *
  * @example
- * const { cert, key } = await createDevCertificate()
+ * const tls = await loadDevCertificate('./bob/dev-tls')
  * const bob = await createNodeAgent({
  *   identity: { agentId: 'https://127.0.0.1:8443' },
- *   inbox: { port: 8443, tls: { cert, key } },
+ *   inbox: { port: 8443, tls },
  *   storage: await fsStorage({ dir: './bob' }),
+ *   ca: tls.cert, // peers on this machine use the same certificate
+ *   addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
  * })
  */
 export async function createNodeAgent(options: NodeAgentOptions): Promise<NodeAgent> {
-  const { inbox: inboxOptions, ...agentOptions } = options
-  const agent = await buildAgent(agentOptions)
-  let inboxUrl: string | undefined
-  if (inboxOptions) {
-    const internals = agent[INTERNALS]
-    const handler = createInboxHandler({
-      agentId: agent.id,
-      identityDocument: () => internals.identityDocument(),
-      resolver: internals.resolver,
-      replayGuard: internals.replayGuard,
-      authLevels: internals.authLevels,
-      storage: internals.storage,
-      identityOf: async (id) => {
-        const doc = await internals.documents.document(id)
-        return 'status' in doc ? undefined : doc
-      },
-      onMessage: (message, info) => internals.deliverFromInbox(message, info),
-      onError: (error) => internals.reportError({ error, transport: 'https' }),
-      errorReplies: { send: (message, to) => internals.sendErrorReply(message, to) },
-      ...(inboxOptions.basePath ? { basePath: inboxOptions.basePath } : {}),
-    })
-    let server
-    try {
-      server = await serveInbox(handler, {
-        port: inboxOptions.port ?? 0,
-        host: inboxOptions.host ?? '127.0.0.1',
-        tls: inboxOptions.tls,
-        onError: (error) => internals.reportError({ error, transport: 'https' }),
-      })
-    } catch (error) {
-      await agent.close()
-      throw error
-    }
-    inboxUrl = server.url
-    internals.onClose(() => server.close())
+  const { inbox, ca, addressPolicy, ...rest } = options
+  const agentOptions: AgentOptions = { ...rest, ...nodeNetwork(options) }
+  if (!inbox) return Object.assign(await openAgent(agentOptions), { inboxUrl: undefined })
+  let served: NodeHttpsTransport | undefined
+  const https = httpsTransport({
+    // The agent's fetch: the application's, or the policy-bound one of nodeNetwork.
+    fetch: agentOptions.fetch ?? createNodeFetch(),
+    inbox: {
+      port: inbox.port ?? 0,
+      host: inbox.host ?? '127.0.0.1',
+      tls: inbox.tls,
+      ...(inbox.basePath ? { basePath: inbox.basePath } : {}),
+    },
+  })
+  const serving: TransportFactory = {
+    protocol: https.protocol,
+    create: (components) => (served = https.create(components)),
   }
-  await startAgent(agent)
+  const given = options.transports
+  if (given?.some((f) => f.protocol === serving.protocol)) {
+    throw new TypeError('createNodeAgent: `inbox` adds the https transport; `transports` has one')
+  }
+  const transports = given ? [serving, ...given] : [serving, relayFactory(agentOptions)]
+  const agent = await openAgent({ ...agentOptions, transports }, { serving })
   return Object.defineProperty(agent, 'inboxUrl', {
-    value: inboxUrl,
+    value: served?.url,
     enumerable: true,
   }) as unknown as NodeAgent
+}
+
+/**
+ * The agent's network unless the application passes its own `fetch` (PROFILE §4, §6: agents use
+ * the address rules by default): `createNodeFetch({ ca, addressPolicy })` for requests (30 s
+ * timeout, bodies capped at 8 MiB + 64 KiB; inbox replies are read to 16 KiB, documents to
+ * 64 KiB by their readers), one without an overall timeout or total cap for relay streams,
+ * which never end (the relay client's idle watchdog bounds their silence, its reader each
+ * event), and the identity fetcher on the same rules (5 s, 64 KiB). A `streamFetch` or
+ * `resolveIdentity` of the caller's own is kept.
+ */
+function nodeNetwork(
+  options: NodeAgentOptions,
+): Pick<AgentOptions, 'fetch' | 'streamFetch' | 'resolveIdentity'> {
+  const { ca, addressPolicy } = options
+  if (options.fetch) {
+    if (ca !== undefined || addressPolicy !== undefined) {
+      throw new TypeError('createNodeAgent: pass `ca` and `addressPolicy`, or your own `fetch`')
+    }
+    return {}
+  }
+  const network = {
+    ...(ca !== undefined ? { ca } : {}),
+    addressPolicy: addressPolicy ?? createAddressPolicy(),
+  }
+  return {
+    fetch: createNodeFetch(network),
+    streamFetch: options.streamFetch ?? createNodeFetch({ ...network, timeoutMs: 0 }),
+    resolveIdentity: options.resolveIdentity ?? createNodeIdentityFetcher(network),
+  }
 }

@@ -3,25 +3,25 @@
  * 127.0.0.1 with a dev certificate, https-only node fetch, `ws` WebSockets.
  */
 import { memoryStorage, type Storage } from '@agentmsg/core'
-import { publishToRelay } from '@agentmsg/transport-relay'
 import type { RelayServer } from '@agentmsg/relay'
+import { fsStorage } from '@agentmsg/storage-fs'
+import { publishToRelay } from '@agentmsg/transport-relay'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import {
   createNodeAgent,
-  STORAGE_KEYS,
   type NodeAgent,
   type NodeAgentOptions,
+  STORAGE_KEYS,
 } from '../src/node.js'
-import { fsStorage } from '@agentmsg/storage-fs'
 import {
   collect,
   createEnv,
+  type Env,
   freePort,
   removeTempDirs,
   sleep,
   startRelay,
   tempDir,
-  type Env,
 } from './helpers.js'
 
 let env: Env

@@ -19,19 +19,19 @@
  *
  * Reproduce a failure with FAULT_SEED=<seed printed in the output>.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build, type Plugin } from 'esbuild'
 import { memoryStorage, type Storage } from '@agentmsg/core'
-import { memoryRelayStore, serveRelay, type RelayServer } from '@agentmsg/relay'
+import { memoryRelayStore, type RelayServer, serveRelay } from '@agentmsg/relay'
 import { fsStorage } from '@agentmsg/storage-fs'
+import { build, type Plugin } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createNodeAgent, type NodeAgent } from '../src/node.js'
-import { createEnv, freePort, removeTempDirs, sleep, tempDir, type Env } from './helpers.js'
+import { createEnv, type Env, freePort, removeTempDirs, sleep, tempDir } from './helpers.js'
 
 // Bounds: every wait has a cap; the whole test stays well under 90 s.
 const ROUNDS = 4
@@ -46,7 +46,6 @@ const START_TIMEOUT_MS = 20_000
 const CONVERGE_TIMEOUT_MS = 25_000
 const SETTLE_MS = 400
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const FIXTURE = fileURLToPath(new URL('./fixtures/fault-child.ts', import.meta.url))
 
 /** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
@@ -61,33 +60,12 @@ function prng(seed: number): () => number {
   }
 }
 
-/** The same aliases as vitest.config.ts: the child runs the sources, bundled. */
-const ALIASES: Record<string, string> = {
-  '@agentmsg/core': 'core/src/index.ts',
-  '@agentmsg/core/noble': 'core/src/noble.ts',
-  '@agentmsg/core/x25519': 'core/src/x25519-entry.ts',
-  '#crypto-default': 'core/src/crypto/default.node.ts',
-  '@agentmsg/transport-https': 'transport-https/src/index.ts',
-  '@agentmsg/transport-https/node': 'transport-https/src/node.ts',
-  '@agentmsg/transport-https/pipeline': 'transport-https/src/pipeline.ts',
-  '@agentmsg/transport-relay': 'transport-relay/src/index.ts',
-  '#relay-ws': 'transport-relay/src/ws-node.ts',
-  '@agentmsg/relay': 'relay/src/index.ts',
-  '@agentmsg/storage-fs': 'storage-fs/src/index.ts',
-  '@agentmsg/client': 'client/src/index.ts',
-  '@agentmsg/client/node': 'client/src/node.ts',
-}
-
 async function bundleChild(dir: string): Promise<string> {
   const outfile = path.join(dir, 'fault-child.mjs')
   const require = createRequire(import.meta.url)
-  const sources: Plugin = {
-    name: 'agentmsg-sources',
+  const externals: Plugin = {
+    name: 'agentmsg-externals',
     setup(b) {
-      b.onResolve({ filter: /^(@agentmsg\/|#)/ }, (args) => {
-        const target = ALIASES[args.path]
-        return target ? { path: path.join(ROOT, target) } : undefined
-      })
       // Optional native add-ons of ws: left out (ws falls back to JS).
       b.onResolve({ filter: /^(bufferutil|utf-8-validate)$/ }, (args) => ({
         path: args.path,
@@ -108,7 +86,10 @@ async function bundleChild(dir: string): Promise<string> {
     target: 'node20',
     outfile,
     logLevel: 'silent',
-    plugins: [sources],
+    // The child runs the sources, bundled: @agentmsg/* and #… resolve through each package's
+    // `@agentmsg/source` export condition, as in vitest.config.ts.
+    conditions: ['@agentmsg/source'],
+    plugins: [externals],
     // CommonJS dependencies (ws) require node built-ins.
     banner: {
       js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
@@ -247,173 +228,171 @@ afterAll(async () => {
 })
 
 describe('agent under SIGKILL (durable outbox, ack after handling, persisted replay memory)', () => {
-  it(
-    'delivers every relay and outbox message after restarts; duplicates only for the message in flight',
-    { timeout: 90_000 },
-    async () => {
-      const seed = process.env.FAULT_SEED
-        ? Number(process.env.FAULT_SEED)
-        : (Date.now() ^ (process.pid << 8)) >>> 0
-      console.log(`fault test seed: ${seed} (rerun with FAULT_SEED=${seed})`)
-      const random = prng(seed)
-      const started = Date.now()
+  it('delivers every relay and outbox message after restarts; duplicates only for the message in flight', {
+    timeout: 90_000,
+  }, async () => {
+    const seed = process.env.FAULT_SEED
+      ? Number(process.env.FAULT_SEED)
+      : (Date.now() ^ (process.pid << 8)) >>> 0
+    console.log(`fault test seed: ${seed} (rerun with FAULT_SEED=${seed})`)
+    const random = prng(seed)
+    const started = Date.now()
 
-      const childDir = path.join(work, 'child')
-      const peerDir = path.join(work, 'peer')
-      const peerPort = await freePort()
-      const peerId = `https://127.0.0.1:${peerPort}`
-      const peerSeen = new Map<string, number>() // OUT id → times the peer's app saw it
-      const appSeenTotal = new Map<string, number>() // IN id → times the child's app saw it
-      const published: string[] = []
-      const sentOut: string[] = []
-      const rounds: Array<Record<string, number | string>> = []
-      let childId: string | undefined
+    const childDir = path.join(work, 'child')
+    const peerDir = path.join(work, 'peer')
+    const peerPort = await freePort()
+    const peerId = `https://127.0.0.1:${peerPort}`
+    const peerSeen = new Map<string, number>() // OUT id → times the peer's app saw it
+    const appSeenTotal = new Map<string, number>() // IN id → times the child's app saw it
+    const published: string[] = []
+    const sentOut: string[] = []
+    const rounds: Array<Record<string, number | string>> = []
+    let childId: string | undefined
 
-      for (let round = 0; round < ROUNDS; round++) {
-        const deliveries = path.join(work, `deliveries-${round}.log`)
-        const config = {
-          dir: childDir,
-          relayUrl: relay.url,
-          caFile,
-          deliveries,
-          peer: peerId,
-          tag: `r${round}`,
-          lingerMs: LINGER_MS,
-        }
+    for (let round = 0; round < ROUNDS; round++) {
+      const deliveries = path.join(work, `deliveries-${round}.log`)
+      const config = {
+        dir: childDir,
+        relayUrl: relay.url,
+        caFile,
+        deliveries,
+        peer: peerId,
+        tag: `r${round}`,
+        lingerMs: LINGER_MS,
+      }
 
-        // 1. The child sends OUT messages to the peer, whose inbox is down.
-        const first = startChild(bundle, { ...config, send: OUT_PER_ROUND })
-        await first.waitFor((l) => l.includes('sends-done'), 'sends-done')
-        const id = prefixed(first.lines, 'id ')[0]!
-        childId ??= id
-        expect(id).toBe(childId) // the identity persisted
-        const outIds = prefixed(first.lines, 'sent ')
-        expect(outIds).toHaveLength(OUT_PER_ROUND)
-        expect(
-          first.lines.filter((l) => l.startsWith('sent ')).every((l) => l.endsWith(' true')),
-        ).toBe(true)
-        sentOut.push(...outIds)
+      // 1. The child sends OUT messages to the peer, whose inbox is down.
+      const first = startChild(bundle, { ...config, send: OUT_PER_ROUND })
+      await first.waitFor((l) => l.includes('sends-done'), 'sends-done')
+      const id = prefixed(first.lines, 'id ')[0]!
+      childId ??= id
+      expect(id).toBe(childId) // the identity persisted
+      const outIds = prefixed(first.lines, 'sent ')
+      expect(outIds).toHaveLength(OUT_PER_ROUND)
+      expect(
+        first.lines.filter((l) => l.startsWith('sent ')).every((l) => l.endsWith(' true')),
+      ).toBe(true)
+      sentOut.push(...outIds)
 
-        // 2. Publish IN messages to its mailbox; 3. SIGKILL it mid-stream.
-        const killAfterHandled = 1 + Math.floor(random() * (IN_PER_ROUND * 0.7))
-        const killExtraMs = Math.floor(random() * 40)
-        const roundIn: string[] = []
-        let next = 0
-        const publishAll = Promise.all(
-          Array.from({ length: PUBLISH_CONCURRENCY }, async () => {
-            while (next < IN_PER_ROUND) {
-              const i = next++
-              const r = await publisher.send(childId!, `r${round}-in-${i}`, {
-                route: 'relay',
-                relays: [relay.url],
-              })
-              expect(r.route).toBe('relay')
-              roundIn.push(r.messageId)
-            }
-          }),
-        )
-        await first.waitFor(
-          (l) => l.filter((x) => x.startsWith('handled ')).length >= killAfterHandled,
-          `${killAfterHandled} handled`,
-        )
-        await sleep(killExtraMs)
-        await killHard(first)
-        const handledBeforeKill = prefixed(first.lines, 'handled ').length
-        await publishAll
-        published.push(...roundIn)
+      // 2. Publish IN messages to its mailbox; 3. SIGKILL it mid-stream.
+      const killAfterHandled = 1 + Math.floor(random() * (IN_PER_ROUND * 0.7))
+      const killExtraMs = Math.floor(random() * 40)
+      const roundIn: string[] = []
+      let next = 0
+      const publishAll = Promise.all(
+        Array.from({ length: PUBLISH_CONCURRENCY }, async () => {
+          while (next < IN_PER_ROUND) {
+            const i = next++
+            const r = await publisher.send(childId!, `r${round}-in-${i}`, {
+              route: 'relay',
+              relays: [relay.url],
+            })
+            expect(r.route).toBe('relay')
+            roundIn.push(r.messageId)
+          }
+        }),
+      )
+      await first.waitFor(
+        (l) => l.filter((x) => x.startsWith('handled ')).length >= killAfterHandled,
+        `${killAfterHandled} handled`,
+      )
+      await sleep(killExtraMs)
+      await killHard(first)
+      const handledBeforeKill = prefixed(first.lines, 'handled ').length
+      await publishAll
+      published.push(...roundIn)
 
-        // 4. Restart on the same dir, then bring the peer's inbox up.
-        const second = startChild(bundle, { ...config, send: 0 })
-        await second.waitFor((l) => l.includes('sends-done'), 'restart')
-        const peerStorage = await fsStorage({ dir: peerDir })
-        openStorages.push(peerStorage)
-        const peer = await createNodeAgent({
-          identity: { agentId: peerId },
-          inbox: { port: peerPort, tls: { cert: env.cert.cert, key: env.cert.key } },
-          storage: peerStorage,
-          sendOnly: true,
-          fetch: env.fetch,
-          streamFetch: env.streamFetch,
-        })
-        openAgents.push(peer)
-        peer.on('message', (m) => {
-          peerSeen.set(m.message.message_id, (peerSeen.get(m.message.message_id) ?? 0) + 1)
-        })
+      // 4. Restart on the same dir, then bring the peer's inbox up.
+      const second = startChild(bundle, { ...config, send: 0 })
+      await second.waitFor((l) => l.includes('sends-done'), 'restart')
+      const peerStorage = await fsStorage({ dir: peerDir })
+      openStorages.push(peerStorage)
+      const peer = await createNodeAgent({
+        identity: { agentId: peerId },
+        inbox: { port: peerPort, tls: { cert: env.cert.cert, key: env.cert.key } },
+        storage: peerStorage,
+        sendOnly: true,
+        fetch: env.fetch,
+        streamFetch: env.streamFetch,
+      })
+      openAgents.push(peer)
+      peer.on('message', (m) => {
+        peerSeen.set(m.message.message_id, (peerSeen.get(m.message.message_id) ?? 0) + 1)
+      })
 
-        const readLog = async () => {
-          const counts = new Map<string, number>()
-          const text = existsSync(deliveries) ? await readFile(deliveries, 'utf8') : ''
-          for (const l of text.split('\n')) if (l) counts.set(l, (counts.get(l) ?? 0) + 1)
-          return counts
-        }
-        await until(
-          async () => {
-            const log = await readLog()
-            return roundIn.every((m) => log.has(m)) && outIds.every((m) => peerSeen.has(m))
-          },
-          `round ${round}: every IN message handled and every OUT one at the peer`,
-          CONVERGE_TIMEOUT_MS,
-        ).catch(async (error: Error) => {
+      const readLog = async () => {
+        const counts = new Map<string, number>()
+        const text = existsSync(deliveries) ? await readFile(deliveries, 'utf8') : ''
+        for (const l of text.split('\n')) if (l) counts.set(l, (counts.get(l) ?? 0) + 1)
+        return counts
+      }
+      await until(
+        async () => {
           const log = await readLog()
-          const missingIn = roundIn.filter((m) => !log.has(m))
-          const missingOut = outIds.filter((m) => !peerSeen.has(m))
-          throw new Error(
-            `${error.message}: missing IN ${missingIn.length}/${roundIn.length}, OUT ` +
-              `${missingOut.length}/${outIds.length}\nchild stderr:\n${second.stderr().slice(-4000)}`,
-          )
-        })
-        await sleep(SETTLE_MS) // give late duplicates a chance to show
-        await closeGracefully(second)
-        openAgents.splice(openAgents.indexOf(peer), 1)
-        await peer.close()
-        openStorages.splice(openStorages.indexOf(peerStorage), 1)
-        await peerStorage.close?.()
-
+          return roundIn.every((m) => log.has(m)) && outIds.every((m) => peerSeen.has(m))
+        },
+        `round ${round}: every IN message handled and every OUT one at the peer`,
+        CONVERGE_TIMEOUT_MS,
+      ).catch(async (error: Error) => {
         const log = await readLog()
-        const unexpected = [...log.keys()].filter((m) => !roundIn.includes(m))
-        const twice = [...log.entries()].filter(([, n]) => n > 1)
-        for (const [m, n] of log) appSeenTotal.set(m, (appSeenTotal.get(m) ?? 0) + n)
-        const stats = {
-          round,
-          killAfterHandled,
-          killExtraMs,
-          handledBeforeKill,
-          handledAfterRestart: prefixed(second.lines, 'handled ').length,
-          published: roundIn.length,
-          appDistinct: log.size,
-          appDuplicates: twice.reduce((s, [, n]) => s + n - 1, 0),
-          outSent: outIds.length,
-          outAtPeer: outIds.filter((m) => peerSeen.has(m)).length,
-          outAtPeerTwice: outIds.filter((m) => (peerSeen.get(m) ?? 0) > 1).length,
-        }
-        rounds.push(stats)
-        console.log(`fault round: ${JSON.stringify(stats)}`)
+        const missingIn = roundIn.filter((m) => !log.has(m))
+        const missingOut = outIds.filter((m) => !peerSeen.has(m))
+        throw new Error(
+          `${error.message}: missing IN ${missingIn.length}/${roundIn.length}, OUT ` +
+            `${missingOut.length}/${outIds.length}\nchild stderr:\n${second.stderr().slice(-4000)}`,
+        )
+      })
+      await sleep(SETTLE_MS) // give late duplicates a chance to show
+      await closeGracefully(second)
+      openAgents.splice(openAgents.indexOf(peer), 1)
+      await peer.close()
+      openStorages.splice(openStorages.indexOf(peerStorage), 1)
+      await peerStorage.close?.()
 
-        expect(unexpected).toEqual([])
-        expect(roundIn.filter((m) => !log.has(m))).toEqual([]) // at least once
-        // None twice except at most the one in flight at the kill (and never three times).
-        expect(twice.length).toBeLessThanOrEqual(1)
-        expect(twice.every(([, n]) => n === 2)).toBe(true)
-        for (const m of outIds) expect(peerSeen.get(m)).toBe(1) // exactly once
+      const log = await readLog()
+      const unexpected = [...log.keys()].filter((m) => !roundIn.includes(m))
+      const twice = [...log.entries()].filter(([, n]) => n > 1)
+      for (const [m, n] of log) appSeenTotal.set(m, (appSeenTotal.get(m) ?? 0) + n)
+      const stats = {
+        round,
+        killAfterHandled,
+        killExtraMs,
+        handledBeforeKill,
+        handledAfterRestart: prefixed(second.lines, 'handled ').length,
+        published: roundIn.length,
+        appDistinct: log.size,
+        appDuplicates: twice.reduce((s, [, n]) => s + n - 1, 0),
+        outSent: outIds.length,
+        outAtPeer: outIds.filter((m) => peerSeen.has(m)).length,
+        outAtPeerTwice: outIds.filter((m) => (peerSeen.get(m) ?? 0) > 1).length,
       }
+      rounds.push(stats)
+      console.log(`fault round: ${JSON.stringify(stats)}`)
 
-      // Across rounds: nothing delivered to the app in a later round again, the peer never
-      // saw an OUT id twice, and it saw nothing else.
-      expect(published.filter((m) => (appSeenTotal.get(m) ?? 0) > 2)).toEqual([])
-      expect([...peerSeen.keys()].sort()).toEqual([...sentOut].sort())
-      const totals = {
-        seed,
-        rounds: ROUNDS,
-        kills: ROUNDS,
-        published: published.length,
-        appDistinct: published.filter((m) => appSeenTotal.has(m)).length,
-        appDuplicates: [...appSeenTotal.values()].reduce((s, n) => s + n - 1, 0),
-        outSent: sentOut.length,
-        outAtPeerOnce: [...peerSeen.values()].filter((n) => n === 1).length,
-        outAtPeerTwice: [...peerSeen.values()].filter((n) => n > 1).length,
-        ms: Date.now() - started,
-      }
-      console.log(`fault totals: ${JSON.stringify(totals)}`)
-    },
-  )
+      expect(unexpected).toEqual([])
+      expect(roundIn.filter((m) => !log.has(m))).toEqual([]) // at least once
+      // None twice except at most the one in flight at the kill (and never three times).
+      expect(twice.length).toBeLessThanOrEqual(1)
+      expect(twice.every(([, n]) => n === 2)).toBe(true)
+      for (const m of outIds) expect(peerSeen.get(m)).toBe(1) // exactly once
+    }
+
+    // Across rounds: nothing delivered to the app in a later round again, the peer never
+    // saw an OUT id twice, and it saw nothing else.
+    expect(published.filter((m) => (appSeenTotal.get(m) ?? 0) > 2)).toEqual([])
+    expect([...peerSeen.keys()].sort()).toEqual([...sentOut].sort())
+    const totals = {
+      seed,
+      rounds: ROUNDS,
+      kills: ROUNDS,
+      published: published.length,
+      appDistinct: published.filter((m) => appSeenTotal.has(m)).length,
+      appDuplicates: [...appSeenTotal.values()].reduce((s, n) => s + n - 1, 0),
+      outSent: sentOut.length,
+      outAtPeerOnce: [...peerSeen.values()].filter((n) => n === 1).length,
+      outAtPeerTwice: [...peerSeen.values()].filter((n) => n > 1).length,
+      ms: Date.now() - started,
+    }
+    console.log(`fault totals: ${JSON.stringify(totals)}`)
+  })
 })

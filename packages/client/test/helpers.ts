@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { memoryRelayStore, serveRelay, type RelayServer } from '@agentmsg/relay'
+import { memoryRelayStore, type RelayServer, serveRelay } from '@agentmsg/relay'
 import {
   createAddressPolicy,
   createDevCertificate,
@@ -12,7 +12,8 @@ import {
 } from '@agentmsg/transport-https/node'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
 import { WebSocket as NodeWebSocket } from 'ws'
-import type { Agent, AgentEvents, ReceivedMessage } from '../src/index.js'
+import type { ReceivedMessage } from '../src/index.js'
+import { collect } from './collect.js'
 
 export interface Env {
   cert: DevCertificate
@@ -73,42 +74,7 @@ export async function freePort(): Promise<number> {
   return port
 }
 
-/** Collects an agent's events, with waiting for the next ones. */
-export function collect<K extends keyof AgentEvents>(agent: Agent, event: K) {
-  const seen: Array<AgentEvents[K]> = []
-  const waiters: Array<{ n: number; resolve: () => void }> = []
-  agent.on(event, (e) => {
-    seen.push(e)
-    for (const w of [...waiters]) {
-      if (seen.length >= w.n) {
-        waiters.splice(waiters.indexOf(w), 1)
-        w.resolve()
-      }
-    }
-  })
-  return {
-    seen,
-    /** Resolves with the n-th event (1-based) once it arrived. */
-    async nth(n: number, timeoutMs = 15_000): Promise<AgentEvents[K]> {
-      if (seen.length < n) {
-        await new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(
-            () => reject(new Error(`timed out waiting for ${event} #${n}`)),
-            timeoutMs,
-          )
-          waiters.push({
-            n,
-            resolve: () => {
-              clearTimeout(timer)
-              resolve()
-            },
-          })
-        })
-      }
-      return seen[n - 1]!
-    },
-  }
-}
+export { collect }
 
 export type Inbox = ReturnType<typeof collect<'message'>>
 export type { ReceivedMessage }

@@ -3,12 +3,12 @@
  * an identity document → level 1 (introduced key) → level 2 (pinned after comparing
  * fingerprints); identity documents give 2, did:key 3; a downgrade is refused and not delivered.
  */
-import { createIntroductionToken, memoryStorage, type IdentityFetcher } from '@agentmsg/core'
-import { createIdentityFetcher } from '@agentmsg/transport-https'
+import { createIntroductionToken, type IdentityFetcher, memoryStorage } from '@agentmsg/core'
 import type { RelayServer } from '@agentmsg/relay'
+import { createIdentityFetcher } from '@agentmsg/transport-https'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createNodeAgent, fingerprint, type NodeAgent, type NodeAgentOptions } from '../src/node.js'
-import { collect, createEnv, freePort, removeTempDirs, startRelay, type Env } from './helpers.js'
+import { collect, createEnv, type Env, freePort, removeTempDirs, startRelay } from './helpers.js'
 
 let env: Env
 let relay: RelayServer

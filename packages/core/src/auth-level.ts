@@ -12,7 +12,11 @@ import type { AuthLevel, JsonValue, SignatureAlg } from './types.js'
  * - `did-key`: bound to the identifier itself (did:key) → 3
  */
 export type KeySource =
-  'shared-secret' | 'introduction' | 'identity-document' | 'pinned' | 'did-key'
+  | 'shared-secret'
+  | 'introduction'
+  | 'identity-document'
+  | 'pinned'
+  | 'did-key'
 
 /**
  * The authentication level of a signature whose key came from `source` (PROFILE §5's table).

@@ -1,4 +1,8 @@
-import { didKeyResolver, identityDocumentResolver, type IdentityFetcher } from './identity-resolver.js'
+import {
+  didKeyResolver,
+  type IdentityFetcher,
+  identityDocumentResolver,
+} from './identity-resolver.js'
 import type { KeyStore } from './key-store.js'
 import { chainResolvers, type KeyResolver } from './resolver.js'
 
@@ -14,7 +18,9 @@ export interface CreateKeyResolverOptions {
 
 /**
  * The standard resolver chain of PROFILE §4: identity documents (cached) → did:key →
- * pinned/introduced keys and introduction tokens.
+ * pinned/introduced keys and introduction tokens. A URL agent's fetched document is final (a
+ * key it does not list is not found, and introduced keys it lacks are dropped from the key
+ * store, PROFILE §5).
  *
  * @example
  * const keyStore = new KeyStore()
@@ -22,10 +28,17 @@ export interface CreateKeyResolverOptions {
  */
 export function createKeyResolver(options: CreateKeyResolverOptions = {}): KeyResolver {
   const chain: KeyResolver[] = []
+  const keyStore = options.keyStore
   if (options.fetchIdentity) {
-    chain.push(identityDocumentResolver({ fetch: options.fetchIdentity, ...(options.now ? { now: options.now } : {}) }))
+    chain.push(
+      identityDocumentResolver({
+        fetch: options.fetchIdentity,
+        ...(options.now ? { now: options.now } : {}),
+        ...(keyStore ? { onDocument: (doc) => keyStore.reconcileWithDocument(doc) } : {}),
+      }),
+    )
   }
   chain.push(didKeyResolver())
-  if (options.keyStore) chain.push(options.keyStore)
+  if (keyStore) chain.push(keyStore)
   return chainResolvers(...chain)
 }

@@ -1,7 +1,7 @@
 /**
  * did:key (PROFILE §4, W3C CCG did-method-key) for Ed25519 agents: `did:key:z` +
  * base58btc(multicodec varint ‖ raw public key). Codecs live in one table keyed by their varint
- * prefix (STYLE pattern 7, atproto `crypto/src/plugins.ts`), so adding a key type is one entry.
+ * prefix (as in atproto's `crypto/src/plugins.ts`), so adding a key type is one entry.
  *
  * Also the Ed25519 → X25519 conversions of libsodium (`crypto_sign_ed25519_pk_to_curve25519`,
  * `crypto_sign_ed25519_sk_to_curve25519`), which the DID document's keyAgreement entry and the

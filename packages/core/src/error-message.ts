@@ -40,7 +40,12 @@ export function createErrorMessage(o: ErrorMessageOptions): UnsignedMessage {
     sequence: o.sequence ?? o.original.sequence + 1,
     phase: 'error',
     contentType: 'application/json',
-    parts: [{ type: 'data', data: { code: o.code, message: o.message, ref_message_id: o.original.message_id } }],
+    parts: [
+      {
+        type: 'data',
+        data: { code: o.code, message: o.message, ref_message_id: o.original.message_id },
+      },
+    ],
     ...(o.relays ? { relays: o.relays } : {}),
     ...(o.date !== undefined ? { date: o.date } : {}),
   })

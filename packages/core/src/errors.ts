@@ -88,7 +88,11 @@ export class AgentMsgError extends Error {
 
 /** True for any {@link AgentMsgError}, also one from another copy of this package. */
 export function isAgentMsgError(value: unknown): value is AgentMsgError {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[BRAND] === true
+  )
 }
 
 /** Shorthand for the most common error: a structural problem with input. */

@@ -1,7 +1,7 @@
 import { parseAgentId } from './agent-id.js'
-import { isDidKey, publicKeyFromDidKey, didKeyFragment } from './did-key.js'
+import { didKeyFragment, isDidKey, publicKeyFromDidKey } from './did-key.js'
 import { isAgentMsgError } from './errors.js'
-import { publicKeyOf, validateIdentityDocument, type IdentityDocument } from './identity.js'
+import { type IdentityDocument, publicKeyOf, validateIdentityDocument } from './identity.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import type { KeyResolution, KeyResolver } from './resolver.js'
 
@@ -13,21 +13,30 @@ export function didKeyResolver(): KeyResolver {
         return { status: 'not_found', reason: 'not a did:key' }
       }
       if (lookup.fragment !== didKeyFragment(lookup.agent)) {
-        return { status: 'not_found', reason: `${lookup.keyId}: a did:key has exactly one key, #${didKeyFragment(lookup.agent)}` }
+        return {
+          status: 'not_found',
+          reason: `${lookup.keyId}: a did:key has exactly one key, #${didKeyFragment(lookup.agent)}`,
+        }
       }
-      return { status: 'found', key: { alg: 'ed25519', publicKey: publicKeyFromDidKey(lookup.agent), source: 'did-key' } }
+      return {
+        status: 'found',
+        key: { alg: 'ed25519', publicKey: publicKeyFromDidKey(lookup.agent), source: 'did-key' },
+      }
     },
   }
 }
 
 /** What an identity-document fetcher reports. Network policy (https, addresses) is its job. */
 export type IdentityFetchResult =
-  | { status: 'ok'; document: unknown; /** from Cache-Control max-age */ maxAgeSeconds?: number }
+  | { status: 'ok'; document: unknown /** from Cache-Control max-age */; maxAgeSeconds?: number }
   | { status: 'not_found'; reason: string }
   | { status: 'unavailable'; reason: string; retryAfter?: number }
 
 /** Fetches the identity document of a URL agent (transport-https ships one for `node:https`). */
-export type IdentityFetcher = (agentId: string, options?: AbortOptions) => Promise<IdentityFetchResult>
+export type IdentityFetcher = (
+  agentId: string,
+  options?: AbortOptions,
+) => Promise<IdentityFetchResult>
 
 /** Options for {@link identityDocumentResolver}. */
 export interface IdentityDocumentResolverOptions {
@@ -43,6 +52,12 @@ export interface IdentityDocumentResolverOptions {
   negativeTtlMs?: number
   /** Most agents whose documents are cached. @default 10_000 */
   maxEntries?: number
+  /**
+   * Called with each document fetched and validated, e.g. `keyStore.reconcileWithDocument`
+   * (PROFILE §5: introduced keys it does not list are dropped once it can be fetched). Its
+   * failure is ignored: the document is final for key lookups either way.
+   */
+  onDocument?: (document: IdentityDocument) => unknown
 }
 
 interface Entry {
@@ -65,6 +80,7 @@ export class IdentityDocumentCache implements KeyResolver {
   readonly #refetchInterval: number
   readonly #negativeTtl: number
   readonly #max: number
+  readonly #onDocument: ((document: IdentityDocument) => unknown) | undefined
   readonly #entries = new Map<string, Entry>()
   readonly #inflight = new Map<string, Promise<Entry | KeyResolution>>()
 
@@ -75,13 +91,22 @@ export class IdentityDocumentCache implements KeyResolver {
     this.#refetchInterval = options.refetchIntervalMs ?? 60_000
     this.#negativeTtl = options.negativeTtlMs ?? 60_000
     this.#max = options.maxEntries ?? 10_000
+    this.#onDocument = options.onDocument
   }
 
   /** The cached document of an agent, fetching it when missing or stale. */
-  async document(agentId: string, options?: AbortOptions): Promise<IdentityDocument | KeyResolution> {
+  async document(
+    agentId: string,
+    options?: AbortOptions,
+  ): Promise<IdentityDocument | KeyResolution> {
     const res = await this.#entry(agentId, false, options)
     if ('status' in res) return res
-    return res.entry.document ?? { status: 'not_found', reason: res.entry.notFound ?? 'no identity document' }
+    return (
+      res.entry.document ?? {
+        status: 'not_found',
+        reason: res.entry.notFound ?? 'no identity document',
+      }
+    )
   }
 
   /** Drop an agent's cached document (e.g. after it announced a rotation). */
@@ -89,8 +114,12 @@ export class IdentityDocumentCache implements KeyResolver {
     this.#entries.delete(agentId)
   }
 
-  async resolve(lookup: Parameters<KeyResolver['resolve']>[0], options?: AbortOptions): Promise<KeyResolution> {
-    if (lookup.alg !== 'ed25519') return { status: 'not_found', reason: 'identity documents hold Ed25519 keys only' }
+  async resolve(
+    lookup: Parameters<KeyResolver['resolve']>[0],
+    options?: AbortOptions,
+  ): Promise<KeyResolution> {
+    if (lookup.alg !== 'ed25519')
+      return { status: 'not_found', reason: 'identity documents hold Ed25519 keys only' }
     let kind: string
     try {
       kind = parseAgentId(lookup.agent).kind
@@ -104,9 +133,19 @@ export class IdentityDocumentCache implements KeyResolver {
     let entry = first.entry
     let found = findKey(entry, lookup.fragment)
     if (found) return found
+    // From here on, an agent with a document gets a `final` answer: a key its document does
+    // not list is not found, and the chain never falls through to pinned or introduced keys
+    // (PROFILE §5), nor while a refetch waits.
+    const final = entry.document !== undefined
     // Fetched by this very lookup: the document's word is final.
     if (first.fetched) {
-      return { status: 'not_found', reason: entry.notFound ?? `${lookup.agent}'s identity document does not list key ${lookup.fragment}` }
+      return {
+        status: 'not_found',
+        reason:
+          entry.notFound ??
+          `${lookup.agent}'s identity document does not list key ${lookup.fragment}`,
+        final,
+      }
     }
     // Unknown key_id: the agent may have rotated since we cached its document. One forced
     // refetch, at most once a refetch interval; past that budget the answer is "try later",
@@ -117,14 +156,24 @@ export class IdentityDocumentCache implements KeyResolver {
         status: 'unavailable',
         reason: `key ${lookup.fragment} is not in ${lookup.agent}'s cached document and it was fetched less than ${Math.round(this.#refetchInterval / 1000)} s ago`,
         retryAfter: Math.max(1, Math.ceil(wait / 1000)),
+        final,
       }
     }
     if (wait > 0) return { status: 'not_found', reason: entry.notFound ?? 'no identity document' }
     const again = await this.#entry(lookup.agent, true, options)
-    if ('status' in again) return again
+    if ('status' in again)
+      return final && again.status === 'unavailable' ? { ...again, final } : again
     entry = again.entry
     found = findKey(entry, lookup.fragment)
-    return found ?? { status: 'not_found', reason: entry.notFound ?? `${lookup.agent}'s identity document does not list key ${lookup.fragment}` }
+    return (
+      found ?? {
+        status: 'not_found',
+        reason:
+          entry.notFound ??
+          `${lookup.agent}'s identity document does not list key ${lookup.fragment}`,
+        final: entry.document !== undefined,
+      }
+    )
   }
 
   async #entry(
@@ -149,22 +198,39 @@ export class IdentityDocumentCache implements KeyResolver {
     const now = this.#now()
     let entry: Entry
     if (res.status === 'unavailable') {
-      return { status: 'unavailable', reason: res.reason, retryAfter: Math.max(1, res.retryAfter ?? 30) }
+      return {
+        status: 'unavailable',
+        reason: res.reason,
+        retryAfter: Math.max(1, res.retryAfter ?? 30),
+      }
     } else if (res.status === 'not_found') {
       entry = { notFound: res.reason, expires: now + this.#negativeTtl, lastFetch: now }
     } else {
       try {
         const document = validateIdentityDocument(res.document, { expectedAgentId: agentId })
-        const maxAge = res.maxAgeSeconds !== undefined ? res.maxAgeSeconds * 1000 : this.#defaultMaxAge
+        const maxAge =
+          res.maxAgeSeconds !== undefined ? res.maxAgeSeconds * 1000 : this.#defaultMaxAge
         entry = { document, expires: now + maxAge, lastFetch: now }
       } catch (e) {
         if (!isAgentMsgError(e)) throw e
-        entry = { notFound: `identity document refused: ${e.message}`, expires: now + this.#negativeTtl, lastFetch: now }
+        entry = {
+          notFound: `identity document refused: ${e.message}`,
+          expires: now + this.#negativeTtl,
+          lastFetch: now,
+        }
       }
     }
     this.#entries.delete(agentId)
     this.#entries.set(agentId, entry)
-    if (this.#entries.size > this.#max) this.#entries.delete(this.#entries.keys().next().value as string)
+    if (this.#entries.size > this.#max)
+      this.#entries.delete(this.#entries.keys().next().value as string)
+    if (entry.document && this.#onDocument) {
+      try {
+        await this.#onDocument(entry.document)
+      } catch {
+        // Lookups stay right without it: the document is final (see `resolve`).
+      }
+    }
     return entry
   }
 }
@@ -174,10 +240,20 @@ function findKey(entry: Entry, fragment: string): KeyResolution | undefined {
   if (!doc) return undefined
   const key = doc.keys.find((k) => k.key_id === fragment && k.type === 'ed25519')
   if (!key) return undefined
-  return { status: 'found', key: { alg: 'ed25519', publicKey: publicKeyOf(key), source: 'identity-document', document: doc } }
+  return {
+    status: 'found',
+    key: {
+      alg: 'ed25519',
+      publicKey: publicKeyOf(key),
+      source: 'identity-document',
+      document: doc,
+    },
+  }
 }
 
 /** Build an {@link IdentityDocumentCache} resolver. */
-export function identityDocumentResolver(options: IdentityDocumentResolverOptions): IdentityDocumentCache {
+export function identityDocumentResolver(
+  options: IdentityDocumentResolverOptions,
+): IdentityDocumentCache {
   return new IdentityDocumentCache(options)
 }

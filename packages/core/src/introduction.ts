@@ -1,13 +1,12 @@
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { base64urlDecode, base64urlEncode } from './base64url.js'
-import { randomBytes } from './bytes.js'
+import { constantTimeEqual, randomBytes } from './bytes.js'
 import type { CryptoProvider } from './crypto/provider.js'
 import { isDidKey, publicKeyFromDidKey } from './did-key.js'
 import { invalidFormat } from './errors.js'
-import { publicKeyOf, validateIdentityDocument, type IdentityDocument } from './identity.js'
+import { type IdentityDocument, publicKeyOf, validateIdentityDocument } from './identity.js'
 import type { Signer } from './keys.js'
 import type { Message } from './types.js'
-import { constantTimeEqual } from './bytes.js'
 
 /**
  * A new introduction token: base64url of 32 random bytes, to give to both humans (PROFILE §5).
@@ -20,7 +19,10 @@ export function createIntroductionToken(): string {
 }
 
 /** The key_id fragment of an introduction secret: `intro-` + 16 chars of base64url(SHA-256). */
-export async function introductionFragment(secret: Uint8Array, provider?: CryptoProvider): Promise<string> {
+export async function introductionFragment(
+  secret: Uint8Array,
+  provider?: CryptoProvider,
+): Promise<string> {
   const digest = await (provider ?? getDefaultCryptoProvider()).sha256(secret)
   return 'intro-' + base64urlEncode(digest).slice(0, 16)
 }
@@ -31,7 +33,11 @@ export async function introductionFragment(secret: Uint8Array, provider?: Crypto
  * @example
  * const signed = await signMessage(greeting, [ed25519Signer(keys), await hmacSigner(token, myId)])
  */
-export async function hmacSigner(token: string, agentId: string, provider?: CryptoProvider): Promise<Signer> {
+export async function hmacSigner(
+  token: string,
+  agentId: string,
+  provider?: CryptoProvider,
+): Promise<Signer> {
   const secret = base64urlDecode(token, 'token')
   if (secret.length !== 32) throw invalidFormat('an introduction token is 32 bytes', 'token')
   const p = provider ?? getDefaultCryptoProvider()
@@ -59,7 +65,10 @@ export function introducedIdentity(message: Message): IdentityDocument | undefin
     if (isDidKey(doc.agent_id)) {
       const didKey = publicKeyFromDidKey(doc.agent_id)
       if (!doc.keys.every((k) => constantTimeEqual(publicKeyOf(k), didKey))) {
-        throw invalidFormat("a did:key agent's introduced key must be the DID's key", 'body.parts.data.identity')
+        throw invalidFormat(
+          "a did:key agent's introduced key must be the DID's key",
+          'body.parts.data.identity',
+        )
       }
     }
     return doc

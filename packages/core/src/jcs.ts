@@ -19,6 +19,7 @@ import { invalidFormat } from './errors.js'
 const MAX_DEPTH = 512
 
 /** Characters that stop the fast string path: `"` `\` C0 controls and any surrogate half. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: RFC 8785 escapes U+0000–U+001F
 const NEEDS_CARE = /["\\\u0000-\u001f\ud800-\udfff]/
 
 /** Any surrogate half; only strings that contain one need the exact well-formedness check. */

@@ -1,9 +1,11 @@
+import { parseAgentId } from './agent-id.js'
 import { base64urlDecode, base64urlEncode } from './base64url.js'
+import { invalidFormat } from './errors.js'
 import type { IdentityDocument } from './identity.js'
 import { publicKeyOf } from './identity.js'
+import type { Storage, StorageOp } from './interfaces/storage.js'
 import { introductionFragment } from './introduction.js'
-import type { Storage } from './interfaces/storage.js'
-import type { KeyResolution, KeyResolver, KeyLookup } from './resolver.js'
+import type { KeyLookup, KeyResolution, KeyResolver, ResolvedKey } from './resolver.js'
 import { memoryStorage } from './storage/memory.js'
 import type { JsonValue } from './types.js'
 
@@ -20,6 +22,8 @@ export interface StoredKey {
 
 const KEY_PREFIX = 'keys/peer/'
 const SECRET_PREFIX = 'keys/secret/'
+/** `keys/intro-peer/<fragment>` → the agent id the token introduces (PROFILE §5). */
+const PEER_PREFIX = 'keys/intro-peer/'
 
 const keyName = (agent: string, fragment: string) =>
   `${KEY_PREFIX}${encodeURIComponent(agent)}/${encodeURIComponent(fragment)}`
@@ -33,6 +37,8 @@ const keyName = (agent: string, fragment: string) =>
 export class KeyStore implements KeyResolver {
   readonly #storage: Storage
   readonly #now: () => number
+  /** Binding a token runs one at a time, so two first greetings cannot both win it. */
+  #binding: Promise<unknown> = Promise.resolve()
 
   constructor(options: { storage?: Storage; now?: () => number } = {}) {
     this.#storage = options.storage ?? memoryStorage()
@@ -41,7 +47,13 @@ export class KeyStore implements KeyResolver {
 
   /** Pin a peer's key after the humans compared its fingerprint out of band (level 2). */
   async pin(agent: string, fragment: string, publicKey: Uint8Array): Promise<void> {
-    const entry: StoredKey = { agent, fragment, publicKey: base64urlEncode(publicKey), source: 'pinned', added: this.#now() }
+    const entry: StoredKey = {
+      agent,
+      fragment,
+      publicKey: base64urlEncode(publicKey),
+      source: 'pinned',
+      added: this.#now(),
+    }
     await this.#storage.put(keyName(agent, fragment), entry as unknown as JsonValue)
   }
 
@@ -71,13 +83,17 @@ export class KeyStore implements KeyResolver {
 
   /**
    * For a URL agent whose document could now be fetched: drop introduced keys the document
-   * does not list (PROFILE §5). Pinned keys stay. Returns the fragments dropped.
+   * does not list, or lists with another public key (PROFILE §5: the fetched document is
+   * final). Pinned keys stay. Returns the fragments dropped.
    */
   async reconcileWithDocument(document: IdentityDocument): Promise<string[]> {
-    const listed = new Set(document.keys.map((k) => k.key_id))
+    const listed = new Map<string, string>()
+    for (const k of document.keys) {
+      if (k.type === 'ed25519') listed.set(k.key_id, base64urlEncode(publicKeyOf(k)))
+    }
     const dropped: string[] = []
     for (const k of await this.keysOf(document.agent_id)) {
-      if (k.source === 'introduction' && !listed.has(k.fragment)) {
+      if (k.source === 'introduction' && listed.get(k.fragment) !== k.publicKey) {
         await this.#storage.delete(keyName(k.agent, k.fragment))
         dropped.push(k.fragment)
       }
@@ -100,28 +116,76 @@ export class KeyStore implements KeyResolver {
 
   /**
    * Hold an introduction token (base64url of 32 random bytes) so level-0 signatures made with
-   * it verify. Returns the key_id fragment (`intro-…`) both sides use.
+   * it verify. A token introduces one peer (PROFILE §5): name it with `agent` when the humans
+   * said whom it introduces; otherwise it is bound to the first sender whose message verifies
+   * with it. Either way it then verifies only that peer's messages. Adding a held token again
+   * without `agent` keeps its binding. Returns the key_id fragment (`intro-…`) both sides use.
    */
-  async addIntroductionToken(token: string): Promise<string> {
+  async addIntroductionToken(token: string, agent?: string): Promise<string> {
     const secret = base64urlDecode(token, 'token')
+    if (secret.length !== 32) throw invalidFormat('an introduction token is 32 bytes', 'token')
     const fragment = await introductionFragment(secret)
-    await this.#storage.put(SECRET_PREFIX + fragment, token)
+    const ops: StorageOp[] = [{ type: 'put', key: SECRET_PREFIX + fragment, value: token }]
+    if (agent !== undefined) {
+      ops.push({ type: 'put', key: PEER_PREFIX + fragment, value: parseAgentId(agent, 'agent').id })
+    }
+    await this.#storage.batch(ops)
     return fragment
   }
 
-  /** Forget an introduction token. */
+  /** The agent an introduction token introduces, once named or bound; `undefined` before. */
+  async introducedPeer(token: string): Promise<string | undefined> {
+    const fragment = await introductionFragment(base64urlDecode(token, 'token'))
+    const peer = await this.#storage.get(PEER_PREFIX + fragment)
+    return typeof peer === 'string' ? peer : undefined
+  }
+
+  /** Forget an introduction token (and whom it introduces). */
   async removeIntroductionToken(token: string): Promise<void> {
-    await this.#storage.delete(SECRET_PREFIX + (await introductionFragment(base64urlDecode(token, 'token'))))
+    const fragment = await introductionFragment(base64urlDecode(token, 'token'))
+    await this.#storage.batch([
+      { type: 'delete', key: SECRET_PREFIX + fragment },
+      { type: 'delete', key: PEER_PREFIX + fragment },
+    ])
+  }
+
+  /** Bind an unbound token to `agent`; false when another peer has it (or it was removed). */
+  #bind(fragment: string, agent: string): Promise<boolean> {
+    const run = this.#binding.then(async () => {
+      if ((await this.#storage.get(SECRET_PREFIX + fragment)) === undefined) return false
+      const peer = await this.#storage.get(PEER_PREFIX + fragment)
+      if (typeof peer === 'string') return peer === agent
+      await this.#storage.put(PEER_PREFIX + fragment, agent)
+      return true
+    })
+    this.#binding = run.catch(() => undefined)
+    return run
   }
 
   async resolve(lookup: KeyLookup): Promise<KeyResolution> {
     if (lookup.alg === 'hmac-sha256') {
       const token = await this.#storage.get(SECRET_PREFIX + lookup.fragment)
-      if (typeof token !== 'string') return { status: 'not_found', reason: `no introduction secret ${lookup.fragment}` }
-      return { status: 'found', key: { alg: 'hmac-sha256', secret: base64urlDecode(token), source: 'shared-secret' } }
+      if (typeof token !== 'string')
+        return { status: 'not_found', reason: `no introduction secret ${lookup.fragment}` }
+      const key: ResolvedKey = {
+        alg: 'hmac-sha256',
+        secret: base64urlDecode(token),
+        source: 'shared-secret',
+      }
+      // The verifier refuses the token for anyone but its peer, and binds an unbound one to
+      // the sender only once the signature verified (PROFILE §5).
+      const peer = await this.#storage.get(PEER_PREFIX + lookup.fragment)
+      if (typeof peer === 'string') key.peer = peer
+      else key.bind = (agent) => this.#bind(lookup.fragment, agent)
+      return { status: 'found', key }
     }
-    const stored = (await this.#storage.get(keyName(lookup.agent, lookup.fragment))) as unknown as StoredKey | undefined
+    const stored = (await this.#storage.get(keyName(lookup.agent, lookup.fragment))) as unknown as
+      | StoredKey
+      | undefined
     if (!stored) return { status: 'not_found', reason: `no stored key ${lookup.keyId}` }
-    return { status: 'found', key: { alg: 'ed25519', publicKey: base64urlDecode(stored.publicKey), source: stored.source } }
+    return {
+      status: 'found',
+      key: { alg: 'ed25519', publicKey: base64urlDecode(stored.publicKey), source: stored.source },
+    }
   }
 }

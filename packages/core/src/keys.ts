@@ -1,7 +1,7 @@
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { randomBytes } from './bytes.js'
 import type { CryptoProvider } from './crypto/provider.js'
-import { didKeyFromPublicKey, didKeyFragment } from './did-key.js'
+import { didKeyFragment, didKeyFromPublicKey } from './did-key.js'
 import { invalidFormat } from './errors.js'
 import type { SignatureAlg } from './types.js'
 import { x25519SecretFromSha512 } from './x25519-scalar.js'
@@ -42,7 +42,10 @@ export async function generateKeyPair(provider?: CryptoProvider): Promise<KeyPai
 }
 
 /** Rebuild a key pair from its 32-byte secret (seed). */
-export async function keyPairFromSeed(seed: Uint8Array, provider?: CryptoProvider): Promise<KeyPair> {
+export async function keyPairFromSeed(
+  seed: Uint8Array,
+  provider?: CryptoProvider,
+): Promise<KeyPair> {
   if (!(seed instanceof Uint8Array) || seed.length !== 32) {
     throw invalidFormat('an Ed25519 secret key is 32 bytes', 'secretKey')
   }

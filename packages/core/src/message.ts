@@ -1,8 +1,8 @@
-import { parseAgentId, assertRelayUrl } from './agent-id.js'
+import { assertRelayUrl, parseAgentId } from './agent-id.js'
 import { base64urlDecode } from './base64url.js'
 import { invalidFormat } from './errors.js'
 import { parseTimestamp } from './timestamps.js'
-import { PHASES, type Message } from './types.js'
+import { type Message, PHASES } from './types.js'
 
 /** Grammar of `message_id` and `conversation_id` (PROFILE §2). */
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
@@ -42,7 +42,8 @@ function requireString(v: unknown, field: string): string {
 }
 
 function requireInt(v: unknown, field: string, min: number, max: number): number {
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw invalidFormat('must be an integer', field)
+  if (typeof v !== 'number' || !Number.isInteger(v))
+    throw invalidFormat('must be an integer', field)
   if (v < min || v > max) throw invalidFormat(`must be between ${min} and ${max}`, field)
   return v
 }
@@ -50,7 +51,10 @@ function requireInt(v: unknown, field: string, min: number, max: number): number
 function requireId(v: unknown, field: string): string {
   const s = requireString(v, field)
   if (!ID_RE.test(s)) {
-    throw invalidFormat('must be 1–128 characters of [A-Za-z0-9._:-] starting with a letter or digit', field)
+    throw invalidFormat(
+      'must be 1–128 characters of [A-Za-z0-9._:-] starting with a letter or digit',
+      field,
+    )
   }
   return s
 }
@@ -72,7 +76,10 @@ function validateParts(body: Obj): void {
       case 'sealed':
         parseAgentId(part.recipient, `${field}.recipient`)
         requireString(part.key_id, `${field}.key_id`)
-        base64urlDecode(requireString(part.ciphertext, `${field}.ciphertext`), `${field}.ciphertext`)
+        base64urlDecode(
+          requireString(part.ciphertext, `${field}.ciphertext`),
+          `${field}.ciphertext`,
+        )
         break
       default:
         throw invalidFormat(`unknown part type "${type}" (text, data or sealed)`, `${field}.type`)
@@ -83,7 +90,8 @@ function validateParts(body: Obj): void {
 function validateSecurity(security: unknown): void {
   const sec = requireObject(security, 'security')
   if (sec.signatures !== undefined) {
-    if (!Array.isArray(sec.signatures)) throw invalidFormat('must be an array', 'security.signatures')
+    if (!Array.isArray(sec.signatures))
+      throw invalidFormat('must be an array', 'security.signatures')
     for (let i = 0; i < sec.signatures.length; i++) {
       requireObject(sec.signatures[i], `security.signatures[${i}]`)
     }
@@ -121,10 +129,14 @@ export function validateMessage(input: unknown): ValidationResult {
   let protocolError: ProtocolError | undefined
 
   const version = requireString(m.version, 'version')
-  if (!/^[0-9]+(\.[0-9]+)*$/.test(version)) throw invalidFormat('must look like "1" or "1.2"', 'version')
+  if (!/^[0-9]+(\.[0-9]+)*$/.test(version))
+    throw invalidFormat('must look like "1" or "1.2"', 'version')
   const major = version.split('.', 1)[0]
   if (major !== '1') {
-    protocolError = { code: 'version_mismatch', message: `version ${version} is not supported (major 1)` }
+    protocolError = {
+      code: 'version_mismatch',
+      message: `version ${version} is not supported (major 1)`,
+    }
   }
 
   requireId(m.message_id, 'message_id')

@@ -1,3 +1,4 @@
+import { BucketShares } from './bucket-shares.js'
 import { AgentMsgError, invalidFormat } from './errors.js'
 import type { Storage } from './interfaces/storage.js'
 import { memoryStorage } from './storage/memory.js'
@@ -34,6 +35,21 @@ export interface ReplayGuardOptions {
    * expired, new messages are refused with `unavailable` (503 + Retry-After). @default 1_000_000
    */
   maxEntries?: number
+  /**
+   * Most ids one client-address bucket may hold (ids remembered with a `bucket`), so a few
+   * addresses cannot fill the guard and make it refuse everyone. Past it, that bucket's new
+   * messages are refused with `rate_limited` (429 + Retry-After) until its ids expire; other
+   * buckets are not affected. Ids remembered without a bucket count only against `maxEntries`.
+   * @default maxEntries / 16 (62,500 of the default million)
+   */
+  maxEntriesPerBucket?: number
+  /**
+   * The shares apply once the guard holds this fraction of `maxEntries`: below it one address
+   * (a relay's webhook, many users behind one NAT) may use the room nobody else needs; above it
+   * nobody takes more than a share, so the room left stays for everyone else.
+   * @default 0.5
+   */
+  shareThreshold?: number
 }
 
 /** The message members the guard reads. */
@@ -65,6 +81,10 @@ export class ReplayGuard {
   readonly #maxFutureMs: number
   readonly #retentionMs: number
   readonly #maxEntries: number
+  // Storage key → the client-address bucket it counts against. In memory only: ids loaded from
+  // storage after a restart count against `maxEntries` alone.
+  readonly #shares: BucketShares<string>
+  readonly #shareThreshold: number
   // Storage key → expiry (epoch ms).
   readonly #index = new Map<string, number>()
   // Storage key → whether the claim that holds it succeeded (the id was persisted).
@@ -85,6 +105,13 @@ export class ReplayGuard {
     if (!Number.isInteger(this.#maxEntries) || this.#maxEntries < 1) {
       throw new RangeError(`ReplayGuard: maxEntries must be a positive integer`)
     }
+    this.#shareThreshold = options.shareThreshold ?? 0.5
+    if (!(this.#shareThreshold >= 0 && this.#shareThreshold <= 1)) {
+      throw new RangeError('ReplayGuard: shareThreshold must be between 0 and 1')
+    }
+    this.#shares = new BucketShares(
+      options.maxEntriesPerBucket ?? Math.max(1, Math.ceil(this.#maxEntries / 16)),
+    )
   }
 
   /**
@@ -134,23 +161,25 @@ export class ReplayGuard {
 
   /**
    * Remember `messageId` from `from` until now + `retentionMs`, in storage before resolving.
+   * `bucket`: the client-address bucket it came from, counted against its share.
    *
-   * @throws AgentMsgError `unavailable` (with `retryAfter`) when `maxEntries` live ids are held.
+   * @throws AgentMsgError `unavailable` (with `retryAfter`) when `maxEntries` live ids are held,
+   *   `rate_limited` when `bucket` holds its whole share.
    */
-  async remember(from: string, messageId: string): Promise<void> {
+  async remember(from: string, messageId: string, bucket?: string): Promise<void> {
     await this.#load()
-    await this.#store(replayKey(from, messageId))
+    await this.#store(replayKey(from, messageId), bucket)
   }
 
   /**
    * The whole check for an inbound message, in PROFILE §6's order: date window and TTL, then
    * the duplicate id, remembering a new one. Concurrent calls for the same (from, id) yield
    * exactly one `'new'`; a call that overlaps a claim still being persisted waits for it, and if
-   * that write fails, claims the id itself.
+   * that write fails, claims the id itself. `bucket`: as in {@link remember}.
    *
    * @throws AgentMsgError as {@link checkFreshness} and {@link remember}.
    */
-  async checkAndRemember(message: ReplayCheckInput): Promise<'new' | 'duplicate'> {
+  async checkAndRemember(message: ReplayCheckInput, bucket?: string): Promise<'new' | 'duplicate'> {
     this.checkFreshness(message)
     await this.#load()
     const key = replayKey(message.from.agent, message.message_id)
@@ -161,7 +190,7 @@ export class ReplayGuard {
       if (await pending) return 'duplicate'
     }
     // Check-then-claim with no await in between: this is what makes the claim exclusive.
-    const claim = this.#store(key)
+    const claim = this.#store(key, bucket)
     const done = claim.then(
       () => true,
       () => false,
@@ -188,7 +217,10 @@ export class ReplayGuard {
         const expiry = this.#index.get(key)
         return expiry !== undefined && expiry <= now
       })
-      for (const key of chunk) this.#index.delete(key)
+      for (const key of chunk) {
+        this.#index.delete(key)
+        this.#shares.remove(key)
+      }
       const write = this.#storage.batch(chunk.map((key) => ({ type: 'delete', key })))
       // A remember of one of these ids waits for this delete, so the delete cannot land after
       // the new expiry and erase it from storage.
@@ -217,14 +249,44 @@ export class ReplayGuard {
     return expiry !== undefined && expiry > this.#now()
   }
 
-  async #store(key: string): Promise<void> {
-    if (this.#full(key)) await this.#makeRoom(key)
-    const deleting = this.#deleting.get(key)
-    if (deleting !== undefined) await deleting.catch(() => undefined)
-    const expiry = this.#now() + this.#retentionMs
-    await this.#storage.put(key, expiry)
-    this.#index.set(key, Math.max(expiry, this.#index.get(key) ?? -Infinity))
-    if (expiry < this.#nextExpiry) this.#nextExpiry = expiry
+  async #store(key: string, bucket: string | undefined): Promise<void> {
+    // A new id of a bucket takes a slot of its share now, so concurrent claims cannot overshoot
+    // it; an id already held keeps the slot (and the bucket) it has.
+    const counted = bucket !== undefined && !this.#index.has(key)
+    if (counted) {
+      if (this.#shares.full(bucket) && this.#contended()) await this.#makeRoomIn(bucket)
+      this.#shares.add(key, bucket)
+    }
+    try {
+      if (this.#full(key)) await this.#makeRoom(key)
+      const deleting = this.#deleting.get(key)
+      if (deleting !== undefined) await deleting.catch(() => undefined)
+      const expiry = this.#now() + this.#retentionMs
+      await this.#storage.put(key, expiry)
+      this.#index.set(key, Math.max(expiry, this.#index.get(key) ?? -Infinity))
+      if (expiry < this.#nextExpiry) this.#nextExpiry = expiry
+    } catch (error) {
+      if (counted && !this.#index.has(key)) this.#shares.remove(key)
+      throw error
+    }
+  }
+
+  /** A bucket holds its whole share: prune if anything expired, else refuse it alone. */
+  async #makeRoomIn(bucket: string): Promise<void> {
+    if (this.#now() >= this.#nextExpiry) await this.prune()
+    if (!this.#shares.full(bucket) || !this.#contended()) return
+    // Its oldest id expires no sooner than the guard's oldest: a lower bound, never too late.
+    const waitMs = Number.isFinite(this.#nextExpiry) ? this.#nextExpiry - this.#now() : 0
+    throw new AgentMsgError(
+      'rate_limited',
+      `too many messages from this address are remembered (${this.#shares.max}); try again later`,
+      { retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) },
+    )
+  }
+
+  /** True when the guard holds enough that per-bucket shares apply. */
+  #contended(): boolean {
+    return this.#index.size + this.#inFlight.size >= this.#maxEntries * this.#shareThreshold
   }
 
   /** True when storing `key` would exceed `maxEntries` (a stored key reuses its slot). */

@@ -34,6 +34,17 @@ export type ResolvedKey =
       /** The shared secret (the decoded introduction token). */
       secret: Uint8Array
       source: 'shared-secret'
+      /**
+       * The one agent this token introduces (PROFILE §5): a signature by anyone else made
+       * with it is a failing signature.
+       */
+      peer?: string
+      /**
+       * For a token not yet bound to a peer: bind it to `agent`, called by the verifier once
+       * the signature verified. Resolves false when another peer took it meanwhile, which
+       * makes the signature a failing one.
+       */
+      bind?: (agent: string) => Promise<boolean>
     }
 
 /**
@@ -42,8 +53,20 @@ export type ResolvedKey =
  */
 export type KeyResolution =
   | { status: 'found'; key: ResolvedKey }
-  | { status: 'not_found'; reason: string }
-  | { status: 'unavailable'; reason: string; /** seconds */ retryAfter: number }
+  | {
+      status: 'not_found'
+      reason: string
+      /** The answer stands: resolvers later in a chain are not asked (a fetched document, §5). */
+      final?: boolean
+    }
+  | {
+      status: 'unavailable'
+      reason: string
+      /** seconds */
+      retryAfter: number
+      /** As for `not_found`: later resolvers are not asked. */
+      final?: boolean
+    }
 
 /**
  * Finds the key behind a signature's key_id. Transports and applications plug their own in
@@ -55,8 +78,10 @@ export interface KeyResolver {
 
 /**
  * Ask resolvers in order (PROFILE §4: cache → identity document → did:key → out-of-band pins);
- * the first `found` wins. When none finds the key, any `unavailable` answer wins over
- * `not_found`, so a transient failure never becomes a verdict.
+ * the first `found` wins, and a `final` answer ends the search (a URL agent's fetched identity
+ * document: a key it does not list is not found, whatever was pinned or introduced, §5). When
+ * none finds the key, any `unavailable` answer wins over `not_found`, so a transient failure
+ * never becomes a verdict.
  */
 export function chainResolvers(...resolvers: KeyResolver[]): KeyResolver {
   return {
@@ -65,12 +90,17 @@ export function chainResolvers(...resolvers: KeyResolver[]): KeyResolver {
       const reasons: string[] = []
       for (const r of resolvers) {
         const res = await r.resolve(lookup, options)
-        if (res.status === 'found') return res
+        if (res.status === 'found' || res.final) return res
         if (res.status === 'unavailable') {
           if (!unavailable || res.retryAfter > unavailable.retryAfter) unavailable = res
         } else reasons.push(res.reason)
       }
-      return unavailable ?? { status: 'not_found', reason: reasons.join('; ') || `no key for ${lookup.keyId}` }
+      return (
+        unavailable ?? {
+          status: 'not_found',
+          reason: reasons.join('; ') || `no key for ${lookup.keyId}`,
+        }
+      )
     },
   }
 }

@@ -30,7 +30,9 @@ const HEADER_ORDER = [
  * present other than body, security and trace, in the conventional order.
  */
 export function requiredSignedHeaders(message: Record<string, unknown>): string[] {
-  const present = Object.keys(message).filter((k) => !UNSIGNED_MEMBERS.has(k) && message[k] !== undefined)
+  const present = Object.keys(message).filter(
+    (k) => !UNSIGNED_MEMBERS.has(k) && message[k] !== undefined,
+  )
   const known = HEADER_ORDER.filter((k) => present.includes(k))
   const extra = present.filter((k) => !HEADER_ORDER.includes(k)).sort()
   return [...known, ...extra]
@@ -64,7 +66,9 @@ export async function signMessage(
   if (signers.length === 0) throw new TypeError('signMessage needs at least one signer')
   const from = valid.from.agent
   const created =
-    typeof options.created === 'string' ? options.created : formatTimestamp(options.created ?? Date.now())
+    typeof options.created === 'string'
+      ? options.created
+      : formatTimestamp(options.created ?? Date.now())
   const signedHeaders = requiredSignedHeaders(valid as unknown as Record<string, unknown>)
 
   const signatures = await Promise.all(
@@ -85,14 +89,20 @@ export async function signMessage(
         signed_headers: signedHeaders,
         signed_body: true,
       }
-      const input = buildSigningInput(valid as unknown as Record<string, unknown>, signedHeaders, true, params)
+      const input = buildSigningInput(
+        valid as unknown as Record<string, unknown>,
+        signedHeaders,
+        true,
+        params,
+      )
       const sig = await s.sign(input)
       return { ...params, sig: base64urlEncode(sig) } as SignatureObject
     }),
   )
 
   const existing = valid.security?.signatures ?? []
-  if ('sig' in (options.extensions ?? {})) throw invalidFormat('extensions cannot set sig', 'extensions')
+  if ('sig' in (options.extensions ?? {}))
+    throw invalidFormat('extensions cannot set sig', 'extensions')
   return {
     ...valid,
     security: { ...valid.security, signatures: [...existing, ...signatures] },

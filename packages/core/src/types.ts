@@ -1,5 +1,11 @@
 /** JSON values as the SDK stores and signs them. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | JsonValue[]
+  | { [key: string]: JsonValue }
 /** A JSON object. */
 export type JsonObject = { [key: string]: JsonValue }
 
@@ -29,7 +35,13 @@ export interface SignatureObject {
 export type BodyPart =
   | { type: 'text'; text: string; [k: string]: JsonValue }
   | { type: 'data'; data: JsonValue; [k: string]: JsonValue }
-  | { type: 'sealed'; recipient: string; key_id: string; ciphertext: string; [k: string]: JsonValue }
+  | {
+      type: 'sealed'
+      recipient: string
+      key_id: string
+      ciphertext: string
+      [k: string]: JsonValue
+    }
 
 /** A trace entry appended by a relay (SPEC §2.7). */
 export interface TraceEntry {

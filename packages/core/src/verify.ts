@@ -1,5 +1,5 @@
 import { getDefaultCryptoProvider } from '#crypto-default'
-import { levelForKeySource, type KeySource } from './auth-level.js'
+import { type KeySource, levelForKeySource } from './auth-level.js'
 import { base64urlDecode } from './base64url.js'
 import { constantTimeEqual } from './bytes.js'
 import type { CryptoProvider } from './crypto/provider.js'
@@ -73,10 +73,14 @@ function usable(
     throw refuse('signed_headers must be an array of strings', `${field}.signed_headers`)
   }
   const named = new Set<string>(headers as string[])
-  if (named.size !== headers.length) throw refuse('signed_headers names a member twice', `${field}.signed_headers`)
+  if (named.size !== headers.length)
+    throw refuse('signed_headers names a member twice', `${field}.signed_headers`)
   for (const name of named) {
     if (!required.has(name)) {
-      throw refuse(`signed_headers names "${name}", which is absent or never signed`, `${field}.signed_headers`)
+      throw refuse(
+        `signed_headers names "${name}", which is absent or never signed`,
+        `${field}.signed_headers`,
+      )
     }
   }
   if (named.size !== required.size) {
@@ -89,12 +93,19 @@ function usable(
   const hash = keyId.lastIndexOf('#')
   const agent = keyId.slice(0, hash)
   const fragment = keyId.slice(hash + 1)
-  if (hash <= 0 || fragment === '') throw refuse('key_id must be <agent_id>#<fragment>', `${field}.key_id`)
+  if (hash <= 0 || fragment === '')
+    throw refuse('key_id must be <agent_id>#<fragment>', `${field}.key_id`)
   if (agent !== message.from.agent) {
-    throw refuse(`key_id belongs to ${agent}, not to from.agent ${message.from.agent}`, `${field}.key_id`)
+    throw refuse(
+      `key_id belongs to ${agent}, not to from.agent ${message.from.agent}`,
+      `${field}.key_id`,
+    )
   }
   if (alg === 'ed25519' && isDidKey(agent) && fragment !== didKeyFragment(agent)) {
-    throw refuse("a did:key signature's key_id fragment is the DID's method-specific id", `${field}.key_id`)
+    throw refuse(
+      "a did:key signature's key_id fragment is the DID's method-specific id",
+      `${field}.key_id`,
+    )
   }
   if (alg === 'hmac-sha256' && !INTRO_FRAGMENT_RE.test(fragment)) {
     throw refuse('an hmac-sha256 key_id uses the introduction fragment intro-…', `${field}.key_id`)
@@ -107,7 +118,8 @@ function usable(
     throw refuse('created must be an RFC 3339 UTC timestamp', `${field}.created`)
   }
   if (typeof raw.created !== 'string') throw refuse('created must be a string', `${field}.created`)
-  if (created > now + MAX_CREATED_SKEW_MS) throw refuse('created is more than 5 minutes in the future', `${field}.created`)
+  if (created > now + MAX_CREATED_SKEW_MS)
+    throw refuse('created is more than 5 minutes in the future', `${field}.created`)
 
   if (typeof raw.sig !== 'string') throw refuse('sig must be a string', `${field}.sig`)
   let sigBytes: Uint8Array
@@ -116,7 +128,8 @@ function usable(
   } catch {
     throw refuse('sig must be canonical unpadded base64url', `${field}.sig`)
   }
-  if (sigBytes.length !== SIG_BYTES[alg]) throw refuse(`sig must be ${SIG_BYTES[alg]} bytes`, `${field}.sig`)
+  if (sigBytes.length !== SIG_BYTES[alg])
+    throw refuse(`sig must be ${SIG_BYTES[alg]} bytes`, `${field}.sig`)
 
   return {
     index,
@@ -128,9 +141,16 @@ function usable(
 }
 
 function signingInputOf(message: Message, sig: Candidate['sig']): Uint8Array {
-  const params: Record<string, unknown> = {}
-  for (const k in sig) if (k !== 'sig') params[k] = sig[k]
-  return buildSigningInput(message as unknown as Record<string, unknown>, sig.signed_headers, true, params)
+  // Every own member but `sig` is bound (PROFILE §3). Object.fromEntries defines members, so a
+  // `"__proto__"` member is kept as one; `params[k] = …` would hit the prototype setter and
+  // leave it out of the signing input, unsigned.
+  const params = Object.fromEntries(Object.entries(sig).filter(([k]) => k !== 'sig'))
+  return buildSigningInput(
+    message as unknown as Record<string, unknown>,
+    sig.signed_headers,
+    true,
+    params,
+  )
 }
 
 /**
@@ -158,8 +178,9 @@ export async function verifyMessage(
   if (!sigs || sigs.length === 0) throw refuse('the message is unsigned', 'security.signatures')
 
   const required = new Set<string>()
-  for (const k in msg) {
-    if (!UNSIGNED_MEMBERS.has(k) && (msg as Record<string, unknown>)[k] !== undefined) required.add(k)
+  for (const k of Object.keys(msg)) {
+    if (!UNSIGNED_MEMBERS.has(k) && (msg as Record<string, unknown>)[k] !== undefined)
+      required.add(k)
   }
   const candidates: Candidate[] = []
   for (let i = 0; i < sigs.length; i++) {
@@ -168,10 +189,13 @@ export async function verifyMessage(
     if (raw.alg !== 'ed25519' && raw.alg !== 'hmac-sha256') continue
     candidates.push(usable(raw, i, msg, required, now))
   }
-  if (candidates.length === 0) throw refuse('no signature with a supported algorithm', 'security.signatures')
+  if (candidates.length === 0)
+    throw refuse('no signature with a supported algorithm', 'security.signatures')
 
   const resolutions = await Promise.all(
-    candidates.map((c) => resolver.resolve(c.lookup, options.signal ? { signal: options.signal } : {})),
+    candidates.map((c) =>
+      resolver.resolve(c.lookup, options.signal ? { signal: options.signal } : {}),
+    ),
   )
   let retryAfter = 0
   let unavailableReason = ''
@@ -182,7 +206,11 @@ export async function verifyMessage(
     }
   }
   if (unavailableReason) {
-    throw new AgentMsgError('unavailable', `a signing key could not be looked up now: ${unavailableReason}`, { retryAfter: Math.max(1, retryAfter) })
+    throw new AgentMsgError(
+      'unavailable',
+      `a signing key could not be looked up now: ${unavailableReason}`,
+      { retryAfter: Math.max(1, retryAfter) },
+    )
   }
 
   const held: Array<{ c: Candidate; key: ResolvedKey }> = []
@@ -190,23 +218,39 @@ export async function verifyMessage(
   resolutions.forEach((r, i) => {
     const c = candidates[i]!
     if (r.status === 'found') {
-      if (r.key.alg !== c.lookup.alg) throw new AgentMsgError('internal_error', `resolver returned a ${r.key.alg} key for a ${c.lookup.alg} signature`)
+      if (r.key.alg !== c.lookup.alg)
+        throw new AgentMsgError(
+          'internal_error',
+          `resolver returned a ${r.key.alg} key for a ${c.lookup.alg} signature`,
+        )
       held.push({ c, key: r.key })
     } else notFound.push(`${c.lookup.keyId}: ${r.status === 'not_found' ? r.reason : ''}`)
   })
 
   for (const { c, key } of held) {
+    // A token introduces one peer (PROFILE §5): used by anyone else it is a failing signature.
+    if (key.alg === 'hmac-sha256' && key.peer !== undefined && key.peer !== c.lookup.agent) {
+      throw refuse(
+        `introduction token ${c.lookup.fragment} introduces another agent`,
+        `security.signatures[${c.index}].key_id`,
+      )
+    }
     if (key.alg === 'ed25519' && key.document) {
       const use = checkKeyUsable(key.document, c.lookup.fragment, c.created, now, {
         transitionMs: options.transitionMs ?? DEFAULT_TRANSITION_MS,
       })
       if (!use.ok) {
-        throw new AgentMsgError(use.code, use.message, { field: `security.signatures[${c.index}].key_id` })
+        throw new AgentMsgError(use.code, use.message, {
+          field: `security.signatures[${c.index}].key_id`,
+        })
       }
     }
   }
   if (held.length === 0) {
-    if (notFound.length > 0) throw new AgentMsgError('unknown_sender', `no key found for ${notFound.join('; ')}`, { field: 'security.signatures' })
+    if (notFound.length > 0)
+      throw new AgentMsgError('unknown_sender', `no key found for ${notFound.join('; ')}`, {
+        field: 'security.signatures',
+      })
     throw refuse('no usable signature', 'security.signatures')
   }
 
@@ -221,10 +265,29 @@ export async function verifyMessage(
   const verified: VerifiedSignature[] = []
   for (let i = 0; i < held.length; i++) {
     const { c, key } = held[i]!
-    if (!results[i]) throw refuse(`signature by ${c.lookup.keyId} does not verify`, `security.signatures[${c.index}].sig`)
-    const v: VerifiedSignature = { keyId: c.lookup.keyId, alg: c.lookup.alg, source: key.source, level: levelForKeySource(key.source) }
+    if (!results[i])
+      throw refuse(
+        `signature by ${c.lookup.keyId} does not verify`,
+        `security.signatures[${c.index}].sig`,
+      )
+    const v: VerifiedSignature = {
+      keyId: c.lookup.keyId,
+      alg: c.lookup.alg,
+      source: key.source,
+      level: levelForKeySource(key.source),
+    }
     if (key.alg === 'ed25519') v.publicKey = key.publicKey
     verified.push(v)
+  }
+  // Every signature verified: an unbound token now introduces this sender, unless another
+  // sender's message bound it first (PROFILE §5).
+  for (const { c, key } of held) {
+    if (key.alg === 'hmac-sha256' && key.bind && !(await key.bind(c.lookup.agent))) {
+      throw refuse(
+        `introduction token ${c.lookup.fragment} introduces another agent`,
+        `security.signatures[${c.index}].key_id`,
+      )
+    }
   }
   verified.sort((a, b) => b.level - a.level)
   return { ...verified[0]!, signatures: verified }

@@ -3,14 +3,15 @@
  *
  * @packageDocumentation
  */
-export {
-  ed25519PublicKeyToX25519,
-  ed25519SeedToX25519SecretKey,
-  resolveDidKeyDocument,
-} from './x25519.js'
+
 export type {
   DidDocument,
   DidVerificationMethod,
   OkpPublicJwk,
   ResolveDidKeyOptions,
+} from './x25519.js'
+export {
+  ed25519PublicKeyToX25519,
+  ed25519SeedToX25519SecretKey,
+  resolveDidKeyDocument,
 } from './x25519.js'

@@ -5,7 +5,7 @@
  * `@noble/ed25519`'s curve arithmetic and SHA-512, which an app that only signs and verifies
  * should not download. Sealed-box encryption builds on it.
  */
-import { Point, etc } from '@noble/ed25519'
+import { etc, Point } from '@noble/ed25519'
 import { sha512 } from '@noble/hashes/sha2.js'
 import { base64urlEncode } from './base64url.js'
 import {
@@ -13,8 +13,8 @@ import {
   DID_KEY_PREFIX,
   encodeMultikey,
   MULTICODEC_KEY_TYPES,
-  publicKeyFromDidKey,
   type MulticodecKeyType,
+  publicKeyFromDidKey,
 } from './did-key.js'
 import { invalidFormat } from './errors.js'
 import { x25519SecretFromSha512 } from './x25519-scalar.js'

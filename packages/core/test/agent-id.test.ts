@@ -1,4 +1,3 @@
-import { generateKeyPairSync } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import {
   agentEndpoints,
@@ -10,27 +9,11 @@ import {
   splitKeyId,
 } from '../src/agent-id.js'
 import { didKeyFromPublicKey } from '../src/did-key.js'
-import { isAgentMsgError } from '../src/errors.js'
+import { errorOf, newPublicKey } from './identity-helpers.js'
 
 // The W3C did:key vector for the all-zero seed, and the X25519 key agreement key beside it.
 const W3C_DID = 'did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp'
 const X25519_DID = 'did:key:z6LShs9GGnqk85isEBzzshkuVWrVKsRp24GnDuHk8QWkARMW'
-
-function freshDidKey(): string {
-  const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' })
-  return didKeyFromPublicKey(new Uint8Array(Buffer.from(jwk.x!, 'base64url')))
-}
-
-/** The error `fn` throws, asserted to be an AgentMsgError. */
-function errorOf(fn: () => unknown) {
-  try {
-    fn()
-  } catch (e) {
-    if (isAgentMsgError(e)) return e
-    throw e
-  }
-  throw new Error('expected a throw')
-}
 
 describe('parseAgentId', () => {
   it.each([
@@ -55,7 +38,7 @@ describe('parseAgentId', () => {
   })
 
   it('accepts a freshly generated Ed25519 did:key', () => {
-    const did = freshDidKey()
+    const did = didKeyFromPublicKey(newPublicKey())
     expect(parseAgentId(did).kind).toBe('did:key')
   })
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import {
-  AuthLevelTracker,
-  levelForKeySource,
   type AuthLevelInput,
+  AuthLevelTracker,
   type KeySource,
+  levelForKeySource,
 } from '../src/auth-level.js'
 import { memoryStorage } from '../src/storage/memory.js'
 import type { AuthLevel, SignatureAlg } from '../src/types.js'

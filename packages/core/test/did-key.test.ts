@@ -11,12 +11,12 @@ import {
   isDidKey,
   publicKeyFromDidKey,
 } from '../src/did-key.js'
+import { isAgentMsgError } from '../src/errors.js'
 import {
   ed25519PublicKeyToX25519,
   ed25519SeedToX25519SecretKey,
   resolveDidKeyDocument,
 } from '../src/x25519.js'
-import { isAgentMsgError } from '../src/errors.js'
 import { checkDidKeyVectors } from './shared/didkey-vectors.js'
 import { readVectorJson } from './vectors.node.js'
 

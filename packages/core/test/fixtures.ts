@@ -1,28 +1,13 @@
-import {
-  createMessage,
-  didKeyFromPublicKey,
-  ed25519Signer,
-  generateKeyPair,
-  type KeyPair,
-  type Signer,
-  type UnsignedMessage,
-} from '../src/index.js'
-
-/** A did:key agent with its signer. */
-export interface TestAgent {
-  id: string
-  keys: KeyPair
-  signer: Signer
-}
-
-export async function didKeyAgent(): Promise<TestAgent> {
-  const keys = await generateKeyPair()
-  const id = didKeyFromPublicKey(keys.publicKey)
-  return { id, keys, signer: ed25519Signer(keys) }
-}
+/** Core's own test fixtures; the did:key agent and signed message are `@agentmsg/conformance`'s. */
+import { createMessage, type UnsignedMessage } from '../src/index.js'
 
 /** A message of about `size` bytes of text from `from` to `to`. */
-export function sampleMessage(from: string, to: string, size = 200, date = Date.now()): UnsignedMessage {
+export function sampleMessage(
+  from: string,
+  to: string,
+  size = 200,
+  date = Date.now(),
+): UnsignedMessage {
   return createMessage({
     from,
     to,

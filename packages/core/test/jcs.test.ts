@@ -202,9 +202,13 @@ describe('canonicalize: properties', () => {
     const sortDeep = (v: unknown): unknown => {
       if (Array.isArray(v)) return v.map(sortDeep)
       if (v === null || typeof v !== 'object') return v
-      const out: Record<string, unknown> = {}
-      for (const k of Object.keys(v).sort()) out[k] = sortDeep((v as Record<string, unknown>)[k])
-      return out
+      // fromEntries defines own properties, so a "__proto__" key stays a key (an assignment
+      // would set the prototype instead: fast-check generates that key).
+      return Object.fromEntries(
+        Object.keys(v)
+          .sort()
+          .map((k) => [k, sortDeep((v as Record<string, unknown>)[k])]),
+      )
     }
     fc.assert(
       fc.property(jsonValue, (v) => {

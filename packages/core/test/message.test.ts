@@ -1,8 +1,8 @@
+import { fixtureAgent } from '@agentmsg/conformance'
 import { describe, expect, it } from 'vitest'
-import { createMessage, validateMessage, type AgentMsgError } from '../src/index.js'
-import { didKeyAgent } from './fixtures.js'
+import { type AgentMsgError, createMessage, validateMessage } from '../src/index.js'
 
-const alice = await didKeyAgent()
+const alice = await fixtureAgent()
 const base = () =>
   JSON.parse(
     JSON.stringify(
@@ -42,7 +42,12 @@ describe('validateMessage (PROFILE §2)', () => {
   it('accepts topic messages, sealed and data parts, trace and extension members', () => {
     const m = base()
     m.to = { topic: 'news/agents.v1' }
-    m.body.parts.push({ type: 'sealed', recipient: alice.id, key_id: `${alice.id}#x`, ciphertext: 'AAEC' })
+    m.body.parts.push({
+      type: 'sealed',
+      recipient: alice.id,
+      key_id: `${alice.id}#x`,
+      ciphertext: 'AAEC',
+    })
     m.trace = { received: [{ by: 'relay:https://r.example', anything: 1 }] }
     m.x_custom = { a: 1 }
     expect(() => validateMessage(m)).not.toThrow()
@@ -58,7 +63,11 @@ describe('validateMessage (PROFILE §2)', () => {
     ['missing from', 'from', (m) => delete m.from],
     ['from.agent http URL', 'from.agent', (m) => (m.from.agent = 'http://a.example')],
     ['from.agent not normal form', 'from.agent', (m) => (m.from.agent = 'https://A.example/')],
-    ['from.relays non-normal', 'from.relays[0]', (m) => (m.from.relays = ['https://relay.example/'])],
+    [
+      'from.relays non-normal',
+      'from.relays[0]',
+      (m) => (m.from.relays = ['https://relay.example/']),
+    ],
     ['from.relays not array', 'from.relays', (m) => (m.from.relays = 'https://relay.example')],
     ['to with agent and topic', 'to', (m) => (m.to.topic = 'x')],
     ['to empty', 'to', (m) => (m.to = {})],
@@ -76,10 +85,18 @@ describe('validateMessage (PROFILE §2)', () => {
     ['text part without text', 'body.parts[0].text', (m) => (m.body.parts = [{ type: 'text' }])],
     ['unknown part type', 'body.parts[0].type', (m) => (m.body.parts = [{ type: 'image' }])],
     ['data part without data', 'body.parts[0].data', (m) => (m.body.parts = [{ type: 'data' }])],
-    ['sealed part bad ciphertext', 'body.parts[0].ciphertext', (m) =>
-      (m.body.parts = [{ type: 'sealed', recipient: alice.id, key_id: 'k', ciphertext: 'AA==' }])],
+    [
+      'sealed part bad ciphertext',
+      'body.parts[0].ciphertext',
+      (m) =>
+        (m.body.parts = [{ type: 'sealed', recipient: alice.id, key_id: 'k', ciphertext: 'AA==' }]),
+    ],
     ['signatures not an array', 'security.signatures', (m) => (m.security = { signatures: {} })],
-    ['signature not an object', 'security.signatures[0]', (m) => (m.security = { signatures: ['x'] })],
+    [
+      'signature not an object',
+      'security.signatures[0]',
+      (m) => (m.security = { signatures: ['x'] }),
+    ],
     ['trace.received not array', 'trace.received', (m) => (m.trace = { received: {} })],
     ['trace entry not object', 'trace.received[0]', (m) => (m.trace = { received: [1] })],
   ]

@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import * as core from '../src/index.js'
 
@@ -16,7 +16,11 @@ describe('packages/core/README.md', () => {
   it('runs its examples as one program', async () => {
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1])
     expect(blocks.length).toBeGreaterThan(5)
-    const dir = mkdtempSync(path.join(tmpdir(), 'agentmsg-readme-'))
+    // Inside the repository (.tmp/ is git-ignored), so `@agentmsg/core` resolves the way it does
+    // for a consumer: through node_modules and the package's exports.
+    const scratch = fileURLToPath(new URL('../../../.tmp/', import.meta.url))
+    mkdirSync(scratch, { recursive: true })
+    const dir = mkdtempSync(path.join(scratch, 'readme-'))
     const file = path.join(dir, 'readme-example.ts')
     writeFileSync(file, blocks.join('\n') + '\nexport const done = true\n')
     const mod = await import(/* @vite-ignore */ file)

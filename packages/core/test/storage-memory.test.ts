@@ -1,7 +1,7 @@
+import { testStorage } from '@agentmsg/conformance'
 import { describe, expect, it } from 'vitest'
 import { memoryStorage } from '../src/storage/memory.js'
 import { namespacedStorage } from '../src/storage/namespace.js'
-import { testStorage } from './shared/storage-contract.js'
 
 testStorage('memoryStorage', () => memoryStorage())
 testStorage("namespacedStorage(memoryStorage(), 'ns/')", () =>

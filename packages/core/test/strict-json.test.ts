@@ -48,8 +48,10 @@ describe('parseStrictJson: accepts', () => {
     ['0.1', 0.1],
     ['-0', -0],
     ['1e-400', 0],
+    // biome-ignore lint/correctness/noPrecisionLoss: the parser must give the double JSON.parse gives
     ['1.7976931348623157e-308', 1.7976931348623157e-308],
     ['1E3', 1000],
+    // biome-ignore lint/correctness/noPrecisionLoss: the parser must give the double JSON.parse gives
     ['123456789012345.678', 123456789012345.678],
   ])('number %s', (literal, value) => {
     expect(parseStrictJson(`{"n":${literal}}`).n).toBe(value)

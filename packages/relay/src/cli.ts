@@ -3,21 +3,34 @@
  *
  *   agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
  *                  [--dev-tls | --tls-cert F --tls-key F] [--allow-private LIST]
+ *                  [--max-storage SIZE]
  *
  * The `agentmsg` bin dispatches `relay` here with the arguments after the command name.
  */
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { createDevCertificate } from '@agentmsg/transport-https/node'
-import { serveRelay, type RelayServer, type ServeRelayOptions } from './server/serve.js'
+import { loadDevCertificate } from '@agentmsg/transport-https/node'
+import { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
 
 export const RELAY_USAGE = `usage:
   agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
                  [--dev-tls | --tls-cert F --tls-key F] [--allow-private LIST]
+                 [--max-storage SIZE]
       run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite;
-      the public URL defaults to https://<host>:<port>; SIGTERM/SIGINT stop it cleanly
+      the public URL defaults to https://<host>:<port>; SIGTERM/SIGINT stop it cleanly;
+      --max-storage caps what all mailboxes hold together (bytes, or e.g. 512MiB, 10GiB;
+      default 10GiB)
 `
+
+const SIZE_UNITS: Record<string, number> = { '': 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }
+
+/** A size: an integer number of bytes, or one with a KiB, MiB or GiB suffix. */
+function parseSize(text: string): number {
+  const match = /^([0-9]{1,15})(KiB|MiB|GiB)?$/.exec(text.trim())
+  if (!match) throw new Error(`--max-storage ${text} is not a size (bytes, KiB, MiB or GiB)`)
+  return Number(match[1]) * SIZE_UNITS[match[2] ?? '']!
+}
 
 /** Where the command writes and how it waits; replaceable for tests. */
 export interface RelayCommandIo {
@@ -45,6 +58,7 @@ export async function relayOptionsFromArgs(
       'tls-key': { type: 'string' },
       'dev-tls': { type: 'boolean' },
       'allow-private': { type: 'string', multiple: true },
+      'max-storage': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -60,9 +74,10 @@ export async function relayOptionsFromArgs(
   const dataDir = values.data
   let tls: { cert: string; key: string }
   if (values['dev-tls']) {
-    const dev = await devTls(dataDir)
-    tls = dev
-    log(`development certificate: ${path.resolve(dev.certFile)} (clients pass it as their CA)`)
+    // In the data directory, made on first use and kept across restarts (key 0600).
+    const dev = await loadDevCertificate(path.join(dataDir, 'dev-tls'))
+    tls = { cert: dev.cert, key: dev.key }
+    log(`development certificate: ${dev.certFile} (clients pass it as their CA)`)
   } else if (values['tls-cert'] && values['tls-key']) {
     tls = {
       cert: await readFile(values['tls-cert'], 'utf8'),
@@ -73,6 +88,8 @@ export async function relayOptionsFromArgs(
       'relay needs --dev-tls, or --tls-cert and --tls-key (https only, also in development)',
     )
   }
+  const maxStorage = values['max-storage']
+  const quota = maxStorage === undefined ? undefined : { totalBytes: parseSize(maxStorage) }
   const allowPrivate = (values['allow-private'] ?? [])
     .flatMap((v) => v.split(','))
     .map((s) => s.trim())
@@ -84,35 +101,9 @@ export async function relayOptionsFromArgs(
     tls,
     ...(values['public-url'] ? { publicUrl: values['public-url'] } : {}),
     ...(allowPrivate.length > 0 ? { allowPrivate } : {}),
+    ...(quota ? { quota } : {}),
     onError: (e: unknown) => log(`error: ${e instanceof Error ? e.message : String(e)}`),
   }
-}
-
-/** The development certificate of a data directory, made on first use (key 0600). */
-async function devTls(dir: string): Promise<{ cert: string; key: string; certFile: string }> {
-  const tlsDir = path.join(dir, 'dev-tls')
-  const certFile = path.join(tlsDir, 'cert.pem')
-  const keyFile = path.join(tlsDir, 'key.pem')
-  try {
-    return {
-      cert: await readFile(certFile, 'utf8'),
-      key: await readFile(keyFile, 'utf8'),
-      certFile,
-    }
-  } catch {
-    await mkdir(tlsDir, { recursive: true, mode: 0o700 })
-    const { cert, key } = await createDevCertificate()
-    await writeAtomic(keyFile, key, 0o600)
-    await writeAtomic(certFile, cert, 0o644)
-    return { cert, key, certFile }
-  }
-}
-
-async function writeAtomic(file: string, text: string, mode: number): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`
-  await writeFile(tmp, text, { mode })
-  await chmod(tmp, mode)
-  await rename(tmp, file)
 }
 
 function signals(): Promise<string> {

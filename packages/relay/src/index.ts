@@ -6,44 +6,50 @@
  * @packageDocumentation
  */
 
+export type { RelayCommandIo } from './cli.js'
+export { RELAY_USAGE, relayOptionsFromArgs, runRelayCommand } from './cli.js'
 // Server
 export {
   createRelayHandler,
   DEFAULT_PAGE_LIMIT,
   DEFAULT_RETENTION_MS,
+  DEFAULT_STREAMS_PER_AGENT,
+  DEFAULT_SUBSCRIPTIONS_PER_AGENT,
   MAX_PAGE_BYTES,
   MAX_PAGE_LIMIT,
 } from './server/handler.js'
+export type { RelayServer, ServeRelayOptions } from './server/serve.js'
+export { serveRelay } from './server/serve.js'
 export type {
   Feed,
   FeedSink,
-  RelayHandler,
   RelayHandlerOptions,
   RelayLimits,
   RelayRequestInfo,
+  RelayServerHandler,
   RelayWebhookOptions,
 } from './server/types.js'
-export { serveRelay } from './server/serve.js'
-export type { RelayServer, ServeRelayOptions } from './server/serve.js'
-export { createRelayWebSocket } from './server/ws.js'
 export type { RelayWebSocket, RelayWebSocketOptions } from './server/ws.js'
-export { RELAY_USAGE, relayOptionsFromArgs, runRelayCommand } from './cli.js'
-export type { RelayCommandIo } from './cli.js'
-
-// Stores
-export { MailboxFullError } from './store/types.js'
+export { createRelayWebSocket } from './server/ws.js'
+export type { RelayQuota } from './store/common.js'
+export {
+  DEFAULT_QUOTA_BYTES,
+  DEFAULT_QUOTA_MESSAGES,
+  DEFAULT_QUOTA_TOTAL_BYTES,
+} from './store/common.js'
+export type { MemoryRelayStore, MemoryRelayStoreOptions } from './store/memory.js'
+export { memoryRelayStore } from './store/memory.js'
+export type { SqliteCommitInfo, SqliteRelayStoreOptions } from './store/sqlite.js'
+export { SQLITE_SCHEMA_VERSION, sqliteRelayStore } from './store/sqlite.js'
 export type {
+  DuplicateQuery,
   MailboxEntry,
   MailboxPage,
   PublishInput,
-  PublishResult,
   RelayStore,
+  StorePublishResult,
   Subscription,
   WebhookTarget,
 } from './store/types.js'
-export { sqliteRelayStore, SQLITE_SCHEMA_VERSION } from './store/sqlite.js'
-export type { SqliteCommitInfo, SqliteRelayStoreOptions } from './store/sqlite.js'
-export { memoryRelayStore } from './store/memory.js'
-export type { MemoryRelayStore, MemoryRelayStoreOptions } from './store/memory.js'
-export { DEFAULT_QUOTA_BYTES, DEFAULT_QUOTA_MESSAGES } from './store/common.js'
-export type { RelayQuota } from './store/common.js'
+// Stores
+export { MailboxFullError, RelayStorageFullError } from './store/types.js'

@@ -14,7 +14,7 @@
  * keys, so the relay's per-address (100 burst, 10/s) and per-sender (20 burst, 1/s) rate limits
  * do not turn the stream into a stream of 429s. A 429 is counted and is not a 202.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { Agent, request as httpsRequest } from 'node:https'
@@ -22,20 +22,20 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   createKeyResolver,
   createMessage,
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
-  signMessage,
-  verifyMessage,
   type KeyPair,
   type Message,
+  signMessage,
+  verifyMessage,
 } from '@agentmsg/core'
+import { signRequest } from '@agentmsg/core/http-signature'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
-import { signRequest } from '@agentmsg/transport-relay'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const CLI = fileURLToPath(new URL('../../cli/dist/cli.js', import.meta.url))
 
@@ -89,7 +89,19 @@ interface Relay {
 function startRelay(dataDir: string, port: number): Promise<Relay & { certFile: string }> {
   const child = spawn(
     process.execPath,
-    [CLI, 'relay', '--data', dataDir, '--host', '127.0.0.1', '--port', String(port), '--dev-tls', '--allow-private', '127.0.0.1'],
+    [
+      CLI,
+      'relay',
+      '--data',
+      dataDir,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--dev-tls',
+      '--allow-private',
+      '127.0.0.1',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
   let out = ''
@@ -127,7 +139,8 @@ function startRelay(dataDir: string, port: number): Promise<Relay & { certFile: 
 async function killHard(relay: Relay): Promise<void> {
   if (relay.child.exitCode === null && relay.child.signalCode === null) relay.child.kill('SIGKILL')
   const { signal, code } = await relay.exited
-  if (signal !== 'SIGKILL') throw new Error(`relay exited with code ${code} before the SIGKILL:\n${relay.output()}`)
+  if (signal !== 'SIGKILL')
+    throw new Error(`relay exited with code ${code} before the SIGKILL:\n${relay.output()}`)
 }
 
 type PublishOutcome = { status: number } | { error: string }
@@ -169,7 +182,8 @@ let relay: Relay | undefined
 let dataDir: string
 
 beforeAll(async () => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  if (!existsSync(CLI))
+    throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-crash-'))
 })
 
@@ -182,8 +196,12 @@ afterAll(async () => {
 })
 
 describe('relay crash (SIGKILL) durability', () => {
-  it('keeps every 202-acknowledged publish across SIGKILLs, none twice', { timeout: 90_000 }, async () => {
-    const seed = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : (Date.now() ^ (process.pid << 8)) >>> 0
+  it('keeps every 202-acknowledged publish across SIGKILLs, none twice', {
+    timeout: 90_000,
+  }, async () => {
+    const seed = process.env.CRASH_SEED
+      ? Number(process.env.CRASH_SEED)
+      : (Date.now() ^ (process.pid << 8)) >>> 0
     console.log(`crash test seed: ${seed} (rerun with CRASH_SEED=${seed})`)
     const random = prng(seed)
     const started = Date.now()
@@ -196,7 +214,17 @@ describe('relay crash (SIGKILL) durability', () => {
     const sent = new Map<string, Sent>() // every id ever put on the wire
     const acked = new Set<string>() // every id that got a 202
     const ackedList: string[] = []
-    const perRound: Array<{ round: number; killAfterMs: number; attempts: number; acked: number; rateLimited: number; failed: number; otherStatus: number; resent: number; resentAcked: number }> = []
+    const perRound: Array<{
+      round: number
+      killAfterMs: number
+      attempts: number
+      acked: number
+      rateLimited: number
+      failed: number
+      otherStatus: number
+      resent: number
+      resentAcked: number
+    }> = []
 
     let ca = ''
     for (let round = 1; round <= ROUNDS; round++) {
@@ -207,20 +235,36 @@ describe('relay crash (SIGKILL) durability', () => {
 
       if (round === 1) {
         // Open the mailbox once: signed POST /relay/subscribe.
-        const fetch = createNodeFetch({ ca, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) })
+        const fetch = createNodeFetch({
+          ca,
+          addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
+        })
         const url = `${base}/relay/subscribe`
         const body = new TextEncoder().encode(JSON.stringify({ subscribe: { agent: mailbox } }))
         const headers = await signRequest({ method: 'POST', url, body, signer: ownerSigner })
-        const res = await fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body })
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body,
+        })
         expect(res.status, await res.clone().text()).toBe(201)
         await res.text()
       }
 
       const agents = Array.from(
         { length: CONCURRENCY },
-        (_, i) => new Agent({ ca, keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${10 + i}` }),
+        (_, i) =>
+          new Agent({ ca, keepAlive: true, maxSockets: 1, localAddress: `127.0.0.${10 + i}` }),
       )
-      const stats = { attempts: 0, acked: 0, rateLimited: 0, failed: 0, otherStatus: 0, resent: 0, resentAcked: 0 }
+      const stats = {
+        attempts: 0,
+        acked: 0,
+        rateLimited: 0,
+        failed: 0,
+        otherStatus: 0,
+        resent: 0,
+        resentAcked: 0,
+      }
       const otherStatuses = new Map<number, number>()
       let killed = false
       let firstAck!: () => void
@@ -283,16 +327,20 @@ describe('relay crash (SIGKILL) durability', () => {
               stats.otherStatus++
               otherStatuses.set(outcome.status, (otherStatuses.get(outcome.status) ?? 0) + 1)
             }
-            if (resendId !== undefined && !killed) throw new Error(`re-send of ${id} got ${outcome.status}`)
+            if (resendId !== undefined && !killed)
+              throw new Error(`re-send of ${id} got ${outcome.status}`)
           } else {
             stats.failed++
             // A connection error before the kill is a relay failure, not the crash.
-            if (!killed) throw new Error(`publish failed before the kill: ${outcome.error}\n${r.output()}`)
+            if (!killed)
+              throw new Error(`publish failed before the kill: ${outcome.error}\n${r.output()}`)
           }
         }
       }
 
-      const killAfterMs = Math.round(KILL_DELAY_MIN_MS + random() * (KILL_DELAY_MAX_MS - KILL_DELAY_MIN_MS))
+      const killAfterMs = Math.round(
+        KILL_DELAY_MIN_MS + random() * (KILL_DELAY_MAX_MS - KILL_DELAY_MIN_MS),
+      )
       const killer = (async () => {
         // The random delay runs from the round's first 202 of a new message (not a re-send), so
         // every round acknowledges something and is killed mid-stream.
@@ -300,7 +348,10 @@ describe('relay crash (SIGKILL) durability', () => {
         await Promise.race([
           firstAckSeen,
           new Promise((_, reject) => {
-            t = setTimeout(() => reject(new Error(`no 202 within ${FIRST_ACK_TIMEOUT_MS} ms in round ${round}`)), FIRST_ACK_TIMEOUT_MS)
+            t = setTimeout(
+              () => reject(new Error(`no 202 within ${FIRST_ACK_TIMEOUT_MS} ms in round ${round}`)),
+              FIRST_ACK_TIMEOUT_MS,
+            )
           }),
         ]).finally(() => clearTimeout(t))
         await new Promise((resolve) => setTimeout(resolve, killAfterMs))
@@ -317,7 +368,10 @@ describe('relay crash (SIGKILL) durability', () => {
         for (const a of agents) a.destroy()
       }
       relay = undefined
-      expect(otherStatuses.size, `unexpected statuses ${JSON.stringify([...otherStatuses])}\n${r.output()}`).toBe(0)
+      expect(
+        otherStatuses.size,
+        `unexpected statuses ${JSON.stringify([...otherStatuses])}\n${r.output()}`,
+      ).toBe(0)
       perRound.push({ round, killAfterMs, ...stats })
       console.log(
         `round ${round}: SIGKILL ${killAfterMs} ms after the first 202; ${stats.attempts} publishes, ` +
@@ -329,7 +383,10 @@ describe('relay crash (SIGKILL) durability', () => {
     // Restart once more and read the whole mailbox, page by page.
     const r = await startRelay(dataDir, port)
     relay = r
-    const fetch = createNodeFetch({ ca, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) })
+    const fetch = createNodeFetch({
+      ca,
+      addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
+    })
     const retrieved: Message[] = []
     let after: string | undefined
     let pages = 0

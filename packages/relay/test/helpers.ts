@@ -1,27 +1,22 @@
-/** Shared fixtures of the relay server tests: agents, signed messages, a real HTTPS relay, clients. */
+/**
+ * Shared fixtures of the relay server tests: a real HTTPS relay and its clients. Agents and
+ * signed messages come from `@agentmsg/conformance` (`fixtureAgent`, `signedMessage`).
+ */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import {
-  createMessage,
-  didKeyFromPublicKey,
-  ed25519Signer,
-  generateKeyPair,
-  signMessage,
-  utf8Encode,
-  type CreateMessageOptions,
-  type KeyPair,
-  type Message,
-  type Signer,
-} from '@agentmsg/core'
+import { type FixtureAgent, fixtureAgent } from '@agentmsg/conformance'
+import type { Message } from '@agentmsg/core'
+import { utf8Encode } from '@agentmsg/core/encoding'
+import { signRequest } from '@agentmsg/core/http-signature'
 import {
   createAddressPolicy,
   createDevCertificate,
   createNodeFetch,
   type DevCertificate,
 } from '@agentmsg/transport-https/node'
-import { signRequest } from '@agentmsg/transport-relay'
-import { serveRelay, type RelayServer, type ServeRelayOptions } from '../src/server/serve.js'
+import { afterEach, expect } from 'vitest'
+import { type RelayServer, type ServeRelayOptions, serveRelay } from '../src/server/serve.js'
 
 let cert: Promise<DevCertificate> | undefined
 
@@ -29,39 +24,6 @@ let cert: Promise<DevCertificate> | undefined
 export function testCertificate(): Promise<DevCertificate> {
   cert ??= createDevCertificate()
   return cert
-}
-
-/** A did:key agent that can sign. */
-export interface Agent {
-  id: string
-  keys: KeyPair
-  signer: Signer
-}
-
-export async function newAgent(): Promise<Agent> {
-  const keys = await generateKeyPair()
-  return { id: didKeyFromPublicKey(keys.publicKey), keys, signer: ed25519Signer(keys) }
-}
-
-let conversation = 0
-
-/** A signed message from `sender` to an agent or `{topic}`. */
-export async function signedMessage(
-  sender: Agent,
-  to: string | { topic: string },
-  overrides: Partial<CreateMessageOptions> = {},
-  created?: number,
-): Promise<Message> {
-  const msg = createMessage({
-    from: sender.id,
-    to,
-    conversationId: `c-${++conversation}`,
-    sequence: 0,
-    phase: 'request',
-    text: 'hello',
-    ...overrides,
-  })
-  return signMessage(msg, sender.signer, created !== undefined ? { created } : {})
 }
 
 /** A client of one relay: plain and agent-signed requests over real HTTPS. */
@@ -72,7 +34,7 @@ export interface RelayClient {
     method: string,
     pathAndQuery: string,
     options?: {
-      as?: Agent
+      as?: FixtureAgent
       body?: unknown
       headers?: Record<string, string>
       created?: number
@@ -81,8 +43,15 @@ export interface RelayClient {
     },
   ): Promise<Response>
   publish(message: unknown, headers?: Record<string, string>): Promise<Response>
-  subscribe(agent: Agent, extra?: Record<string, unknown>, topics?: string[]): Promise<string>
-  retrieve(agent: Agent, query?: string): Promise<{ messages: Message[]; cursor: string | null }>
+  subscribe(
+    agent: FixtureAgent,
+    extra?: Record<string, unknown>,
+    topics?: string[],
+  ): Promise<string>
+  retrieve(
+    agent: FixtureAgent,
+    query?: string,
+  ): Promise<{ messages: Message[]; cursor: string | null }>
 }
 
 export interface TestRelay extends RelayServer {
@@ -124,6 +93,49 @@ export async function startRelay(
       await rm(dataDir, { recursive: true, force: true })
     },
   }
+}
+
+/** The relays of a test file, one per test: see {@link relayPerTest}. */
+export interface RelayPerTest {
+  /** Serve the test's relay; it is stopped after the test. */
+  start(options?: Parameters<typeof startRelay>[0]): Promise<TestRelay>
+  /** Run `fn` after the test, before the relay stops (the last deferred first). */
+  defer(fn: () => Promise<void> | void): void
+}
+
+/**
+ * Register the file's hook: after each test, run what the test deferred, check that its relay
+ * reported no unexpected error, and stop the relay.
+ */
+export function relayPerTest(): RelayPerTest {
+  let relay: TestRelay | undefined
+  const deferred: Array<() => Promise<void> | void> = []
+  afterEach(async () => {
+    for (const fn of deferred.splice(0).reverse()) await fn()
+    const r = relay
+    relay = undefined
+    if (r) {
+      expect(r.errors).toEqual([])
+      await r.stop()
+    }
+  })
+  return {
+    async start(options) {
+      relay = await startRelay(options)
+      return relay
+    },
+    defer: (fn) => void deferred.push(fn),
+  }
+}
+
+/** Alice and Bob on `relay`, Bob subscribed so that his mailbox takes messages. */
+export async function aliceAndBob(
+  relay: TestRelay,
+): Promise<{ client: RelayClient; alice: FixtureAgent; bob: FixtureAgent }> {
+  const alice = await fixtureAgent()
+  const bob = await fixtureAgent()
+  await relay.client.subscribe(bob)
+  return { client: relay.client, alice, bob }
 }
 
 export function clientFetch(ca: string, timeoutMs = 30_000): typeof fetch {

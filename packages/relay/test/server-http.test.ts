@@ -1,27 +1,17 @@
 /** The relay's HTTP endpoints over real HTTPS (PROFILE §9). */
-import { afterEach, describe, expect, it } from 'vitest'
+
+import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { createKeyResolver, verifyMessage } from '@agentmsg/core'
+import { describe, expect, it } from 'vitest'
 import { memoryRelayStore } from '../src/store/memory.js'
-import { newAgent, signedMessage, startRelay, type TestRelay } from './helpers.js'
+import { aliceAndBob, relayPerTest } from './helpers.js'
 
-let relay: TestRelay | undefined
-
-afterEach(async () => {
-  const r = relay
-  relay = undefined
-  if (r) {
-    expect(r.errors).toEqual([])
-    await r.stop()
-  }
-})
+const { start } = relayPerTest()
 
 describe('publish → retrieve → ack', () => {
   it('stores for a subscribed mailbox, serves it, and deletes on ack', async () => {
-    relay = await startRelay()
-    const { client } = relay
-    const alice = await newAgent()
-    const bob = await newAgent()
-    await client.subscribe(bob)
+    const relay = await start()
+    const { client, alice, bob } = await aliceAndBob(relay)
 
     const msg = await signedMessage(alice, bob.id)
     const res = await client.publish(msg)
@@ -61,12 +51,41 @@ describe('publish → retrieve → ack', () => {
     expect((await client.request('DELETE', ackPath, { as: bob })).status).toBe(404)
   })
 
+  it('acknowledges many with POST /relay/ack, skipping entries that match nothing', async () => {
+    const relay = await start()
+    const { client, alice, bob } = await aliceAndBob(relay)
+    const msgs = [await signedMessage(alice, bob.id), await signedMessage(alice, bob.id)]
+    for (const m of msgs) expect((await client.publish(m)).status).toBe(202)
+    const acks = [
+      ...msgs.map((m) => ({ message_id: m.message_id, from: alice.id })),
+      { message_id: 'nothing-here', from: alice.id },
+    ]
+    const ack = (body: unknown, as = bob) =>
+      client.request('POST', '/relay/ack', { as, body: body as Record<string, unknown> })
+    // Another agent's mailbox: 403, nothing removed.
+    expect((await ack({ agent: bob.id, acks }, alice)).status).toBe(403)
+    for (const bad of [
+      { agent: bob.id, acks: [] },
+      { agent: bob.id },
+      { agent: bob.id, acks: [{}] },
+    ]) {
+      const r = await ack(bad)
+      expect(r.status).toBe(400)
+      expect((await r.json()).code).toBe('invalid_format')
+    }
+    const tooMany = Array.from({ length: 501 }, (_, i) => ({ message_id: `m${i}`, from: alice.id }))
+    expect((await ack({ agent: bob.id, acks: tooMany })).status).toBe(400)
+    expect((await client.retrieve(bob)).messages).toHaveLength(2)
+    const r = await ack({ agent: bob.id, acks })
+    expect(r.status).toBe(200)
+    expect(await r.json()).toEqual({ status: 'acknowledged', removed: 2 })
+    expect((await client.retrieve(bob)).messages).toEqual([])
+    expect((await ack({ agent: bob.id, acks })).status).toBe(200)
+  })
+
   it('pages with limit and clamps it to 500', async () => {
-    relay = await startRelay()
-    const { client } = relay
-    const alice = await newAgent()
-    const bob = await newAgent()
-    await client.subscribe(bob)
+    const relay = await start()
+    const { client, alice, bob } = await aliceAndBob(relay)
     for (let i = 0; i < 3; i++) {
       expect((await client.publish(await signedMessage(alice, bob.id))).status).toBe(202)
     }
@@ -84,17 +103,17 @@ describe('publish → retrieve → ack', () => {
   })
 
   it('gives an owner with no mailbox an empty list', async () => {
-    relay = await startRelay()
-    const carol = await newAgent()
+    const relay = await start()
+    const carol = await fixtureAgent()
     expect(await relay.client.retrieve(carol)).toEqual({ messages: [], cursor: null })
   })
 })
 
 describe('mailboxes', () => {
   it('answers 404 for a mailbox nobody subscribed, only after the signature verified', async () => {
-    relay = await startRelay()
-    const alice = await newAgent()
-    const nobody = await newAgent()
+    const relay = await start()
+    const alice = await fixtureAgent()
+    const nobody = await fixtureAgent()
     const msg = await signedMessage(alice, nobody.id)
     const res = await relay.client.publish(msg)
     expect(res.status).toBe(404)
@@ -111,10 +130,10 @@ describe('mailboxes', () => {
   })
 
   it('closes the mailbox when the last subscription is deleted, keeping what it holds', async () => {
-    relay = await startRelay()
+    const relay = await start()
     const { client } = relay
-    const alice = await newAgent()
-    const bob = await newAgent()
+    const alice = await fixtureAgent()
+    const bob = await fixtureAgent()
     const id = await client.subscribe(bob)
     expect((await client.publish(await signedMessage(alice, bob.id))).status).toBe(202)
     // Another agent may not delete it.
@@ -128,26 +147,27 @@ describe('mailboxes', () => {
   })
 
   it('answers 503 with Retry-After when the mailbox is full', async () => {
-    relay = await startRelay({ quota: { messages: 2 } })
-    const { client } = relay
-    const alice = await newAgent()
-    const bob = await newAgent()
-    await client.subscribe(bob)
+    // One sender may fill this mailbox alone: the mailbox quota is what is tested here.
+    const relay = await start({ quota: { messages: 2, senderMessages: 2 } })
+    const { client, alice, bob } = await aliceAndBob(relay)
     for (let i = 0; i < 2; i++) {
       expect((await client.publish(await signedMessage(alice, bob.id))).status).toBe(202)
     }
     const full = await client.publish(await signedMessage(alice, bob.id))
     expect(full.status).toBe(503)
     expect(Number(full.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
-    expect((await full.json()).code).toBe('unavailable')
+    const body = await full.json()
+    expect(body.code).toBe('unavailable')
+    // The error never names a mailbox or its owner (PROFILE §9).
+    expect(body.message).not.toContain(bob.id)
   })
 
   it('fans a topic message out to every subscriber, stored once', async () => {
     const store = memoryRelayStore()
-    relay = await startRelay({ store })
+    const relay = await start({ store })
     const { client } = relay
-    const alice = await newAgent()
-    const subs = await Promise.all([newAgent(), newAgent(), newAgent()])
+    const alice = await fixtureAgent()
+    const subs = await Promise.all([fixtureAgent(), fixtureAgent(), fixtureAgent()])
     for (const s of subs) await client.subscribe(s, {}, ['news/tech'])
     const msg = await signedMessage(alice, { topic: 'news/tech' })
     expect((await client.publish(msg)).status).toBe(202)
@@ -164,11 +184,8 @@ describe('mailboxes', () => {
 
 describe('publish pipeline', () => {
   it('refuses a non-empty trace, bad content types, methods and sizes', async () => {
-    relay = await startRelay()
-    const { client } = relay
-    const alice = await newAgent()
-    const bob = await newAgent()
-    await client.subscribe(bob)
+    const relay = await start()
+    const { client, alice, bob } = await aliceAndBob(relay)
     const msg = await signedMessage(alice, bob.id)
     const traced = {
       ...msg,
@@ -203,8 +220,24 @@ describe('publish pipeline', () => {
     expect(u.status).toBe(401)
   })
 
+  it('refuses a non-empty trace with 400 even when the signature is bad too', async () => {
+    const relay = await start()
+    const { alice, bob } = await aliceAndBob(relay)
+    const msg = await signedMessage(alice, bob.id)
+    const entry = { by: 'relay:https://x.example', with: 'https/agentmsg-1', at: msg.date }
+    const forged = {
+      ...msg,
+      body: { parts: [{ type: 'text', text: 'tampered' }] },
+      trace: { received: [{ ...entry, from: alice.id }] },
+    }
+    const r = await relay.client.publish(forged)
+    expect(r.status).toBe(400)
+    expect((await r.json()).code).toBe('invalid_format')
+    expect((await relay.client.retrieve(bob)).messages).toHaveLength(0)
+  })
+
   it('answers CORS preflights and unknown paths', async () => {
-    relay = await startRelay()
+    const relay = await start()
     const pre = await relay.client.request('OPTIONS', '/relay/messages')
     expect(pre.status).toBe(204)
     expect(pre.headers.get('access-control-allow-origin')).toBe('*')
@@ -215,11 +248,8 @@ describe('publish pipeline', () => {
   })
 
   it('limits per sender after verification', async () => {
-    relay = await startRelay({ limits: { perSender: { perMinute: 1, burst: 2 } } })
-    const { client } = relay
-    const alice = await newAgent()
-    const bob = await newAgent()
-    await client.subscribe(bob)
+    const relay = await start({ limits: { perSender: { perMinute: 1, burst: 2 } } })
+    const { client, alice, bob } = await aliceAndBob(relay)
     expect((await client.publish(await signedMessage(alice, bob.id))).status).toBe(202)
     expect((await client.publish(await signedMessage(alice, bob.id))).status).toBe(202)
     const limited = await client.publish(await signedMessage(alice, bob.id))
@@ -230,10 +260,10 @@ describe('publish pipeline', () => {
 
 describe('agent auth', () => {
   it('refuses missing, foreign, replayed and stale signatures', async () => {
-    relay = await startRelay()
+    const relay = await start()
     const { client } = relay
-    const bob = await newAgent()
-    const mallory = await newAgent()
+    const bob = await fixtureAgent()
+    const mallory = await fixtureAgent()
     await client.subscribe(bob)
     const path = `/relay/messages?agent=${encodeURIComponent(bob.id)}`
 
@@ -278,11 +308,8 @@ describe('expiry', () => {
     let now = Date.now()
     const clock = () => now
     const store = memoryRelayStore()
-    relay = await startRelay({ store, now: clock, clientNow: clock })
-    const { client } = relay
-    const alice = await newAgent()
-    const bob = await newAgent()
-    await client.subscribe(bob)
+    const relay = await start({ store, now: clock, clientNow: clock })
+    const { client, alice, bob } = await aliceAndBob(relay)
     const short = await signedMessage(alice, bob.id, { ttlSeconds: 60, date: now })
     const long = await signedMessage(alice, bob.id, { date: now })
     expect((await client.publish(short)).status).toBe(202)
@@ -305,7 +332,7 @@ describe('expiry', () => {
       alice,
       bob.id,
       { ttlSeconds: 1, date: now - 5_000 },
-      now - 5_000,
+      { created: now - 5_000 },
     )
     const res = await client.publish(expired)
     expect(res.status).toBe(400)
@@ -313,6 +340,6 @@ describe('expiry', () => {
   })
 
   it('refuses a retention below 7 days', async () => {
-    await expect(startRelay({ retentionMs: 86_400_000 })).rejects.toThrow(RangeError)
+    await expect(start({ retentionMs: 86_400_000 })).rejects.toThrow(RangeError)
   })
 })

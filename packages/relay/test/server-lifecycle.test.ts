@@ -2,11 +2,12 @@
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { describe, expect, it } from 'vitest'
-import { runRelayCommand } from '../src/cli.js'
+import { relayOptionsFromArgs, runRelayCommand } from '../src/cli.js'
 import { memoryRelayStore } from '../src/store/memory.js'
-import type { PublishInput, PublishResult, RelayStore } from '../src/store/types.js'
-import { newAgent, relayClient, signedMessage, startRelay } from './helpers.js'
+import type { PublishInput, RelayStore, StorePublishResult } from '../src/store/types.js'
+import { relayClient, startRelay } from './helpers.js'
 
 describe('graceful close', () => {
   it('lets a publish in flight be stored and answered 202 before closing', async () => {
@@ -16,14 +17,14 @@ describe('graceful close', () => {
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
     const store: RelayStore = Object.create(inner) as RelayStore
-    store.publish = async (input: PublishInput): Promise<PublishResult[]> => {
+    store.publish = async (input: PublishInput): Promise<StorePublishResult[]> => {
       entered()
       await gate
       return inner.publish(input)
     }
     const r = await startRelay({ store })
-    const alice = await newAgent()
-    const bob = await newAgent()
+    const alice = await fixtureAgent()
+    const bob = await fixtureAgent()
     await r.client.subscribe(bob)
     const msg = await signedMessage(alice, bob.id)
     const pending = r.client.publish(msg)
@@ -52,7 +53,7 @@ describe('agentmsg relay', () => {
         stopSignal: async (server) => {
           url = server.url
           const cert = await readFile(path.join(dir, 'dev-tls', 'cert.pem'), 'utf8')
-          const bob = await newAgent()
+          const bob = await fixtureAgent()
           const page = await relayClient(server.url, cert).retrieve(bob)
           expect(page.messages).toEqual([])
           return 'SIGTERM'
@@ -84,6 +85,16 @@ describe('agentmsg relay', () => {
       expect(await runRelayCommand(['--port', '1'], { stderr: (t) => err.push(t) })).toBe(2)
       expect(err.join('')).toContain('--data')
       expect(await runRelayCommand(['--data', dir], { stderr: () => undefined })).toBe(2)
+      // The relay-wide storage cap (PROFILE §9, default 10 GiB).
+      const log = () => undefined
+      const capped = await relayOptionsFromArgs(
+        ['--data', dir, '--dev-tls', '--max-storage', '512MiB'],
+        log,
+      )
+      expect(capped?.quota).toEqual({ totalBytes: 512 * 1024 * 1024 })
+      await expect(
+        relayOptionsFromArgs(['--data', dir, '--dev-tls', '--max-storage', 'lots'], log),
+      ).rejects.toThrow(/not a size/)
     } finally {
       await rm(dir, { recursive: true, force: true })
     }

@@ -1,22 +1,26 @@
 /** The relay stores: the shared contract on both, then SQLite durability and group commit. */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import {
+  publishInput as message,
+  RELAY_STORE_NOW as NOW,
+  testRelayStore,
+} from '@agentmsg/conformance'
 import Database from 'better-sqlite3'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { memoryRelayStore } from '../src/store/memory.js'
 import {
   SQLITE_SCHEMA_VERSION,
-  sqliteRelayStore,
   type SqliteCommitInfo,
   type SqliteRelayStoreOptions,
+  sqliteRelayStore,
 } from '../src/store/sqlite.js'
 import type { RelayStore } from '../src/store/types.js'
-import { message, NOW, testRelayStore } from './store-contract.js'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -117,7 +121,7 @@ describe('sqliteRelayStore', () => {
     expect(await store.usage('alice')).toEqual({ messages: 1, bytes: m1.bytes })
     expect((await store.publish(m1))[0]!.duplicate).toBe(true)
     const [r3] = await store.publish(message(['alice']))
-    expect(BigInt(r3!.cursor) > BigInt(r2!.cursor)).toBe(true)
+    expect(BigInt(r3!.cursor!) > BigInt(r2!.cursor!)).toBe(true)
     await store.close()
   })
 
@@ -225,6 +229,7 @@ describe('sqliteRelayStore', () => {
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/crash-publisher.mjs', import.meta.url))
 const SOURCE = fileURLToPath(new URL('../src/store/sqlite.ts', import.meta.url))
+const WRITER = fileURLToPath(new URL('../src/store/sqlite-writer.ts', import.meta.url))
 
 describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
   let dir: string
@@ -232,15 +237,17 @@ describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
 
   beforeAll(async () => {
     dir = tempDir()
-    bundle = join(dir, 'sqlite-store.mjs')
+    bundle = join(dir, 'sqlite-store.js')
+    // As in dist/: the store starts its writer from `./sqlite-writer.js` next to its own module.
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}')
     // better-sqlite3 stays external, imported by absolute path (the bundle lives outside the repo).
     const betterSqlite = createRequire(import.meta.url).resolve('better-sqlite3')
     await build({
-      entryPoints: [SOURCE],
+      entryPoints: { 'sqlite-store': SOURCE, 'sqlite-writer': WRITER },
       bundle: true,
       platform: 'node',
       format: 'esm',
-      outfile: bundle,
+      outdir: dir,
       logLevel: 'silent',
       plugins: [
         {
@@ -333,9 +340,12 @@ describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
             count += got.entries.length
             after = got.cursor
           }
-          // The quota counters agree with what is held.
+          // The quota counters agree with what is held (one sender wrote everything).
           expect((await store.usage(mailbox)).messages).toBe(count)
+          expect((await store.usage(mailbox, 'did:key:z6MkCrash')).messages).toBe(count)
         }
+        // The relay-wide counter too: every message held is stored once.
+        expect((await store.usage()).messages).toBe(held.size)
         // Every confirmed publish is there, at the cursor it was told.
         for (const [id, byMailbox] of confirmed) {
           for (const [mailbox, cursor] of byMailbox) expect(held.get(id)?.get(mailbox)).toBe(cursor)

@@ -19,15 +19,19 @@ import { entryText, jsonText, parseEntry } from './_json.js'
 import { KeyIndex } from './_key-index.js'
 import { acquireLock, isCode, releaseLock } from './_lock.js'
 import { fileName, keyFromName } from './_names.js'
+import { privateKeyTest, restrictPrivateFiles } from './_private.js'
 
 /** Options for {@link fsStorage}. */
 export interface FsStorageOptions {
   /** The directory to keep the store in. Created (mode 0700) if missing. */
   dir: string
   /**
-   * Keys starting with one of these are written with mode 0600 (other keys 0644; the directory
-   * is 0700 either way). The agentmsg client keeps its private keys under `keys/self/`.
-   * @default ['keys/self/', 'identity/secret']
+   * Keys starting with one of these, or holding one right after a `/` (the same keys under a
+   * `namespacedStorage` prefix), are secrets: their files have mode 0600, also files written
+   * 0644 by an earlier version (fixed at open). Other keys are 0644; the directory is 0700
+   * either way. The agentmsg client keeps its key seeds under `keys/self/` and introduction
+   * tokens under `keys/secret/`.
+   * @default ['keys/self/', 'keys/secret/', 'identity/secret']
    */
   privatePrefixes?: string[]
 }
@@ -35,6 +39,7 @@ export interface FsStorageOptions {
 /** The default {@link FsStorageOptions.privatePrefixes}. */
 export const DEFAULT_PRIVATE_PREFIXES: readonly string[] = Object.freeze([
   'keys/self/',
+  'keys/secret/',
   'identity/secret',
 ])
 
@@ -80,8 +85,8 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
 
   const index = new KeyIndex()
   const pathOf = (key: string): string => join(dataDir, fileName(key))
-  const modeOf = (key: string): number =>
-    privatePrefixes.some((prefix) => key.startsWith(prefix)) ? 0o600 : 0o644
+  const isPrivate = privateKeyTest(privatePrefixes)
+  const modeOf = (key: string): number => (isPrivate(key) ? 0o600 : 0o644)
 
   /** Brings the files in line with a committed journal, then removes the journal. */
   const apply = async (changes: Change[]): Promise<void> => {
@@ -102,6 +107,7 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
     })
     await recover(dataDir, journalPath, apply)
     await load(dataDir, index)
+    await restrictPrivateFiles(index.range('', undefined, Infinity), isPrivate, pathOf)
   } catch (error) {
     await releaseLock(lockPath)
     throw error

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process'
 import { readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testStorage } from '@agentmsg/conformance'
 import type { Storage } from '@agentmsg/core'
-import { testStorage } from '../../core/test/shared/storage-contract.js'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fsStorage } from '../src/index.js'
 import { bundleSource, kill, startChild, tempDir } from './helpers.js'
 

@@ -1,4 +1,4 @@
-import { cloneJsonValue } from '@agentmsg/core'
+import { cloneJsonValue } from '@agentmsg/core/encoding'
 
 /** Deep copy of a JSON value, refusing anything else (shared with core's memory storage). */
 export const cloneJson = cloneJsonValue

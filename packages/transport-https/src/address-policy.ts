@@ -142,7 +142,7 @@ export function formatIp(ip: ParsedIp): string {
   // Longest run of ≥ 2 zero groups, first one on ties (RFC 5952 §4.2).
   let best = -1
   let bestLen = 1
-  for (let i = 0; i < 8;) {
+  for (let i = 0; i < 8; ) {
     if (groups[i] !== 0) {
       i++
       continue

@@ -8,11 +8,12 @@
  */
 import {
   agentEndpoints,
+  type IdentityFetcher,
+  type IdentityFetchResult,
+  INTEGER_MEMBERS,
   isAgentMsgError,
   parseAgentId,
   parseStrictJson,
-  type IdentityFetcher,
-  type IdentityFetchResult,
 } from '@agentmsg/core'
 import { isAddressRefusedError } from './address-policy.js'
 import { parseRetryAfter as parseRetryAfterMs } from './retry.js'
@@ -88,12 +89,14 @@ const unavailable = (reason: string, retryAfter?: number): IdentityFetchResult =
   retryAfter: retryAfter ?? DEFAULT_RETRY_AFTER_SECONDS,
 })
 
-function describe(e: unknown): string {
-  if (!(e instanceof Error)) return String(e)
-  const cause = (e as { cause?: unknown }).cause
-  return cause instanceof Error && cause.message && !e.message.includes(cause.message)
-    ? `${e.message}: ${cause.message}`
-    : e.message
+/**
+ * The one reason given for a request that failed (network, TLS, DNS, refused address, timeout,
+ * 5xx, a body cut short). Reasons reach the sender in 401 and 503 bodies, so they say only that
+ * the request failed: socket, TLS or DNS text, or telling a timeout from a refused connection,
+ * would make the receiver a port scanner for strangers (PROFILE §4).
+ */
+export function requestFailed(agentId: string): string {
+  return `the identity document of ${agentId} could not be fetched`
 }
 
 /**
@@ -108,6 +111,11 @@ function describe(e: unknown): string {
  * refused by the policy. Transient (`unavailable`, `retryAfter` from Retry-After or 30 s):
  * 5xx, 429, 408, timeout, network and TLS errors. An abort through the caller's signal rejects
  * with its reason.
+ *
+ * Reasons end up in replies to whoever sent the message: a request that failed (refused
+ * address, network, TLS, DNS, timeout, 5xx) is reported as {@link requestFailed} alone, never
+ * with the socket, TLS or DNS detail (PROFILE §4). The body is read with a running byte count
+ * and the connection dropped at `maxBytes`, so an endless answer costs at most that.
  *
  * @example
  * const fetchIdentity = createIdentityFetcher({ fetch: createNodeFetch({ ca }) })
@@ -141,8 +149,7 @@ export function createIdentityFetcher(options: IdentityFetcherOptions = {}): Ide
     outer?.addEventListener('abort', onOuterAbort, { once: true })
     const interrupted = (): IdentityFetchResult | undefined => {
       if (outer?.aborted) throw outer.reason
-      if (timedOut)
-        return unavailable(`identity document of ${agentId}: no answer within ${timeoutMs} ms`)
+      if (timedOut) return unavailable(requestFailed(agentId))
       return undefined
     }
 
@@ -160,9 +167,9 @@ export function createIdentityFetcher(options: IdentityFetcherOptions = {}): Ide
         } catch (e) {
           const stop = interrupted()
           if (stop) return stop
-          if (isAddressRefusedError(e))
-            return notFound(`identity document of ${agentId}: ${describe(e)}`)
-          return unavailable(`identity document of ${agentId} could not be fetched: ${describe(e)}`)
+          // A refused address is not found (PROFILE §4); neither says which address or why.
+          if (isAddressRefusedError(e)) return notFound(requestFailed(agentId))
+          return unavailable(requestFailed(agentId))
         }
         const status = response.status
 
@@ -197,7 +204,7 @@ export function createIdentityFetcher(options: IdentityFetcherOptions = {}): Ide
           await discard(response)
           const retryAfter = parseRetryAfter(response.headers.get('retry-after'))
           if (status >= 500 || status === 429 || status === 408) {
-            return unavailable(`${url.href} answered ${status}`, retryAfter)
+            return unavailable(requestFailed(agentId), retryAfter)
           }
           // 404, 410, other 4xx, and a success other than 200: the server's answer is "no document".
           return notFound(`${url.href} answered ${status}`)
@@ -213,12 +220,10 @@ export function createIdentityFetcher(options: IdentityFetcherOptions = {}): Ide
         let bytes: Uint8Array | 'too_large'
         try {
           bytes = await readCapped(response, maxBytes, controller.signal)
-        } catch (e) {
+        } catch {
           const stop = interrupted()
           if (stop) return stop
-          return unavailable(
-            `identity document of ${agentId}: reading the body failed: ${describe(e)}`,
-          )
+          return unavailable(requestFailed(agentId))
         }
         const stop = interrupted()
         if (stop) return stop
@@ -229,7 +234,8 @@ export function createIdentityFetcher(options: IdentityFetcherOptions = {}): Ide
         }
         let document: unknown
         try {
-          document = parseStrictJson(bytes)
+          // PROFILE §1: `agentmsg` written without fraction or exponent.
+          document = parseStrictJson(bytes, { integerMembers: INTEGER_MEMBERS })
         } catch (e) {
           if (!isAgentMsgError(e)) throw e
           return notFound(`identity document of ${agentId} is not valid I-JSON: ${e.message}`)

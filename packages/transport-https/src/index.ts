@@ -1,14 +1,41 @@
 /**
  * @agentmsg/transport-https — direct HTTPS delivery (SPEC §4.1; PROFILE §6): a web-standard
- * inbox handler and a sender with a durable outbox. Isomorphic; Node-only parts (the
+ * inbox handler, and the `https` Transport (`httpsTransport`) over a sender with a durable outbox. Isomorphic; Node-only parts (the
  * `node:https` server, an https-only fetch with the outbound address rules, development
  * certificates) live in `@agentmsg/transport-https/node`.
  *
  * @packageDocumentation
  */
 
+export type { AddressPolicy, AddressPolicyOptions, Cidr, ParsedIp } from './address-policy.js'
+// Outbound policy and identity documents
+export {
+  AddressRefusedError,
+  createAddressPolicy,
+  isAddressRefusedError,
+  isPublicUnicast,
+  parseCidr,
+  parseIp,
+} from './address-policy.js'
+export type { Clock, ManualClock } from './clock.js'
+export { createManualClock, systemClock } from './clock.js'
+export type { DeliveryOutcomeKind } from './delivery-error.js'
+export { DeliveryError } from './delivery-error.js'
+export type {
+  HttpsTransport,
+  HttpsTransportFactory,
+  HttpsTransportOptions,
+} from './https-transport.js'
+// Transport and sender
+export { httpsTransport } from './https-transport.js'
+export type { IdentityFetcherOptions } from './identity-fetcher.js'
+export { createIdentityFetcher } from './identity-fetcher.js'
+export { defaultCapabilities } from './inbox/capabilities.js'
+export { isJsonContentType } from './inbox/content-type.js'
+export { CORS_ALLOW_HEADERS } from './inbox/cors.js'
 // Inbox
 export { createInboxHandler, MAX_BODY_BYTES } from './inbox/handler.js'
+export type { RateLimit } from './inbox/rate-limit.js'
 export type {
   ErrorReplySender,
   ErrorReplyTarget,
@@ -19,46 +46,25 @@ export type {
   InboxMessageInfo,
   InboxRequestInfo,
 } from './inbox/types.js'
-export { defaultCapabilities, MAX_MESSAGE_BYTES } from './inbox/capabilities.js'
-export { isJsonContentType } from './inbox/content-type.js'
-export { CORS_ALLOW_HEADERS } from './inbox/cors.js'
-export type { RateLimit } from './inbox/rate-limit.js'
-
-// Sender
-export { createSender, DeliveryError } from './sender.js'
-export type {
-  DeliveredEvent,
-  FailedEvent,
-  HttpsSender,
-  RetryEvent,
-  SenderErrorEvent,
-  SenderEvents,
-  SenderOptions,
-  UndeliverableEvent,
-} from './sender.js'
-export { Outbox } from './outbox.js'
 export type { OutboxEntry, OutboxOptions } from './outbox.js'
+export { Outbox } from './outbox.js'
 export {
-  backoffDelay,
   classifyResponse,
   DEFAULT_ATTEMPT_TIMEOUT_MS,
   DEFAULT_DEADLINE_MS,
   nextAttemptAt,
   RETRY_BASE_MS,
   RETRY_CAP_MS,
+  retryDelay,
 } from './retry.js'
-export { createManualClock, systemClock } from './clock.js'
-export type { Clock, ManualClock } from './clock.js'
-
-// Outbound policy and identity documents
-export {
-  AddressRefusedError,
-  createAddressPolicy,
-  isAddressRefusedError,
-  isPublicUnicast,
-  parseCidr,
-  parseIp,
-} from './address-policy.js'
-export type { AddressPolicy, AddressPolicyOptions, Cidr, ParsedIp } from './address-policy.js'
-export { createIdentityFetcher } from './identity-fetcher.js'
-export type { IdentityFetcherOptions } from './identity-fetcher.js'
+export { createSender } from './sender.js'
+export type {
+  FailedEvent,
+  HttpsSender,
+  OutboxDeliveredEvent,
+  OutboxUndeliverableEvent,
+  RetryEvent,
+  SenderErrorEvent,
+  SenderEvents,
+  SenderOptions,
+} from './sender-types.js'

@@ -1,20 +1,20 @@
 /**
  * A `fetch` over `node:https` that applies PROFILE §4 and §6 to every request: `https:` only,
  * TLS ≥ 1.2 with verification always on (a custom CA is added to the system roots), the address
- * policy checked on the address actually connected to before any byte is sent, no automatic
- * redirects, and a per-request timeout.
+ * policy checked before anything is dialled for an IP literal and on the address actually
+ * connected to before any byte is sent, no automatic redirects, a per-request timeout and a cap
+ * on the bytes of a response body.
  *
  * @packageDocumentation
  */
-import dns from 'node:dns'
-import https from 'node:https'
 import type { IncomingMessage } from 'node:http'
-import net from 'node:net'
-import type { Duplex } from 'node:stream'
+import https from 'node:https'
+import type net from 'node:net'
 import tls from 'node:tls'
 import type { IdentityFetcher } from '@agentmsg/core'
-import { createAddressPolicy, type AddressPolicy, AddressRefusedError } from './address-policy.js'
+import { type AddressPolicy, AddressRefusedError, createAddressPolicy } from './address-policy.js'
 import { createIdentityFetcher, type IdentityFetcherOptions } from './identity-fetcher.js'
+import { PolicyAgent, refusedLiteral } from './node-policy-agent.js'
 
 /** Options for {@link createNodeFetch}. */
 export interface NodeFetchOptions {
@@ -31,6 +31,19 @@ export interface NodeFetchOptions {
    * `TimeoutError` DOMException. `Infinity` also disables it. @default 30_000
    */
   timeoutMs?: number
+  /**
+   * Most bytes of a response body read; past it the body fails with a `TypeError` and the
+   * connection is closed, so a peer's endless answer costs a bounded amount of memory (PROFILE
+   * §4). `Infinity` disables it. @default 8 MiB + 64 KiB (a relay's largest page), or `Infinity`
+   * when `timeoutMs` is 0 (long-lived streams, capped per event by their reader)
+   */
+  maxResponseBytes?: number
+  /**
+   * Resolves host names, as `dns.lookup` does (e.g. a name to a test server on loopback). The
+   * address policy still judges every address it answers and the one connected to.
+   * @default dns.lookup
+   */
+  lookup?: net.LookupFunction
   /** Keep connections open for reuse by later requests of this fetch. @default true */
   keepAlive?: boolean
   /** Most concurrent connections per origin. @default Infinity */
@@ -41,92 +54,8 @@ export interface NodeFetchOptions {
 
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304])
 
-interface PolicyAgentOptions extends https.AgentOptions {
-  policy: AddressPolicy
-  connectTimeoutMs: number
-}
-
-type Callback = (err: Error | null, stream: Duplex) => void
-
-/** An https.Agent whose TCP connections are checked against the policy before TLS starts. */
-class PolicyAgent extends https.Agent {
-  readonly #policy: AddressPolicy
-  readonly #connectTimeoutMs: number
-
-  constructor(options: PolicyAgentOptions) {
-    const { policy, connectTimeoutMs, ...rest } = options
-    super(rest)
-    this.#policy = policy
-    this.#connectTimeoutMs = connectTimeoutMs
-  }
-
-  override createConnection(
-    options: https.RequestOptions,
-    callback?: Callback,
-  ): Duplex | null | undefined {
-    const cb: Callback = callback ?? (() => {})
-    const policy = this.#policy
-    const host = String(options.host ?? options.hostname ?? 'localhost')
-    const port = Number(options.port ?? 443)
-    const hostname = host.replace(/^\[|\]$/g, '')
-    let done = false
-    const finish = (err: Error | null, stream?: Duplex) => {
-      if (done) return
-      done = true
-      cb(err, stream as Duplex)
-    }
-    const tcp = net.connect({
-      host: hostname,
-      port,
-      lookup: policyLookup(policy, hostname),
-      ...(options.family ? { family: options.family } : {}),
-      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
-    })
-    const onError = (err: Error) => {
-      tcp.destroy()
-      finish(err)
-    }
-    tcp.once('error', onError)
-    const connectTimeoutMs = this.#connectTimeoutMs
-    const onTimeout = () => {
-      onError(new Error(`connecting to ${hostname}:${port} timed out after ${connectTimeoutMs} ms`))
-    }
-    if (connectTimeoutMs > 0) tcp.setTimeout(connectTimeoutMs, onTimeout)
-    tcp.once('connect', () => {
-      tcp.removeListener('error', onError)
-      tcp.removeListener('timeout', onTimeout)
-      tcp.setTimeout(0)
-      const address = tcp.remoteAddress
-      if (address === undefined || !policy.allowsAddress(address, hostname)) {
-        const err = new AddressRefusedError(address ?? '(unknown)', hostname)
-        tcp.destroy()
-        finish(err)
-        return
-      }
-      // Only now does the TLS handshake start, on the checked socket.
-      const socket = super.createConnection({ ...options, socket: tcp } as https.RequestOptions)
-      finish(null, socket ?? undefined)
-    })
-    return undefined
-  }
-}
-
-/** A DNS lookup that drops refused addresses early (the connect-time check stays the rule). */
-function policyLookup(policy: AddressPolicy, hostname: string): net.LookupFunction {
-  return (name, options, callback) => {
-    dns.lookup(name, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '')
-      const ok = addresses.filter((a) => policy.allowsAddress(a.address, hostname))
-      if (ok.length === 0) {
-        const first = addresses[0]?.address ?? '(none)'
-        const refused = new AddressRefusedError(first, hostname) as Error as NodeJS.ErrnoException
-        return callback(refused, '')
-      }
-      if (options.all) return callback(null, ok)
-      callback(null, ok[0]!.address, ok[0]!.family)
-    })
-  }
-}
+/** The default response cap: a relay's retrieve page, 8 MiB + 64 KiB (PROFILE §4). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024 + 64 * 1024
 
 function toCaList(ca: NodeFetchOptions['ca']): Array<string | Buffer> | undefined {
   if (ca === undefined) return undefined
@@ -152,9 +81,14 @@ function bodyBytes(body: unknown): Uint8Array | string | undefined {
  *
  * - `https:` URLs only: any other scheme rejects with a `TypeError` before any connection.
  * - TLS ≥ 1.2, certificates always verified; `ca` adds to the bundled roots.
- * - Every connection is checked against `addressPolicy` on the address actually connected to,
- *   after DNS and before the TLS handshake; a refused one rejects with an `AddressRefusedError`
- *   (code `forbidden`). The DNS lookup also filters refused addresses early.
+ * - A host written as an IP literal (in any form the URL parser accepts: `2130706433`,
+ *   `0x7f.1`, `[::ffff:127.0.0.1]`) is checked against `addressPolicy` before any connection
+ *   is opened. Every other connection is checked on the address actually connected to, after
+ *   DNS and before the TLS handshake. A refused one rejects with an `AddressRefusedError`
+ *   (code `forbidden`), the same whether anything listens there or not. The DNS lookup also
+ *   filters refused addresses early.
+ * - A response body past `maxResponseBytes` fails (the connection is closed) instead of
+ *   growing in memory.
  * - Never follows redirects: `redirect: 'manual'` (the default, and also what `'follow'` gets)
  *   returns 3xx responses as they are; `'error'` rejects on them.
  * - Supports method, headers, string/Uint8Array/ArrayBuffer bodies (or a `Request` input),
@@ -172,6 +106,9 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   if (!(requested >= 0)) throw new RangeError('timeoutMs must be ≥ 0')
   // Past setTimeout's 2^31 − 1 ms limit (or Infinity) means "no timeout".
   const timeoutMs = requested > 2_147_483_647 ? 0 : requested
+  const maxResponseBytes =
+    options.maxResponseBytes ?? (timeoutMs > 0 ? DEFAULT_MAX_RESPONSE_BYTES : Infinity)
+  if (!(maxResponseBytes >= 0)) throw new RangeError('maxResponseBytes must be ≥ 0')
   const ca = toCaList(options.ca)
   // One secure context for every connection. Passing `ca` itself would make Node rebuild a
   // context from ~150 root certificates per TLS connection, and https.Agent's pool key
@@ -180,6 +117,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const agent = new PolicyAgent({
     policy,
     connectTimeoutMs: timeoutMs,
+    lookup: options.lookup,
     keepAlive: options.keepAlive ?? true,
     ...(options.maxSockets !== undefined ? { maxSockets: options.maxSockets } : {}),
     maxFreeSockets: options.maxFreeSockets ?? 256,
@@ -204,6 +142,10 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
       )
     }
     if (url.username || url.password) throw new TypeError('URLs with credentials are refused')
+    // An IP literal (the URL parser has made `2130706433` or `0x7f.1` canonical) is judged
+    // before any connection is opened (PROFILE §4).
+    const literal = refusedLiteral(policy, url.hostname)
+    if (literal) throw literal
 
     const method = (init.method ?? request?.method ?? 'GET').toUpperCase()
     const headers = new Headers(init.headers ?? request?.headers)
@@ -312,11 +254,20 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
           res.once('end', cleanup)
         } else {
           let ended = false
+          let received = 0
           stream = new ReadableStream<Uint8Array>({
             start(controller) {
               bodyController = controller
               res.on('data', (chunk: Buffer) => {
                 if (!bodyController) return
+                received += chunk.byteLength
+                if (received > maxResponseBytes) {
+                  return fail(
+                    new TypeError(
+                      `response body from ${url.origin} is larger than ${maxResponseBytes} bytes`,
+                    ),
+                  )
+                }
                 controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
                 if ((controller.desiredSize ?? 0) <= 0) res.pause()
               })
@@ -368,7 +319,8 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
 
 /** Options for {@link createNodeIdentityFetcher}. */
 export interface NodeIdentityFetcherOptions
-  extends Omit<NodeFetchOptions, 'timeoutMs'>, Omit<IdentityFetcherOptions, 'fetch'> {}
+  extends Omit<NodeFetchOptions, 'timeoutMs'>,
+    Omit<IdentityFetcherOptions, 'fetch'> {}
 
 /**
  * The identity-document fetcher for Node (PROFILE §4): {@link createIdentityFetcher} over

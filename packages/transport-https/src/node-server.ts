@@ -1,12 +1,16 @@
 /**
- * Node adapter for web-standard handlers such as the inbox (STYLE pattern 6, shaped like
- * `@hono/node-server`'s `getRequestListener`): `IncomingMessage` → `Request` with a streaming
- * body, `Response` → `ServerResponse`. Node only; it is exported from the `./node` subpath.
+ * Node adapter for web-standard handlers such as the inbox, shaped like `@hono/node-server`'s
+ * `getRequestListener`: `IncomingMessage` → `Request` with a streaming body, `Response` →
+ * `ServerResponse`. Node only; it is exported from the `./node` subpath.
  *
  * A handler made by `createInboxHandler` is driven without the `Request`/`Response` objects:
  * the same pipeline reads the `IncomingMessage` directly (streamed, counted, never buffered past
- * the cap) and its answer is written straight to the socket. Building those objects and their
- * web streams costs about as much as the whole pipeline apart from the signature check.
+ * the cap) and its answer is written straight to the socket (node-exchange.ts). Building those
+ * objects and their web streams costs about as much as the whole pipeline apart from the
+ * signature check.
+ *
+ * Both paths close a connection whose request body is not in 30 s after its headers, and
+ * `serveInbox` sets the headers and handshake timeouts (node-timeouts.ts, PROFILE §6).
  */
 import {
   createServer as createHttpServer,
@@ -15,10 +19,18 @@ import {
 } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import { invalidFormat } from '@agentmsg/core'
-import { HANDLE_EXCHANGE, type ExchangeHandler, type InboxExchange } from './inbox/exchange.js'
-import type { InboxReply } from './inbox/responses.js'
+import { type ExchangeHandler, HANDLE_EXCHANGE } from './inbox/exchange.js'
 import type { InboxHandler, InboxRequestInfo } from './inbox/types.js'
+import { nodeExchange, writeReply } from './node-exchange.js'
+import {
+  BODY_TIMEOUT_MS,
+  bodyDeadline,
+  type SlowClientTimeouts,
+  slowClientServerOptions,
+} from './node-timeouts.js'
+
+export type { SlowClientTimeouts } from './node-timeouts.js'
+export { slowClientServerOptions } from './node-timeouts.js'
 
 /** Anything with a web-standard `fetch(request, info)`: an inbox handler, a Hono app, … */
 export interface FetchHandler {
@@ -34,6 +46,12 @@ export interface RequestListenerOptions {
   scheme?: 'https' | 'http'
   /** Called with a handler that threw or a response that could not be written. @default console.error */
   onError?: (error: unknown) => void
+  /**
+   * A request body must be all in this long after its headers, else the connection is closed
+   * (PROFILE §6: slow clients cannot hold a read slot longer).
+   * @default 30_000
+   */
+  bodyTimeoutMs?: number
 }
 
 /** The request body as a web stream: pulled from the socket as it is read, never buffered whole. */
@@ -146,83 +164,6 @@ async function writeResponse(
   }
 }
 
-/** Read the body of `req`, counting as it streams; stop reading once past `limit`. */
-function readNodeBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let total = 0
-    const done = () => {
-      req.off('data', onData)
-      req.off('end', onEnd)
-      req.off('close', onClose)
-      req.off('error', onClose)
-    }
-    const onData = (chunk: Buffer) => {
-      total += chunk.length
-      if (total > limit) {
-        done()
-        // Not another byte: the reply closes the connection (see writeReply).
-        req.pause()
-        resolve(undefined)
-        return
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => {
-      done()
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total))
-    }
-    const onClose = () => {
-      if (req.complete) return
-      done()
-      reject(invalidFormat('the request body could not be read'))
-    }
-    req.on('data', onData)
-    req.on('end', onEnd)
-    req.on('close', onClose)
-    req.on('error', onClose)
-  })
-}
-
-// RFC 3986 path characters (no `%`) that the WHATWG parser leaves as they are, and segments
-// that are not `.` or `..`: such a target is its own path, no URL parse needed.
-const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/
-const DOT_SEGMENT = /\/\.\.?(?:\/|$)/
-
-function pathOf(url: string): string {
-  const query = url.indexOf('?')
-  const target = query < 0 ? url : url.slice(0, query)
-  if (PLAIN_PATH.test(target) && !DOT_SEGMENT.test(target)) return target
-  try {
-    // The WHATWG parser, as `fetch` uses: both adapters route the same bytes the same way.
-    return new URL(url, 'https://localhost').pathname
-  } catch {
-    return ''
-  }
-}
-
-function nodeExchange(req: IncomingMessage): InboxExchange {
-  return {
-    method: req.method ?? 'GET',
-    path: pathOf(req.url ?? '/'),
-    header(name) {
-      // headersDistinct keeps every copy, joined as web Headers do (a doubled Content-Type
-      // must not be read as its first copy).
-      const values = req.headersDistinct[name]
-      return values === undefined ? null : values.join(', ')
-    },
-    clientAddress: req.socket.remoteAddress,
-    readBody: (limit) => readNodeBody(req, limit),
-    discardBody: () => undefined,
-  }
-}
-
-function writeReply(req: IncomingMessage, res: ServerResponse, reply: InboxReply): void {
-  const headers = req.complete ? reply.headers : { ...reply.headers, connection: 'close' }
-  res.writeHead(reply.status, headers)
-  res.end(req.method === 'HEAD' ? undefined : (reply.body ?? undefined))
-}
-
 function isExchangeHandler(handler: unknown): handler is ExchangeHandler {
   return typeof (handler as Partial<ExchangeHandler>)[HANDLE_EXCHANGE] === 'function'
 }
@@ -232,19 +173,23 @@ function isExchangeHandler(handler: unknown): handler is ExchangeHandler {
  * `node:http` (behind a TLS-terminating proxy) or a framework that accepts listeners. The
  * socket's remote address is passed as `clientAddress`. The request body is streamed; when the
  * handler answers before the body was all received (413, 429, 415, …) the connection is closed
- * after the answer instead of reading the rest. Handlers from `createInboxHandler` take the
- * direct path described at the top of this module, with the same behaviour.
+ * after the answer instead of reading the rest, and a body not in `bodyTimeoutMs` after its
+ * headers closes the connection. Handlers from `createInboxHandler` take the direct path
+ * described at the top of this module, with the same behaviour. Give the server the headers
+ * and handshake timeouts too ({@link slowClientServerOptions}).
  *
  * @example
  * import { createServer } from 'node:https'
  * const inbox = createInboxHandler({ … })
- * createServer({ cert, key, minVersion: 'TLSv1.2' }, getRequestListener(inbox)).listen(8443)
+ * const t = slowClientServerOptions({})
+ * createServer({ cert, key, minVersion: 'TLSv1.2', ...t.tls }, getRequestListener(inbox)).listen(8443)
  */
 export function getRequestListener(
   handler: FetchHandler,
   options: RequestListenerOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const scheme = options.scheme ?? 'https'
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? BODY_TIMEOUT_MS
   const onError = options.onError ?? ((error: unknown) => console.error('agentmsg server:', error))
   const fail = (res: ServerResponse, status: number, code: string, message: string) => {
     if (res.headersSent) {
@@ -261,6 +206,9 @@ export function getRequestListener(
   }
   if (isExchangeHandler(handler)) {
     return (req, res) => {
+      // A connection already gone has no address and nobody to answer.
+      if (req.socket.destroyed) return
+      bodyDeadline(req, res, bodyTimeoutMs)
       handler[HANDLE_EXCHANGE](nodeExchange(req)).then(
         (reply) => writeReply(req, res, reply),
         (error: unknown) => {
@@ -271,6 +219,8 @@ export function getRequestListener(
     }
   }
   return (req, res) => {
+    if (req.socket.destroyed) return
+    bodyDeadline(req, res, bodyTimeoutMs)
     let request: Request
     const aborter = new AbortController()
     res.once('close', () => {
@@ -295,7 +245,7 @@ export function getRequestListener(
 }
 
 /** Options for {@link serveInbox}. */
-export interface ServeInboxOptions {
+export interface ServeInboxOptions extends SlowClientTimeouts {
   /** Port to listen on; 0 picks a free one (see the result's `port`). @default 0 */
   port?: number
   /** Address to listen on. @default '127.0.0.1' */
@@ -356,17 +306,19 @@ export async function serveInbox(
       'serveInbox needs tls {cert, key}, or insecureHttpBehindProxy: true behind a TLS proxy',
     )
   }
+  const timeouts = slowClientServerOptions(options)
   const listener = getRequestListener(handler, {
     scheme: 'https', // behind the proxy the public URL is https too
+    bodyTimeoutMs: timeouts.bodyTimeoutMs,
     ...(options.onError ? { onError: options.onError } : {}),
   })
   const server =
     options.tls && !insecure
       ? createHttpsServer(
-          { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' },
+          { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', ...timeouts.tls },
           listener,
         )
-      : createHttpServer(listener)
+      : createHttpServer(timeouts.http, listener)
   const host = options.host ?? '127.0.0.1'
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)

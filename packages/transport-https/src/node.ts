@@ -6,15 +6,30 @@
  *
  * @packageDocumentation
  */
+
+export type {
+  DevCertificate,
+  DevCertificateOptions,
+  StoredDevCertificate,
+} from './dev-cert.js'
+export { createDevCertificate, loadDevCertificate } from './dev-cert.js'
 export * from './index.js'
-export { getRequestListener, serveInbox } from './node-server.js'
+export type { NodeFetchOptions, NodeIdentityFetcherOptions } from './node-fetch.js'
+export { createNodeFetch, createNodeIdentityFetcher } from './node-fetch.js'
 export type {
   FetchHandler,
   InboxServer,
   RequestListenerOptions,
   ServeInboxOptions,
+  SlowClientTimeouts,
 } from './node-server.js'
-export { createNodeFetch, createNodeIdentityFetcher } from './node-fetch.js'
-export type { NodeFetchOptions, NodeIdentityFetcherOptions } from './node-fetch.js'
-export { createDevCertificate } from './dev-cert.js'
-export type { DevCertificate, DevCertificateOptions } from './dev-cert.js'
+export { getRequestListener, serveInbox, slowClientServerOptions } from './node-server.js'
+export type {
+  HttpsInboxOptions,
+  NodeHttpsTransport,
+  NodeHttpsTransportFactory,
+  NodeHttpsTransportOptions,
+} from './node-transport.js'
+// The Node transport (default fetch with the address rules; optional inbox server) replaces the
+// isomorphic `httpsTransport` of the root entry.
+export { httpsTransport } from './node-transport.js'

@@ -49,13 +49,12 @@ export class Outbox {
   }
 
   /**
-   * The entry id of a message sent to a target: `<message_id>~<kind>~<encoded url>`. A
+   * The entry id of a message sent to a target: `<message_id>~<kind>~<encoded first url>`. A
    * message id cannot contain `~` or `/` (PROFILE §2) and the encoded URL holds no `/`, so ids
-   * are unambiguous and make flat keys.
+   * are unambiguous and make flat keys (and stay what earlier versions wrote).
    */
   static entryId(messageId: string, target: DeliveryTarget): string {
-    const url = target.kind === 'inbox' ? target.url : target.relayUrl
-    return `${messageId}~${target.kind}~${encodeURIComponent(url)}`
+    return `${messageId}~${target.kind}~${encodeURIComponent(target.urls[0] ?? '')}`
   }
 
   /** Store a new entry (both keys at once), replacing one with the same id. */
@@ -63,7 +62,7 @@ export class Outbox {
     const fixed: JsonValue = {
       id: entry.id,
       message: entry.message as unknown as JsonValue,
-      target: { ...entry.target },
+      target: targetValue(entry.target),
       firstAttempt: entry.firstAttempt,
     }
     await this.storage.batch([
@@ -127,19 +126,46 @@ type Obj = Record<string, unknown>
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
 const isTime = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v)
 
-function toTarget(v: unknown): DeliveryTarget | undefined {
-  if (!isObj(v)) return undefined
-  if (v.kind === 'inbox' && typeof v.url === 'string') return { kind: 'inbox', url: v.url }
-  if (v.kind === 'relay' && typeof v.relayUrl === 'string') {
-    return { kind: 'relay', relayUrl: v.relayUrl }
+function targetValue(t: DeliveryTarget): JsonValue {
+  return {
+    kind: t.kind,
+    agent: t.agent,
+    urls: [...t.urls],
+    ...(t.preference !== undefined ? { preference: t.preference } : {}),
+  }
+}
+
+/**
+ * The stored target. A record of an earlier version holds `{kind: 'inbox', url}`: it is read
+ * as the inbox target of the message's addressee.
+ */
+function toTarget(v: unknown, message: Obj): DeliveryTarget | undefined {
+  if (!isObj(v) || typeof v.kind !== 'string') return undefined
+  if (typeof v.agent === 'string' && Array.isArray(v.urls)) {
+    if (!v.urls.every((u): u is string => typeof u === 'string')) return undefined
+    const target: DeliveryTarget = { kind: v.kind, agent: v.agent, urls: v.urls }
+    if (v.preference === 'any' || v.preference === 'ordered') target.preference = v.preference
+    return target
+  }
+  if (v.kind === 'inbox' && typeof v.url === 'string') {
+    const agent = addressee(message)
+    return agent === undefined ? undefined : { kind: 'inbox', agent, urls: [v.url] }
   }
   return undefined
+}
+
+/** `to.agent`, or for a topic message its publisher (as DeliveryTarget.agent says). */
+function addressee(message: Obj): string | undefined {
+  const to = isObj(message.to) ? message.to.agent : undefined
+  if (typeof to === 'string') return to
+  const from = isObj(message.from) ? message.from.agent : undefined
+  return typeof from === 'string' ? from : undefined
 }
 
 function toEntry(fixed: unknown, state: unknown): OutboxEntry | undefined {
   if (!isObj(fixed) || typeof fixed.id !== 'string' || !isTime(fixed.firstAttempt)) return undefined
   if (!isObj(fixed.message) || typeof fixed.message.message_id !== 'string') return undefined
-  const target = toTarget(fixed.target)
+  const target = toTarget(fixed.target, fixed.message)
   if (!target) return undefined
   // No state record (cannot happen through this class): treat as never attempted.
   const s = isObj(state) ? state : {}

@@ -44,12 +44,12 @@ export interface HeaderReader {
  *
  * @param random returns a number in [0, 1), as `Math.random` does.
  * @example
- * backoffDelay(1) // 0–999 ms
- * backoffDelay(13) // 0–3_599_999 ms (the 1 h cap)
+ * retryDelay(1) // 0–999 ms
+ * retryDelay(13) // 0–3_599_999 ms (the 1 h cap)
  */
-export function backoffDelay(attempt: number, random: () => number = Math.random): number {
+export function retryDelay(attempt: number, random: () => number = Math.random): number {
   if (!Number.isInteger(attempt) || attempt < 1) {
-    throw new RangeError(`backoffDelay: attempt must be an integer >= 1, got ${attempt}`)
+    throw new RangeError(`retryDelay: attempt must be an integer >= 1, got ${attempt}`)
   }
   // 2 ** large is Infinity, which min() turns into the cap.
   const ceiling = Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** (attempt - 1))
@@ -153,7 +153,8 @@ export interface ScheduleOptions {
 
 /** The next attempt, or why there is none. */
 export type NextAttempt =
-  { retry: true; at: number; delayMs: number } | { retry: false; reason: string }
+  | { retry: true; at: number; delayMs: number }
+  | { retry: false; reason: string }
 
 /**
  * When to try again after a retryable outcome. The deadline is `firstAttempt + deadlineMs`.
@@ -178,7 +179,7 @@ export function nextAttemptAt(
       reason: `no 202 within the delivery deadline after ${tries}; last: ${outcome.reason}`,
     }
   }
-  const backoff = backoffDelay(state.attempts, options.random)
+  const backoff = retryDelay(state.attempts, options.random)
   if (outcome.kind === 'retry-after') {
     const earliest = now + outcome.retryAfterMs
     if (earliest > deadline) {

@@ -4,33 +4,25 @@
  */
 import { createServer, request as httpsRequest, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { type FixtureAgent, fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
   createIdentityDocument,
   createMessage,
   ed25519Signer,
   generateKeyPair,
-  IdentityDocumentCache,
-  revokeKey,
-  rotateKey,
-  signMessage,
   type IdentityDocument,
+  IdentityDocumentCache,
   type IdentityFetcher,
   type KeyPair,
   type Message,
+  revokeKey,
+  rotateKey,
+  signMessage,
   type UnsignedMessage,
 } from '@agentmsg/core'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ErrorReplyTarget, InboxHandlerOptions } from '../src/inbox/types.js'
-import {
-  didKeySender,
-  post,
-  signed,
-  startInbox,
-  stopInboxes,
-  tableResolver,
-  until,
-  type Sender,
-} from './inbox-helpers.js'
+import { post, startInbox, stopInboxes, tableResolver, until } from './inbox-helpers.js'
 import { testCertificate } from './tls.js'
 
 const DAY = 86_400_000
@@ -103,7 +95,7 @@ async function urlAgent(
     created: Date.now() - 30 * DAY,
   })
   documents.set(`${path}/.well-known/agentmsg/identity`, edit(doc, keys))
-  const sender: Sender = { id, keys, signer: ed25519Signer(keys, `${id}#k1`) }
+  const sender: FixtureAgent = { id, keys, signer: ed25519Signer(keys, `${id}#k1`) }
   return { id, doc, sender }
 }
 
@@ -142,7 +134,7 @@ describe('URL agents, keys from identity documents', () => {
   it('202 at level 2 for an active key', async () => {
     const { inbox } = await urlInbox()
     const { sender } = await urlAgent()
-    const m = await signed(sender, inbox.agentId)
+    const m = await signedMessage(sender, inbox.agentId)
     expect((await post(inbox.inboxUrl, m)).status).toBe(202)
     await until(() => inbox.received.length === 1)
     expect(inbox.received[0]!.info).toMatchObject({
@@ -155,7 +147,9 @@ describe('URL agents, keys from identity documents', () => {
   it('401 key_revoked, explained, with one error message to the inbox of the agent’s own document', async () => {
     const { inbox, replies } = await urlInbox()
     const { id, sender } = await urlAgent((doc) => revokeKey(doc, 'k1'))
-    const m = await signed(sender, inbox.agentId, { relays: ['https://relay.attacker.example'] })
+    const m = await signedMessage(sender, inbox.agentId, {
+      relays: ['https://relay.attacker.example'],
+    })
     const r = await post(inbox.inboxUrl, m)
     expect(r.status).toBe(401)
     expect(r.json.code).toBe('key_revoked')
@@ -172,7 +166,7 @@ describe('URL agents, keys from identity documents', () => {
     expect(reply!.message.conversation_id).toBe(m.conversation_id)
     expect(replyData(reply!)).toMatchObject({ code: 'key_revoked', ref_message_id: m.message_id })
     // At most one a minute per peer.
-    expect((await post(inbox.inboxUrl, await signed(sender, inbox.agentId))).json.code).toBe(
+    expect((await post(inbox.inboxUrl, await signedMessage(sender, inbox.agentId))).json.code).toBe(
       'key_revoked',
     )
     await new Promise((res) => setTimeout(res, 50))
@@ -188,7 +182,7 @@ describe('URL agents, keys from identity documents', () => {
     )
     const backdated = Date.now() - 15 * DAY - 60_000
     // Signed before the retirement, but the 14-day transition period is over.
-    const m = await signed(sender, inbox.agentId, {}, { created: backdated })
+    const m = await signedMessage(sender, inbox.agentId, {}, { created: backdated })
     const r = await post(inbox.inboxUrl, m)
     expect(r.status).toBe(401)
     expect(r.json.code).toBe('key_revoked')
@@ -199,7 +193,7 @@ describe('URL agents, keys from identity documents', () => {
     const { inbox, replies } = await urlInbox()
     const { id, sender } = await urlAgent()
     const stranger = { id, signer: ed25519Signer(sender.keys, `${id}#k9`) }
-    const r = await post(inbox.inboxUrl, await signed(stranger, inbox.agentId))
+    const r = await post(inbox.inboxUrl, await signedMessage(stranger, inbox.agentId))
     expect(r.status).toBe(401)
     expect(r.json.code).toBe('unknown_sender')
     await until(() => replies.length === 1)
@@ -209,7 +203,7 @@ describe('URL agents, keys from identity documents', () => {
   it('503 unavailable with Retry-After while the identity server fails', async () => {
     const { inbox } = await urlInbox()
     const { sender } = await urlAgent(() => 503)
-    const r = await post(inbox.inboxUrl, await signed(sender, inbox.agentId))
+    const r = await post(inbox.inboxUrl, await signedMessage(sender, inbox.agentId))
     expect(r.status).toBe(503)
     expect(r.json.code).toBe('unavailable')
     expect(r.headers['retry-after']).toBe('30')
@@ -219,7 +213,7 @@ describe('URL agents, keys from identity documents', () => {
     const { inbox, replies } = await urlInbox()
     const { id, sender } = await urlAgent()
     const mallory = await generateKeyPair()
-    const forged = await signed(
+    const forged = await signedMessage(
       sender,
       inbox.agentId,
       {},
@@ -247,11 +241,15 @@ describe('auth-level failures (PROFILE §7)', () => {
       (
         await post(
           inbox.inboxUrl,
-          await signed(strong, inbox.agentId, { conversationId: 'c-l', relays }),
+          await signedMessage(strong, inbox.agentId, { conversationId: 'c-l', relays }),
         )
       ).status,
     ).toBe(202)
-    const low = await signed(weak, inbox.agentId, { conversationId: 'c-l', sequence: 1, relays })
+    const low = await signedMessage(weak, inbox.agentId, {
+      conversationId: 'c-l',
+      sequence: 1,
+      relays,
+    })
     expect((await post(inbox.inboxUrl, low)).json.code).toBe('insufficient_auth_level')
     await until(() => replies.length === 1)
     expect(replies[0]!.to).toEqual({ agent: 'carol', relays })
@@ -264,7 +262,11 @@ describe('auth-level failures (PROFILE §7)', () => {
 
 describe('protocol-level errors (SPEC §7.3, PROFILE §7)', () => {
   /** A signed message whose version or phase this agent does not speak. */
-  async function speaking(sender: Sender, to: string, patch: Partial<Message>): Promise<Message> {
+  async function speaking(
+    sender: FixtureAgent,
+    to: string,
+    patch: Partial<Message>,
+  ): Promise<Message> {
     const base = createMessage({
       from: sender.id,
       to,
@@ -280,7 +282,7 @@ describe('protocol-level errors (SPEC §7.3, PROFILE §7)', () => {
   it('202, then one error message to the verified sender; not twice a minute; never to an error', async () => {
     let clock = Date.now()
     const { inbox, replies } = await replyingInbox({ now: () => clock })
-    const alice = await didKeySender()
+    const alice = await fixtureAgent()
     const v2 = await speaking(alice, inbox.agentId, { version: '2' })
     const r = await post(inbox.inboxUrl, v2)
     expect(r.status).toBe(202)
@@ -312,7 +314,7 @@ describe('protocol-level errors (SPEC §7.3, PROFILE §7)', () => {
 
     // An error phase message in another version is not answered (no loops).
     clock += 61_000
-    const bob = await didKeySender()
+    const bob = await fixtureAgent()
     const errorV2 = await speaking(bob, inbox.agentId, { version: '2', phase: 'error' })
     expect((await post(inbox.inboxUrl, errorV2)).status).toBe(202)
     await new Promise((res) => setTimeout(res, 50))
@@ -324,7 +326,7 @@ describe('protocol-level errors (SPEC §7.3, PROFILE §7)', () => {
   it('a replayed protocol-level failure is answered once, even after the gate reopens', async () => {
     let clock = Date.now()
     const { inbox, replies } = await replyingInbox({ now: () => clock })
-    const alice = await didKeySender()
+    const alice = await fixtureAgent()
     const v2 = await speaking(alice, inbox.agentId, { version: '2' })
     expect((await post(inbox.inboxUrl, v2)).status).toBe(202)
     clock += 61_000

@@ -1,64 +1,18 @@
-/** Shared fixtures of the inbox tests: senders, signed messages, a real HTTPS inbox, a client. */
-import { request as httpsRequest, Agent } from 'node:https'
+/**
+ * Shared fixtures of the inbox tests: a real HTTPS inbox and a client. Senders and signed
+ * messages come from `@agentmsg/conformance` (`fixtureAgent`, `signedMessage`).
+ */
+
 import type { IncomingHttpHeaders } from 'node:http'
-import {
-  chainResolvers,
-  createMessage,
-  didKeyFromPublicKey,
-  didKeyResolver,
-  ed25519Signer,
-  generateKeyPair,
-  signMessage,
-  type CreateMessageOptions,
-  type KeyPair,
-  type KeyResolver,
-  type Message,
-  type Signer,
-} from '@agentmsg/core'
+import { type Agent, request as httpsRequest } from 'node:https'
+import { fixtureAgent } from '@agentmsg/conformance'
+import { chainResolvers, didKeyResolver, type KeyResolver, type Message } from '@agentmsg/core'
 import { createInboxHandler } from '../src/inbox/handler.js'
 import type { InboxHandler, InboxHandlerOptions, InboxMessageInfo } from '../src/inbox/types.js'
-import { serveInbox, type InboxServer } from '../src/node-server.js'
+import { type InboxServer, serveInbox } from '../src/node-server.js'
 import { testCertificate } from './tls.js'
 
 export const INBOX_PATH = '/.well-known/agentmsg/inbox'
-
-/** A did:key agent that can sign. */
-export interface Sender {
-  id: string
-  keys: KeyPair
-  signer: Signer
-}
-
-export async function didKeySender(): Promise<Sender> {
-  const keys = await generateKeyPair()
-  const id = didKeyFromPublicKey(keys.publicKey)
-  return { id, keys, signer: ed25519Signer(keys) }
-}
-
-let conversation = 0
-
-/** A message from `sender` to `to`, signed unless `sign` is false. */
-export async function signed(
-  sender: { id: string; signer: Signer },
-  to: string,
-  overrides: Partial<CreateMessageOptions> = {},
-  sign: { created?: number | string; signer?: Signer | Signer[] } = {},
-): Promise<Message> {
-  const msg = createMessage({
-    from: sender.id,
-    to,
-    conversationId: `c-${++conversation}`,
-    sequence: 0,
-    phase: 'request',
-    text: 'hello',
-    ...overrides,
-  })
-  return signMessage(
-    msg,
-    sign.signer ?? sender.signer,
-    sign.created !== undefined ? { created: sign.created } : {},
-  )
-}
 
 /** A promise with its resolve function, to hold the application at a known point. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -155,7 +109,7 @@ const running: TestInbox[] = []
 
 /** Start an inbox for a fresh did:key agent on 127.0.0.1; stopped by {@link stopInboxes}. */
 export async function startInbox(options: Partial<InboxHandlerOptions> = {}): Promise<TestInbox> {
-  const agentId = options.agentId ?? (await didKeySender()).id
+  const agentId = options.agentId ?? (await fixtureAgent()).id
   const received: TestInbox['received'] = []
   const errors: unknown[] = []
   const handler = createInboxHandler({

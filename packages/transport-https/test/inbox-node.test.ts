@@ -4,21 +4,20 @@
  */
 import { createServer, request as httpsRequest, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
+import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
+import { didKeyResolver, type Message, memoryStorage } from '@agentmsg/core'
 import { afterEach, describe, expect, it } from 'vitest'
-import { didKeyResolver, memoryStorage, type Message } from '@agentmsg/core'
 import { createInboxHandler } from '../src/inbox/handler.js'
 import { getRequestListener, serveInbox } from '../src/node-server.js'
 import {
   deferred,
-  didKeySender,
   INBOX_PATH,
   post,
   send,
-  signed,
   startInbox,
   stopInboxes,
-  until,
   type TestInbox,
+  until,
 } from './inbox-helpers.js'
 import { testCertificate } from './tls.js'
 
@@ -113,7 +112,7 @@ describe.each(['direct', 'web'] as const)('oversized uploads (%s adapter path)',
 
   it('accepts a message, and the same message twice is processed once', async () => {
     const { url, inbox } = await inboxVia(mode)
-    const m = await signed(await didKeySender(), inbox.agentId)
+    const m = await signedMessage(await fixtureAgent(), inbox.agentId)
     expect((await post(url, m)).status).toBe(202)
     expect((await post(url, m)).json).toEqual({ status: 'accepted', message_id: m.message_id })
     await until(() => inbox.received.length === 1 && inbox.handler.pending === 0)
@@ -161,12 +160,12 @@ describe('CORS and documents', () => {
     const doc = await send(inbox.url + '/.well-known/agentmsg/identity', { method: 'OPTIONS' })
     expect(doc.status).toBe(204)
     expect(doc.headers['access-control-allow-methods']).toBe('GET, HEAD, OPTIONS')
-    const m = await signed(await didKeySender(), inbox.agentId)
+    const m = await signedMessage(await fixtureAgent(), inbox.agentId)
     expect((await post(inbox.inboxUrl, m)).headers['access-control-allow-origin']).toBe('*')
   })
 
   it('serves the identity document and the PROFILE §10 capabilities under a base path', async () => {
-    const agent = await didKeySender()
+    const agent = await fixtureAgent()
     const identity = {
       agentmsg: 5 as const,
       agent_id: agent.id,
@@ -199,13 +198,13 @@ describe('CORS and documents', () => {
       content_types: ['application/json'],
       phases: ['greeting', 'request', 'response', 'update', 'close', 'error'],
       auth_levels: [0, 1, 2, 3],
-      encryption: ['sealed_box'],
+      encryption: [],
       max_message_bytes: 1_048_576,
       rate_limit: { messages_per_minute: 30, burst: 5 },
       relay: { urls: ['https://relay.example'], preference: 'any' },
     })
     expect((await send(inbox.url + INBOX_PATH, { method: 'OPTIONS' })).status).toBe(404)
-    const m = await signed(await didKeySender(), agent.id)
+    const m = await signedMessage(await fixtureAgent(), agent.id)
     expect((await post(inbox.inboxUrl, m)).status).toBe(202)
   })
 })
@@ -213,14 +212,14 @@ describe('CORS and documents', () => {
 describe('server lifecycle', () => {
   it('getRequestListener works in a plain node:https server', async () => {
     const received: Message[] = []
-    const agent = await didKeySender()
+    const agent = await fixtureAgent()
     const handler = createInboxHandler({
       agentId: agent.id,
       resolver: didKeyResolver(),
       onMessage: async (m) => void received.push(m),
     })
     const url = (await listen(handler)) + INBOX_PATH
-    const m = await signed(await didKeySender(), agent.id)
+    const m = await signedMessage(await fixtureAgent(), agent.id)
     expect((await post(url, m)).status).toBe(202)
     await handler.close()
     expect(received.map((x) => x.message_id)).toEqual([m.message_id])
@@ -228,7 +227,7 @@ describe('server lifecycle', () => {
 
   it('close() stops accepting and waits until every accepted message was processed', async () => {
     const { cert, key } = await testCertificate()
-    const agent = await didKeySender()
+    const agent = await fixtureAgent()
     const processed: string[] = []
     const handler = createInboxHandler({
       agentId: agent.id,
@@ -239,7 +238,7 @@ describe('server lifecycle', () => {
       },
     })
     const server = await serveInbox(handler, { tls: { cert, key } })
-    const m = await signed(await didKeySender(), agent.id)
+    const m = await signedMessage(await fixtureAgent(), agent.id)
     expect((await post(server.url + INBOX_PATH, m)).status).toBe(202)
     await server.close()
     expect(processed).toEqual([m.message_id])
@@ -264,9 +263,9 @@ describe('persistence (nothing lost on a crash)', () => {
     const storage = memoryStorage()
     const stuck = deferred()
     const first = await startInbox({ storage, onMessage: () => stuck.promise })
-    const alice = await didKeySender()
-    const a = await signed(alice, first.agentId)
-    const b = await signed(alice, first.agentId)
+    const alice = await fixtureAgent()
+    const a = await signedMessage(alice, first.agentId)
+    const b = await signedMessage(alice, first.agentId)
     expect((await post(first.inboxUrl, a)).status).toBe(202)
     expect((await post(first.inboxUrl, b)).status).toBe(202)
     // The process "dies": nothing more runs, the queue is never drained.

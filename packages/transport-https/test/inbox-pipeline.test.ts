@@ -2,25 +2,25 @@
  * The inbox pipeline of PROFILE §6 through a real HTTPS client and server (127.0.0.1, the test
  * certificate as the only CA): every status row, and the bad-input battery.
  */
-import { afterEach, describe, expect, it } from 'vitest'
+
+import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
   canonicalizeToBytes,
   ed25519Signer,
   generateKeyPair,
-  memoryStorage,
   type Message,
+  memoryStorage,
 } from '@agentmsg/core'
+import { afterEach, describe, expect, it } from 'vitest'
 import {
+  type ClientResponse,
   deferred,
-  didKeySender,
   post,
   send,
-  signed,
   startInbox,
   stopInboxes,
   tableResolver,
   until,
-  type ClientResponse,
 } from './inbox-helpers.js'
 
 afterEach(stopInboxes)
@@ -55,8 +55,8 @@ describe('accepting', () => {
         finished = true
       },
     })
-    const alice = await didKeySender()
-    const m = await signed(alice, inbox.agentId)
+    const alice = await fixtureAgent()
+    const m = await signedMessage(alice, inbox.agentId)
     const r = await post(inbox.inboxUrl, m, { 'idempotency-key': m.message_id })
     expectAccepted(r, m)
     expect(finished).toBe(false)
@@ -68,6 +68,7 @@ describe('accepting', () => {
       keyId: alice.signer.keyId,
       knownContact: false,
       transport: 'https',
+      sealed: false,
     })
     expect(inbox.handler.pending).toBe(1)
     gate.resolve()
@@ -76,13 +77,13 @@ describe('accepting', () => {
 
   it('accepts the Content-Type variants of PROFILE §6 and a subscribed topic', async () => {
     const inbox = await startInbox({ topics: ['news/agents'] })
-    const alice = await didKeySender()
-    const m = await signed(alice, inbox.agentId)
+    const alice = await fixtureAgent()
+    const m = await signedMessage(alice, inbox.agentId)
     expectAccepted(
       await post(inbox.inboxUrl, m, { 'content-type': 'Application/JSON ; Charset="UTF-8"' }),
       m,
     )
-    const t = await signed(alice, inbox.agentId, { to: { topic: 'news/agents' } })
+    const t = await signedMessage(alice, inbox.agentId, { to: { topic: 'news/agents' } })
     expectAccepted(await post(inbox.inboxUrl, t), t)
   })
 
@@ -90,7 +91,7 @@ describe('accepting', () => {
     const storage = memoryStorage()
     const gate = deferred()
     const inbox = await startInbox({ storage, onMessage: () => gate.promise })
-    const m = await signed(await didKeySender(), inbox.agentId)
+    const m = await signedMessage(await fixtureAgent(), inbox.agentId)
     expectAccepted(await post(inbox.inboxUrl, m), m)
     const stored = await storage.list('inbox/pending/')
     expect(stored).toHaveLength(1)
@@ -104,8 +105,8 @@ describe('accepting', () => {
 describe('PROFILE §6 status table, through a real client', () => {
   it('400 invalid_format: invalid JSON, duplicate keys, 65-deep nesting, lone surrogates', async () => {
     const inbox = await startInbox()
-    const alice = await didKeySender()
-    const text = JSON.stringify(await signed(alice, inbox.agentId))
+    const alice = await fixtureAgent()
+    const text = JSON.stringify(await signedMessage(alice, inbox.agentId))
     const bodies: Array<[string, RegExp]> = [
       ['{"version":"1",', /unterminated|end of input/],
       [text.replace('{', '{"phase":"greeting",'), /duplicate member name "phase"/],
@@ -124,15 +125,15 @@ describe('PROFILE §6 status table, through a real client', () => {
 
   it('400 invalid_format: missing fields, wrong types, wrong addressee, Idempotency-Key mismatch', async () => {
     const inbox = await startInbox()
-    const alice = await didKeySender()
-    const m = await signed(alice, inbox.agentId)
+    const alice = await fixtureAgent()
+    const m = await signedMessage(alice, inbox.agentId)
     const { conversation_id: _c, ...missing } = m
     const cases: Array<[RegExp, unknown, Record<string, string>?]> = [
       [/^conversation_id/, missing],
       [/^sequence: must be an integer/, { ...m, sequence: '0' }],
       [/^body.parts: must be an array/, { ...m, body: { parts: {} } }],
-      [/^to.agent/, await signed(alice, 'someone-else')],
-      [/^to.topic/, await signed(alice, inbox.agentId, { to: { topic: 'other' } })],
+      [/^to.agent/, await signedMessage(alice, 'someone-else')],
+      [/^to.topic/, await signedMessage(alice, inbox.agentId, { to: { topic: 'other' } })],
       [/^Idempotency-Key/, m, { 'idempotency-key': 'not-the-id' }],
     ]
     for (const [why, body, headers] of cases) {
@@ -145,16 +146,21 @@ describe('PROFILE §6 status table, through a real client', () => {
 
   it('400 stale_message: old date, future date, expired TTL', async () => {
     const inbox = await startInbox()
-    const alice = await didKeySender()
+    const alice = await fixtureAgent()
     const now = Date.now()
-    const old = await signed(
+    const old = await signedMessage(
       alice,
       inbox.agentId,
       { date: now - 9 * DAY },
       { created: now - 9 * DAY },
     )
-    const future = await signed(alice, inbox.agentId, { date: now + 10 * 60_000 }, { created: now })
-    const expired = await signed(
+    const future = await signedMessage(
+      alice,
+      inbox.agentId,
+      { date: now + 10 * 60_000 },
+      { created: now },
+    )
+    const expired = await signedMessage(
       alice,
       inbox.agentId,
       { date: now - 120_000, ttlSeconds: 60 },
@@ -166,11 +172,11 @@ describe('PROFILE §6 status table, through a real client', () => {
 
   it('401 invalid_signature: unsigned, another agent’s key, tampered', async () => {
     const inbox = await startInbox()
-    const alice = await didKeySender()
-    const mallory = await didKeySender()
-    const m = await signed(alice, inbox.agentId)
+    const alice = await fixtureAgent()
+    const mallory = await fixtureAgent()
+    const m = await signedMessage(alice, inbox.agentId)
     const { security: _s, ...unsigned } = m
-    const forged = await signed(
+    const forged = await signedMessage(
       alice,
       inbox.agentId,
       {},
@@ -185,7 +191,7 @@ describe('PROFILE §6 status table, through a real client', () => {
 
   it('malformed and badly signed is 400, not 401', async () => {
     const inbox = await startInbox()
-    const m = await signed(await didKeySender(), inbox.agentId)
+    const m = await signedMessage(await fixtureAgent(), inbox.agentId)
     const { security: _s, conversation_id: _c, ...bad } = m
     expectError(await post(inbox.inboxUrl, bad), 400, 'invalid_format')
   })
@@ -195,7 +201,7 @@ describe('PROFILE §6 status table, through a real client', () => {
     const keys = await generateKeyPair()
     const carol = { id: 'carol', signer: ed25519Signer(keys, 'carol#k1') }
     expectError(
-      await post(inbox.inboxUrl, await signed(carol, inbox.agentId)),
+      await post(inbox.inboxUrl, await signedMessage(carol, inbox.agentId)),
       401,
       'unknown_sender',
     )
@@ -211,9 +217,12 @@ describe('PROFILE §6 status table, through a real client', () => {
     const inbox = await startInbox({ resolver: tableResolver(table) })
     const strong = { id: 'carol', signer: ed25519Signer(pinned, 'carol#pin') }
     const weak = { id: 'carol', signer: ed25519Signer(introduced, 'carol#intro') }
-    const first = await signed(strong, inbox.agentId, { conversationId: 'c-level' })
+    const first = await signedMessage(strong, inbox.agentId, { conversationId: 'c-level' })
     expectAccepted(await post(inbox.inboxUrl, first), first)
-    const second = await signed(weak, inbox.agentId, { conversationId: 'c-level', sequence: 1 })
+    const second = await signedMessage(weak, inbox.agentId, {
+      conversationId: 'c-level',
+      sequence: 1,
+    })
     const r = await post(inbox.inboxUrl, second)
     expectError(r, 401, 'insufficient_auth_level')
     expect(r.json.message).toMatch(/level 2/)
@@ -223,12 +232,12 @@ describe('PROFILE §6 status table, through a real client', () => {
 
   it('413 payload_too_large: a 1 MiB + 1 byte message, and a body over 1 MiB + 64 KiB', async () => {
     const inbox = await startInbox()
-    const alice = await didKeySender()
+    const alice = await fixtureAgent()
     // Size the text so JCS(message without trace) is exactly `bytes`.
     const sized = async (bytes: number) => {
-      const base = await signed(alice, inbox.agentId, { text: '', conversationId: 'c-big' })
+      const base = await signedMessage(alice, inbox.agentId, { text: '', conversationId: 'c-big' })
       const pad = bytes - canonicalizeToBytes(base).byteLength
-      const m = await signed(alice, inbox.agentId, {
+      const m = await signedMessage(alice, inbox.agentId, {
         text: 'a'.repeat(pad),
         conversationId: 'c-big',
         messageId: base.message_id,
@@ -257,10 +266,10 @@ describe('PROFILE §6 status table, through a real client', () => {
 
   it('429 rate_limited per verified sender: a flood from one sender does not stop another', async () => {
     const inbox = await startInbox({ limits: { perSender: { perMinute: 60, burst: 3 } } })
-    const alice = await didKeySender()
-    const bob = await didKeySender()
+    const alice = await fixtureAgent()
+    const bob = await fixtureAgent()
     // Forgeries in alice's name do not spend her quota (the limit counts verified messages).
-    const forged = await signed(
+    const forged = await signedMessage(
       alice,
       inbox.agentId,
       {},
@@ -269,19 +278,19 @@ describe('PROFILE §6 status table, through a real client', () => {
     for (let i = 0; i < 5; i++)
       expectError(await post(inbox.inboxUrl, forged), 401, 'invalid_signature')
     for (let i = 0; i < 3; i++) {
-      const m = await signed(alice, inbox.agentId)
+      const m = await signedMessage(alice, inbox.agentId)
       expectAccepted(await post(inbox.inboxUrl, m), m)
     }
-    const r = await post(inbox.inboxUrl, await signed(alice, inbox.agentId))
+    const r = await post(inbox.inboxUrl, await signedMessage(alice, inbox.agentId))
     expectError(r, 429, 'rate_limited')
     expect(r.headers['retry-after']).toBe('1')
-    const fromBob = await signed(bob, inbox.agentId)
+    const fromBob = await signedMessage(bob, inbox.agentId)
     expectAccepted(await post(inbox.inboxUrl, fromBob), fromBob)
   })
 
   it('202 for a replayed id, processed once', async () => {
     const inbox = await startInbox()
-    const m = await signed(await didKeySender(), inbox.agentId)
+    const m = await signedMessage(await fixtureAgent(), inbox.agentId)
     expectAccepted(await post(inbox.inboxUrl, m), m)
     expectAccepted(await post(inbox.inboxUrl, m), m)
     await until(() => inbox.received.length === 1 && inbox.handler.pending === 0)
@@ -304,7 +313,7 @@ describe('PROFILE §6 status table, through a real client', () => {
     const del = await send(inbox.url + '/.well-known/agentmsg/capabilities', { method: 'DELETE' })
     expectError(del, 405, 'method_not_allowed')
     expect(del.headers.allow).toBe('GET, HEAD, OPTIONS')
-    const m = await signed(await didKeySender(), inbox.agentId)
+    const m = await signedMessage(await fixtureAgent(), inbox.agentId)
     for (const type of [
       'text/plain',
       'application/json; charset=latin1',
@@ -329,10 +338,10 @@ describe('PROFILE §6 status table, through a real client', () => {
       limits: { maxQueue: 1, queueRetryAfter: 7 },
       onMessage: () => gate.promise,
     })
-    const alice = await didKeySender()
-    const first = await signed(alice, inbox.agentId)
+    const alice = await fixtureAgent()
+    const first = await signedMessage(alice, inbox.agentId)
     expectAccepted(await post(inbox.inboxUrl, first), first)
-    const second = await signed(alice, inbox.agentId)
+    const second = await signedMessage(alice, inbox.agentId)
     const r = await post(inbox.inboxUrl, second)
     expectError(r, 503, 'unavailable')
     expect(r.headers['retry-after']).toBe('7')
@@ -352,7 +361,7 @@ describe('PROFILE §6 status table, through a real client', () => {
         }),
       },
     })
-    const r = await post(inbox.inboxUrl, await signed(await didKeySender(), inbox.agentId))
+    const r = await post(inbox.inboxUrl, await signedMessage(await fixtureAgent(), inbox.agentId))
     expectError(r, 503, 'unavailable')
     expect(r.headers['retry-after']).toBe('42')
   })
@@ -365,7 +374,7 @@ describe('PROFILE §6 status table, through a real client', () => {
         },
       },
     })
-    const r = await post(inbox.inboxUrl, await signed(await didKeySender(), inbox.agentId))
+    const r = await post(inbox.inboxUrl, await signedMessage(await fixtureAgent(), inbox.agentId))
     expectError(r, 500, 'internal_error')
     expect(r.text).not.toMatch(/hunter2|Error|at /)
     expect(String(inbox.errors[0])).toMatch(/hunter2/)

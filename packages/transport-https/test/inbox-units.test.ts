@@ -1,14 +1,14 @@
 /** The inbox's building blocks, and the handler called directly (no server), as hono's app.request(). */
-import { describe, expect, it } from 'vitest'
+
 import { didKeyResolver } from '@agentmsg/core'
+import { describe, expect, it } from 'vitest'
 import { AddressSet, addressBucket, clientAddress, parseIp } from '../src/inbox/address.js'
 import { readLimited } from '../src/inbox/body.js'
 import { isJsonContentType } from '../src/inbox/content-type.js'
 import { createInboxHandler } from '../src/inbox/handler.js'
-import { WorkQueue } from '../src/inbox/queue.js'
 import { TokenBuckets } from '../src/inbox/rate-limit.js'
 import type { InboxHandlerOptions } from '../src/inbox/types.js'
-import { deferred, INBOX_PATH } from './inbox-helpers.js'
+import { INBOX_PATH } from './inbox-helpers.js'
 
 describe('Content-Type (PROFILE §6)', () => {
   it.each([
@@ -132,36 +132,6 @@ describe('body reading', () => {
       },
     })
     expect(await readLimited(stream, 3)).toEqual(new Uint8Array([1, 2, 3]))
-  })
-})
-
-describe('work queue', () => {
-  it('bounds reservations and queued work, and drains', async () => {
-    const gate = deferred()
-    const done: number[] = []
-    const q = new WorkQueue<number>({
-      capacity: 2,
-      concurrency: 1,
-      run: async (n) => {
-        await gate.promise
-        done.push(n)
-      },
-      onError: () => undefined,
-    })
-    expect(q.reserve()).toBe(true)
-    expect(q.reserve()).toBe(true)
-    expect(q.reserve()).toBe(false)
-    q.push(1, true)
-    q.release()
-    expect(q.reserve()).toBe(true)
-    q.push(2, true)
-    expect(q.pending).toBe(2)
-    expect(q.reserve()).toBe(false)
-    const drained = q.drain()
-    gate.resolve()
-    await drained
-    expect(done).toEqual([1, 2])
-    expect(q.pending).toBe(0)
   })
 })
 

@@ -1,7 +1,8 @@
 import {
   createMessage,
-  memoryStorage,
+  type JsonValue,
   type Message,
+  memoryStorage,
   type Storage,
   type StorageOp,
 } from '@agentmsg/core'
@@ -24,7 +25,7 @@ function entry(
     messageId,
     date: 1_800_000_000_000,
   }) as Message
-  const target = { kind: 'inbox', url } as const
+  const target = { kind: 'inbox', agent: AGENT, urls: [url] }
   return {
     id: Outbox.entryId(messageId, target),
     message,
@@ -109,8 +110,16 @@ describe('Outbox', () => {
   })
 
   it('makes distinct, flat ids per message and target', () => {
-    const t1 = { kind: 'inbox', url: 'https://a.example/.well-known/agentmsg/inbox' } as const
-    const t2 = { kind: 'inbox', url: 'https://b.example/.well-known/agentmsg/inbox' } as const
+    const t1 = {
+      kind: 'inbox',
+      agent: AGENT,
+      urls: ['https://a.example/.well-known/agentmsg/inbox'],
+    }
+    const t2 = {
+      kind: 'inbox',
+      agent: AGENT,
+      urls: ['https://b.example/.well-known/agentmsg/inbox'],
+    }
     expect(Outbox.entryId('m-1', t1)).not.toBe(Outbox.entryId('m-1', t2))
     expect(Outbox.entryId('m-1', t1)).not.toContain('/')
   })
@@ -132,6 +141,44 @@ describe('Outbox', () => {
     const a = entry('msg-a')
     await outbox.add({ ...a, attempts: 3, lastError: 'x' })
     await storage.delete(`outbox/${a.id}/s`)
+    expect(await outbox.list()).toEqual([a])
+  })
+
+  it('reads a target stored by an earlier version ({kind, url}) as the new shape, same id', async () => {
+    const storage = memoryStorage()
+    const outbox = new Outbox(storage)
+    const a = entry('msg-a')
+    const url = a.target.urls[0]!
+    // What the previous sender wrote: the id was <message_id>~inbox~<encoded url> then too.
+    expect(a.id).toBe(`msg-a~inbox~${encodeURIComponent(url)}`)
+    await storage.put(`outbox/${a.id}/m`, {
+      id: a.id,
+      message: a.message as unknown as JsonValue,
+      target: { kind: 'inbox', url },
+      firstAttempt: a.firstAttempt,
+    })
+    await storage.put(`outbox/${a.id}/s`, { attempts: 2, nextAttempt: 7, lastError: 'status 500' })
+    const [read] = await outbox.list()
+    expect(read).toEqual({ ...a, attempts: 2, nextAttempt: 7, lastError: 'status 500' })
+    expect(read!.target).toEqual({ kind: 'inbox', agent: AGENT, urls: [url] })
+    expect(Outbox.entryId('msg-a', read!.target)).toBe(a.id)
+  })
+
+  it('stores the target as {kind, agent, urls} and skips targets it cannot read', async () => {
+    const storage = memoryStorage()
+    const outbox = new Outbox(storage)
+    const a = entry('msg-a')
+    await outbox.add(a)
+    expect(await storage.get(`outbox/${a.id}/m`)).toMatchObject({
+      target: { kind: 'inbox', agent: AGENT, urls: [a.target.urls[0]] },
+    })
+    const b = entry('msg-b')
+    await storage.put(`outbox/${b.id}/m`, {
+      id: b.id,
+      message: b.message as unknown as JsonValue,
+      target: { kind: 'inbox', agent: AGENT, urls: [42] },
+      firstAttempt: b.firstAttempt,
+    })
     expect(await outbox.list()).toEqual([a])
   })
 })

@@ -1,29 +1,29 @@
 import { AgentMsgError } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
 import {
-  RETRY_CAP_MS,
-  backoffDelay,
   classifyError,
   classifyResponse,
   nextAttemptAt,
   parseRetryAfter,
+  RETRY_CAP_MS,
+  retryDelay,
 } from '../src/retry.js'
 
 const H = (init: Record<string, string> = {}) => new Headers(init)
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
 
-describe('backoffDelay (full jitter, 1 s base, ×2, 1 h cap)', () => {
+describe('retryDelay (full jitter, 1 s base, ×2, 1 h cap)', () => {
   it('stays within [0, min(1 h, 1 s × 2^(n−1)))', () => {
     for (let attempt = 1; attempt <= 40; attempt++) {
       const ceiling = Math.min(RETRY_CAP_MS, 1000 * 2 ** (attempt - 1))
-      expect(backoffDelay(attempt, () => 0)).toBe(0)
-      expect(backoffDelay(attempt, () => 0.5)).toBe(Math.floor(ceiling / 2))
-      const top = backoffDelay(attempt, () => 0.999_999_999)
+      expect(retryDelay(attempt, () => 0)).toBe(0)
+      expect(retryDelay(attempt, () => 0.5)).toBe(Math.floor(ceiling / 2))
+      const top = retryDelay(attempt, () => 0.999_999_999)
       expect(top).toBeLessThan(ceiling)
       expect(top).toBeGreaterThanOrEqual(ceiling - 1)
       for (let i = 0; i < 50; i++) {
-        const d = backoffDelay(attempt)
+        const d = retryDelay(attempt)
         expect(Number.isInteger(d)).toBe(true)
         expect(d).toBeGreaterThanOrEqual(0)
         expect(d).toBeLessThan(ceiling)
@@ -32,7 +32,7 @@ describe('backoffDelay (full jitter, 1 s base, ×2, 1 h cap)', () => {
   })
 
   it('doubles the ceiling per attempt until the cap', () => {
-    const max = (n: number) => backoffDelay(n, () => 0.999_999_999) + 1
+    const max = (n: number) => retryDelay(n, () => 0.999_999_999) + 1
     expect([1, 2, 3, 4].map(max)).toEqual([1000, 2000, 4000, 8000])
     expect(max(12)).toBe(2_048_000)
     expect(max(13)).toBe(HOUR)
@@ -40,14 +40,14 @@ describe('backoffDelay (full jitter, 1 s base, ×2, 1 h cap)', () => {
   })
 
   it('keeps the bound exclusive for a random() returning 1 or garbage', () => {
-    expect(backoffDelay(1, () => 1)).toBe(999)
-    expect(backoffDelay(1, () => Number.NaN)).toBe(0)
-    expect(backoffDelay(1, () => -3)).toBe(0)
+    expect(retryDelay(1, () => 1)).toBe(999)
+    expect(retryDelay(1, () => Number.NaN)).toBe(0)
+    expect(retryDelay(1, () => -3)).toBe(0)
   })
 
   it('refuses attempt numbers below 1', () => {
-    expect(() => backoffDelay(0)).toThrow(RangeError)
-    expect(() => backoffDelay(1.5)).toThrow(RangeError)
+    expect(() => retryDelay(0)).toThrow(RangeError)
+    expect(() => retryDelay(1.5)).toThrow(RangeError)
   })
 })
 

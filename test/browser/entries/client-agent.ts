@@ -9,7 +9,7 @@
  * `sessionStorage` (which survives reloads of the tab), so the spec can check that every message
  * was handed to the application exactly once across reloads.
  */
-import { createAgent, type Agent, type SendResult } from '@agentmsg/client'
+import { type Agent, createAgent, type SendResult } from '@agentmsg/client'
 import { indexedDbStorage } from '@agentmsg/storage-indexeddb'
 
 export type Mode = 'sse' | 'ws'

@@ -3,9 +3,12 @@
  * `packages/core/test/shared` (the same code vitest runs on Node), here against the BUILT
  * `@agentmsg/core` as a browser bundler resolves it (`dist/`, `#crypto-default` → browser file).
  */
-import * as core from '@agentmsg/core'
+
 import type { CryptoProvider } from '@agentmsg/core'
+import * as core from '@agentmsg/core'
+import * as encodingLib from '@agentmsg/core/encoding'
 import { nobleCryptoProvider } from '@agentmsg/core/noble'
+import * as sealedBoxLib from '@agentmsg/core/sealed-box'
 import * as x25519Lib from '@agentmsg/core/x25519'
 import { checkDidKeyVectors } from '../../../packages/core/test/shared/didkey-vectors.js'
 import {
@@ -15,6 +18,7 @@ import {
 import { checkEncodingVectors } from '../../../packages/core/test/shared/encoding-vectors.js'
 import { checkHmacVectors } from '../../../packages/core/test/shared/hmac-vectors.js'
 import { checkJcsVectors } from '../../../packages/core/test/shared/jcs-vectors.js'
+import { checkSealedBoxVectors } from '../../../packages/core/test/shared/sealed-box-vectors.js'
 import { publishResults, vectorJson, vectorText } from './_page.js'
 
 export type { VectorCheckResult }
@@ -29,6 +33,8 @@ export interface CoreVectorResults {
   didKey: VectorCheckResult[]
   encoding: VectorCheckResult[]
   jcs: VectorCheckResult[]
+  /** `@agentmsg/core/sealed-box` (PROFILE §8): PyNaCl sealed boxes and the conversions. */
+  sealedBox: VectorCheckResult[]
 }
 
 const MULTIBASE_FILES = [
@@ -79,7 +85,11 @@ publishResults(async (): Promise<CoreVectorResults> => {
   const hmac: Record<string, VectorCheckResult[]> = {}
   for (const [name, provider] of Object.entries(providers)) {
     ed25519[name] = await checkEd25519Vectors(provider, { rfc8032, wycheproof })
-    hmac[name] = await checkHmacVectors(provider, { rfc4231, wycheproof: wycheproofHmac }, core)
+    hmac[name] = await checkHmacVectors(
+      provider,
+      { rfc4231, wycheproof: wycheproofHmac },
+      encodingLib,
+    )
   }
 
   const didKey = await checkDidKeyVectors(
@@ -92,13 +102,18 @@ publishResults(async (): Promise<CoreVectorResults> => {
       resolveDidKeyDocument: x25519Lib.resolveDidKeyDocument,
       ed25519PublicKeyToX25519: x25519Lib.ed25519PublicKeyToX25519,
       ed25519SeedToX25519SecretKey: x25519Lib.ed25519SeedToX25519SecretKey,
-      base58btcEncode: core.base58btcEncode,
-      base64urlEncode: core.base64urlEncode,
+      base58btcEncode: encodingLib.base58btcEncode,
+      base64urlEncode: encodingLib.base64urlEncode,
     },
     { didKeys, x25519, libsodium },
   )
 
-  const encoding = checkEncodingVectors(core, { rfc4648, bitcoinBase58, draftBase58, multibase })
+  const encoding = checkEncodingVectors(encodingLib, {
+    rfc4648,
+    bitcoinBase58,
+    draftBase58,
+    multibase,
+  })
 
   // Same options as the Node suite (packages/core/test/jcs.test.ts): the strict parser only
   // takes objects at the top, and the testdata's `values` record is not I-JSON.
@@ -108,6 +123,12 @@ publishResults(async (): Promise<CoreVectorResults> => {
     { parse: (text) => core.parseStrictJson(`{"v":${text}}`).v, parseRefuses: ['values'] },
   )
 
+  const sealedBox = checkSealedBoxVectors(sealedBoxLib, {
+    pynacl: await vectorJson('sealed-box-pynacl.json'),
+    libsodium,
+    didkey: x25519,
+  })
+
   return {
     webCryptoSupportsEd25519: supported,
     defaultProviderName: { beforeUse, afterUse: defaultProvider.name },
@@ -116,5 +137,6 @@ publishResults(async (): Promise<CoreVectorResults> => {
     didKey,
     encoding,
     jcs,
+    sealedBox,
   }
 })

@@ -1,30 +1,38 @@
 /**
- * In-page side of `../relay-agent.spec.ts`: a relay-only agent (did:key made here with
- * WebCrypto) that opens its mailbox on the relay, receives over SSE or WebSocket with the
- * isomorphic client, and answers each message through the relay.
+ * In-page side of `../relay-agent.spec.ts`: a relay-only did:key agent made the way a user
+ * makes one, `createAgent` with just the relay transport (`transports: [relayTransport()]`),
+ * from a key pair generated here with WebCrypto. Each phase opens the agent again on the same
+ * storage with one stream mode (SSE, then WebSocket), lets its one receive pipeline verify what
+ * arrives, and answers each message with `reply()`, which goes through the relay as well.
  *
  * The page is served from the relay's own origin, so every request here is same-origin. The
- * client's `fetch` and `WebSocket` are wrapped to record what crossed the wire, so the spec can
- * tell which transport actually carried a message (the client itself does not say).
+ * transport's `fetch` and `WebSocket` are wrapped to record what crossed the wire, so the spec
+ * can tell which transport actually carried a message, which cursor the relay gave it, and what
+ * was acknowledged (the agent itself does not say).
  */
+import { type Agent, createAgent, STORAGE_KEYS } from '@agentmsg/client'
 import {
   createKeyResolver,
-  createMessage,
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
   getDefaultCryptoProvider,
-  signMessage,
-  type Signer,
+  type KeyPair,
+  memoryStorage,
+  type Storage,
+  verifyMessage,
 } from '@agentmsg/core'
+import { createRelayClient, relayTransport } from '@agentmsg/transport-relay'
 import {
-  createRelayClient,
-  type RelayClient,
-  type StreamHandle,
-  type WebSocketConstructor,
-} from '@agentmsg/transport-relay'
+  forbiddenWebSocket,
+  newWire,
+  recordingFetch,
+  recordingWebSocket,
+  type WireLog,
+} from './_wire.js'
 
 export type Mode = 'sse' | 'ws'
+export type { WireLog }
 
 export interface AgentInfo {
   did: string
@@ -32,24 +40,6 @@ export interface AgentInfo {
   provider: string
   isSecureContext: boolean
   origin: string
-  subscriptionId: string
-}
-
-/** What crossed the wire while one stream ran. */
-export interface WireLog {
-  /** `GET /relay/stream` requests made (SSE connections). */
-  sseConnections: number
-  /** Status of the SSE responses. */
-  sseStatuses: number[]
-  /** WebSockets opened. */
-  wsConnections: number
-  /** Types of the frames the relay sent over the WebSocket. */
-  wsFrameTypes: string[]
-  /** Message ids seen inside SSE event data / WebSocket message frames. */
-  seenOnSse: string[]
-  seenOnWs: string[]
-  /** Every other request the client made (method and path). */
-  requests: string[]
 }
 
 export interface Received {
@@ -59,43 +49,54 @@ export interface Received {
   to: string | undefined
   conversationId: string
   sequence: number
-  text: string | undefined
+  text: string
+  /** As the agent's receive pipeline verified it. */
   level: number
   source: string
-  keyId: string
-  alg: string
-  cursor: string
+  transport: string
+  /** Verified again in the page, independently of the agent, with a fresh resolver. */
+  again: { level: number; source: string; keyId: string; alg: string }
+  /** The relay's cursor of the message, as it came over the wire. */
+  cursor: string | undefined
   replyId: string
+  replyRoute: string
+  replyRelayUrl: string | undefined
   replyText: string
 }
 
 export interface PhaseResult {
   received: Received[]
   wire: WireLog
+  /** The agent's `error` events (refused deliveries among them). */
   rejected: string[]
+  /** Stream, relay and other errors reported through `onError`. */
   streamErrors: string[]
-  /** Messages still in the page's mailbox after the stream closed (acked ones are gone). */
+  /** Messages still in the page's mailbox after the agent closed (acked ones are gone). */
   leftInMailbox: number
-  handleCursor: string | undefined
+  /** The cursor the agent stored to resume its stream from. */
+  storedCursor: unknown
+  /** The subscription id the agent stored when it opened its mailbox. */
+  subscriptionId: unknown
 }
 
 interface Phase {
   mode: Mode
   expected: number
+  agent: Agent
   received: Received[]
   wire: WireLog
   rejected: string[]
   streamErrors: string[]
-  handle: StreamHandle
-  client: RelayClient
   done: Promise<void>
+  failed: Promise<never>
 }
 
 export interface RelayAgentApi {
+  /** Make the key pair (WebCrypto) and persist the agent's identity; nothing streams yet. */
   init(relayUrl: string): Promise<AgentInfo>
-  /** Open a stream; resolves once its connection is up (SSE response / WebSocket auth sent). */
+  /** Open the agent with one stream mode; resolves once its connection is up. */
   start(mode: Mode, expected: number): Promise<void>
-  /** Wait for `expected` messages to be handled and answered, close the stream, report. */
+  /** Wait for `expected` messages to be handled and answered, close the agent, report. */
   finish(): Promise<PhaseResult>
 }
 
@@ -104,96 +105,11 @@ declare global {
   var __relayAgent: RelayAgentApi
 }
 
-const ID_RE = /"message_id"\s*:\s*"([^"]+)"/g
-
-function idsIn(text: string): string[] {
-  return [...text.matchAll(ID_RE)].map((m) => m[1]!)
-}
-
-function newWire(): WireLog {
-  return {
-    sseConnections: 0,
-    sseStatuses: [],
-    wsConnections: 0,
-    wsFrameTypes: [],
-    seenOnSse: [],
-    seenOnWs: [],
-    requests: [],
-  }
-}
-
 let relayUrl = ''
 let did = ''
-let signer: Signer | undefined
+let keys: KeyPair | undefined
+let storage: Storage | undefined
 let phase: Phase | undefined
-
-/** `fetch` that records requests and copies what SSE streams carry. */
-function recordingFetch(wire: WireLog, onSseOpen: () => void): typeof fetch {
-  return async (input, init) => {
-    const request = new Request(input, init)
-    const url = new URL(request.url)
-    if (url.pathname !== '/relay/stream') {
-      wire.requests.push(`${request.method} ${url.pathname}`)
-      return fetch(request)
-    }
-    wire.sseConnections++
-    const res = await fetch(request)
-    wire.sseStatuses.push(res.status)
-    if (!res.ok || !res.body) return res
-    onSseOpen()
-    const decoder = new TextDecoder()
-    let pending = ''
-    const tap = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        pending += decoder.decode(chunk, { stream: true })
-        // Complete lines only: an id may straddle two chunks.
-        const cut = pending.lastIndexOf('\n')
-        if (cut >= 0) {
-          for (const line of pending.slice(0, cut).split('\n')) {
-            if (line.startsWith('data:')) wire.seenOnSse.push(...idsIn(line))
-          }
-          pending = pending.slice(cut + 1)
-        }
-        controller.enqueue(chunk)
-      },
-    })
-    return new Response(res.body.pipeThrough(tap), {
-      status: res.status,
-      statusText: res.statusText,
-      headers: res.headers,
-    })
-  }
-}
-
-/** The browser's WebSocket, recording frames; or one that refuses to exist. */
-function recordingWebSocket(wire: WireLog, onAuthSent: () => void): WebSocketConstructor {
-  return class extends WebSocket {
-    constructor(url: string) {
-      super(url)
-      wire.wsConnections++
-      this.addEventListener('message', (event: MessageEvent) => {
-        if (typeof event.data !== 'string') return
-        try {
-          const frame = JSON.parse(event.data) as { type?: unknown }
-          wire.wsFrameTypes.push(String(frame.type))
-          if (frame.type === 'message') wire.seenOnWs.push(...idsIn(event.data))
-        } catch {
-          wire.wsFrameTypes.push('(unparsable)')
-        }
-      })
-    }
-    override send(data: string): void {
-      super.send(data)
-      if (/^\{"type":"auth"/.test(data)) onAuthSent()
-    }
-  } as unknown as WebSocketConstructor
-}
-
-const forbiddenWebSocket = class {
-  constructor(url: string) {
-    throw new Error(`the SSE phase must not open a WebSocket (${url})`)
-  }
-} as unknown as WebSocketConstructor
 
 function errorText(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e)
@@ -202,124 +118,121 @@ function errorText(e: unknown): string {
 globalThis.__relayAgent = {
   async init(url) {
     relayUrl = url
-    const keys = await generateKeyPair()
+    keys = await generateKeyPair()
     did = didKeyFromPublicKey(keys.publicKey)
-    signer = ed25519Signer(keys)
-    const client = createRelayClient({
-      relayUrl,
-      agent: did,
-      signer,
-      resolver: createKeyResolver(),
+    storage = memoryStorage()
+    // The identity goes into storage on first use; a send-only agent opens no stream.
+    const agent = await createAgent({
+      storage,
+      identity: { seed: keys.secretKey },
+      relays: [relayUrl],
+      transports: [relayTransport()],
+      sendOnly: true,
     })
-    const { subscriptionId } = await client.subscribe()
-    return {
-      did,
-      keyId: signer.keyId,
+    const info = {
+      did: agent.id,
+      keyId: agent.identity.keyId,
       provider: getDefaultCryptoProvider().name,
       isSecureContext: globalThis.isSecureContext,
       origin: location.origin,
-      subscriptionId,
     }
+    await agent.close()
+    if (info.did !== did) throw new Error(`createAgent made ${info.did}, not the seed's ${did}`)
+    return info
   },
 
   async start(mode, expected) {
-    if (!signer) throw new Error('init() first')
-    if (phase) throw new Error('a stream is already running')
-    const me = signer
+    if (!storage) throw new Error('init() first')
+    if (phase) throw new Error('an agent is already running')
     const wire = newWire()
     let opened: () => void = () => {}
     const open = new Promise<void>((resolve) => {
       opened = resolve
     })
-    const client = createRelayClient({
-      relayUrl,
-      agent: did,
-      signer: me,
-      resolver: createKeyResolver(),
-      fetch: recordingFetch(wire, opened),
-      WebSocket: mode === 'ws' ? recordingWebSocket(wire, opened) : forbiddenWebSocket,
-    })
     const received: Received[] = []
+    const rejected: string[] = []
+    const streamErrors: string[] = []
     let allDone: () => void = () => {}
     const done = new Promise<void>((resolve) => {
       allDone = resolve
     })
-    const rejected: string[] = []
-    const streamErrors: string[] = []
-    const handle = client.stream(
-      async ({ message, verified, cursor }) => {
-        const part = message.body.parts[0]
-        const text = part && 'text' in part ? (part.text as string) : undefined
-        const replyText = `reply over ${mode}: ${text ?? ''}`
-        const reply = await signMessage(
-          createMessage({
-            from: did,
-            to: message.from.agent,
-            conversationId: message.conversation_id,
-            sequence: message.sequence + 1,
-            phase: 'response',
-            contentType: 'text/plain',
-            text: replyText,
-          }),
-          me,
-        )
-        // The reply goes through the relay too (relay-only agent); the stream acks the
-        // received message after this handler resolves.
-        await client.publish(reply)
-        received.push({
+    let fail: (e: Error) => void = () => {}
+    const failed = new Promise<never>((_, reject) => {
+      fail = reject
+    })
+    failed.catch(() => {})
+    const streamError = (e: unknown) => {
+      streamErrors.push(errorText(e))
+      fail(new Error(`the ${mode} agent reported: ${errorText(e)}`))
+    }
+
+    // The identity comes from storage now (the same did:key as in init()).
+    const agent = await createAgent({
+      storage,
+      relays: [relayUrl],
+      transports: [
+        relayTransport({
           mode,
-          messageId: message.message_id,
-          from: message.from.agent,
-          to: message.to.agent,
-          conversationId: message.conversation_id,
-          sequence: message.sequence,
-          text,
-          level: verified.level,
-          source: verified.source,
-          keyId: verified.keyId,
-          alg: verified.alg,
-          cursor,
-          replyId: reply.message_id,
-          replyText,
-        })
-        if (received.length >= expected) allDone()
-      },
-      {
+          fetch: recordingFetch(wire, opened),
+          WebSocket: mode === 'ws' ? recordingWebSocket(wire, opened) : forbiddenWebSocket,
+          backoff: { baseMs: 100, capMs: 1_000 },
+          onError: streamError,
+        }),
+      ],
+      onError: streamError,
+    })
+    agent.on('error', (e) => {
+      rejected.push(`${e.message?.message_id ?? '?'}: ${errorText(e.error)}`)
+      fail(new Error(`the ${mode} agent refused a message: ${errorText(e.error)}`))
+    })
+    agent.on('message', async (m) => {
+      // Verified again here, independently of the agent's pipeline.
+      const again = await verifyMessage(m.message, createKeyResolver())
+      const replyText = `reply over ${mode}: ${m.text}`
+      // The reply goes through the relay too (relay-only agent, found from `from.relays`).
+      const reply = await agent.reply(m, replyText)
+      received.push({
         mode,
-        backoff: { baseMs: 100, capMs: 1_000 },
-        onRejected: (r) => rejected.push(`${r.messageId ?? '?'}: ${errorText(r.error)}`),
-        onError: (e) => streamErrors.push(errorText(e)),
-      },
-    )
-    phase = { mode, expected, received, wire, rejected, streamErrors, handle, client, done }
-    const stopped = handle.done.then(
-      () => {
-        throw new Error(`the ${mode} stream stopped before it was opened`)
-      },
-      (e: unknown) => {
-        throw new Error(`the ${mode} stream failed: ${errorText(e)}`)
-      },
-    )
-    await Promise.race([open, stopped])
+        messageId: m.message.message_id,
+        from: m.from,
+        to: m.message.to.agent,
+        conversationId: m.conversationId,
+        sequence: m.message.sequence,
+        text: m.text,
+        level: m.level,
+        source: m.source,
+        transport: m.transport,
+        again: {
+          level: again.level,
+          source: again.source,
+          keyId: again.keyId,
+          alg: again.signatures[0]?.alg ?? '',
+        },
+        cursor: wire.cursors[m.message.message_id],
+        replyId: reply.messageId,
+        replyRoute: reply.route,
+        replyRelayUrl: reply.relayUrl,
+        replyText,
+      })
+      if (received.length >= expected) allDone()
+    })
+    phase = { mode, expected, agent, received, wire, rejected, streamErrors, done, failed }
+    await Promise.race([open, failed])
   },
 
   async finish() {
     const p = phase
-    if (!p) throw new Error('start() first')
-    const failed = p.handle.done.then(
-      () => {
-        throw new Error(`the ${p.mode} stream stopped early`)
-      },
-      (e: unknown) => {
-        throw new Error(`the ${p.mode} stream failed: ${errorText(e)}`)
-      },
-    )
-    await Promise.race([p.done, failed])
-    await p.handle.close()
-    await p.handle.done
+    if (!p || !storage || !keys) throw new Error('start() first')
+    await Promise.race([p.done, p.failed])
+    await p.agent.close()
     phase = undefined
-    // Retrieve over plain HTTP after the stream closed: acked messages are gone.
-    const left = await p.client.retrieve()
+    // Retrieve over plain HTTP after the agent closed: acknowledged messages are gone.
+    const left = await createRelayClient({
+      relayUrl,
+      agent: did,
+      signer: ed25519Signer(keys),
+    }).retrieve()
+    const enc = encodeURIComponent(relayUrl)
     // Checked here in the page as well as by the spec: did:key level 3, intended transport.
     const onWire = p.mode === 'sse' ? p.wire.seenOnSse : p.wire.seenOnWs
     const offWire = p.mode === 'sse' ? p.wire.seenOnWs : p.wire.seenOnSse
@@ -338,8 +251,9 @@ globalThis.__relayAgent = {
       wire: p.wire,
       rejected: p.rejected,
       streamErrors: p.streamErrors,
-      leftInMailbox: left.messages.length + left.rejected.length,
-      handleCursor: p.handle.cursor,
+      leftInMailbox: left.messages.length,
+      storedCursor: await storage.get(`${STORAGE_KEYS.cursors}${enc}`),
+      subscriptionId: await storage.get(`${STORAGE_KEYS.subscriptions}${enc}`),
     }
   },
 }

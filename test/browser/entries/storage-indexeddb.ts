@@ -1,17 +1,14 @@
 /**
  * Browser side of `storage-indexeddb.spec.ts`, against the BUILT `@agentmsg/storage-indexeddb`.
  *
- * First load: the shared Storage contract (`runStorageContract`, the runtime-agnostic copy of
- * `storage-contract.ts`) with reopen, then IndexedDB-specific checks, then it writes a known
- * state into the `reload` database and marks the tab (sessionStorage) so that the load after
- * `page.reload()` reads that state back instead.
+ * First load: the shared Storage contract (`runStorageContract` of `@agentmsg/conformance`, the
+ * checks `testStorage` runs under vitest) with reopen, then IndexedDB-specific checks, then it
+ * writes a known state into the `reload` database and marks the tab (sessionStorage) so that the
+ * load after `page.reload()` reads that state back instead.
  */
-import { indexedDbStorage } from '@agentmsg/storage-indexeddb'
+import { runStorageContract, type StorageCheckResult } from '@agentmsg/conformance/portable'
 import type { JsonValue, Storage } from '@agentmsg/core'
-import {
-  runStorageContract,
-  type StorageCheckResult,
-} from '../../../packages/core/test/shared/storage-contract-core.js'
+import { indexedDbStorage } from '@agentmsg/storage-indexeddb'
 import { publishResults } from './_page.js'
 
 export type { StorageCheckResult }
@@ -365,6 +362,7 @@ async function extraChecks(): Promise<StorageCheckResult[]> {
         new Uint8Array(2),
         new Blob(['x']),
         Object.create({ inherited: 1 }),
+        // biome-ignore lint/suspicious/noSparseArray: a hole is the non-JSON value under test
         [, 1],
       ]) {
         const err = await rejection(s.put('bad', bad as unknown as JsonValue))

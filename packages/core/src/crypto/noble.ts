@@ -7,11 +7,11 @@ import { hmac } from '@noble/hashes/hmac.js'
 import { sha256, sha512 } from '@noble/hashes/sha2.js'
 import type { CryptoProvider } from './provider.js'
 
-// noble's synchronous sign/verify need a synchronous SHA-512, and its only hook is a shared slot
-// (STYLE pattern 8, noble-ed25519 issue #84). It is filled on first use rather than as a module
-// side effect: a top-level assignment cannot be tree-shaken, and it pulled all of noble into
-// every browser bundle that merely imported core. Installing the same standard SHA-512 twice
-// (another copy of this module) is harmless.
+// noble's synchronous sign/verify need a synchronous SHA-512, and its only hook is a shared slot,
+// `ed.hashes.sha512` (noble-ed25519 issue #84). It is filled on first use rather than as a
+// module side effect: a top-level assignment cannot be tree-shaken, and it pulled all of noble
+// into every browser bundle that merely imported core. Installing the same standard SHA-512
+// twice (another copy of this module) is harmless.
 function ready(): void {
   if (ed.hashes.sha512 === undefined) ed.hashes.sha512 = sha512
 }

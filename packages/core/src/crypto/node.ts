@@ -8,9 +8,9 @@ import {
   createHmac,
   createPrivateKey,
   createPublicKey,
+  type KeyObject,
   sign as nodeSign,
   verify as nodeVerify,
-  type KeyObject,
 } from 'node:crypto'
 import { constantTimeEqual } from '../bytes.js'
 import { Lru } from '../lru.js'
@@ -114,7 +114,9 @@ export const nodeCryptoProvider: CryptoProvider = {
       const key = seedEntry(seed).privateKey
       // Copy out of the Buffer: callers get a plain Uint8Array that owns its memory.
       return inPool<Uint8Array>((done) =>
-        nodeSign(null, message, key, (err, sig) => done(err, err ? undefined : new Uint8Array(sig))),
+        nodeSign(null, message, key, (err, sig) =>
+          done(err, err ? undefined : new Uint8Array(sig)),
+        ),
       )
     } catch (err) {
       return Promise.reject(err)
@@ -126,7 +128,9 @@ export const nodeCryptoProvider: CryptoProvider = {
     const key = publicKeyObject(publicKey)
     if (!key) return Promise.resolve(false)
     try {
-      return inPool<boolean>((done) => nodeVerify(null, message, key, signature, (err, ok) => done(null, !err && ok))).catch(() => false)
+      return inPool<boolean>((done) =>
+        nodeVerify(null, message, key, signature, (err, ok) => done(null, !err && ok)),
+      ).catch(() => false)
     } catch {
       return Promise.resolve(false)
     }

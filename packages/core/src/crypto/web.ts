@@ -4,8 +4,9 @@
  * too. WebCrypto runs each operation off the main thread, so many verifications in flight
  * overlap.
  */
-import { constantTimeEqual, hexDecode } from '../bytes.js'
+
 import { base64urlDecode } from '../base64url.js'
+import { constantTimeEqual, hexDecode } from '../bytes.js'
 import { Lru } from '../lru.js'
 import type { CryptoProvider } from './provider.js'
 

@@ -33,7 +33,10 @@ export interface Storage {
   /** Apply all ops atomically, in order. */
   batch(ops: StorageOp[], options?: AbortOptions): Promise<void>
   /** Entries whose key starts with `prefix`, in ascending key order. */
-  list(prefix: string, options?: StorageListOptions): Promise<Array<[key: string, value: JsonValue]>>
+  list(
+    prefix: string,
+    options?: StorageListOptions,
+  ): Promise<Array<[key: string, value: JsonValue]>>
   /** Release resources (file locks, database handles). Optional. */
   close?(): Promise<void>
 }

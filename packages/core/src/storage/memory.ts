@@ -161,7 +161,11 @@ function checkKey(key: unknown, what = ''): asserts key is string {
  * a `TypeError` naming the path, because storing it would silently change it (JSON drops
  * `undefined`, turns `NaN` into `null` and a `Date` into a string).
  */
-export function cloneJsonValue(value: unknown, path = '$', seen: Set<object> = new Set()): JsonValue {
+export function cloneJsonValue(
+  value: unknown,
+  path = '$',
+  seen: Set<object> = new Set(),
+): JsonValue {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value
   if (typeof value === 'number') {
     if (Number.isFinite(value)) return value
@@ -175,7 +179,8 @@ export function cloneJsonValue(value: unknown, path = '$', seen: Set<object> = n
   try {
     if (Array.isArray(value)) {
       const out: JsonValue[] = []
-      for (let i = 0; i < value.length; i++) out.push(cloneJsonValue(value[i], `${path}[${i}]`, seen))
+      for (let i = 0; i < value.length; i++)
+        out.push(cloneJsonValue(value[i], `${path}[${i}]`, seen))
       return out
     }
     const proto = Object.getPrototypeOf(value)

@@ -1,25 +1,30 @@
 /**
  * The relay on `node:https` (TLS ≥ 1.2) with its SQLite store in a data directory, the
- * WebSocket endpoint on the `upgrade` event, and a graceful close.
+ * WebSocket endpoint on the `upgrade` event, the slow-client timeouts of PROFILE §6 (headers
+ * in 10 s, a body 30 s after them, else the connection is closed), and a graceful close.
  */
 import { mkdir } from 'node:fs/promises'
 import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { normalizeAgentUrl } from '@agentmsg/core'
-import { createAddressPolicy, getRequestListener } from '@agentmsg/transport-https/node'
+import {
+  createAddressPolicy,
+  getRequestListener,
+  type SlowClientTimeouts,
+  slowClientServerOptions,
+} from '@agentmsg/transport-https/node'
 import type { RelayQuota } from '../store/common.js'
 import { sqliteRelayStore } from '../store/sqlite.js'
 import type { RelayStore } from '../store/types.js'
 import { createRelayHandler } from './handler.js'
-import type { RelayHandler, RelayHandlerOptions } from './types.js'
+import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
 import { createRelayWebSocket, type RelayWebSocketOptions } from './ws.js'
 
 /** Options of {@link serveRelay}. */
-export interface ServeRelayOptions extends Omit<
-  RelayHandlerOptions,
-  'baseUrl' | 'store' | 'addressPolicy'
-> {
+export interface ServeRelayOptions
+  extends Omit<RelayHandlerOptions, 'baseUrl' | 'store' | 'addressPolicy'>,
+    SlowClientTimeouts {
   /** Address to listen on. @default '127.0.0.1' */
   host?: string
   /** Port; 0 picks a free one. @default 0 */
@@ -32,7 +37,7 @@ export interface ServeRelayOptions extends Omit<
   tls: { cert: string | Buffer; key: string | Buffer }
   /** Private addresses, ranges and host names outbound requests may reach (webhooks, identities). */
   allowPrivate?: string[]
-  /** Per-mailbox quota. @default 10,000 messages or 256 MiB */
+  /** Quotas. @default 10,000 messages or 256 MiB per mailbox, a quarter per sender, 10 GiB in all */
   quota?: RelayQuota
   /** A store to use instead of `<dataDir>/relay.sqlite` (closed by `close()`). */
   store?: RelayStore
@@ -46,7 +51,7 @@ export interface RelayServer {
   /** The public base URL. */
   url: string
   port: number
-  handler: RelayHandler
+  handler: RelayServerHandler
   store: RelayStore
   /**
    * Stop accepting connections, let publishes in flight be stored, end streams and sockets,
@@ -74,14 +79,25 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     store: givenStore,
     closeTimeoutMs = 10_000,
     ws: wsOptions,
+    headersTimeoutMs,
+    bodyTimeoutMs,
     ...handlerOptions
   } = options
   if (!tls) throw new TypeError('serveRelay needs tls {cert, key}: https only, also in development')
+  const timeouts = slowClientServerOptions({
+    ...(headersTimeoutMs !== undefined ? { headersTimeoutMs } : {}),
+    ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
+  })
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
   const store =
     givenStore ??
     sqliteRelayStore({ path: path.join(dataDir, 'relay.sqlite'), ...(quota ? { quota } : {}) })
-  const server = createServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' })
+  const server = createServer({
+    cert: tls.cert,
+    key: tls.key,
+    minVersion: 'TLSv1.2',
+    ...timeouts.tls,
+  })
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
@@ -98,7 +114,7 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
   const hostPart = host.includes(':') ? `[${host}]` : host
   const url = normalizeAgentUrl(publicUrl ?? `https://${hostPart}:${actualPort}`)
   const onError = handlerOptions.onError ?? ((e: unknown) => console.error('agentmsg relay:', e))
-  let handler: RelayHandler
+  let handler: RelayServerHandler
   try {
     handler = createRelayHandler({
       ...handlerOptions,
@@ -114,7 +130,10 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
   }
   const wss = createRelayWebSocket(handler, { onError, ...wsOptions })
   const basePath = new URL(url).pathname.replace(/\/$/, '')
-  server.on('request', getRequestListener(handler, { onError }))
+  server.on(
+    'request',
+    getRequestListener(handler, { onError, bodyTimeoutMs: timeouts.bodyTimeoutMs }),
+  )
   server.on('upgrade', (req, socket, head) => {
     const target = req.url ?? ''
     const q = target.indexOf('?')

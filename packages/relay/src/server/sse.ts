@@ -8,7 +8,7 @@
  * `stallTimeoutMs` while data waited, the connection is dropped (the client resumes from its
  * last `id`).
  */
-import { utf8Encode } from '@agentmsg/core'
+import { utf8Encode } from '@agentmsg/core/encoding'
 import type { MailboxEntry } from '../store/types.js'
 import type { FeedSink } from './types.js'
 

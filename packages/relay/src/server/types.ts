@@ -5,12 +5,26 @@ import type { MailboxEntry, RelayStore } from '../store/types.js'
 
 /** Rate limits of PROFILE §6, as the relay applies them. */
 export interface RelayLimits {
-  /** Per client address (IPv6 per /64), before any body is read. @default 600/min, burst 100 */
-  perAddress?: Partial<RateLimit>
+  /**
+   * Per client address (IPv6 per /64), before any body is read. `false` turns every
+   * per-address limit off (rate, `maxReadsPerAddress`, the nonce memory's per-address shares):
+   * required, and only meant, for an adapter that passes no client address; with limiting on,
+   * such a request is answered 500 and reported to `onError` (PROFILE §6: never one shared
+   * bucket). @default 600/min, burst 100
+   */
+  perAddress?: Partial<RateLimit> | false
+  /** Request bodies read at once from one address bucket; a ninth → 429. @default 8 */
+  maxReadsPerAddress?: number
+  /** Request bodies read at once overall; past it → 503. @default 128 */
+  maxConcurrentReads?: number
   /** Per verified sender (`from.agent`) on publish. @default 60/min, burst 20 */
   perSender?: Partial<RateLimit>
   /** Most buckets tracked per limit. @default 100_000 */
   maxTrackedKeys?: number
+  /** Open SSE and WebSocket streams per agent (PROFILE §9); beyond → 429 or close 1013. @default 4 */
+  streamsPerAgent?: number
+  /** Subscriptions per agent (PROFILE §9); beyond → 429. @default 16 */
+  subscriptionsPerAgent?: number
 }
 
 /** Webhook push settings. */
@@ -66,7 +80,7 @@ export interface RelayHandlerOptions {
   maxStreamBufferBytes?: number
   /** A stream whose client read nothing for this long while data waits is dropped. @default 60_000 */
   stallTimeoutMs?: number
-  /** `Retry-After` seconds when a mailbox is full. @default 60 */
+  /** `Retry-After` seconds when a mailbox, a sender's share of it or the relay is full. @default 60 */
   mailboxFullRetryAfter?: number
   webhook?: RelayWebhookOptions
 }
@@ -91,7 +105,7 @@ export interface RelayRequestInfo {
 }
 
 /** The relay as a web-standard handler, plus what the WebSocket adapter needs. */
-export interface RelayHandler {
+export interface RelayServerHandler {
   /** All HTTP endpoints of PROFILE §9. Bound: may be passed around alone. */
   readonly fetch: (request: Request, info?: RelayRequestInfo) => Promise<Response>
   /** The normalised base URL. */
@@ -113,6 +127,14 @@ export interface RelayHandler {
     sink: FeedSink,
     onClose?: (error?: unknown) => void,
   ): Feed
+  /**
+   * Take one of `agent`'s stream slots (PROFILE §9: at most `limits.streamsPerAgent` open SSE
+   * and WebSocket streams per agent). Returns the function that gives it back (idempotent), or
+   * undefined when the agent has every slot open: refuse the stream (WebSocket close 1013).
+   */
+  claimStream(agent: string): (() => void) | undefined
+  /** Open streams (SSE and WebSocket) of one agent, or of every agent. */
+  openStreams(agent?: string): number
   /** Acknowledge (delete) a mailbox's entries with this id; returns how many. */
   ack(agent: string, messageId: string, from?: string): Promise<number>
   /** Register a connection that `close()` must end (WebSocket adapters). */

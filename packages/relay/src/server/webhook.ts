@@ -4,17 +4,17 @@
  * message of the subscriber's mailbox is POSTed as §6 delivery, retries included, and deleted
  * from the mailbox once the target answered 2xx.
  */
-import {
-  AgentMsgError,
-  base64urlEncode,
-  invalidFormat,
-  isAgentMsgError,
-  randomBytes,
-} from '@agentmsg/core'
-import type { Message } from '@agentmsg/core'
+
+import type { DeliveryTarget, Message } from '@agentmsg/core'
+import { AgentMsgError, invalidFormat, isAgentMsgError } from '@agentmsg/core'
+import { base64urlEncode, randomBytes } from '@agentmsg/core/encoding'
 import type { HttpsSender } from '@agentmsg/transport-https'
+import { readLimited } from '@agentmsg/transport-https/http-kit'
 import type { MailboxEntry } from '../store/types.js'
 import type { FeedSink } from './types.js'
+
+/** Largest webhook verification reply read (PROFILE §4: 64 KiB for a reply). */
+const MAX_REPLY_BYTES = 64 * 1024
 
 /** Check the form of a webhook URL: https, no userinfo, no fragment. Returns it serialised. */
 export function checkWebhookUrl(value: unknown): string {
@@ -57,32 +57,26 @@ export async function verifyWebhook(
       redirect: 'manual',
     })
   } catch (error) {
-    // A refused address (PROFILE §4) is reported with its reason; anything else as unreachable.
-    let cause: unknown = error
-    while (!isAgentMsgError(cause) && cause instanceof Error && cause.cause !== undefined) {
-      cause = cause.cause
-    }
-    const reason = isAgentMsgError(cause)
-      ? cause.message
-      : error instanceof Error
-        ? error.message
-        : String(error)
-    throw new AgentMsgError('invalid_format', `push.url: webhook verification failed: ${reason}`, {
+    // PROFILE §4: a failed outbound request is reported as failed, never with the socket, TLS
+    // or address detail (which would make the relay a port scanner for its subscribers).
+    throw new AgentMsgError('invalid_format', 'push.url: webhook verification failed', {
       cause: error,
       field: 'push.url',
     })
   }
   let echoed: unknown
   try {
-    const text = await response.text()
-    echoed =
-      response.status === 200 ? (JSON.parse(text) as { challenge?: unknown }).challenge : undefined
+    // A reply is read with the 64 KiB cap of PROFILE §4, never whole.
+    const bytes = await readLimited(response.body, MAX_REPLY_BYTES)
+    if (response.status === 200 && bytes !== undefined) {
+      echoed = (JSON.parse(new TextDecoder().decode(bytes)) as { challenge?: unknown }).challenge
+    }
   } catch {
     echoed = undefined
   }
   if (response.status !== 200 || echoed !== challenge) {
     throw invalidFormat(
-      `webhook verification failed: expected 200 with the challenge echoed, got ${response.status}`,
+      'webhook verification failed: expected 200 with the challenge echoed',
       'push.url',
     )
   }
@@ -91,7 +85,7 @@ export async function verifyWebhook(
 /** A feed sink that delivers each entry to a webhook and acknowledges it on success. */
 export class WebhookSink implements FeedSink {
   readonly #sender: HttpsSender
-  readonly #url: string
+  readonly #target: DeliveryTarget
   readonly #ack: (entry: MailboxEntry) => Promise<unknown>
   readonly #maxInFlight: number
   readonly #onError: (error: unknown) => void
@@ -101,13 +95,15 @@ export class WebhookSink implements FeedSink {
 
   constructor(options: {
     sender: HttpsSender
+    /** The mailbox's owner, to whose webhook its messages go. */
+    agent: string
     url: string
     ack: (entry: MailboxEntry) => Promise<unknown>
     maxInFlight: number
     onError: (error: unknown) => void
   }) {
     this.#sender = options.sender
-    this.#url = options.url
+    this.#target = { kind: 'inbox', agent: options.agent, urls: [options.url] }
     this.#ack = options.ack
     this.#maxInFlight = options.maxInFlight
     this.#onError = options.onError
@@ -124,7 +120,7 @@ export class WebhookSink implements FeedSink {
     }
     this.#inFlight++
     this.#sender
-      .send(message, { kind: 'inbox', url: this.#url })
+      .send(message, this.#target)
       .then(
         () => this.#ack(entry),
         (error: unknown) => {

@@ -3,16 +3,18 @@
  * `upgrade` event. Relay → `{type:"challenge",nonce}`; the client's first frame must be a valid
  * `{type:"auth",…}` within `authTimeoutMs`; then the mailbox after `after`, held entries first,
  * as `{type:"message",cursor,message}`; client `{type:"ack",message_id,from}` frames delete.
+ * An agent with every stream slot open (PROFILE §9: SSE and WebSocket together) is closed after
+ * authentication with 1013 (try again later).
  * A connection whose send buffer (`bufferedAmount`) passes `maxBufferedBytes`, or stays full for
  * `stallTimeoutMs`, is dropped; the client resumes from its last cursor.
  */
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { isAgentMsgError, parseAgentId } from '@agentmsg/core'
+import { createChallenge, verifyWsAuth } from '@agentmsg/core/http-signature'
 import { WebSocket, WebSocketServer } from 'ws'
-import { createChallenge, verifyWsAuth } from '@agentmsg/transport-relay'
 import type { MailboxEntry } from '../store/types.js'
-import type { Feed, FeedSink, RelayHandler } from './types.js'
+import type { Feed, FeedSink, RelayServerHandler } from './types.js'
 
 /** Options of {@link createRelayWebSocket}. */
 export interface RelayWebSocketOptions {
@@ -40,6 +42,7 @@ export interface RelayWebSocket {
 const POLICY = 1008
 const GOING_AWAY = 1001
 const INTERNAL = 1011
+const TRY_AGAIN_LATER = 1013
 
 class WsSink implements FeedSink {
   constructor(
@@ -78,7 +81,7 @@ class WsSink implements FeedSink {
  * server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head))
  */
 export function createRelayWebSocket(
-  handler: RelayHandler,
+  handler: RelayServerHandler,
   options: RelayWebSocketOptions = {},
 ): RelayWebSocket {
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? 64 * 1024 })
@@ -91,6 +94,7 @@ export function createRelayWebSocket(
 
   const connection = (ws: WebSocket) => {
     let feed: Feed | undefined
+    let release: (() => void) | undefined
     let agent: string | undefined
     let state: 'auth' | 'checking' | 'open' = 'auth'
     const untrack = handler.track(() => {
@@ -134,6 +138,18 @@ export function createRelayWebSocket(
             const { kind } = parseAgentId(verified.agent)
             if (kind !== 'did:key' && kind !== 'url') {
               refuse('invalid_format', 'mailboxes exist only for did:key and URL agents')
+              return
+            }
+            release = handler.claimStream(verified.agent)
+            if (release === undefined) {
+              ws.send(
+                JSON.stringify({
+                  type: 'error',
+                  code: 'rate_limited',
+                  message: 'this agent has the most streams open; retry later',
+                }),
+              )
+              ws.close(TRY_AGAIN_LATER, 'rate_limited')
               return
             }
             agent = verified.agent
@@ -184,6 +200,7 @@ export function createRelayWebSocket(
     ws.on('close', () => {
       clearTimeout(timer)
       feed?.close()
+      release?.()
       untrack()
     })
   }

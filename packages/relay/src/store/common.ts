@@ -4,22 +4,53 @@
 import { randomBytes } from 'node:crypto'
 import type { PublishInput } from './types.js'
 
-/** Per-mailbox quota (PROFILE §9): 10,000 messages or 256 MiB. */
+/** Quotas of PROFILE §9 (all configurable). */
 export interface RelayQuota {
-  /** Entries a mailbox may hold (default 10,000). */
+  /** Entries a mailbox may hold. @default 10,000 */
   messages?: number
-  /** Bytes of JSON a mailbox may hold, a topic message counting in full in each (default 256 MiB). */
+  /** Bytes a mailbox may hold, a topic message counting in full in each. @default 256 MiB */
   bytes?: number
+  /** Entries one sender may hold in one mailbox. @default a quarter of `messages` (at least 1) */
+  senderMessages?: number
+  /** Bytes one sender may hold in one mailbox. @default a quarter of `bytes` */
+  senderBytes?: number
+  /** Bytes the whole relay may hold, a topic message counting once. @default 10 GiB */
+  totalBytes?: number
 }
+
+/** Every quota, resolved. */
+export type ResolvedQuota = Required<RelayQuota>
 
 export const DEFAULT_QUOTA_MESSAGES = 10_000
 export const DEFAULT_QUOTA_BYTES = 256 * 1024 * 1024
+export const DEFAULT_QUOTA_TOTAL_BYTES = 10 * 1024 * 1024 * 1024
 
-export function resolveQuota(quota: RelayQuota | undefined): { messages: number; bytes: number } {
+/**
+ * How long a triple is remembered after the relay received it when the publish does not say:
+ * the 8-day date window plus the 5 minutes a date may be ahead, and a margin (PROFILE §6, §9).
+ */
+export const DEFAULT_FORGET_AFTER_MS = 8 * 86_400_000 + 15 * 60_000
+
+export function resolveQuota(quota: RelayQuota | undefined): ResolvedQuota {
   const messages = quota?.messages ?? DEFAULT_QUOTA_MESSAGES
   const bytes = quota?.bytes ?? DEFAULT_QUOTA_BYTES
-  if (!(messages >= 0) || !(bytes >= 0)) throw new RangeError('quota must be non-negative')
-  return { messages, bytes }
+  // PROFILE §9: one sender may hold at most a quarter of a mailbox.
+  const resolved = {
+    messages,
+    bytes,
+    senderMessages: quota?.senderMessages ?? Math.max(1, Math.floor(messages / 4)),
+    senderBytes: quota?.senderBytes ?? Math.floor(bytes / 4),
+    totalBytes: quota?.totalBytes ?? DEFAULT_QUOTA_TOTAL_BYTES,
+  }
+  for (const value of Object.values(resolved)) {
+    if (!(value >= 0)) throw new RangeError('quotas must be non-negative numbers')
+  }
+  return resolved
+}
+
+/** Until when a publish's triple is remembered after its entry is gone. */
+export function forgetAtOf(input: PublishInput): number {
+  return input.forgetAt ?? input.receivedAt + DEFAULT_FORGET_AFTER_MS
 }
 
 const CURSOR = /^(?:0|[1-9][0-9]{0,15})$/
@@ -36,6 +67,11 @@ export function parseAfter(after: string | undefined): number {
   return n
 }
 
+/** The UTF-8 length of a string (page sizes count the stored JSON text). */
+export function utf8Length(text: string): number {
+  return Buffer.byteLength(text, 'utf8')
+}
+
 export function checkRetrieveOptions(options: { limit: number; maxBytes: number }): void {
   if (!Number.isInteger(options.limit) || options.limit < 1) {
     throw new RangeError('limit must be a positive integer')
@@ -50,6 +86,9 @@ export function publishMailboxes(input: PublishInput): string[] {
   }
   if (!Number.isFinite(input.expiresAt) || !Number.isFinite(input.receivedAt)) {
     throw new RangeError('receivedAt and expiresAt must be finite')
+  }
+  if (input.forgetAt !== undefined && !Number.isFinite(input.forgetAt)) {
+    throw new RangeError('forgetAt must be finite')
   }
   return [...new Set(input.mailboxes)]
 }

@@ -1,29 +1,34 @@
 /**
  * An in-memory relay store, for tests and embedders: the semantics of `sqliteRelayStore`
- * (quotas, duplicates, cursors, expiry, mailbox states), without durability — a write is
+ * (quotas, duplicates and remembered triples, cursors, expiry, mailbox states), without durability — a write is
  * "durable" as soon as it is applied, and everything is gone with the process.
  */
 import {
   checkRetrieveOptions,
+  forgetAtOf,
   newSubscriptionId,
   parseAfter,
   publishMailboxes,
+  type RelayQuota,
   resolveQuota,
   uniqueTopics,
-  type RelayQuota,
+  utf8Length,
 } from './common.js'
+import { type Entry, keyOf, MemoryMailbox, type StoredMessage } from './memory-mailbox.js'
 import {
-  MailboxFullError,
+  type DuplicateQuery,
   type MailboxEntry,
+  MailboxFullError,
   type PublishInput,
-  type PublishResult,
+  RelayStorageFullError,
   type RelayStore,
+  type StorePublishResult,
   type Subscription,
   type WebhookTarget,
 } from './types.js'
 
 export interface MemoryRelayStoreOptions {
-  /** Per-mailbox quota (default 10,000 messages or 256 MiB). */
+  /** Quotas (default: 10,000 messages or 256 MiB per mailbox, a quarter per sender, 10 GiB). */
   quota?: RelayQuota
 }
 
@@ -33,39 +38,14 @@ export interface MemoryRelayStore extends RelayStore {
   storedMessages(): number
 }
 
-interface StoredMessage {
-  json: string
-  bytes: number
-  expiresAt: number
-  /** Entries referencing it. */
-  refs: number
-}
-
-interface Entry {
-  cursor: number
-  mailbox: string
-  from: string
-  messageId: string
-  message: StoredMessage
-}
-
-interface Mailbox {
-  state: 'none' | 'open' | 'closed'
-  /** Ordered by cursor (cursors are only ever appended). */
-  entries: Entry[]
-  /** By `${messageId}\n${from}`. */
-  byKey: Map<string, Entry>
-  bytes: number
-}
-
-const keyOf = (messageId: string, from: string) => `${messageId}\n${from}`
-
 /** Create an empty in-memory relay store. */
 export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryRelayStore {
   const quota = resolveQuota(options.quota)
-  const mailboxes = new Map<string, Mailbox>()
+  const mailboxes = new Map<string, MemoryMailbox>()
   const subscriptions = new Map<string, Subscription>()
   const messages = new Set<StoredMessage>()
+  /** Quota bytes of `messages` (the relay-wide cap counts a topic message once). */
+  let totalBytes = 0
   let lastCursor = 0
   let closed = false
 
@@ -73,10 +53,10 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
     if (closed) throw new Error('relay store is closed')
   }
 
-  function mailboxOf(agent: string): Mailbox {
+  function mailboxOf(agent: string): MemoryMailbox {
     let mailbox = mailboxes.get(agent)
     if (mailbox === undefined) {
-      mailbox = { state: 'none', entries: [], byKey: new Map(), bytes: 0 }
+      mailbox = new MemoryMailbox()
       mailboxes.set(agent, mailbox)
     }
     return mailbox
@@ -89,31 +69,28 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
   }
 
   function unref(entry: Entry): void {
-    if (--entry.message.refs === 0) messages.delete(entry.message)
+    if (--entry.message.refs === 0) {
+      messages.delete(entry.message)
+      totalBytes -= entry.message.bytes
+    }
   }
 
-  /** Remove the entries of `mailbox` that match; returns how many. */
-  function removeWhere(mailbox: Mailbox, match: (entry: Entry) => boolean): number {
+  function expireNow(now: number): number {
     let removed = 0
-    const kept: Entry[] = []
-    for (const entry of mailbox.entries) {
-      if (!match(entry)) {
-        kept.push(entry)
-        continue
-      }
-      removed++
-      mailbox.bytes -= entry.message.bytes
-      mailbox.byKey.delete(keyOf(entry.messageId, entry.from))
-      unref(entry)
+    for (const mailbox of mailboxes.values()) {
+      removed += mailbox.removeWhere((entry) => entry.message.expiresAt <= now, unref)
+      mailbox.forget(now)
     }
-    if (removed > 0) mailbox.entries = kept
     return removed
   }
 
-  function fits(mailbox: Mailbox | undefined, bytes: number): boolean {
-    const count = mailbox?.entries.length ?? 0
-    const held = mailbox?.bytes ?? 0
-    return count + 1 <= quota.messages && held + bytes <= quota.bytes
+  /** Why `agent`'s mailbox has no room for `input`, after dropping its expired entries. */
+  function noRoom(agent: string, input: PublishInput): 'mailbox' | 'sender' | undefined {
+    const mailbox = mailboxOf(agent)
+    if (mailbox.noRoom(input.from, input.bytes, quota) === undefined) return undefined
+    // Expired entries do not hold room: drop them and look again.
+    mailbox.removeWhere((entry) => entry.message.expiresAt <= input.receivedAt, unref)
+    return mailbox.noRoom(input.from, input.bytes, quota)
   }
 
   /** First index whose cursor is > after. */
@@ -128,45 +105,56 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
     return lo
   }
 
-  function publishNow(input: PublishInput, targets: string[]): PublishResult[] {
-    // Check every mailbox before writing anything, so a full one leaves all untouched.
-    const fresh: string[] = []
+  function publishNow(input: PublishInput, targets: string[]): StorePublishResult[] {
+    const key = keyOf(input.messageId, input.from)
+    // Expired messages do not hold room under the relay-wide cap either.
+    if (totalBytes + input.bytes > quota.totalBytes) expireNow(input.receivedAt)
+    // Decide every mailbox before storing anything, so a refusal stores nothing.
+    const results: StorePublishResult[] = []
+    const fresh: StorePublishResult[] = []
     for (const agent of targets) {
       const mailbox = mailboxes.get(agent)
-      if (mailbox?.byKey.has(keyOf(input.messageId, input.from))) continue
-      if (!fits(mailbox, input.bytes)) {
-        // Expired entries do not hold room: drop them and look again.
-        if (mailbox === undefined) throw new MailboxFullError(agent)
-        removeWhere(mailbox, (entry) => entry.message.expiresAt <= input.receivedAt)
-        if (!fits(mailbox, input.bytes)) throw new MailboxFullError(agent)
+      if (mailbox?.holds(key, input.receivedAt)) {
+        const existing = mailbox.byKey.get(key)
+        const result: StorePublishResult = { mailbox: agent, duplicate: true }
+        if (existing !== undefined) result.cursor = String(existing.cursor)
+        results.push(result)
+        continue
       }
-      fresh.push(agent)
+      const reason = noRoom(agent, input)
+      if (reason !== undefined) {
+        if (!input.skipFull) throw new MailboxFullError(agent, reason)
+        results.push({ mailbox: agent, duplicate: false, full: true })
+        continue
+      }
+      const result: StorePublishResult = { mailbox: agent, duplicate: false }
+      fresh.push(result)
+      results.push(result)
     }
-    const message: StoredMessage | undefined =
-      fresh.length === 0
-        ? undefined
-        : { json: input.json, bytes: input.bytes, expiresAt: input.expiresAt, refs: 0 }
-    if (message !== undefined) messages.add(message)
-    return targets.map((agent) => {
-      const mailbox = mailboxOf(agent)
-      const key = keyOf(input.messageId, input.from)
-      const existing = mailbox.byKey.get(key)
-      if (existing !== undefined) {
-        return { mailbox: agent, cursor: String(existing.cursor), duplicate: true }
-      }
+    if (fresh.length === 0) return results
+    if (totalBytes + input.bytes > quota.totalBytes) throw new RelayStorageFullError()
+    const message: StoredMessage = {
+      json: input.json,
+      bytes: input.bytes,
+      jsonBytes: utf8Length(input.json),
+      expiresAt: input.expiresAt,
+      forgetAt: forgetAtOf(input),
+      refs: 0,
+    }
+    messages.add(message)
+    totalBytes += input.bytes
+    for (const result of fresh) {
       const entry: Entry = {
         cursor: ++lastCursor,
-        mailbox: agent,
         from: input.from,
         messageId: input.messageId,
-        message: message!,
+        message,
       }
-      message!.refs++
-      mailbox.entries.push(entry)
-      mailbox.byKey.set(key, entry)
-      mailbox.bytes += input.bytes
-      return { mailbox: agent, cursor: String(entry.cursor), duplicate: false }
-    })
+      message.refs++
+      mailboxOf(result.mailbox).add(entry)
+      result.cursor = String(entry.cursor)
+    }
+    return results
   }
 
   return {
@@ -239,6 +227,15 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
       return publishNow(input, publishMailboxes(input))
     },
 
+    async isDuplicate(query: DuplicateQuery) {
+      assertOpen()
+      const key = keyOf(query.messageId, query.from)
+      return (
+        query.mailboxes.length > 0 &&
+        query.mailboxes.every((agent) => mailboxes.get(agent)?.holds(key, query.now) === true)
+      )
+    },
+
     async retrieve(
       agent: string,
       opts: { after?: string; limit: number; maxBytes: number; now: number },
@@ -252,8 +249,8 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
       for (let i = firstAfter(held, after); i < held.length && entries.length < opts.limit; i++) {
         const entry = held[i]!
         if (entry.message.expiresAt <= opts.now) continue
-        if (entries.length > 0 && bytes + entry.message.bytes > opts.maxBytes) break
-        bytes += entry.message.bytes
+        if (entries.length > 0 && bytes + entry.message.jsonBytes > opts.maxBytes) break
+        bytes += entry.message.jsonBytes
         entries.push({
           cursor: String(entry.cursor),
           from: entry.from,
@@ -271,24 +268,20 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
       if (mailbox === undefined) return 0
       if (from !== undefined) {
         const entry = mailbox.byKey.get(keyOf(messageId, from))
-        return entry === undefined ? 0 : removeWhere(mailbox, (e) => e === entry)
+        return entry === undefined ? 0 : mailbox.removeWhere((e) => e === entry, unref)
       }
-      return removeWhere(mailbox, (entry) => entry.messageId === messageId)
+      return mailbox.removeWhere((entry) => entry.messageId === messageId, unref)
     },
 
     async expire(now: number) {
       assertOpen()
-      let removed = 0
-      for (const mailbox of mailboxes.values()) {
-        removed += removeWhere(mailbox, (entry) => entry.message.expiresAt <= now)
-      }
-      return removed
+      return expireNow(now)
     },
 
-    async usage(agent: string) {
+    async usage(agent?: string, from?: string) {
       assertOpen()
-      const mailbox = mailboxes.get(agent)
-      return { messages: mailbox?.entries.length ?? 0, bytes: mailbox?.bytes ?? 0 }
+      if (agent === undefined) return { messages: messages.size, bytes: totalBytes }
+      return mailboxes.get(agent)?.usage(from) ?? { messages: 0, bytes: 0 }
     },
 
     async close() {

@@ -37,21 +37,44 @@ export interface PublishInput {
   messageId: string
   /** The message as JSON text, trace entry already appended. Stored once, however many mailboxes. */
   json: string
-  /** Byte length of `json` (UTF-8), for quotas and page sizes. */
+  /**
+   * What the message counts against quotas: the bytes of `JCS(message without trace)`
+   * (PROFILE §9). Pages are sized by the UTF-8 length of `json` instead.
+   */
   bytes: number
   /** When the relay received it (ms). */
   receivedAt: number
   /** When it must be gone: min(receivedAt + retention, date + ttl_seconds) (ms). */
   expiresAt: number
+  /**
+   * Until when (mailbox, from, messageId) is remembered once its entry was acknowledged or
+   * expired: the end of the message's date window, after which a copy is stale anyway
+   * (PROFILE §9). @default receivedAt + 8 days + 15 minutes (covers any date the relay accepts)
+   */
+  forgetAt?: number
+  /**
+   * A topic publish (PROFILE §9): a mailbox without room is skipped (its result says `full`)
+   * instead of failing the whole call, so one subscriber that never reads cannot close a topic.
+   * @default false: any mailbox without room fails the call, nothing stored
+   */
+  skipFull?: boolean
 }
 
 /** The outcome of a publish per mailbox (one per distinct mailbox, in the order given). */
-export interface PublishResult {
+export interface StorePublishResult {
   mailbox: string
-  /** The entry's cursor (for a duplicate, the existing entry's). */
-  cursor: string
-  /** True when (mailbox, from, messageId) was already stored: nothing new was written. */
+  /**
+   * The entry's cursor; for a duplicate, the existing entry's. Undefined when nothing is held
+   * there: a duplicate whose entry was already acknowledged or expired, or a skipped mailbox.
+   */
+  cursor?: string
+  /**
+   * True when (mailbox, from, messageId) is held, or remembered after its entry was
+   * acknowledged or expired: nothing new was written.
+   */
   duplicate: boolean
+  /** True when the mailbox had no room and `skipFull` was set: nothing was stored there. */
+  full?: boolean
 }
 
 /** One entry of a mailbox. */
@@ -70,15 +93,38 @@ export interface MailboxPage {
   cursor: string | undefined
 }
 
-/** Thrown by `publish` when a mailbox is over its quota (the relay answers 503). */
+/**
+ * Thrown by `publish` when a mailbox has no room (the relay answers 503, naming no mailbox):
+ * `mailbox` when the mailbox is at its quota, `sender` when this sender holds its share of it.
+ */
 export class MailboxFullError extends Error {
   override readonly name = 'MailboxFullError'
   constructor(
     readonly mailbox: string,
-    message = `mailbox ${mailbox} is full`,
+    readonly reason: 'mailbox' | 'sender' = 'mailbox',
+    message = reason === 'sender'
+      ? `the sender holds its share of mailbox ${mailbox}`
+      : `mailbox ${mailbox} is full`,
   ) {
     super(message)
   }
+}
+
+/** Thrown by `publish` when the relay-wide storage cap would be passed (the relay answers 503). */
+export class RelayStorageFullError extends Error {
+  override readonly name = 'RelayStorageFullError'
+  constructor(message = 'the relay storage is full') {
+    super(message)
+  }
+}
+
+/** What `isDuplicate` asks about. */
+export interface DuplicateQuery {
+  mailboxes: string[]
+  from: string
+  messageId: string
+  /** Remembered triples whose `forgetAt` has passed are forgotten. */
+  now: number
 }
 
 /** Storage behind the relay. */
@@ -104,17 +150,28 @@ export interface RelayStore {
   /** Agents subscribed to a topic. */
   topicSubscribers(topic: string): Promise<string[]>
   /**
-   * Store a message for each mailbox, once per (mailbox, from, messageId). Resolves only when
-   * the write is durable (fsync, or a group commit covering it). Throws {@link MailboxFullError}
-   * when a mailbox is over quota (then nothing is stored for any mailbox of this call). A mailbox
-   * that already holds the message is not counted against its quota (a duplicate result).
-   * Quotas count entries held, expired or not: a store may drop a full mailbox's expired
-   * entries to make room. No mailboxes → `[]`, nothing stored.
+   * Store a message for each mailbox, once per (mailbox, from, messageId): a triple that is
+   * held, or was acknowledged or expired before its `forgetAt`, is a duplicate (nothing
+   * written). Resolves only when the write is durable (fsync, or a group commit covering it).
+   *
+   * Quotas (PROFILE §9) count entries held, expired or not (a store may drop expired entries
+   * to make room): per mailbox `messages` and `bytes`; per (mailbox, from) the sender's share;
+   * relay-wide the `bytes` of the messages stored (a topic message once). Without room in a
+   * mailbox, throws {@link MailboxFullError} (nothing stored for any mailbox of the call), or
+   * with `skipFull` skips that mailbox. Over the relay-wide cap, throws
+   * {@link RelayStorageFullError} (nothing stored). No mailboxes → `[]`, nothing stored.
    */
-  publish(input: PublishInput): Promise<PublishResult[]>
+  publish(input: PublishInput): Promise<StorePublishResult[]>
+  /**
+   * True when every one of `mailboxes` (at least one) holds the triple or remembers it, so a
+   * publish would store nothing: the relay answers such a copy 202 before charging the
+   * per-sender limit (PROFILE §9). Reads what is durable, as `retrieve` does.
+   */
+  isDuplicate(query: DuplicateQuery): Promise<boolean>
   /**
    * Entries of a mailbox after `after`, oldest first, at most `limit` and at most `maxBytes` of
-   * JSON (always at least one entry if any is due), skipping entries expired at `now`.
+   * JSON (UTF-8 length of the stored text; always at least one entry if any is due), skipping
+   * entries expired at `now`.
    * Throws a RangeError when `after` is not in the store's cursor syntax or `limit` < 1 (the
    * relay clamps `limit` to 500 and `maxBytes` to 8 MiB).
    */
@@ -122,9 +179,16 @@ export interface RelayStore {
     mailbox: string,
     options: { after?: string; limit: number; maxBytes: number; now: number },
   ): Promise<MailboxPage>
-  /** Remove the mailbox's entries with this id (from `from` when given); returns how many. */
+  /**
+   * Remove the mailbox's entries with this id (from `from` when given); returns how many. The
+   * triples stay remembered until their `forgetAt`.
+   */
   ack(mailbox: string, messageId: string, from?: string): Promise<number>
-  /** Delete entries expired at `now` (and messages no mailbox references); returns how many entries. */
+  /**
+   * Delete entries expired at `now` (and messages no mailbox references), remembering their
+   * triples until their `forgetAt`, and forget triples whose `forgetAt` passed; returns how
+   * many entries.
+   */
   expire(now: number): Promise<number>
   /**
    * Optional: resolves once every write requested before the call has settled (committed and
@@ -132,7 +196,10 @@ export interface RelayStore {
    * waits for it before answering a retrieve, so that an ack sent just before is applied.
    */
   settled?(): Promise<void>
-  /** Entries and bytes a mailbox holds (for quotas and tests). */
-  usage(mailbox: string): Promise<{ messages: number; bytes: number }>
+  /**
+   * Entries and quota bytes a mailbox holds; with `from`, that sender's share of it; with no
+   * mailbox, the relay-wide bytes stored (a topic message once) and messages stored.
+   */
+  usage(mailbox?: string, from?: string): Promise<{ messages: number; bytes: number }>
   close(): Promise<void>
 }

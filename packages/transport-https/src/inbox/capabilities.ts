@@ -1,9 +1,6 @@
 /** The minimal capabilities document of PROFILE §10. */
-import { PHASES, type JsonObject } from '@agentmsg/core'
+import { type JsonObject, MAX_MESSAGE_BYTES, PHASES } from '@agentmsg/core'
 import type { RateLimit } from './rate-limit.js'
-
-/** Largest message, `JCS(message without trace)`, an inbox accepts (PROFILE §6). */
-export const MAX_MESSAGE_BYTES = 1_048_576
 
 /** What {@link defaultCapabilities} describes. */
 export interface CapabilitiesInput {
@@ -25,7 +22,9 @@ export function defaultCapabilities(input: CapabilitiesInput): JsonObject {
     content_types: ['application/json'],
     phases: [...PHASES],
     auth_levels: [0, 1, 2, 3],
-    encryption: ['sealed_box'],
+    // Only what is implemented is advertised: nothing here seals or opens a `sealed_box`
+    // (PROFILE §8) yet, and a sender told otherwise would seal messages this agent cannot read.
+    encryption: [],
     max_message_bytes: MAX_MESSAGE_BYTES,
     rate_limit: {
       // JSON has no Infinity: an unlimited inbox states no number it could be held to.

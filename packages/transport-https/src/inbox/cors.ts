@@ -1,5 +1,5 @@
 /** CORS preflight of PROFILE §6, for the inbox, identity and capabilities endpoints. */
-import { CORS_RESPONSE_HEADERS, type InboxReply } from './responses.js'
+import { CORS_RESPONSE_HEADERS, type HttpReply } from './responses.js'
 
 /** The request headers a browser may send, exactly as PROFILE §6 lists them. */
 export const CORS_ALLOW_HEADERS =
@@ -11,7 +11,7 @@ export const CORS_ALLOW_HEADERS =
  *
  * @param methods the path's methods, e.g. `POST, OPTIONS`
  */
-export function preflightReply(methods: string): InboxReply {
+export function preflightReply(methods: string): HttpReply {
   return {
     status: 204,
     body: null,

@@ -5,7 +5,7 @@
  * without the signature check).
  */
 import { discardBody, readLimited } from './body.js'
-import type { InboxReply } from './responses.js'
+import type { HttpReply } from './responses.js'
 import type { InboxRequestInfo } from './types.js'
 
 /** One request to the inbox. */
@@ -31,17 +31,25 @@ export const HANDLE_EXCHANGE: unique symbol = Symbol.for('agentmsg.inbox.exchang
 
 /** Something that answers exchanges: the inbox handler's adapter-facing side. */
 export interface ExchangeHandler {
-  [HANDLE_EXCHANGE](exchange: InboxExchange): Promise<InboxReply>
+  [HANDLE_EXCHANGE](exchange: InboxExchange): Promise<HttpReply>
 }
 
-/** The exchange of a web `Request`. */
-export function webExchange(request: Request, info: InboxRequestInfo | undefined): InboxExchange {
+/**
+ * The exchange of a web `Request`. `bodyTimeoutMs`: the body must be in this long after the
+ * request reached the handler (PROFILE §6); the Node adapter enforces it on the socket instead.
+ */
+export function webExchange(
+  request: Request,
+  info: InboxRequestInfo | undefined,
+  bodyTimeoutMs?: number,
+): InboxExchange {
+  const deadline = bodyTimeoutMs === undefined ? {} : { timeoutMs: bodyTimeoutMs }
   return {
     method: request.method,
     path: new URL(request.url).pathname,
     header: (name) => request.headers.get(name),
     clientAddress: info?.clientAddress,
-    readBody: (limit) => readLimited(request.body, limit),
+    readBody: (limit) => readLimited(request.body, limit, deadline),
     discardBody: () => discardBody(request.body),
   }
 }

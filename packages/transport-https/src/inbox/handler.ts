@@ -1,36 +1,31 @@
 /**
- * The inbox as a web-standard handler, `(Request) => Promise<Response>` (STYLE pattern 6):
- * PROFILE §6's pipeline in its order, then a bounded queue to the application. Isomorphic: no
- * Node built-ins, so it runs under Node (see `serveInbox`), Deno, Bun, workers, or any framework.
+ * The inbox as a web-standard handler, `(Request) => Promise<Response>`: the HTTP steps of
+ * PROFILE §6 (method, per-address limit, Content-Type, size while streaming), then the one
+ * receive pipeline (`createReceiver` / `receive` from `@agentmsg/core`), whose outcome becomes
+ * 202 or the error. Isomorphic: no Node built-ins, so it runs under Node (see `serveInbox`),
+ * Deno, Bun, workers, or any framework.
  */
 import {
-  AuthLevelTracker,
-  canonicalizeToBytes,
-  invalidFormat,
+  createReceiver,
+  type DeliveryHandler,
+  type DeliveryOutcome,
   isAgentMsgError,
   parseAgentId,
-  parseStrictJson,
-  ReplayGuard,
-  validateMessage,
-  verifyMessage,
-  type ErrorCode,
-  type ErrorPhaseCode,
+  type Receiver,
 } from '@agentmsg/core'
-import { AddressSet, addressBucket, clientAddress } from './address.js'
-import { defaultCapabilities, MAX_MESSAGE_BYTES } from './capabilities.js'
+import { MAX_BODY_BYTES } from './body.js'
+import { defaultCapabilities } from './capabilities.js'
+import { ClientLimits } from './client-limits.js'
 import { isJsonContentType } from './content-type.js'
 import { preflightReply } from './cors.js'
-import { ErrorReplies } from './error-replies.js'
 import {
-  HANDLE_EXCHANGE,
-  webExchange,
   type ExchangeHandler,
+  HANDLE_EXCHANGE,
   type InboxExchange,
+  webExchange,
 } from './exchange.js'
-import { PendingStore, type Job } from './pending.js'
-import { WorkQueue } from './queue.js'
-import { TokenBuckets, type RateLimit } from './rate-limit.js'
-import { acceptedReply, errorReply, jsonReply, toResponse, type InboxReply } from './responses.js'
+import { type RateLimit, TokenBuckets } from './rate-limit.js'
+import { acceptedReply, errorReply, type HttpReply, jsonReply, toResponse } from './responses.js'
 import type {
   InboxCloseOptions,
   InboxHandler,
@@ -38,21 +33,11 @@ import type {
   InboxRequestInfo,
 } from './types.js'
 
-/** Largest request body read: 1 MiB of message + 64 KiB for trace and whitespace (PROFILE §6). */
-export const MAX_BODY_BYTES = 1_048_576 + 65_536
-
-/**
- * JCS never makes a message more than 4× longer than its JSON text: strings and structure only
- * shrink, and the worst number is `1e15` (4 bytes) printed as 16 digits. Below this size the
- * canonical-size check cannot fail, so it is skipped on the hot path.
- */
-const JCS_CHECK_ABOVE = MAX_MESSAGE_BYTES / 4
+export { MAX_BODY_BYTES }
 
 const WELL_KNOWN = '/.well-known/agentmsg/'
 const GET_METHODS = 'GET, HEAD, OPTIONS'
 const POST_METHODS = 'POST, OPTIONS'
-/** Codes of failures answered 401 that also earn the sender an error phase message (PROFILE §7). */
-const UNVERIFIED_REPLY = new Set<ErrorCode>(['invalid_signature', 'unknown_sender', 'key_revoked'])
 
 function limit(given: Partial<RateLimit> | undefined, perMinute: number, burst: number): RateLimit {
   return { perMinute: given?.perMinute ?? perMinute, burst: given?.burst ?? burst }
@@ -66,14 +51,39 @@ function normalizeBasePath(path = ''): string {
   return trimmed
 }
 
+/** The receiver a standalone inbox builds from its own options. */
+function ownReceiver(o: InboxHandlerOptions, onError: (error: unknown) => void): Receiver {
+  if (typeof o.onMessage !== 'function') throw new TypeError('onMessage is required')
+  if (!o.resolver) throw new TypeError('resolver is required')
+  const limits = o.limits ?? {}
+  return createReceiver({
+    agentId: o.agentId,
+    resolver: o.resolver,
+    onMessage: o.onMessage,
+    onError,
+    ...(o.topics !== undefined ? { topics: o.topics } : {}),
+    ...(o.storage !== undefined ? { storage: o.storage } : {}),
+    ...(o.replayGuard !== undefined ? { replayGuard: o.replayGuard } : {}),
+    ...(o.authLevels !== undefined ? { authLevels: o.authLevels } : {}),
+    ...(o.errorReplies !== undefined ? { errorReplies: o.errorReplies } : {}),
+    ...(o.identityOf !== undefined ? { identityOf: o.identityOf } : {}),
+    ...(o.transitionMs !== undefined ? { transitionMs: o.transitionMs } : {}),
+    ...(o.now !== undefined ? { now: o.now } : {}),
+    ...(limits.maxQueue !== undefined ? { maxQueue: limits.maxQueue } : {}),
+    ...(limits.queueRetryAfter !== undefined ? { queueRetryAfter: limits.queueRetryAfter } : {}),
+    ...(limits.concurrency !== undefined ? { concurrency: limits.concurrency } : {}),
+  })
+}
+
 /**
  * Create the inbox of one agent: `POST {basePath}/.well-known/agentmsg/inbox`, plus `GET` of
  * its identity and capabilities documents and their CORS preflights.
  *
- * The inbox pipeline follows PROFILE §6 exactly: method → per-address limit (before the body
- * is read) → Content-Type → size while streaming → I-JSON parse → message validation (`to`,
- * `Idempotency-Key`, canonical size) → date window and TTL → signature verification → per-sender
- * limit → duplicate id (202, not processed again) → auth level → persist → 202 → process.
+ * The inbox keeps PROFILE §6's HTTP steps: method → per-address limit (before the body is
+ * read) → Content-Type → size while streaming. The rest — I-JSON parse, validation and
+ * addressee, Idempotency-Key, canonical size, date window and TTL, signatures, duplicate id,
+ * per-sender limit (the inbox's buckets), auth level, persist — is the receive pipeline's,
+ * whose outcome the inbox answers: 202, or the refusal's status (with `Retry-After`).
  *
  * @example
  * const inbox = createInboxHandler({
@@ -83,6 +93,7 @@ function normalizeBasePath(path = ''): string {
  *   storage,
  *   onMessage: async (message, { level, knownContact }) => { … },
  * })
+ * // or, sharing an agent's receiver: createInboxHandler({ agentId, receive: receiver.receive })
  * // Node: await serveInbox(inbox, { port: 443, tls: { cert, key } })
  * // Hono: app.mount('/', inbox.fetch)
  * // Deno: Deno.serve((req, info) => inbox.fetch(req, { clientAddress: info.remoteAddr.hostname }))
@@ -93,88 +104,67 @@ export function createInboxHandler(options: InboxHandlerOptions): InboxHandler {
 
 class Inbox implements InboxHandler, ExchangeHandler {
   readonly #o: InboxHandlerOptions
-  readonly #now: () => number
   readonly #onError: (error: unknown) => void
-  readonly #pending: PendingStore | undefined
-  readonly #replay: ReplayGuard
-  readonly #levels: AuthLevelTracker
-  readonly #perAddress: TokenBuckets
+  /** The receiver this inbox built and owns (standalone), else undefined. */
+  readonly #receiver: Receiver | undefined
+  readonly #deliver: DeliveryHandler
+  readonly #clients: ClientLimits
   readonly #perSender: TokenBuckets
   readonly #perSenderLimit: RateLimit
-  readonly #trusted: AddressSet
-  readonly #topics: ReadonlySet<string>
-  readonly #queue: WorkQueue<Job>
-  readonly #replies: ErrorReplies
-  readonly #queueRetryAfter: number
-  readonly #maxReads: number
+  readonly #closedRetryAfter: number
+  readonly #bodyTimeoutMs: number
   readonly #paths: { inbox: string; identity: string; capabilities: string }
   readonly ready: Promise<void>
-  #restored = false
   #closed = false
-  #stopped = false
-  #reading = 0
+  /** Deliveries handed to the receiver and not yet answered. */
+  #delivering = 0
+  #idle: Array<() => void> = []
 
   constructor(o: InboxHandlerOptions) {
     parseAgentId(o.agentId, 'agentId')
-    if (typeof o.onMessage !== 'function') throw new TypeError('onMessage is required')
-    if (!o.resolver) throw new TypeError('resolver is required')
     this.#o = o
-    this.#now = o.now ?? Date.now
     this.#onError = o.onError ?? ((error) => console.error('agentmsg inbox:', error))
-    this.#pending = o.storage ? new PendingStore(o.storage, this.#now) : undefined
-    const now = this.#now
-    const storage = o.storage ? { storage: o.storage } : {}
-    this.#replay = o.replayGuard ?? new ReplayGuard({ ...storage, now })
-    this.#levels = o.authLevels ?? new AuthLevelTracker({ ...storage, now })
+    if (o.receive !== undefined) {
+      if (typeof o.receive !== 'function') throw new TypeError('receive must be a function')
+      this.#receiver = undefined
+      this.#deliver = o.receive
+    } else {
+      this.#receiver = ownReceiver(o, this.#onError)
+      this.#deliver = this.#receiver.receive
+    }
+    this.ready = this.#receiver?.ready ?? Promise.resolve()
+    const now = o.now ?? Date.now
     const limits = o.limits ?? {}
     const maxKeys = limits.maxTrackedKeys ?? 100_000
-    this.#perAddress = new TokenBuckets(limit(limits.perAddress, 600, 100), now, maxKeys)
+    this.#clients = new ClientLimits(
+      {
+        ...limits,
+        ...(o.trustedProxies !== undefined ? { trustedProxies: o.trustedProxies } : {}),
+        now,
+      },
+      'agentmsg inbox',
+    )
     this.#perSenderLimit = limit(limits.perSender, 60, 20)
     this.#perSender = new TokenBuckets(this.#perSenderLimit, now, maxKeys)
-    this.#trusted = new AddressSet(o.trustedProxies)
-    this.#topics = new Set(o.topics ?? [])
-    this.#queueRetryAfter = limits.queueRetryAfter ?? 5
-    this.#maxReads = limits.maxConcurrentReads ?? 128
-    this.#queue = new WorkQueue<Job>({
-      capacity: limits.maxQueue ?? 1000,
-      concurrency: limits.concurrency ?? 1,
-      run: (job) => this.#process(job),
-      onError: this.#onError,
-    })
-    this.#replies = new ErrorReplies({
-      agentId: o.agentId,
-      sender: o.errorReplies,
-      resolver: o.resolver,
-      identityOf: o.identityOf,
-      onError: this.#onError,
-      now,
-    })
+    this.#closedRetryAfter = limits.queueRetryAfter ?? 5
+    this.#bodyTimeoutMs = limits.bodyTimeoutMs ?? 30_000
     const base = normalizeBasePath(o.basePath) + WELL_KNOWN
     this.#paths = {
       inbox: `${base}inbox`,
       identity: `${base}identity`,
       capabilities: `${base}capabilities`,
     }
-    this.ready = this.#restore().then(
-      () => {
-        this.#restored = true
-      },
-      (error: unknown) => {
-        this.#restored = true
-        this.#onError(error)
-      },
-    )
   }
 
   get pending(): number {
-    return this.#queue.pending
+    return this.#receiver ? this.#receiver.pending : this.#delivering
   }
 
   /** Bound, so it can be passed around alone: `app.mount('/', inbox.fetch)`. */
   readonly fetch = async (request: Request, info?: InboxRequestInfo): Promise<Response> =>
-    toResponse(await this[HANDLE_EXCHANGE](webExchange(request, info)))
+    toResponse(await this[HANDLE_EXCHANGE](webExchange(request, info, this.#bodyTimeoutMs)))
 
-  async [HANDLE_EXCHANGE](x: InboxExchange): Promise<InboxReply> {
+  async [HANDLE_EXCHANGE](x: InboxExchange): Promise<HttpReply> {
     try {
       const path = x.path
       if (path === this.#paths.inbox) return await this.#inbox(x)
@@ -194,17 +184,12 @@ class Inbox implements InboxHandler, ExchangeHandler {
 
   async close(options: InboxCloseOptions = {}): Promise<void> {
     this.#closed = true
-    if (options.drain === false) this.#stopped = true
-    // Once stopped, nothing more will run: there is no drain to wait for.
-    if (this.#stopped) {
-      this.#queue.stop()
-      return
-    }
-    await this.ready
-    await this.#queue.drain()
+    if (this.#receiver) return this.#receiver.close(options)
+    if (options.drain === false || this.#delivering === 0) return
+    await new Promise<void>((resolve) => this.#idle.push(resolve))
   }
 
-  async #inbox(x: InboxExchange): Promise<InboxReply> {
+  async #inbox(x: InboxExchange): Promise<HttpReply> {
     // 1. Method.
     if (x.method !== 'POST') {
       if (x.method === 'OPTIONS') return preflightReply(POST_METHODS)
@@ -213,13 +198,13 @@ class Inbox implements InboxHandler, ExchangeHandler {
     if (this.#closed) {
       x.discardBody()
       return errorReply('unavailable', 'this inbox is shutting down', {
-        retryAfter: this.#queueRetryAfter,
+        retryAfter: this.#closedRetryAfter,
       })
     }
-    // 2. Per-address limit, before a byte of the body is read.
-    const forwarded = this.#trusted.size > 0 ? x.header('x-forwarded-for') : null
-    const address = clientAddress(x.clientAddress, forwarded, this.#trusted)
-    const wait = this.#perAddress.take(addressBucket(address))
+    // 2. Per-address limit, before a byte of the body is read. No address while limiting is
+    // on throws (500, reported): never one bucket shared by everyone (PROFILE §6).
+    const bucket = this.#clients.bucket(x.clientAddress, () => x.header('x-forwarded-for'))
+    const wait = this.#clients.take(bucket)
     if (wait > 0) {
       x.discardBody()
       return errorReply('rate_limited', `too many requests from this address; retry in ${wait} s`, {
@@ -240,158 +225,47 @@ class Inbox implements InboxHandler, ExchangeHandler {
       x.discardBody()
       return tooLarge()
     }
-    if (this.#reading >= this.#maxReads) {
+    // Bodies read at once: 8 per address bucket (429), 128 overall (503), PROFILE §6.
+    const release = this.#clients.startRead(bucket)
+    if (typeof release !== 'function') {
       x.discardBody()
-      return errorReply('unavailable', 'too many messages are being received at once', {
-        retryAfter: 1,
-      })
+      return release
     }
     let bytes
-    this.#reading++
     try {
       bytes = await x.readBody(MAX_BODY_BYTES)
     } finally {
-      this.#reading--
+      release()
     }
     if (bytes === undefined) return tooLarge()
-    if (!this.#restored) await this.ready
-    return this.#accept(bytes, x.header('idempotency-key'))
+    // 5. to the end: the receive pipeline (PROFILE §6), the per-sender limit being this inbox's.
+    const outcome = await this.#handOver(bytes, x.header('idempotency-key'), bucket)
+    if (outcome.status !== 'refused') return acceptedReply(outcome.messageId)
+    const { error } = outcome
+    return errorReply(error.code, error.message, { retryAfter: error.retryAfter })
   }
 
-  /** Steps 5 to the end: everything that needs the message. */
-  async #accept(bytes: Uint8Array, idempotencyKey: string | null): Promise<InboxReply> {
-    // 5. I-JSON. 6. Message validation, addressee, Idempotency-Key, canonical size.
-    const { message, protocolError } = validateMessage(parseStrictJson(bytes))
-    const to = message.to
-    if (to.agent !== undefined ? to.agent !== this.#o.agentId : !this.#topics.has(to.topic)) {
-      throw to.agent !== undefined
-        ? invalidFormat(`this inbox is ${this.#o.agentId}'s, not ${to.agent}'s`, 'to.agent')
-        : invalidFormat(`${this.#o.agentId} is not subscribed to topic ${to.topic}`, 'to.topic')
-    }
-    if (idempotencyKey !== null && idempotencyKey !== message.message_id) {
-      throw invalidFormat('must equal the message_id', 'Idempotency-Key')
-    }
-    if (bytes.byteLength > JCS_CHECK_ABOVE) {
-      const { trace: _trace, ...signed } = message
-      const size = canonicalizeToBytes(signed).byteLength
-      if (size > MAX_MESSAGE_BYTES) {
-        return errorReply(
-          'payload_too_large',
-          `the message is ${size} bytes in canonical form; the limit is ${MAX_MESSAGE_BYTES}`,
-        )
-      }
-    }
-    // 7. Date window and TTL.
-    this.#replay.checkFreshness(message)
-    // 8. Signatures and keys.
-    let verdict
+  async #handOver(
+    body: Uint8Array,
+    idempotencyKey: string | null,
+    bucket: string | undefined,
+  ): Promise<DeliveryOutcome> {
+    this.#delivering++
     try {
-      verdict = await verifyMessage(message, this.#o.resolver, {
-        now: this.#now(),
-        validated: true,
-        ...(this.#o.transitionMs !== undefined ? { transitionMs: this.#o.transitionMs } : {}),
-      })
-    } catch (error) {
-      if (isAgentMsgError(error) && UNVERIFIED_REPLY.has(error.code)) {
-        this.#replies.send(message, error.code as ErrorPhaseCode, error.message, false)
-      }
-      throw error
-    }
-    const from = message.from.agent
-    // 9. Per-sender limit, on the verified sender only: nobody spends another agent's quota.
-    const wait = this.#perSender.take(from)
-    if (wait > 0) {
-      return errorReply('rate_limited', `too many messages from ${from}; retry in ${wait} s`, {
-        retryAfter: wait,
-      })
-    }
-    // 10. Duplicate id: accepted again, not processed again.
-    if (await this.#replay.isDuplicate(from, message.message_id))
-      return acceptedReply(message.message_id)
-    if (protocolError) {
-      // Well formed and verified, but not something this agent speaks: 202, then an error
-      // phase message (SPEC §7.3). The application never sees it.
-      if ((await this.#replay.checkAndRemember(message)) === 'new') {
-        this.#replies.send(message, protocolError.code, protocolError.message, true)
-      }
-      return acceptedReply(message.message_id)
-    }
-    // 11. Authentication level.
-    let decision
-    try {
-      decision = await this.#levels.evaluate({
-        from,
-        conversationId: message.conversation_id,
-        phase: message.phase,
-        requestedLevel: message.auth_level,
-        level: verdict.level,
-        algs: verdict.signatures.map((s) => s.alg),
-      })
-    } catch (error) {
-      if (isAgentMsgError(error) && error.code === 'insufficient_auth_level') {
-        this.#replies.send(message, 'insufficient_auth_level', error.message, true)
-      }
-      throw error
-    }
-    // 12. Room in the queue, then persist, then commit; only then 202.
-    if (!this.#queue.reserve()) {
-      return errorReply('unavailable', 'the inbox queue is full; retry later', {
-        retryAfter: this.#queueRetryAfter,
-      })
-    }
-    const job: Job = {
-      key: undefined,
-      message,
-      level: verdict.level,
-      source: verdict.source,
-      keyId: verdict.keyId,
-    }
-    let queued = false
-    try {
-      await this.#pending?.add(job)
-      await this.#levels.commit(decision)
-      // Exclusive per (from, id): of two copies racing through the pipeline, one is 'new'.
-      if ((await this.#replay.checkAndRemember(message)) === 'new') {
-        this.#queue.push(job, true)
-        queued = true
-      }
-    } finally {
-      if (!queued) {
-        this.#queue.release()
-        this.#pending?.remove(job).catch(this.#onError)
-      }
-    }
-    return acceptedReply(message.message_id)
-  }
-
-  async #process(job: Job): Promise<void> {
-    try {
-      const knownContact = await this.#levels.isKnownContact(job.message.from.agent)
-      await this.#o.onMessage(job.message, {
-        level: job.level,
-        source: job.source,
-        keyId: job.keyId,
-        knownContact,
+      return await this.#deliver({
+        body,
         transport: 'https',
+        idempotencyKey,
+        perSender: (from) => this.#perSender.take(from),
+        // Its id counts against this bucket's share of the replay guard (PROFILE §6).
+        ...(bucket !== undefined ? { bucket } : {}),
       })
     } finally {
-      await this.#pending?.remove(job)
+      if (--this.#delivering === 0) for (const resolve of this.#idle.splice(0)) resolve()
     }
   }
 
-  /** Queue again what an earlier run accepted and did not finish processing. */
-  async #restore(): Promise<void> {
-    if (!this.#pending) return
-    for (const job of await this.#pending.load(this.#onError)) {
-      // Accepted but perhaps not yet remembered when the process stopped: a sender retrying
-      // after a lost 202 must find a duplicate, not a second delivery.
-      await this.#replay.remember(job.message.from.agent, job.message.message_id)
-      // Already accepted: queued even beyond maxQueue, since refusing is no longer possible.
-      this.#queue.push(job, false)
-    }
-  }
-
-  #document(x: InboxExchange, get: () => unknown): InboxReply {
+  #document(x: InboxExchange, get: () => unknown): HttpReply {
     const method = x.method
     if (method === 'OPTIONS') return preflightReply(GET_METHODS)
     if (method !== 'GET' && method !== 'HEAD') return this.#methodNotAllowed(x, GET_METHODS)
@@ -414,14 +288,14 @@ class Inbox implements InboxHandler, ExchangeHandler {
     })
   }
 
-  #methodNotAllowed(x: InboxExchange, allow: string): InboxReply {
+  #methodNotAllowed(x: InboxExchange, allow: string): HttpReply {
     x.discardBody()
     return errorReply('method_not_allowed', `${x.method} is not allowed here; allowed: ${allow}`, {
       headers: { allow },
     })
   }
 
-  #failure(error: unknown): InboxReply {
+  #failure(error: unknown): HttpReply {
     if (isAgentMsgError(error) && error.code !== 'internal_error') {
       return errorReply(error.code, error.message, { retryAfter: error.retryAfter })
     }
@@ -431,7 +305,7 @@ class Inbox implements InboxHandler, ExchangeHandler {
   }
 }
 
-function tooLarge(): InboxReply {
+function tooLarge(): HttpReply {
   return errorReply(
     'payload_too_large',
     `the request body exceeds ${MAX_BODY_BYTES} bytes (1 MiB + 64 KiB)`,

@@ -1,19 +1,19 @@
 /**
- * The inbox's answers as plain data (status, headers, text body), turned into a `Response` by
- * `fetch` or written straight to a socket by the Node adapter: JSON bodies, the PROFILE §6 error
- * body, and the CORS headers every answer carries.
+ * HTTP answers as plain data (status, headers, text body), turned into a `Response` by `fetch`
+ * or written straight to a socket by the Node adapter: JSON bodies, the PROFILE §6 error body,
+ * and the CORS headers every answer carries. Shared by the inbox and the relay.
  */
 import { ERROR_STATUS, type ErrorCode } from '@agentmsg/core'
 
-/** One answer of the inbox, before it becomes a `Response`. */
-export interface InboxReply {
+/** One HTTP answer (inbox or relay), before it becomes a `Response`. */
+export interface HttpReply {
   status: number
   /** Lower-case header names. */
   headers: Record<string, string>
   body: string | null
 }
 
-/** Headers on every inbox response (PROFILE §6 CORS): any origin, `Retry-After` readable. */
+/** Headers on every response (PROFILE §6 CORS): any origin, `Retry-After` readable. */
 export const CORS_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers': 'Retry-After',
@@ -25,7 +25,7 @@ export function jsonReply(
   body: unknown,
   extra?: Record<string, string>,
   head = false,
-): InboxReply {
+): HttpReply {
   return {
     status,
     headers: { ...CORS_RESPONSE_HEADERS, 'content-type': 'application/json', ...extra },
@@ -49,7 +49,7 @@ export function errorReply(
   code: ErrorCode,
   message: string,
   options: ErrorReplyOptions = {},
-): InboxReply {
+): HttpReply {
   const status = ERROR_STATUS[code]
   const headers: Record<string, string> = { ...options.headers }
   if (status === 429 || status === 503) {
@@ -59,11 +59,11 @@ export function errorReply(
 }
 
 /** The success answer: 202 `{"status":"accepted","message_id"}` (SPEC §2.10). */
-export function acceptedReply(messageId: string): InboxReply {
+export function acceptedReply(messageId: string): HttpReply {
   return jsonReply(202, { status: 'accepted', message_id: messageId })
 }
 
 /** The web `Response` of an answer. */
-export function toResponse(reply: InboxReply): Response {
+export function toResponse(reply: HttpReply): Response {
   return new Response(reply.body, { status: reply.status, headers: reply.headers })
 }

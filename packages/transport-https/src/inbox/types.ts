@@ -1,59 +1,38 @@
 /** Options and contracts of the inbox handler. */
 import type {
-  AuthLevel,
   AuthLevelTracker,
+  DeliveryHandler,
+  ErrorReplySender,
   IdentityDocument,
   JsonObject,
   KeyResolver,
-  KeySource,
   Message,
+  ReceivedInfo,
   ReplayGuard,
   Storage,
-  UnsignedMessage,
 } from '@agentmsg/core'
 import type { RateLimit } from './rate-limit.js'
 
-/** What the application learns about an accepted message besides the message itself. */
-export interface InboxMessageInfo {
-  /** Authentication level of the best verified signature (PROFILE §5). */
-  level: AuthLevel
-  /** Where that signature's key came from. */
-  source: KeySource
-  /** The full key id of that signature. */
-  keyId: string
-  /**
-   * Whether the sender is a known contact (pinned, introduced, or accepted before): a level
-   * says how strongly a key is bound to an id, not whether you know the sender (PROFILE §5).
-   */
-  knownContact: boolean
-  transport: 'https'
-}
+export type { ErrorReplySender, ErrorReplyTarget } from '@agentmsg/core'
 
-/** Where an error phase message should go; the caller signs and delivers it. */
-export interface ErrorReplyTarget {
-  agent: string
-  /** The agent's inbox, taken from its own identity document (never from the message). */
-  inbox?: string
-  /** Relays from the verified message's `from.relays`: how a did:key sender is reached. */
-  relays?: string[]
-}
-
-/** Sends the error phase messages of PROFILE §7 on the inbox's behalf. */
-export interface ErrorReplySender {
-  /**
-   * Sign `message` (built with `createErrorMessage`, unsigned) as this agent and deliver it to
-   * `to`. Failures go to the handler's `onError`.
-   */
-  send(message: UnsignedMessage, to: ErrorReplyTarget): Promise<void>
-}
+/**
+ * What the application learns about an accepted message besides the message itself: level,
+ * key source and id, whether the sender is a known contact, and the transport (`https`).
+ */
+export type InboxMessageInfo = ReceivedInfo
 
 /** Limits of the inbox (PROFILE §6). */
 export interface InboxLimits {
   /**
-   * Per client address (IPv6 per /64), checked before the body is read.
+   * Per client address (IPv6 per /64), checked before the body is read. `false` turns all
+   * per-address limiting off (rate, `maxReadsPerAddress`, the replay guard's per-address
+   * shares): required when the server adapter passes no `clientAddress` (then a proxy in front
+   * should limit per address). With limiting on, a request without an address is answered 500
+   * and reported to `onError` as a `MissingClientAddressError`, never put in a shared bucket
+   * (PROFILE §6).
    * @default { perMinute: 600, burst: 100 }
    */
-  perAddress?: Partial<RateLimit>
+  perAddress?: Partial<RateLimit> | false
   /**
    * Per verified sender (`from.agent`); stated in the capabilities document.
    * @default { perMinute: 60, burst: 20 }
@@ -61,7 +40,8 @@ export interface InboxLimits {
   perSender?: Partial<RateLimit>
   /**
    * Most messages accepted and not yet processed. When full, the inbox answers 503
-   * `unavailable` with `Retry-After` instead of accepting: memory stays bounded.
+   * `unavailable` with `Retry-After` instead of accepting: memory stays bounded. (Standalone
+   * inbox only; with `receive`, the receiver's own bound applies.)
    * @default 1000
    */
   maxQueue?: number
@@ -69,6 +49,7 @@ export interface InboxLimits {
   queueRetryAfter?: number
   /**
    * How many `onMessage` calls run at once. 1 keeps each sender's messages in arrival order.
+   * (Standalone inbox only.)
    * @default 1
    */
   concurrency?: number
@@ -78,14 +59,40 @@ export interface InboxLimits {
    * @default 128
    */
   maxConcurrentReads?: number
+  /**
+   * Most request bodies being received at once from one address bucket; a ninth → 429
+   * `rate_limited` with `Retry-After: 1`, so one address cannot take the 128 (PROFILE §6).
+   * @default 8
+   */
+  maxReadsPerAddress?: number
+  /**
+   * A body must be all in this long after its headers (PROFILE §6). Enforced here for `fetch`
+   * (other runtimes; the read is abandoned with 400); `serveInbox` / `getRequestListener`
+   * close the connection itself at the same deadline (their `bodyTimeoutMs`).
+   * @default 30_000
+   */
+  bodyTimeoutMs?: number
   /** Most addresses and senders whose rate-limit state is kept (least recently seen dropped). @default 100_000 */
   maxTrackedKeys?: number
 }
 
-/** Options for {@link createInboxHandler}. */
+/**
+ * Options for {@link createInboxHandler}. The inbox keeps the HTTP steps of PROFILE §6 (method,
+ * per-address limit, Content-Type, size while streaming) and hands each body to a receiver:
+ * either `receive` (an agent's `Receiver.receive`, shared with its other transports), or one it
+ * builds itself with `createReceiver` from the standalone fields (`resolver`, `onMessage`,
+ * `storage`, …), which are then required.
+ */
 export interface InboxHandlerOptions {
   /** This agent's id. Messages must be addressed to it (`to.agent`), or to one of `topics`. */
   agentId: string
+  /**
+   * The receive pipeline to hand each message to (`createReceiver(...).receive`). When given,
+   * the standalone fields below (`topics`, `resolver`, `replayGuard`, `authLevels`, `storage`,
+   * `onMessage`, `errorReplies`, `identityOf`, `transitionMs`, the queue limits) are ignored.
+   * @default a receiver built from the standalone fields
+   */
+  receive?: DeliveryHandler
   /** Relay topics this agent subscribed to, accepted in `to.topic`. @default [] */
   topics?: readonly string[]
   /**
@@ -101,8 +108,8 @@ export interface InboxHandlerOptions {
    * @default the PROFILE §10 document built from `agentId`, `limits.perSender` and the identity document's `relay`
    */
   capabilities?: JsonObject | (() => JsonObject)
-  /** Finds signing keys (e.g. `createKeyResolver(...)` from `@agentmsg/core`). */
-  resolver: KeyResolver
+  /** Finds signing keys (e.g. `createKeyResolver(...)` from `@agentmsg/core`). Required without `receive`. */
+  resolver?: KeyResolver
   /**
    * Date window, TTL and duplicate ids (PROFILE §6).
    * @default new ReplayGuard({ storage, now }) — persistent when `storage` is given
@@ -123,9 +130,9 @@ export interface InboxHandlerOptions {
   storage?: Storage
   /**
    * The application. Runs after the 202 was answered, from a bounded queue. A rejection goes
-   * to `onError`; the message is not offered again.
+   * to `onError`; the message is not offered again. Required without `receive`.
    */
-  onMessage: (message: Message, info: InboxMessageInfo) => Promise<void>
+  onMessage?: (message: Message, info: InboxMessageInfo) => Promise<void>
   /**
    * Failures nobody else sees: `onMessage` rejections, error-reply delivery, storage cleanup,
    * and unexpected exceptions answered with 500.
@@ -165,8 +172,9 @@ export interface InboxHandlerOptions {
 /** Per-request facts the server adapter knows and the Request does not. */
 export interface InboxRequestInfo {
   /**
-   * The connection's peer address, for the per-address limit. Requests without one share a
-   * single bucket, so adapters should always pass it.
+   * The connection's peer address, for the per-address limits. Required unless the inbox is
+   * configured with `limits.perAddress: false`: without it such a request is answered 500 (a
+   * misconfiguration), never counted in one bucket shared by everyone (PROFILE §6).
    */
   clientAddress?: string
 }
@@ -185,10 +193,19 @@ export interface InboxCloseOptions {
 export interface InboxHandler {
   /** Answer one request (inbox, identity, capabilities, CORS preflight). */
   fetch(request: Request, info?: InboxRequestInfo): Promise<Response>
-  /** Refuse new messages (503) and, by default, wait for the queue to drain. */
+  /**
+   * Refuse new messages (503) and, by default, wait for the queue to drain. With `receive`,
+   * waits for the deliveries handed to it to be answered; the receiver is its owner's to close.
+   */
   close(options?: InboxCloseOptions): Promise<void>
-  /** Messages accepted and not yet processed. */
+  /**
+   * Messages accepted and not yet processed; with `receive`, deliveries handed to it and not
+   * yet answered.
+   */
   readonly pending: number
-  /** Settles once messages persisted by an earlier run have been queued again. */
+  /**
+   * Settles once messages persisted by an earlier run have been queued again (at once with
+   * `receive`: the receiver restores its own).
+   */
   readonly ready: Promise<void>
 }

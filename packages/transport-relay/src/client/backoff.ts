@@ -4,7 +4,7 @@
  * over the whole window, so a restarted relay is not hit by all of them at once.
  */
 
-/** Options for {@link backoffDelay}. */
+/** Options for {@link reconnectDelay}. */
 export interface BackoffOptions {
   /** The first window, in ms. @default 500 */
   baseMs?: number
@@ -24,9 +24,9 @@ export const DEFAULT_BACKOFF_CAP_MS = 30_000
  * in `[0, min(cap, base · 2^attempt))`.
  *
  * @example
- * backoffDelay(3) // somewhere in [0, 4000) ms
+ * reconnectDelay(3) // somewhere in [0, 4000) ms
  */
-export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {
+export function reconnectDelay(attempt: number, options: BackoffOptions = {}): number {
   const base = options.baseMs ?? DEFAULT_BACKOFF_BASE_MS
   const cap = options.capMs ?? DEFAULT_BACKOFF_CAP_MS
   const random = options.random ?? Math.random

@@ -3,16 +3,17 @@
  * A publish carries no agent auth: the message's own signature is what the relay checks.
  */
 import {
+  type AbortOptions,
   AgentMsgError,
   assertRelayUrl,
   canonicalizeToBytes,
   invalidFormat,
   isAgentMsgError,
-  validateMessage,
-  type AbortOptions,
   type Message,
+  type RelayPreference,
+  validateMessage,
 } from '@agentmsg/core'
-import { errorFromResponse, readJson, relayEndpoint, relayFetch } from './http.js'
+import { DEFAULT_TIMEOUT_MS, exchange, readJson, relayEndpoint } from './http.js'
 
 /** The largest message a sender sends: `JCS(message without trace)` (PROFILE §6). */
 export const MAX_PUBLISH_BYTES = 1_048_576
@@ -25,10 +26,12 @@ export interface PublishOptions extends AbortOptions {
    * @default globalThis.fetch
    */
   fetch?: typeof fetch
+  /** The request is answered and read within this, in ms (`0`: no limit). @default 30_000 */
+  timeoutMs?: number
 }
 
 /** The relay's acceptance of a publish. */
-export interface PublishResult {
+export interface RelayPublishResult {
   /** The accepted message id, as the relay echoed it. */
   messageId: string
 }
@@ -70,39 +73,35 @@ export async function publishToRelay(
   message: Message,
   relayUrl: string,
   options: PublishOptions = {},
-): Promise<PublishResult> {
+): Promise<RelayPublishResult> {
   assertRelayUrl(relayUrl, 'relayUrl')
   checkPublishable(message)
   const fetchFn = options.fetch ?? globalThis.fetch
-  const url = relayEndpoint(relayUrl, '/relay/publish')
-  const res = await relayFetch(
-    fetchFn,
-    url,
-    {
+  const what = `publish to ${relayUrl}`
+  const body = (await exchange({
+    fetch: fetchFn,
+    url: relayEndpoint(relayUrl, '/relay/publish'),
+    init: {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
       body: JSON.stringify(message),
-      ...(options.signal ? { signal: options.signal } : {}),
     },
-    `publish to ${relayUrl}`,
-  )
-  if (res.status < 200 || res.status > 299)
-    throw await errorFromResponse(res, `publish to ${relayUrl}`)
-  const body = (await readJson(res, `publish to ${relayUrl}`).catch(() => ({}))) as {
-    message_id?: unknown
-  }
+    what,
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    signal: options.signal,
+    // The 202's body only echoes the id: a reply that is not JSON still means accepted.
+    read: (res, signal) => readJson(res, what, signal).catch(() => ({})),
+  })) as { message_id?: unknown }
   const messageId = typeof body.message_id === 'string' ? body.message_id : message.message_id
   return { messageId }
 }
 
-/** How {@link publishWithFailover} orders the relays (a recipient's `relay.preference`). */
-export type RelayPreference = 'any' | 'ordered'
-
 /** Options for {@link publishWithFailover}. */
 export interface FailoverOptions extends PublishOptions {
   /**
-   * `ordered`: try the relays in the order given. `any`: start at a random relay and go round
-   * from there, so senders spread over the recipient's relays.
+   * How to order the relays (a recipient's `relay.preference`). `ordered`: in the order given.
+   * `any`: start at a random relay and go round from there, so senders spread over the
+   * recipient's relays.
    * @default 'ordered'
    */
   preference?: RelayPreference
@@ -117,7 +116,7 @@ export interface FailoverAttempt {
 }
 
 /** Which relay accepted the message, and the ones that failed before it. */
-export interface FailoverResult extends PublishResult {
+export interface FailoverResult extends RelayPublishResult {
   relayUrl: string
   /** The relays tried before, in order, with their errors. */
   failed: FailoverAttempt[]

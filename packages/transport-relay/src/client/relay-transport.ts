@@ -1,103 +1,174 @@
 /**
- * The relay as a core {@link Transport}: `send` publishes to the target relay, `listen` streams
- * the agent's mailbox. It is also the worked example of the Transport contract for anyone
- * writing their own transport.
+ * The relay as a core `Transport` (PROFILE §9): `send` publishes to the recipient's relays
+ * with client failover, `listen` streams the agent's own mailboxes into the receive pipeline.
+ * It is also a worked example of the Transport contract for anyone writing their own.
  */
 import {
-  invalidFormat,
   type AbortOptions,
+  type DeliveryHandler,
   type DeliveryReceipt,
   type DeliveryTarget,
-  type InboundDelivery,
+  invalidFormat,
   type Message,
   type Transport,
+  type TransportComponents,
+  type TransportFactory,
+  type TransportSendOptions,
 } from '@agentmsg/core'
-import type { RelayClient } from './relay-client.js'
-import { publishToRelay } from './publish.js'
-import type { StreamHandle, StreamOptions } from './stream.js'
+import type { BackoffOptions } from './backoff.js'
+import { MailboxListener } from './mailbox-listener.js'
+import { publishWithFailover } from './publish.js'
+import { relayCore } from './relay-core.js'
+import type { StreamMode } from './stream.js'
+import type { WebSocketConstructor } from './ws-stream.js'
 
 /** Options for {@link relayTransport}. */
 export interface RelayTransportOptions {
-  /** The client of the agent's own relay: needed by `listen`, and its `fetch` serves `send`. */
-  client?: RelayClient
-  /** The `fetch` for `send` when there is no `client`. @default globalThis.fetch */
+  /** The relays `listen` streams from. @default the agent's relays (`components.relays`) */
+  relays?: readonly string[]
+  /** How `listen` receives: Server-Sent Events over `fetch`, or a WebSocket. @default 'sse' */
+  mode?: StreamMode
+  /**
+   * The `fetch` for publishing, subscribing and acknowledging. On Node pass
+   * `createNodeFetch({ ca })` from `@agentmsg/transport-https/node` (https only, address policy).
+   * @default globalThis.fetch
+   */
   fetch?: typeof fetch
-  /** How `listen` streams (mode, backoff, `onRejected`, `onError`, …). @default SSE */
-  stream?: Omit<StreamOptions, 'signal'>
+  /** The `fetch` for SSE streams, without an overall timeout. @default `fetch` */
+  streamFetch?: typeof fetch
+  /** The WebSocket constructor for `mode: 'ws'`. @default the platform's (`ws` on Node) */
+  WebSocket?: WebSocketConstructor
+  /**
+   * Requests other than streams (publish, subscribe, acknowledge) are answered and read within
+   * this, in ms (PROFILE §4). @default 30_000
+   */
+  timeoutMs?: number
+  /** Where stream and relay failures go. @default `components.onError` */
+  onError?: (error: unknown) => void
+  /** Reconnect backoff. @default full jitter, 500 ms base, 30 s cap */
+  backoff?: BackoffOptions
+  /** Uniform numbers in [0, 1) for the `any` failover start, for tests. @default Math.random */
+  random?: () => number
 }
 
-/** A relay {@link Transport}; `listen` is always there (it needs the `client` option). */
+/** The relay {@link Transport}: sends to `relay` targets and listens on the agent's relays. */
 export interface RelayTransport extends Transport {
   readonly protocol: 'relay'
-  listen(
-    handler: (delivery: InboundDelivery) => Promise<void>,
-    options?: AbortOptions,
-  ): Promise<void>
+  readonly kinds: readonly ['relay']
+  listen(receive: DeliveryHandler, options?: AbortOptions): Promise<void>
+}
+
+/** A {@link TransportFactory} for relays. */
+export interface RelayTransportFactory extends TransportFactory {
+  readonly protocol: 'relay'
+  create(components: TransportComponents): RelayTransport
 }
 
 /**
- * A {@link Transport} over relays (protocol `relay`).
+ * Relays as a transport (protocol `relay`, target kind `relay`).
  *
- * - `send(message, { kind: 'relay', relayUrl })` publishes to that relay and resolves on 202.
- *   (For failover across a recipient's relays use `publishWithFailover`.)
- * - `listen(handler)` starts streaming the client's mailbox and resolves once started; every
- *   message is verified before the handler sees it, and acknowledged after its promise
- *   resolved. It runs until `close()` or the signal aborts.
- *
- * Writing your own transport: implement `protocol`, `send` (resolve only when the peer accepted),
- * optionally `listen` (call the handler one message at a time; acknowledge only after its
- * promise resolved) and `close`.
+ * - `send(message, {kind: 'relay', agent, urls, preference})` publishes with failover across
+ *   `urls` (PROFILE §9: a network error, 5xx or 429 moves to the next relay, another 4xx
+ *   stops) and resolves with the relay that took it as the receipt's `url`.
+ * - `listen(receive)` opens the agent's mailbox on each relay once (the subscription id is
+ *   kept in `components.storage` under `sub/<relay>`), streams it from the stored cursor
+ *   (`cursor/<relay>`) and hands each entry to `receive` as `{ body: <message JSON>, transport:
+ *   'relay' }`. Accepted, duplicate and permanently refused entries are acknowledged and the
+ *   cursor stored; one refused for now stays and comes again after a reconnect. A relay that is
+ *   down is reported through `onError` and retried; `listen` does not reject for it.
  *
  * @example
- * const client = createRelayClient({ relayUrl, agent, signer, resolver })
- * const transport = relayTransport({ client })
- * await transport.listen(async (delivery) => { await pipeline.receive(delivery.message) })
- * await transport.send(signed, { kind: 'relay', relayUrl: 'https://relay.example' })
- * await transport.close()
+ * const agent = await createAgent({ transports: [httpsTransport(), relayTransport({ mode: 'ws' })] })
  */
-export function relayTransport(options: RelayTransportOptions = {}): RelayTransport {
-  const { client } = options
-  const streams = new Set<StreamHandle>()
+export function relayTransport(options: RelayTransportOptions = {}): RelayTransportFactory {
+  return { protocol: 'relay', create: (components) => createRelayTransport(options, components) }
+}
+
+function createRelayTransport(
+  options: RelayTransportOptions,
+  components: TransportComponents,
+): RelayTransport {
+  const fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
+  const report = (error: unknown) => {
+    try {
+      ;(options.onError ?? components.onError)(error)
+    } catch {
+      // a throwing reporter must not stop a stream
+    }
+  }
+  const listeners: MailboxListener[] = []
+  let listening = false
   let closed = false
+
+  const stop = async () => {
+    await Promise.all(listeners.splice(0).map((l) => l.close()))
+  }
 
   return {
     protocol: 'relay',
+    kinds: ['relay'],
 
     async send(
       message: Message,
       target: DeliveryTarget,
-      opts: AbortOptions = {},
+      sendOptions: TransportSendOptions = {},
     ): Promise<DeliveryReceipt> {
-      if (target.kind !== 'relay')
+      if (closed) throw new TypeError('send: the relay transport is closed')
+      if (target?.kind !== 'relay') {
         throw invalidFormat('the relay transport sends to relay targets', 'target.kind')
-      const signal = opts.signal ? { signal: opts.signal } : {}
-      const { messageId } = client
-        ? await client.publish(message, { relayUrl: target.relayUrl, ...signal })
-        : await publishToRelay(message, target.relayUrl, {
-            ...(options.fetch ? { fetch: options.fetch } : {}),
-            ...signal,
-          })
-      return { messageId, target }
+      }
+      // No outbox here: `durable` is the https transport's; a relay that fails is failed over.
+      const result = await publishWithFailover(message, target.urls, {
+        fetch: fetchFn,
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        ...(target.preference ? { preference: target.preference } : {}),
+        ...(options.random ? { random: options.random } : {}),
+        ...(sendOptions.signal ? { signal: sendOptions.signal } : {}),
+      })
+      return { messageId: result.messageId, target, url: result.relayUrl }
     },
 
-    async listen(
-      handler: (delivery: InboundDelivery) => Promise<void>,
-      opts: AbortOptions = {},
-    ): Promise<void> {
-      if (!client) throw invalidFormat('listen needs a relay client', 'client')
-      if (closed) throw invalidFormat('the transport is closed', 'transport')
-      const handle = client.stream(
-        (d) =>
-          handler({ message: d.message, transport: 'relay', cursor: d.cursor, ack: () => d.ack() }),
-        { ...options.stream, ...(opts.signal ? { signal: opts.signal } : {}) },
-      )
-      streams.add(handle)
-      void handle.done.catch(() => {}).finally(() => streams.delete(handle))
+    async listen(receive: DeliveryHandler, listenOptions: AbortOptions = {}): Promise<void> {
+      listenOptions.signal?.throwIfAborted()
+      if (closed) throw new TypeError('listen: the relay transport is closed')
+      if (listening) throw new TypeError('listen: the relay transport is listening already')
+      listening = true
+      const relays = [...new Set(options.relays ?? components.relays)]
+      for (const relayUrl of relays) {
+        let client
+        try {
+          client = relayCore({
+            relayUrl,
+            agent: components.agentId,
+            signer: components.signer,
+            fetch: fetchFn,
+            ...(options.streamFetch ? { streamFetch: options.streamFetch } : {}),
+            ...(options.WebSocket ? { WebSocket: options.WebSocket } : {}),
+            ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+          })
+        } catch (error) {
+          // A relay URL that is not one (PROFILE §9 base URL): the others still listen.
+          report(error)
+          continue
+        }
+        listeners.push(
+          new MailboxListener({
+            client,
+            storage: components.storage,
+            receive,
+            mode: options.mode ?? 'sse',
+            backoff: options.backoff ?? {},
+            report,
+          }),
+        )
+      }
+      listenOptions.signal?.addEventListener('abort', () => void stop(), { once: true })
+      await Promise.all(listeners.map((l) => l.start()))
     },
 
     async close(): Promise<void> {
       closed = true
-      await Promise.all([...streams].map((s) => s.close()))
+      await stop()
     },
   }
 }

@@ -1,16 +1,16 @@
 /**
  * The SSE connector (PROFILE §9 `GET /relay/stream`). Browsers cannot put headers on an
  * `EventSource` (whatwg/html#2177), and this request needs signature headers, so the stream is
- * read with `fetch` and `eventsource-parser` — which also works on Node and in workers.
+ * read with `fetch` and a byte-level parser (./sse-parser.ts) that caps each event at
+ * 1 MiB + 64 KiB (PROFILE §4); an idle watchdog replaces an overall timeout.
  */
-import { parseStrictJson, type Signer } from '@agentmsg/core'
-import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { signRequest } from '../http-signature.js'
-import { errorFromResponse, relayEndpoint, relayFetch } from './http.js'
-import { protocolError, type AckFn, type Connector } from './stream.js'
-
-/** Room for one event holding a 1 MiB message, JSON-escaped (characters). */
-const MAX_EVENT_CHARS = 4 * 1024 * 1024
+import type { Signer } from '@agentmsg/core'
+import { signRequest } from '@agentmsg/core/http-signature'
+import { readMessage } from './envelope.js'
+import { errorFromResponse, MAX_EVENT_BYTES, relayEndpoint, relayFetch } from './http.js'
+import { SseEventTooLarge, SseParser } from './sse-parser.js'
+import { protocolError } from './stream.js'
+import type { Connector } from './stream-types.js'
 
 /** What {@link sseConnector} needs. */
 export interface SseConnectorInput {
@@ -18,23 +18,26 @@ export interface SseConnectorInput {
   agent: string
   signer: Signer
   fetch: typeof fetch
-  /** Acknowledge over HTTP (`DELETE /relay/messages/{id}`). */
-  ack: AckFn
+  /** Nothing at all for this long (not even a keep-alive comment): reconnect. */
   idleTimeoutMs: number
+  /** Largest event, in bytes. @default MAX_EVENT_BYTES */
+  maxEventBytes?: number
 }
 
 /**
  * One SSE connection per call: signed GET with `after` and `Last-Event-ID` set to the resume
  * cursor (the relay lets `Last-Event-ID` win; both are sent so a proxy that drops the header
  * still resumes), then events in order, each completed before the next chunk is read — that is
- * the back-pressure on the relay.
+ * the back-pressure on the relay. Entries are acknowledged in the stream's batches.
  */
 export function sseConnector(input: SseConnectorInput): Connector {
+  const maxEventBytes = input.maxEventBytes ?? MAX_EVENT_BYTES
   return async (ctx) => {
     const url = relayEndpoint(input.relayUrl, '/relay/stream', {
       agent: input.agent,
       after: ctx.after,
     })
+    const what = `stream from ${input.relayUrl}`
     const local = new AbortController()
     const onAbort = () => local.abort(ctx.signal.reason)
     ctx.signal.addEventListener('abort', onAbort, { once: true })
@@ -46,6 +49,9 @@ export function sseConnector(input: SseConnectorInput): Connector {
         input.idleTimeoutMs,
       )
     }
+    // Our idle timer, not the caller, aborted: report why.
+    const why = (e: unknown) =>
+      local.signal.aborted && !ctx.signal.aborted ? local.signal.reason : e
     try {
       const headers: Record<string, string> = {
         Accept: 'text/event-stream',
@@ -57,53 +63,44 @@ export function sseConnector(input: SseConnectorInput): Connector {
         input.fetch,
         url,
         { method: 'GET', headers, signal: local.signal },
-        `stream from ${input.relayUrl}`,
+        what,
       ).catch((e: unknown) => {
-        // Our idle timer, not the caller, aborted: report why.
-        throw local.signal.aborted && !ctx.signal.aborted ? local.signal.reason : e
+        throw why(e)
       })
-      if (!res.ok) throw await errorFromResponse(res, `stream from ${input.relayUrl}`)
+      if (!res.ok) throw await errorFromResponse(res, what, local.signal)
       const type = res.headers.get('content-type') ?? ''
       if (!/^text\/event-stream\b/i.test(type) || res.body === null) {
         await res.body?.cancel().catch(() => {})
         throw protocolError(`expected text/event-stream, got ${type || 'no body type'}`)
       }
 
-      const events: EventSourceMessage[] = []
-      let parseFailure: Error | undefined
-      const parser = createParser({
-        onEvent: (event) => events.push(event),
-        onError: (error) => {
-          if (error.type === 'max-buffer-size-exceeded') parseFailure = error
-        },
-        maxBufferSize: MAX_EVENT_CHARS,
-      })
+      const parser = new SseParser(maxEventBytes)
       const reader = res.body.getReader()
-      const decoder = new TextDecoder()
       try {
         for (;;) {
           let chunk: ReadableStreamReadResult<Uint8Array>
           try {
             chunk = await reader.read()
           } catch (e) {
-            throw local.signal.aborted && !ctx.signal.aborted ? local.signal.reason : e
+            throw why(e)
           }
           if (chunk.done) return
           watch()
-          parser.feed(decoder.decode(chunk.value, { stream: true }))
-          if (parseFailure) throw protocolError(parseFailure.message)
-          while (events.length > 0) {
-            const event = events.shift()!
+          let events: ReturnType<SseParser['feed']>
+          try {
+            events = parser.feed(chunk.value)
+          } catch (e) {
+            // Dropped at the cap: the rest of the event is never read (PROFILE §4).
+            if (e instanceof SseEventTooLarge) throw protocolError(`${what}: ${e.message}`)
+            throw e
+          }
+          for (const event of events) {
             if (event.event !== undefined && event.event !== 'message') continue
             // The handler may take its time: the idle timer waits with it.
             clearTimeout(idle)
-            let raw: unknown
-            try {
-              raw = parseStrictJson(event.data)
-            } catch {
-              raw = event.data // refused by verification, reported with the text
-            }
-            await ctx.deliver(event.id || undefined, raw, input.ack)
+            // SSE data is one message: strict UTF-8 and I-JSON from its own top level, or
+            // handed over as its text for the receive pipeline to refuse (PROFILE §9).
+            await ctx.deliver(event.id || undefined, readMessage(event.data), 'batch')
             if (ctx.signal.aborted) return
             watch()
           }

@@ -1,108 +1,34 @@
 /**
  * The part of a relay stream that SSE and WebSocket share: reconnect with backoff, resume from
- * the cursor of the last message the handler completed, verification before the handler,
- * acknowledgement after it, and no delivery of the same entry twice.
+ * the cursor of the last entry the handler completed, acknowledgement after the handler (in
+ * `POST /relay/ack` batches for SSE, PROFILE §9), and no delivery of the same entry twice.
+ * Entries are handed over as they came: validating and verifying them is the receive
+ * pipeline's job (SPEC §5.7.3: the relay is not trusted with integrity), the same for every
+ * transport.
  */
-import {
-  AgentMsgError,
-  isAgentMsgError,
-  type AbortOptions,
-  type Message,
-  type VerifyResult,
-} from '@agentmsg/core'
-import { backoffDelay, DEFAULT_BACKOFF_CAP_MS, sleep, type BackoffOptions } from './backoff.js'
-import { checkDelivered, type CheckContext, type RejectedDelivery } from './verify-delivery.js'
+import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
+import { AckBatcher, type AckManyFn, batchable } from './ack-batch.js'
+import { DEFAULT_BACKOFF_CAP_MS, reconnectDelay, sleep } from './backoff.js'
+import type {
+  AckFn,
+  ConnectContext,
+  Connector,
+  RelayEntry,
+  RelayStreamHandler,
+  StreamHandle,
+  StreamOptions,
+} from './stream-types.js'
 
-/** A verified message handed to a stream handler. */
-export interface RelayDelivery {
-  /** The message; its signatures verified after the relay delivered it (SPEC §5.7.3). */
-  message: Message
-  /** The verdict: key source, authentication level, every verified signature. */
-  verified: VerifyResult
-  /** The relay's cursor of this entry. Persist it to resume a later stream with `after`. */
-  cursor: string
-  /**
-   * Acknowledge now (the relay deletes the entry). Optional: the stream acknowledges by itself
-   * once the handler's promise resolved; acknowledging twice is harmless.
-   */
-  ack(): Promise<void>
-}
-
-/** Handles one message; the stream waits for it before the next one. */
-export type RelayHandler = (delivery: RelayDelivery) => void | Promise<void>
-
-/** How a stream receives: Server-Sent Events over `fetch`, or a WebSocket. */
-export type StreamMode = 'sse' | 'ws'
-
-/** Options for `RelayClient.stream`. */
-export interface StreamOptions extends AbortOptions {
-  /** @default 'sse' */
-  mode?: StreamMode
-  /** Resume after this cursor (a previous handle's `cursor`). @default the oldest held */
-  after?: string
-  /**
-   * A delivered message failed validation or verification: it is not handed to the handler and
-   * not acknowledged (it stays in the mailbox for inspection until the relay expires it).
-   */
-  onRejected?: (rejected: RejectedDelivery) => void
-  /**
-   * A connection ended with an error, a handler threw, or an acknowledgement failed. The stream
-   * carries on (reconnecting) unless the error is fatal; fatal errors also reject `done`.
-   */
-  onError?: (error: unknown) => void
-  /** Reconnect backoff. @default full jitter, 500 ms base, 30 s cap */
-  backoff?: BackoffOptions
-  /**
-   * SSE: reconnect when nothing (not even the relay's keep-alive comment, sent at least every
-   * 15 s) arrived for this long while waiting. @default 45_000
-   */
-  idleTimeoutMs?: number
-  /**
-   * Acknowledgements in flight at once. 1: a message's acknowledgement is answered before the
-   * next message is handled. More: the next message is handled while earlier acknowledgements
-   * are in flight (over SSE each is an HTTP round trip, which otherwise bounds the stream's
-   * rate); the cursor still only moves past messages whose handler completed, and `close()`
-   * waits for the acknowledgements in flight. An acknowledgement that fails is reported through
-   * `onError` either way (the message stays held). @default 1
-   */
-  ackConcurrency?: number
-}
-
-/** A running stream. */
-export interface StreamHandle {
-  /**
-   * The cursor of the last message completed (handled and acknowledged, or rejected; with
-   * `ackConcurrency` > 1, handled and its acknowledgement sent).
-   */
-  readonly cursor: string | undefined
-  /**
-   * Settles when the stream stopped: resolves after `close()` or the signal's abort, rejects
-   * with the error that stopped it otherwise (a 4xx other than 429 from the relay, such as
-   * `forbidden`, or a signer the relay cannot use).
-   */
-  readonly done: Promise<void>
-  /** Stop: drops the connection, waits for the handler in progress, then resolves. */
-  close(): Promise<void>
-}
-
-/** Acknowledge one entry, over whichever channel the connection offers. */
-export type AckFn = (messageId: string, from: string) => Promise<void>
-
-/** What a connector is given for one connection. */
-export interface ConnectContext {
-  /** Resume after this cursor (`undefined`: from the oldest held message). */
-  after: string | undefined
-  /** Aborted when the stream closes. */
-  signal: AbortSignal
-  /**
-   * Hand over one delivered entry; resolves once it was completed. Rejects when the connection
-   * must be dropped and resumed later (handler failure, key lookup unavailable).
-   */
-  deliver(cursor: string | undefined, raw: unknown, ack: AckFn): Promise<void>
-}
-
-/** Opens one connection; resolves when it ended cleanly, rejects with why it ended otherwise. */
-export type Connector = (ctx: ConnectContext) => Promise<void>
+export type {
+  AckFn,
+  ConnectContext,
+  Connector,
+  RelayEntry,
+  RelayStreamHandler,
+  StreamHandle,
+  StreamMode,
+  StreamOptions,
+} from './stream-types.js'
 
 /** The connection must end and the stream resume later, after at least `retryAfter` seconds. */
 class ResumeLater extends Error {
@@ -140,14 +66,17 @@ class RecentSet {
 /** Inputs of {@link runStream}. */
 export interface RunStreamInput {
   connect: Connector
-  handler: RelayHandler
-  check: CheckContext
+  handler: RelayStreamHandler
   options: StreamOptions
+  /** Acknowledge one entry over HTTP: an entry's own `ack()` when the connection batches. */
+  ackOne: AckFn
+  /** Send one `POST /relay/ack` batch, for connections that deliver with `'batch'`. */
+  ackMany: AckManyFn
 }
 
 /** Run a stream until closed or fatally failed. */
 export function runStream(input: RunStreamInput): StreamHandle {
-  const { connect, handler, check, options } = input
+  const { connect, handler, options } = input
   const stop = new AbortController()
   const cursors = new RecentSet(REMEMBERED)
   const keys = new RecentSet(REMEMBERED)
@@ -164,43 +93,35 @@ export function runStream(input: RunStreamInput): StreamHandle {
       // a throwing reporter must not stop the stream
     }
   }
+  const batcher = new AckBatcher(input.ackMany, report)
 
-  const complete = (at: string | undefined, key?: string) => {
+  const complete = async (at: string | undefined, key?: string) => {
     progressed = true
+    if (key !== undefined) keys.add(key)
     if (at === undefined) return
     cursor = at
     cursors.add(at)
-    if (key !== undefined) keys.add(key)
+    try {
+      await options.onCursor?.(at)
+    } catch (e) {
+      report(e)
+    }
   }
 
-  const deliver = async (at: string | undefined, raw: unknown, ackVia: AckFn): Promise<void> => {
+  const deliver: ConnectContext['deliver'] = async (at, message, via) => {
     if (stop.signal.aborted) return
     // An entry already completed (a relay that resent after a resume): skip it.
     if (at !== undefined && cursors.has(at)) return
-    const checked = await checkDelivered(raw, check, at)
-    if (!checked.ok) {
-      const { error } = checked.rejected
-      // A key lookup that failed for now says nothing about the message: retry it later.
-      if (error.code === 'unavailable') throw new ResumeLater(error, error.retryAfter)
-      try {
-        options.onRejected?.(checked.rejected)
-      } catch (e) {
-        report(e)
-      }
-      // Skip it from now on (it is not acknowledged, so it stays visible to `retrieve`).
-      complete(at)
-      return
-    }
-    const { message, verified } = checked
-    const id = message.message_id
-    const from = message.from.agent
-    const key = `${from}\n${id}`
+    const { messageId: id, from } = message
+    const key = id !== undefined && from !== undefined ? `${from}\n${id}` : undefined
+    const ackVia = via === 'batch' ? input.ackOne : via
     // One acknowledgement at a time per entry; a failed one may be tried again.
     let pending: Promise<void> | undefined
     const ack = (): Promise<void> => {
+      if (key === undefined) return Promise.resolve()
       pending ??= (async () => {
         try {
-          await ackVia(id, from)
+          await ackVia(id!, from!)
         } catch (e) {
           // 404: nothing left to acknowledge (acknowledged before, or expired).
           if (!(isAgentMsgError(e) && e.code === 'not_found')) {
@@ -212,23 +133,35 @@ export function runStream(input: RunStreamInput): StreamHandle {
       return pending
     }
     // The same message again under another cursor (a re-publish stored anew): already handled.
-    if (!keys.has(key)) {
+    if (key === undefined || !keys.has(key)) {
+      const entry: RelayEntry = { cursor: at ?? '', value: message.value, ack }
+      if (id !== undefined) entry.messageId = id
+      if (from !== undefined) entry.from = from
       try {
-        await handler({ message, verified, cursor: at ?? '', ack })
+        await handler(entry)
       } catch (e) {
-        throw new ResumeLater(e)
+        throw new ResumeLater(e, isAgentMsgError(e) ? e.retryAfter : undefined)
       }
+    }
+    // An entry no ack can name (PROFILE §9 envelopes): skipped by its cursor.
+    if (key === undefined) return complete(at)
+    if (via === 'batch') {
+      // Handled: the cursor moves now; the acknowledgement goes with the next batch (unless
+      // the handler acknowledged it itself). A batch that fails is reported; its entries stay.
+      if (pending) await pending.catch(report)
+      else if (batchable(id!, from!)) await batcher.add({ messageId: id!, from: from! })
+      else await ack().catch(report)
+      return complete(at, key)
     }
     // Handled but not acknowledged: it stays in the mailbox; a later stream that starts
     // before this cursor would see it again.
     const acked = ack().catch(report)
     if (ackLimit === 1) {
       await acked
-      complete(at, key)
-      return
+      return complete(at, key)
     }
     // Pipelined: the handler completed, so the cursor may pass this entry now.
-    complete(at, key)
+    await complete(at, key)
     acking.add(acked)
     void acked.then(() => acking.delete(acked))
     while (acking.size >= ackLimit) await Promise.race(acking)
@@ -260,17 +193,18 @@ export function runStream(input: RunStreamInput): StreamHandle {
       if (stop.signal.aborted) break
       // A connection that made progress, or stayed up a while, was a success: start over.
       if (progressed || Date.now() - started >= cap) attempt = 0
-      const delay = Math.max(backoffDelay(attempt, base), retryAfterMs)
+      const delay = Math.max(reconnectDelay(attempt, base), retryAfterMs)
       attempt++
       await sleep(delay, stop.signal)
     }
   }
 
-  /** The stream's run, then the acknowledgements still in flight. */
+  /** The stream's run, then the acknowledgements still pending or in flight. */
   const runAll = async () => {
     try {
       await run()
     } finally {
+      await batcher.flush()
       while (acking.size > 0) await Promise.all(acking)
     }
   }

@@ -3,38 +3,57 @@
  * resume cursor as `after`) → message frames → `ack` frames. Auth is in the first frame because
  * browsers cannot put headers on a WebSocket handshake.
  */
-import {
-  AgentMsgError,
-  ERROR_STATUS,
-  parseStrictJson,
-  type ErrorCode,
-  type Signer,
-} from '@agentmsg/core'
-import { signWsAuth } from '../ws-auth.js'
-import { protocolError, type AckFn, type Connector } from './stream.js'
+import { AgentMsgError, ERROR_STATUS, type ErrorCode, type Signer } from '@agentmsg/core'
+import { signWsAuth } from '@agentmsg/core/http-signature'
+import { type EnvelopeMessage, parseFrame } from './envelope.js'
+import { MAX_EVENT_BYTES } from './http.js'
+import { protocolError } from './stream.js'
+import type { AckFn, Connector } from './stream-types.js'
 
 /** The part of the WebSocket API the client uses (browsers' global and `ws` both have it). */
 export interface WebSocketLike {
   readonly readyState: number
   send(data: string): void
   close(code?: number, reason?: string): void
+  addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void
   addEventListener(
-    type: 'open' | 'message' | 'close' | 'error',
-    listener: (event: any) => void,
+    type: 'close',
+    listener: (event: { code?: number; reason?: string }) => void,
   ): void
+  addEventListener(type: 'error', listener: (event: { error?: unknown }) => void): void
+  /** `ws` on Node: stop reading the socket (back-pressure); browsers have no such thing. */
+  pause?(): void
+  resume?(): void
+  /** `ws` on Node: drop the connection at once, without waiting for the closing handshake. */
+  terminate?(): void
+}
+
+/** What the client asks of a WebSocket constructor beyond the URL (`ws` takes it on Node). */
+export interface WebSocketClientOptions {
+  /** Largest frame accepted, in bytes: a longer one closes the connection as it arrives. */
+  maxPayload: number
 }
 
 /**
- * A WebSocket constructor: the global `WebSocket`, `ws`'s, or a wrapper. On Node a relay with a
- * development certificate needs the CA passed to `ws`:
+ * A WebSocket constructor: the global `WebSocket`, `ws`'s, or a wrapper. It is called as
+ * `new WebSocket(url, undefined, { maxPayload })`: `ws` then refuses a frame over the cap
+ * (PROFILE §4: 1 MiB + 64 KiB) as soon as its header announces it, before buffering it;
+ * browsers ignore the third argument, and every frame's size is checked again after receipt.
+ * On Node, a wrapper for a development certificate should pass the options on:
  *
  * @example
  * import { WebSocket } from 'ws'
  * class DevWebSocket extends WebSocket {
- *   constructor(url: string) { super(url, { ca: devCert.cert }) }
+ *   constructor(url: string, protocols?: undefined, options?: { maxPayload: number }) {
+ *     super(url, { ...options, ca: devCert.cert })
+ *   }
  * }
  */
-export type WebSocketConstructor = new (url: string) => WebSocketLike
+export type WebSocketConstructor = new (
+  url: string,
+  protocols?: undefined,
+  options?: WebSocketClientOptions,
+) => WebSocketLike
 
 const OPEN = 1
 /**
@@ -46,6 +65,31 @@ const UNCERTAIN_ACK_MS = 10_000
 const MAX_UNCERTAIN_ACKS = 1_000
 /** How long the relay has to send its challenge after the connection opened. */
 const CHALLENGE_TIMEOUT_MS = 30_000
+/**
+ * Frames received but not handled yet (UTF-16 code units, ≈ bytes): past the high mark the
+ * socket is paused where it can be (`ws`), past the hard cap the connection is dropped and
+ * resumed later from the cursor — a relay cannot grow the client's memory without bound.
+ */
+const QUEUE_HIGH = 8 * 1024 * 1024
+const QUEUE_LOW = 2 * 1024 * 1024
+const QUEUE_CAP = 64 * 1024 * 1024
+
+/** The UTF-8 length of `s`, or `max + 1` as soon as it is known to be over `max`. */
+export function utf8LengthUpTo(s: string, max: number): number {
+  if (s.length > max) return max + 1
+  if (s.length * 3 <= max) return s.length // every code unit is at most 3 bytes
+  let n = 0
+  for (let i = 0; i < s.length && n <= max; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) n += 1
+    else if (c < 0x800) n += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      n += 4 // a surrogate pair
+      i++
+    } else n += 3
+  }
+  return n
+}
 
 /** What {@link wsConnector} needs. */
 export interface WsConnectorInput {
@@ -55,6 +99,8 @@ export interface WsConnectorInput {
   WebSocket: WebSocketConstructor
   /** The HTTP acknowledgement, used when the socket is gone by the time a handler finished. */
   httpAck: AckFn
+  /** Largest frame, in bytes. @default MAX_EVENT_BYTES */
+  maxFrameBytes?: number
 }
 
 /** The relay's `{type:"error", code, message}` frame as an error (4xx codes are fatal). */
@@ -81,6 +127,7 @@ export function relayWebSocketUrl(relayUrl: string): string {
  * and the frames queued behind it are dropped — the resume cursor brings them back.
  */
 export function wsConnector(input: WsConnectorInput): Connector {
+  const maxFrameBytes = input.maxFrameBytes ?? MAX_EVENT_BYTES
   // Acks whose frame may have been lost with its socket: `${from}\n${id}` → [id, from].
   const uncertain = new Map<string, [string, string]>()
 
@@ -106,7 +153,9 @@ export function wsConnector(input: WsConnectorInput): Connector {
     return new Promise<void>((resolve, reject) => {
       let ws: WebSocketLike
       try {
-        ws = new input.WebSocket(relayWebSocketUrl(input.relayUrl))
+        ws = new input.WebSocket(relayWebSocketUrl(input.relayUrl), undefined, {
+          maxPayload: maxFrameBytes,
+        })
       } catch (e) {
         reject(e)
         return
@@ -115,6 +164,8 @@ export function wsConnector(input: WsConnectorInput): Connector {
       let stopped = false
       let failure: unknown
       let chain = Promise.resolve()
+      let queued = 0
+      let paused = false
       const sentAcks: Array<[number, string, string]> = []
       const timer = setTimeout(
         () => stop(protocolError(`no challenge within ${CHALLENGE_TIMEOUT_MS} ms`)),
@@ -133,7 +184,10 @@ export function wsConnector(input: WsConnectorInput): Connector {
         }
         ctx.signal.removeEventListener('abort', onAbort)
         try {
-          ws.close(1000)
+          // After a failure (an oversize frame: `ws` would keep reading, and discarding, the
+          // rest while it waits for the closing handshake) the connection is dropped at once.
+          if (error !== undefined && ws.terminate) ws.terminate()
+          else ws.close(1000)
         } catch {
           // already closing
         }
@@ -153,7 +207,11 @@ export function wsConnector(input: WsConnectorInput): Connector {
         await input.httpAck(messageId, from)
       }
 
-      const onFrame = async (frame: Record<string, unknown>) => {
+      const onFrame = async (
+        text: string,
+        frame: Record<string, unknown>,
+        message: EnvelopeMessage | undefined,
+      ) => {
         switch (frame.type) {
           case 'challenge': {
             if (authed || typeof frame.nonce !== 'string')
@@ -173,9 +231,23 @@ export function wsConnector(input: WsConnectorInput): Connector {
           case 'message': {
             if (!authed) throw protocolError('a message before the challenge')
             const cursor = typeof frame.cursor === 'string' ? frame.cursor : undefined
-            const raw = frame.message
+            // The message was cut out of the frame and read on its own (PROFILE §9 envelopes).
+            const entry = message ?? { value: frame.message }
+            queued += text.length
+            if (queued > QUEUE_CAP) throw protocolError('frames arrived faster than handled')
+            if (queued > QUEUE_HIGH && ws.pause && !paused) {
+              paused = true
+              ws.pause()
+            }
             chain = chain
-              .then(() => (stopped ? undefined : ctx.deliver(cursor, raw, ack)))
+              .then(() => (stopped ? undefined : ctx.deliver(cursor, entry, ack)))
+              .finally(() => {
+                queued -= text.length
+                if (paused && queued < QUEUE_LOW && !stopped) {
+                  paused = false
+                  ws.resume?.()
+                }
+              })
               .catch((e: unknown) => stop(e))
             return
           }
@@ -190,13 +262,17 @@ export function wsConnector(input: WsConnectorInput): Connector {
       ws.addEventListener('message', (event: { data: unknown }) => {
         if (stopped) return
         if (typeof event.data !== 'string') return stop(protocolError('a binary frame'))
-        let frame: Record<string, unknown>
+        // Where the constructor took no maxPayload (browsers), the cap is checked on receipt.
+        if (utf8LengthUpTo(event.data, maxFrameBytes) > maxFrameBytes) {
+          return stop(protocolError(`a frame over ${maxFrameBytes} bytes`))
+        }
+        let parsed: ReturnType<typeof parseFrame>
         try {
-          frame = parseStrictJson(event.data) as Record<string, unknown>
+          parsed = parseFrame(event.data)
         } catch (e) {
           return stop(protocolError(`a frame that is not I-JSON: ${(e as Error).message}`))
         }
-        onFrame(frame).catch((e: unknown) => stop(e))
+        onFrame(event.data, parsed.frame, parsed.message).catch((e: unknown) => stop(e))
       })
       ws.addEventListener('error', (event: { message?: unknown; error?: unknown }) => {
         const detail = event.error instanceof Error ? event.error.message : 'connection failed'

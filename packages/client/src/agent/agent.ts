@@ -1,0 +1,138 @@
+/**
+ * The Agent: its identity, contacts and events, sending through the router and receiving
+ * through one Receiver that every transport feeds. Built by `createAgent` (create.ts).
+ */
+import {
+  type IdentityDocument,
+  type KeyStore,
+  type Message,
+  parseAgentId,
+  type Receiver,
+  type Transport,
+} from '@agentmsg/core'
+import type { Conversations } from './conversations.js'
+import type { AgentEmitter } from './events.js'
+import type { OwnKeys } from './identity.js'
+import { type SendContext, sendMessage } from './send.js'
+import type {
+  Agent,
+  AgentEvents,
+  AgentListener,
+  Contacts,
+  Content,
+  IntroduceOptions,
+  OwnIdentity,
+  ReceivedMessage,
+  SendOptions,
+  SendResult,
+} from './types.js'
+
+/** The parts an agent is made of. */
+export interface AgentParts {
+  keys: OwnKeys
+  keyStore: KeyStore
+  events: AgentEmitter
+  contacts: Contacts
+  conversations: Conversations
+  send: SendContext
+  transports: readonly Transport[]
+  receiver: Receiver
+  /** Resolves once the messages being handed to the application now are handled. */
+  idle: () => Promise<void>
+}
+
+export class AgentImpl implements Agent {
+  readonly id: string
+  readonly contacts: Contacts
+  readonly #p: AgentParts
+  #closed = false
+  #closing: Promise<void> | undefined
+
+  constructor(parts: AgentParts) {
+    this.#p = parts
+    this.id = parts.keys.id
+    this.contacts = parts.contacts
+  }
+
+  get identity(): OwnIdentity {
+    return this.#p.keys.identity
+  }
+
+  async send(to: string, content: Content, options: SendOptions = {}): Promise<SendResult> {
+    if (this.#closed) throw new TypeError('send: this agent is closed')
+    const result = await sendMessage(this.#p.send, to, content, options)
+    // A pending delivery is reported by its transport when it ends (`onOutcome`).
+    if (!result.pending) {
+      void this.#p.events.emit('delivered', {
+        messageId: result.messageId,
+        to: parseAgentId(to, 'to').id,
+        route: result.route,
+        ...(result.relayUrl ? { relayUrl: result.relayUrl } : {}),
+      })
+    }
+    return result
+  }
+
+  async reply(
+    message: Message | ReceivedMessage,
+    content: Content,
+    options: Omit<SendOptions, 'conversationId'> = {},
+  ): Promise<SendResult> {
+    const m: Message = isReceived(message) ? message.message : message
+    await this.#p.conversations.seen(m.conversation_id, m.from.agent, m.sequence)
+    return this.send(m.from.agent, content, {
+      ...options,
+      conversationId: m.conversation_id,
+      phase: options.phase ?? 'response',
+      relays: [...new Set([...(options.relays ?? []), ...(m.from.relays ?? [])])],
+    })
+  }
+
+  on<K extends keyof AgentEvents>(event: K, listener: AgentListener<K>): () => void {
+    return this.#p.events.on(event, listener)
+  }
+
+  off<K extends keyof AgentEvents>(event: K, listener: AgentListener<K>): void {
+    this.#p.events.off(event, listener)
+  }
+
+  messages(): AsyncIterable<ReceivedMessage> {
+    return this.#p.events.messages()
+  }
+
+  introduce(token: string, options: IntroduceOptions = {}): Promise<string> {
+    return this.#p.keyStore.addIntroductionToken(token, options.agent)
+  }
+
+  rotateKey(): Promise<IdentityDocument> {
+    return this.#p.keys.rotate()
+  }
+
+  revokeKey(fragment: string): Promise<IdentityDocument> {
+    return this.#p.keys.revoke(fragment)
+  }
+
+  /**
+   * Refuse new deliveries, let the messages being handled finish, then stop the transports.
+   * Accepted messages not yet handled stay in storage for the next run, as do pending
+   * deliveries in the outbox.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
+    const { receiver, events, transports } = this.#p
+    await receiver.close({ drain: false })
+    events.close()
+    // Listeners still running may reply: the transports stay open until they are done.
+    await this.#p.idle()
+    this.#closed = true
+    await Promise.allSettled(transports.map((t) => t.close()))
+  }
+}
+
+function isReceived(x: Message | ReceivedMessage): x is ReceivedMessage {
+  return typeof (x as ReceivedMessage).transport === 'string' && 'message' in x && 'level' in x
+}

@@ -1,0 +1,96 @@
+/**
+ * Contacts: pinned keys (level 2 after comparing fingerprints out of band, PROFILE §5),
+ * introduced keys, the relays they can be reached at, and the known-contact mark.
+ */
+import {
+  type AuthLevelTracker,
+  didKeyFragment,
+  getDefaultCryptoProvider,
+  isDidKey,
+  type KeyStore,
+  parseAgentId,
+  type Storage,
+} from '@agentmsg/core'
+import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
+import type { PeerRelays } from './peers.js'
+import type { Contact, Contacts } from './types.js'
+
+/**
+ * A short human-comparable fingerprint of a public key: base32 (RFC 4648, lower case) of its
+ * SHA-256, first 24 characters in groups of 4 (120 bits), e.g. `k3tq-…`.
+ */
+export async function fingerprint(publicKey: Uint8Array | string): Promise<string> {
+  const bytes = typeof publicKey === 'string' ? base64urlDecode(publicKey, 'publicKey') : publicKey
+  const digest = await getDefaultCryptoProvider().sha256(bytes)
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567'
+  let out = ''
+  let acc = 0
+  let bits = 0
+  for (const b of digest) {
+    acc = (acc << 8) | b
+    bits += 8
+    while (bits >= 5 && out.length < 24) {
+      out += alphabet[(acc >>> (bits - 5)) & 31]
+      bits -= 5
+    }
+    acc &= (1 << bits) - 1
+    if (out.length >= 24) break
+  }
+  return out.match(/.{4}/g)!.join('-')
+}
+
+/** A peer key as `KeyStore` stores it under `keys/peer/`. */
+interface PeerKeyRecord {
+  agent: string
+  fragment: string
+  publicKey: string
+  source: 'pinned' | 'introduction'
+}
+
+export function createContacts(o: {
+  storage: Storage
+  keyStore: KeyStore
+  levels: AuthLevelTracker
+  peers: PeerRelays
+}): Contacts {
+  return {
+    async pin(agent, publicKey, options = {}) {
+      const id = parseAgentId(agent, 'agent').id
+      const bytes =
+        typeof publicKey === 'string' ? base64urlDecode(publicKey, 'publicKey') : publicKey
+      const keyId =
+        options.keyId ?? (isDidKey(id) ? didKeyFragment(id) : base64urlEncode(bytes).slice(0, 8))
+      await o.keyStore.pin(id, keyId, bytes)
+      await o.levels.markKnownContact(id, 'pinned')
+      if (options.relays?.length) await o.peers.remember(id, options.relays)
+    },
+
+    async list() {
+      const byAgent = new Map<string, Contact>()
+      const get = (agent: string) => {
+        let c = byAgent.get(agent)
+        if (!c) byAgent.set(agent, (c = { agent, keys: [], relays: [], knownContact: false }))
+        return c
+      }
+      for (const [, value] of await o.storage.list('keys/peer/')) {
+        const k = value as unknown as PeerKeyRecord
+        get(k.agent).keys.push({
+          keyId: `${k.agent}#${k.fragment}`,
+          source: k.source,
+          fingerprint: await fingerprint(k.publicKey),
+        })
+      }
+      for (const { agent, relays } of await o.peers.list()) get(agent).relays = relays
+      for (const c of byAgent.values()) c.knownContact = await o.levels.isKnownContact(c.agent)
+      return [...byAgent.values()]
+    },
+
+    async remove(agent) {
+      await o.keyStore.remove(agent)
+      await o.levels.forgetContact(agent)
+      await o.peers.forget(agent)
+    },
+
+    fingerprint,
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * The agent's own identity: loaded from storage (or created and persisted the first time), the
+ * key that signs now, and key rotation and revocation for URL agents (PROFILE §4).
+ */
+import {
+  AgentMsgError,
+  assertRelayUrl,
+  createIdentityDocument,
+  didKeyFragment,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  type IdentityDocument,
+  isDidKey,
+  type JsonValue,
+  type KeyPair,
+  keyPairFromSeed,
+  parseAgentId,
+  revokeKey as revokeDocumentKey,
+  rotateKey as rotateDocumentKey,
+  type Signer,
+  type Storage,
+  validateIdentityDocument,
+} from '@agentmsg/core'
+import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
+import { type AgentOptions, type OwnIdentity, STORAGE_KEYS } from './types.js'
+
+/** What `keys/self/identity` holds. */
+export interface SelfRecord {
+  agentId: string
+  /** Fragment of the active key. */
+  active: string
+  /** base64url seeds by fragment (the active one and retired ones still in transition). */
+  seeds: Record<string, string>
+  document?: IdentityDocument
+}
+
+/** Relay URLs, checked, without repeats. */
+export function relayList(relays: readonly string[], what: string): string[] {
+  return [...new Set(relays.map((r, i) => assertRelayUrl(r, `${what}[${i}]`)))]
+}
+
+/** The agent's keys and identity document, as stored, kept in step with storage. */
+export class OwnKeys {
+  readonly id: string
+  readonly #storage: Storage
+  readonly #now: () => number
+  #self: SelfRecord
+  #keys: KeyPair
+  #signer: Signer
+
+  /**
+   * Signs with whatever key is active at the time of each call: transports keep it across
+   * rotations (relay agent auth, PROFILE §9).
+   */
+  readonly liveSigner: Signer
+
+  private constructor(storage: Storage, now: () => number, self: SelfRecord, keys: KeyPair) {
+    this.#storage = storage
+    this.#now = now
+    this.#self = self
+    this.#keys = keys
+    this.id = self.agentId
+    this.#signer = this.#makeSigner()
+    const current = () => this.#signer
+    this.liveSigner = {
+      alg: 'ed25519',
+      get keyId() {
+        return current().keyId
+      },
+      sign: (data) => current().sign(data),
+    }
+  }
+
+  /**
+   * The stored identity, or a new one persisted now. A URL agent's stored document follows
+   * the configured `relays` (its `relay.urls`).
+   */
+  static async load(storage: Storage, options: AgentOptions, now: () => number): Promise<OwnKeys> {
+    const stored = (await storage.get(STORAGE_KEYS.self)) as unknown as SelfRecord | undefined
+    const relays = relayList(options.relays ?? [], 'relays')
+    if (stored) {
+      const given = options.identity?.agentId
+      if (given !== undefined && parseAgentId(given, 'identity.agentId').id !== stored.agentId) {
+        throw new TypeError(
+          `the storage holds the identity of ${stored.agentId}, not ${given}; use another storage`,
+        )
+      }
+      const seed = stored.seeds[stored.active]
+      if (typeof seed !== 'string') throw new TypeError('the stored identity has no active key')
+      let self = stored
+      if (self.document && options.relays !== undefined) {
+        const document = withRelays(self.document, relays)
+        if (document !== self.document) {
+          self = { ...self, document }
+          await storage.put(STORAGE_KEYS.self, self as unknown as JsonValue)
+        }
+      }
+      return new OwnKeys(storage, now, self, await keyPairFromSeed(base64urlDecode(seed)))
+    }
+    const o = options.identity ?? {}
+    const keys = o.seed ? await keyPairFromSeed(o.seed) : await generateKeyPair()
+    const self = o.agentId === undefined ? didKeySelf(keys) : urlSelf(o, keys, relays)
+    await storage.put(STORAGE_KEYS.self, self as unknown as JsonValue)
+    return new OwnKeys(storage, now, self, keys)
+  }
+
+  /**
+   * The seed of one of this agent's keys by its full key id (`<agent_id>#<fragment>`): the
+   * active one or a retired one still kept. Opens parts sealed to it (PROFILE §8).
+   */
+  seedFor(keyId: string): Uint8Array | undefined {
+    const prefix = `${this.id}#`
+    if (!keyId.startsWith(prefix)) return undefined
+    const seed = this.#self.seeds[keyId.slice(prefix.length)]
+    return typeof seed === 'string' ? base64urlDecode(seed) : undefined
+  }
+
+  /** Signs with the active key now (a later rotation does not change this signer). */
+  get signer(): Signer {
+    return this.#signer
+  }
+
+  get document(): IdentityDocument | undefined {
+    return this.#self.document
+  }
+
+  get identity(): OwnIdentity {
+    return {
+      agentId: this.id,
+      publicKey: this.#keys.publicKey,
+      keyId: this.#signer.keyId,
+      document: this.#self.document,
+    }
+  }
+
+  /** URL agents: a new active key; the old one is retired (PROFILE §4). */
+  async rotate(): Promise<IdentityDocument> {
+    const doc = this.#self.document
+    if (!doc || isDidKey(this.id)) {
+      throw new AgentMsgError(
+        'forbidden',
+        'only URL agents rotate keys; a did:key agent needs a new identity',
+      )
+    }
+    const keys = await generateKeyPair()
+    const next = rotateDocumentKey(doc, { publicKey: keys.publicKey }, { now: this.#now() })
+    const fragment = next.keys[next.keys.length - 1]!.key_id
+    await this.#save({
+      ...this.#self,
+      active: fragment,
+      seeds: { ...this.#self.seeds, [fragment]: base64urlEncode(keys.secretKey) },
+      document: next,
+    })
+    this.#keys = keys
+    this.#signer = this.#makeSigner()
+    return next
+  }
+
+  /** URL agents: revoke a key (by fragment) at once; its seed is forgotten. */
+  async revoke(fragment: string): Promise<IdentityDocument> {
+    const doc = this.#self.document
+    if (!doc || isDidKey(this.id))
+      throw new AgentMsgError('forbidden', 'only URL agents revoke keys')
+    if (fragment === this.#self.active) {
+      throw new TypeError('rotate first: the active key cannot be revoked')
+    }
+    const next = revokeDocumentKey(doc, fragment)
+    const seeds = { ...this.#self.seeds }
+    delete seeds[fragment]
+    await this.#save({ ...this.#self, seeds, document: next })
+    return next
+  }
+
+  async #save(self: SelfRecord): Promise<void> {
+    await this.#storage.put(STORAGE_KEYS.self, self as unknown as JsonValue)
+    this.#self = self
+  }
+
+  #makeSigner(): Signer {
+    return isDidKey(this.id)
+      ? ed25519Signer(this.#keys)
+      : ed25519Signer(this.#keys, `${this.id}#${this.#self.active}`)
+  }
+}
+
+function didKeySelf(keys: KeyPair): SelfRecord {
+  const did = didKeyFromPublicKey(keys.publicKey)
+  const fragment = didKeyFragment(did)
+  return { agentId: did, active: fragment, seeds: { [fragment]: base64urlEncode(keys.secretKey) } }
+}
+
+function urlSelf(
+  o: NonNullable<AgentOptions['identity']>,
+  keys: KeyPair,
+  relays: string[],
+): SelfRecord {
+  const { id, kind } = parseAgentId(o.agentId!, 'identity.agentId')
+  if (kind !== 'url') throw new TypeError('identity.agentId must be a URL agent id (https://…)')
+  const document = o.document
+    ? validateIdentityDocument(o.document, { expectedAgentId: id })
+    : createIdentityDocument({
+        agentId: id,
+        publicKey: keys.publicKey,
+        ...(o.display ? { display: o.display } : {}),
+        ...(relays.length ? { relays } : {}),
+      })
+  const pk = base64urlEncode(keys.publicKey)
+  const active = document.keys.find((k) => k.status === 'active' && k.public_key === pk)
+  if (!active) throw new TypeError("identity.document has no active key matching the seed's")
+  return {
+    agentId: id,
+    active: active.key_id,
+    seeds: { [active.key_id]: base64urlEncode(keys.secretKey) },
+    document,
+  }
+}
+
+/** `document` with `relay.urls` set to `relays` (the same object when nothing changes). */
+function withRelays(document: IdentityDocument, relays: string[]): IdentityDocument {
+  const current = document.relay?.urls ?? []
+  if (current.join('\n') === relays.join('\n')) return document
+  const { relay: _relay, ...rest } = document
+  return (
+    relays.length ? { ...rest, relay: { urls: relays, preference: 'any' } } : rest
+  ) as IdentityDocument
+}

@@ -1,0 +1,62 @@
+/**
+ * Where peers can be reached: relays remembered per agent (`peers/<agent>`), from the verified
+ * `from.relays` of their messages, relays given to `send`, or pinned with a contact (PROFILE §9).
+ */
+import { assertRelayUrl, type JsonValue, type Storage } from '@agentmsg/core'
+import { STORAGE_KEYS } from './types.js'
+
+/** What `peers/<agent>` holds. */
+export interface PeerRecord {
+  relays: string[]
+  updated: number
+}
+
+/** Most relays remembered per peer (the newest first). */
+const MAX_RELAYS = 8
+
+export class PeerRelays {
+  readonly #storage: Storage
+  readonly #now: () => number
+
+  constructor(storage: Storage, now: () => number) {
+    this.#storage = storage
+    this.#now = now
+  }
+
+  /** Remember `relays` for `agent`, newest first; entries that are not relay URLs are ignored. */
+  async remember(agent: string, relays: readonly string[]): Promise<void> {
+    const valid: string[] = []
+    for (const r of relays) {
+      try {
+        valid.push(assertRelayUrl(r, 'relays'))
+      } catch {
+        // a bad entry is ignored, the others are kept
+      }
+    }
+    if (valid.length === 0) return
+    const key = STORAGE_KEYS.peers + encodeURIComponent(agent)
+    const prev = (await this.#storage.get(key)) as PeerRecord | undefined
+    const merged = [...new Set([...valid, ...(prev?.relays ?? [])])].slice(0, MAX_RELAYS)
+    if (prev && prev.relays.join('\n') === merged.join('\n')) return
+    const record: PeerRecord = { relays: merged, updated: this.#now() }
+    await this.#storage.put(key, record as unknown as JsonValue)
+  }
+
+  async of(agent: string): Promise<string[]> {
+    const key = STORAGE_KEYS.peers + encodeURIComponent(agent)
+    return ((await this.#storage.get(key)) as PeerRecord | undefined)?.relays ?? []
+  }
+
+  /** Every peer with remembered relays. */
+  async list(): Promise<Array<{ agent: string; relays: string[] }>> {
+    const entries = await this.#storage.list(STORAGE_KEYS.peers)
+    return entries.map(([key, value]) => ({
+      agent: decodeURIComponent(key.slice(STORAGE_KEYS.peers.length)),
+      relays: (value as unknown as PeerRecord).relays,
+    }))
+  }
+
+  async forget(agent: string): Promise<void> {
+    await this.#storage.delete(STORAGE_KEYS.peers + encodeURIComponent(agent))
+  }
+}

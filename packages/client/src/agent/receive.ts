@@ -1,0 +1,170 @@
+/**
+ * The agent's receive side: one `Receiver` (core's `createReceiver`, the PROFILE §6 pipeline)
+ * whose `receive` every transport's `listen` gets, and the application dispatch it runs for
+ * each accepted message.
+ */
+import {
+  AuthLevelTracker,
+  createReceiver,
+  type DeliveryHandler,
+  type ErrorReplySender,
+  type IdentityDocumentCache,
+  introducedIdentity,
+  type KeyResolver,
+  type KeyStore,
+  type Message,
+  parseAgentId,
+  type ReceivedInfo,
+  type Receiver,
+  type Storage,
+} from '@agentmsg/core'
+import type { Conversations } from './conversations.js'
+import type { AgentEmitter } from './events.js'
+import type { PeerRelays } from './peers.js'
+import type { ReceivedMessage } from './types.js'
+
+/** Refuses lower levels like its parent (PROFILE §5), and reports each refusal with its sender. */
+export class ReportingAuthLevels extends AuthLevelTracker {
+  readonly #report: (error: unknown, from: string) => void
+
+  constructor(
+    options: ConstructorParameters<typeof AuthLevelTracker>[0],
+    report: (error: unknown, from: string) => void,
+  ) {
+    super(options)
+    this.#report = report
+  }
+
+  override async evaluate(input: Parameters<AuthLevelTracker['evaluate']>[0]) {
+    try {
+      return await super.evaluate(input)
+    } catch (error) {
+      this.#report(error, input.from)
+      throw error
+    }
+  }
+}
+
+export interface AgentReceiverOptions {
+  agentId: string
+  storage: Storage
+  now: () => number
+  resolver: KeyResolver
+  documents: IdentityDocumentCache
+  keyStore: KeyStore
+  levels: ReportingAuthLevels
+  peers: PeerRelays
+  conversations: Conversations
+  events: AgentEmitter
+  errorReplies: ErrorReplySender
+  /** The seed of one of this agent's keys by full key id: opens sealed bodies (PROFILE §8). */
+  seedFor: (keyId: string) => Uint8Array | undefined
+}
+
+/** The agent's one Receiver, and the handler to give every transport. */
+export function createAgentReceiver(o: AgentReceiverOptions): {
+  receiver: Receiver
+  receive: DeliveryHandler
+  /** Resolves once the messages being handed to the application now are handled. */
+  idle: () => Promise<void>
+} {
+  const handing = new Set<Promise<void>>()
+  const receiver = createReceiver({
+    agentId: o.agentId,
+    resolver: o.resolver,
+    storage: o.storage,
+    authLevels: o.levels,
+    opener: { agent: o.agentId, ed25519Seed: o.seedFor },
+    onMessage: async (message, info) => {
+      await o.events.waitForConsumer()
+      const run = dispatch(o, message, info)
+      handing.add(run)
+      try {
+        await run
+      } finally {
+        handing.delete(run)
+      }
+    },
+    onError: (error) => o.events.error({ error }),
+    errorReplies: o.errorReplies,
+    identityOf: async (agent) => {
+      const doc = await o.documents.document(agent)
+      return 'status' in doc ? undefined : doc
+    },
+    now: o.now,
+  })
+  const receive: DeliveryHandler = async (delivery) => {
+    const outcome = await receiver.receive(delivery)
+    // A level refusal was reported with its sender already (ReportingAuthLevels); one for now
+    // (queue full, closing) is the transport's to deliver again.
+    if (
+      outcome.status === 'refused' &&
+      !outcome.retry &&
+      outcome.error.code !== 'insufficient_auth_level'
+    ) {
+      o.events.error({ error: outcome.error, transport: delivery.transport })
+    }
+    return outcome
+  }
+  const idle = async () => {
+    await Promise.allSettled([...handing])
+  }
+  return { receiver, receive, idle }
+}
+
+/**
+ * What happens to an accepted message once there is a consumer: keys introduced by a level-0
+ * greeting (PROFILE §5), the sender's verified relays, the conversation's sequence, then the
+ * application.
+ */
+async function dispatch(o: AgentReceiverOptions, message: Message, info: ReceivedInfo) {
+  const from = message.from.agent
+  let { knownContact } = info
+  if (info.level === 0 && message.phase === 'greeting') {
+    try {
+      const doc = introducedIdentity(message)
+      if (doc && (await o.keyStore.addIntroducedKeys(doc)).length > 0) await reconcile(o, from)
+    } catch (error) {
+      o.events.error({ error, message, from, transport: info.transport })
+    }
+    if (info.source === 'shared-secret') {
+      await o.levels.markKnownContact(from, 'introduced')
+      knownContact = true
+    }
+  }
+  // Only a verified message's relays are remembered as where the sender can be reached.
+  const relays = message.from.relays
+  if (Array.isArray(relays) && relays.length > 0) await o.peers.remember(from, relays)
+  await o.conversations.seen(message.conversation_id, from, message.sequence)
+  const received: ReceivedMessage = {
+    message,
+    level: info.level,
+    source: info.source,
+    knownContact,
+    transport: info.transport,
+    conversationId: message.conversation_id,
+    from,
+    // Of the opened body when it was sealed (the receiver hands over the opened message).
+    text: textOf(message),
+    sealed: info.sealed,
+  }
+  await o.events.dispatch(received)
+}
+
+/**
+ * A URL agent's introduced keys count only while its identity document cannot be fetched: the
+ * fetched document is final (PROFILE §5), so keys it does not list are dropped now. (Fetches
+ * made later reconcile too, through the document cache's `onDocument`.)
+ */
+async function reconcile(o: AgentReceiverOptions, agent: string): Promise<void> {
+  if (parseAgentId(agent).kind !== 'url') return
+  const doc = await o.documents.document(agent)
+  if (!('status' in doc)) await o.keyStore.reconcileWithDocument(doc)
+}
+
+/** Plain text of the text parts, joined by LF. */
+function textOf(message: Message): string {
+  const out: string[] = []
+  for (const p of message.body.parts) if (p.type === 'text') out.push(p.text)
+  return out.join('\n')
+}

@@ -1,0 +1,83 @@
+/**
+ * The default transports: https (sends to inboxes through its durable outbox) and relay
+ * (publishes with failover, streams the agent's own relays). The https transport and the
+ * identity fetcher (with ky) are loaded with `import()` when first needed, so a relay-only
+ * browser agent does not download them.
+ */
+import type {
+  IdentityFetcher,
+  Transport,
+  TransportComponents,
+  TransportFactory,
+} from '@agentmsg/core'
+import { relayTransport } from '@agentmsg/transport-relay'
+import type { AgentOptions } from './types.js'
+
+/** Loads the https transport on first use (a separate chunk for bundlers). */
+const loadHttps = () => import('@agentmsg/transport-https')
+
+/** Where the https transport keeps its outbox, in its storage namespace. */
+const OUTBOX_PREFIX = 'outbox/'
+
+/** The transports an agent uses when `transports` is not given. */
+export function defaultTransports(o: AgentOptions): TransportFactory[] {
+  return [lazyHttpsTransport(o.fetch ? { fetch: o.fetch } : {}), relayFactory(o)]
+}
+
+/** The relay transport with the agent's options (it streams from the agent's `relays`). */
+export function relayFactory(o: AgentOptions): TransportFactory {
+  return relayTransport({
+    mode: o.mode ?? 'sse',
+    ...(o.fetch ? { fetch: o.fetch } : {}),
+    ...(o.streamFetch ? { streamFetch: o.streamFetch } : {}),
+    ...(o.WebSocket ? { WebSocket: o.WebSocket } : {}),
+  })
+}
+
+/**
+ * The https transport behind a lazy `import()`: loaded on the first send, or at once when an
+ * earlier run left deliveries in the outbox (they are resumed).
+ */
+export function lazyHttpsTransport(options: { fetch?: typeof fetch } = {}): TransportFactory {
+  return {
+    protocol: 'https',
+    async create(components: TransportComponents): Promise<Transport> {
+      let loading: Promise<Transport> | undefined
+      let closed = false
+      const load = (): Promise<Transport> => {
+        const current = (loading ??= loadHttps().then(async ({ httpsTransport }) => {
+          const transport = await httpsTransport(options).create(components)
+          // Loaded after close(): closed at once, so its sends reject.
+          if (closed) await transport.close()
+          return transport
+        }))
+        // A failed load (e.g. a chunk that did not download) is tried again on the next need.
+        current.catch(() => {
+          if (loading === current) loading = undefined
+        })
+        return current
+      }
+      if ((await components.storage.list(OUTBOX_PREFIX, { limit: 1 })).length > 0) await load()
+      return {
+        protocol: 'https',
+        kinds: ['inbox'],
+        send: async (message, target, sendOptions) =>
+          (await load()).send(message, target, sendOptions),
+        async close() {
+          closed = true
+          const transport = await loading?.catch(() => undefined)
+          await transport?.close()
+        },
+      }
+    },
+  }
+}
+
+/** The default identity-document fetcher, loaded with the https transport on first use. */
+export function lazyIdentityFetcher(fetch: typeof globalThis.fetch | undefined): IdentityFetcher {
+  let fetcher: IdentityFetcher | undefined
+  return async (agentId, options) => {
+    fetcher ??= (await loadHttps()).createIdentityFetcher(fetch ? { fetch } : {})
+    return fetcher(agentId, options)
+  }
+}

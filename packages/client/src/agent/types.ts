@@ -1,0 +1,278 @@
+/**
+ * The client's public types: what `createAgent` takes, what an `Agent` does, and what it
+ * reports. Isomorphic.
+ */
+import type {
+  AuthLevel,
+  BodyPart,
+  IdentityDocument,
+  IdentityFetcher,
+  KeySource,
+  Message,
+  Phase,
+  Storage,
+  TransportFactory,
+} from '@agentmsg/core'
+import type { WebSocketConstructor } from '@agentmsg/transport-relay'
+
+/**
+ * Which transport carried a message: its `protocol` (`https` for an inbox, `relay`, or a
+ * custom transport's own name).
+ */
+export type TransportKind = 'https' | 'relay' | (string & {})
+
+/**
+ * How a message was routed: `relay` through relays, `direct` straight to the recipient (its
+ * inbox, or a target a custom transport found for it).
+ */
+export type Route = 'direct' | 'relay'
+
+/** Options for `createAgent`. */
+export interface AgentOptions {
+  /**
+   * Who this agent is. Used only the first time: afterwards the identity stored in `storage`
+   * (under `keys/self/`) wins, and a different `agentId` is an error.
+   * @default a new did:key, persisted
+   */
+  identity?: {
+    /** The 32-byte Ed25519 secret (seed) to use instead of a new one. */
+    seed?: Uint8Array
+    /** A URL agent id (`https://…`); its identity document is built unless `document` is given. */
+    agentId?: string
+    /** The URL agent's identity document (its active key must be the seed's). */
+    document?: IdentityDocument
+    /** `display` of a built identity document. */
+    display?: string
+  }
+  /** Everything the agent remembers. Use a persistent adapter to survive restarts. @default memoryStorage() */
+  storage?: Storage
+  /**
+   * This agent's relays: subscribed and streamed from on start, written into `from.relays` of
+   * every message sent (and into a URL agent's identity document).
+   */
+  relays?: string[]
+  /**
+   * The transports to send and receive with, tried in this order when routing. Each gets the
+   * agent's one receive pipeline in `listen`, and its own namespace of `storage`.
+   * @default [https (inbox targets, loaded on first use), relay (`relays`, `mode`)]
+   */
+  transports?: TransportFactory[]
+  /** How relay streams receive (default transports). @default 'sse' */
+  mode?: 'sse' | 'ws'
+  /** The fetch for inbox deliveries, relay requests and identity documents. @default globalThis.fetch */
+  fetch?: typeof fetch
+  /** The fetch for SSE streams (no overall timeout). @default `fetch` */
+  streamFetch?: typeof fetch
+  /** WebSocket constructor for `mode: 'ws'`. @default the platform's */
+  WebSocket?: WebSocketConstructor
+  /** Fetches identity documents of URL agents. @default createIdentityFetcher({ fetch }) */
+  resolveIdentity?: IdentityFetcher
+  /** The clock, epoch ms. @default Date.now */
+  now?: () => number
+  /** Errors nobody else sees (also emitted as `error` events). */
+  onError?: (error: unknown) => void
+  /**
+   * Fall back to the recipient's relays when a direct attempt fails retryably (network error,
+   * 5xx, 429). @default true
+   */
+  fallbackToRelay?: boolean
+  /** Don't listen on transports (no relay streams): for agents that only send. @default false */
+  sendOnly?: boolean
+}
+
+/** Content of a message: text, or body parts. */
+export type Content = string | { parts: BodyPart[]; contentType?: string }
+
+/** Options for `Agent.send`. */
+export interface SendOptions {
+  /** Continue this conversation. @default a new one (phase `greeting`) */
+  conversationId?: string
+  /** @default 'greeting' for the first message of a conversation, else 'request' */
+  phase?: Phase
+  /** Force a route. @default 'auto' (direct targets first, then relays) */
+  route?: 'direct' | 'relay' | 'auto'
+  /** The recipient's relays, when known out of band. */
+  relays?: string[]
+  /**
+   * `auth_level` to ask for (greeting-phase negotiation). `0` signs with an introduction token
+   * (HMAC, level 0) and carries this agent's identity document, so the peer learns its key at
+   * level 1.
+   */
+  authLevel?: AuthLevel
+  /** The introduction token for `authLevel: 0`. @default the only one held (see `introduce`) */
+  introduction?: string
+  /** `ttl_seconds`. */
+  ttlSeconds?: number
+  /** Abort the send. */
+  signal?: AbortSignal
+}
+
+/** What `Agent.send` resolved with. */
+export interface SendResult {
+  messageId: string
+  conversationId: string
+  /** The route the message took (after any fallback). */
+  route: Route
+  /** The transport that took it (`https`, `relay`, or a custom one's protocol). */
+  transport: TransportKind
+  /** The relay that accepted it, for `route: 'relay'`. */
+  relayUrl?: string
+  /**
+   * `true` when the inbox delivery is still being retried from the durable outbox (nothing to
+   * fall back to, or no relay took it); `delivered` / `undeliverable` events tell the outcome.
+   */
+  pending?: boolean
+}
+
+/** A message delivered to the application. */
+export interface ReceivedMessage {
+  message: Message
+  /** The authentication level it was verified at (PROFILE §5). */
+  level: AuthLevel
+  /** Where the verifying key came from. */
+  source: KeySource
+  /** Pinned, introduced or accepted before (PROFILE §5). */
+  knownContact: boolean
+  transport: TransportKind
+  conversationId: string
+  /** `from.agent`. */
+  from: string
+  /** Plain text of the text parts, joined by LF (of the opened body, when it was sealed). */
+  text: string
+  /** Whether the body came sealed (PROFILE §8); `message` carries it opened. */
+  sealed: boolean
+}
+
+/** Payload of `error` events. */
+export interface AgentErrorEvent {
+  error: unknown
+  /** The message concerned, when there is one. */
+  message?: Message
+  /** `from.agent` of a refused message. */
+  from?: string
+  transport?: TransportKind
+}
+
+/** Payload of `delivered` events. */
+export interface AgentDeliveredEvent {
+  messageId: string
+  to: string
+  route: Route
+  relayUrl?: string
+}
+
+/** Payload of `undeliverable` events (refused, or retries ran out: tell the human, SPEC §8). */
+export interface AgentUndeliverableEvent {
+  messageId: string
+  to: string
+  route: Route
+  reason: string
+  code?: string
+}
+
+/** Event name → payload. */
+export interface AgentEvents {
+  message: ReceivedMessage
+  error: AgentErrorEvent
+  delivered: AgentDeliveredEvent
+  undeliverable: AgentUndeliverableEvent
+}
+
+/** Listener of an agent event; `message` listeners may return a promise (awaited before the message counts as handled). */
+export type AgentListener<K extends keyof AgentEvents> = (
+  event: AgentEvents[K],
+) => void | Promise<void>
+
+/** A contact as stored. */
+export interface Contact {
+  agent: string
+  keys: Array<{ keyId: string; source: 'pinned' | 'introduction'; fingerprint: string }>
+  relays: string[]
+  knownContact: boolean
+}
+
+/** Options for `Contacts.pin`. */
+export interface PinOptions {
+  /** The key's fragment. @default did:key: its own; else the first 8 base64url chars of the key */
+  keyId?: string
+  /** Relays where the contact can be reached. */
+  relays?: string[]
+}
+
+/** Pinned and introduced contacts. */
+export interface Contacts {
+  /** Pin a peer key after comparing fingerprints out of band (level 2). */
+  pin(agent: string, publicKey: Uint8Array | string, options?: PinOptions): Promise<void>
+  /** Every agent with stored keys or routes. */
+  list(): Promise<Contact[]>
+  /** Forget an agent's keys, route and known-contact mark (levels and floor stay). */
+  remove(agent: string): Promise<void>
+  /** A short human-comparable string for a public key. */
+  fingerprint(publicKey: Uint8Array | string): Promise<string>
+}
+
+/** Options for `Agent.introduce`. */
+export interface IntroduceOptions {
+  /** The agent the token introduces. @default the first sender whose message verifies with it */
+  agent?: string
+}
+
+/** This agent's own identity. */
+export interface OwnIdentity {
+  agentId: string
+  /** The active key. */
+  publicKey: Uint8Array
+  /** Its full key id. */
+  keyId: string
+  /** A URL agent's identity document. */
+  document: IdentityDocument | undefined
+}
+
+/** An agent: send, reply, receive; the route is chosen for you. */
+export interface Agent {
+  readonly id: string
+  readonly identity: OwnIdentity
+  readonly contacts: Contacts
+  send(to: string, content: Content, options?: SendOptions): Promise<SendResult>
+  /** Answer `message` in its conversation (phase `response` by default). */
+  reply(
+    message: Message | ReceivedMessage,
+    content: Content,
+    options?: Omit<SendOptions, 'conversationId'>,
+  ): Promise<SendResult>
+  on<K extends keyof AgentEvents>(event: K, listener: AgentListener<K>): () => void
+  off<K extends keyof AgentEvents>(event: K, listener: AgentListener<K>): void
+  /** Messages as they arrive, until `close()`; each iterator buffers from its creation. */
+  messages(): AsyncIterable<ReceivedMessage>
+  /**
+   * Hold an introduction token (level 0); returns its `intro-…` fragment. A token introduces
+   * one peer (PROFILE §5): name it with `agent` when you know whom; otherwise the first sender
+   * whose message verifies with it takes it. Anyone else signing with it is refused.
+   */
+  introduce(token: string, options?: IntroduceOptions): Promise<string>
+  /** URL agents: a new active key; the old one is retired. Returns the new document. */
+  rotateKey(): Promise<IdentityDocument>
+  /** URL agents: revoke a key (by fragment) at once. */
+  revokeKey(fragment: string): Promise<IdentityDocument>
+  /** Stop transports and timers. Pending deliveries stay in storage for the next run. */
+  close(): Promise<void>
+}
+
+/** Storage keys the agent uses (all under the storage it was given). */
+export const STORAGE_KEYS = {
+  /** Own identity: agent id, key seeds, active fragment, document. */
+  self: 'keys/self/identity',
+  /** Peer routes: `peers/<agent>` → {relays, updated}. */
+  peers: 'peers/',
+  /**
+   * Conversations: `conv/<peer>/<conversation_id>` (URI-encoded) → {peer, next}. Earlier
+   * versions wrote `conv/<conversation_id>`; its peer takes such a record over on first use.
+   */
+  conversations: 'conv/',
+  /** Relay stream cursors: `relay/cursor/<relay url>` (the relay transport's namespace). */
+  cursors: 'relay/cursor/',
+  /** Relay subscriptions: `relay/sub/<relay url>` → subscription id. */
+  subscriptions: 'relay/sub/',
+  /** The https transport's durable outbox (`outbox/` before; moved on start). */
+  outbox: 'https/outbox/',
+} as const

@@ -1,0 +1,93 @@
+/**
+ * Sealed bodies arriving at an agent (PROFILE §8): the agent opens them with its own key and
+ * says so (`sealed: true`, `text` of the opened body); a part it cannot open is a coded refusal
+ * reported as an error event, never a crash. Two agents on the in-process memory transport; the
+ * sealed message is built by hand (sealBody, then signMessage).
+ */
+import { createMemoryHub, fixtureAgent, memoryTransport } from '@agentmsg/conformance'
+import { createMessage, type Message, signMessage } from '@agentmsg/core'
+import { utf8Encode } from '@agentmsg/core/encoding'
+import { sealBody } from '@agentmsg/core/sealed-box'
+import { afterEach, describe, expect, it } from 'vitest'
+import { type Agent, createAgent } from '../src/index.js'
+import { collect } from './collect.js'
+
+const open: Agent[] = []
+afterEach(async () => {
+  for (const a of open.splice(0)) await a.close()
+})
+
+async function setup() {
+  const hub = createMemoryHub()
+  const [aliceKeys, bobKeys, carolKeys] = await Promise.all([
+    fixtureAgent(),
+    fixtureAgent(),
+    fixtureAgent(),
+  ])
+  const alice = await createAgent({
+    identity: { seed: aliceKeys.keys.secretKey },
+    transports: [memoryTransport(hub)],
+  })
+  const bob = await createAgent({
+    identity: { seed: bobKeys.keys.secretKey },
+    transports: [memoryTransport(hub)],
+  })
+  open.push(alice, bob)
+  expect(bob.id).toBe(bobKeys.id)
+  /** A message from Alice to Bob, sealed for `recipients`, then signed by Alice. */
+  const sealedToBob = async (text: string, recipients = [bobKeys]): Promise<Message> => {
+    const unsigned = createMessage({
+      from: alice.id,
+      to: bob.id,
+      conversationId: `sealed-${text.replaceAll(' ', '-')}`,
+      sequence: 0,
+      phase: 'request',
+      text,
+    })
+    const { body } = sealBody(
+      // createMessage's UnsignedMessage (an Omit of the Message union) is not a SealableMessage
+      unsigned as Message,
+      recipients.map((r) => ({ agent: r.id, keyId: r.signer.keyId, publicKey: r.keys.publicKey })),
+    )
+    return signMessage({ ...unsigned, body }, aliceKeys.signer)
+  }
+  const deliver = (m: Message) => {
+    const receive = hub.agents.get(bob.id)
+    if (!receive) throw new Error('bob is not listening')
+    return receive({ body: utf8Encode(JSON.stringify(m)), transport: 'memory' })
+  }
+  return { alice, bob, carolKeys, sealedToBob, deliver }
+}
+
+describe('agent: receiving sealed bodies', () => {
+  it('opens with its own key and delivers sealed: true with the text', async () => {
+    const { alice, bob, sealedToBob, deliver } = await setup()
+    const messages = collect(bob, 'message')
+    const m = await sealedToBob('for bob only')
+    expect(await deliver(m)).toEqual({ status: 'accepted', messageId: m.message_id })
+    const got = await messages.nth(1)
+    expect(got.sealed).toBe(true)
+    expect(got.text).toBe('for bob only')
+    expect(got.from).toBe(alice.id)
+    expect(got.message.body.parts).toEqual([{ type: 'text', text: 'for bob only' }])
+
+    await alice.send(bob.id, 'plain')
+    const plain = await messages.nth(2)
+    expect(plain.sealed).toBe(false)
+    expect(plain.text).toBe('plain')
+  })
+
+  it('refuses, coded, a part only for another recipient', async () => {
+    const { bob, carolKeys, sealedToBob, deliver } = await setup()
+    const messages = collect(bob, 'message')
+    const errors = collect(bob, 'error')
+    const outcome = await deliver(await sealedToBob('for carol', [carolKeys]))
+    expect(outcome.status).toBe('refused')
+    if (outcome.status === 'refused') {
+      expect(outcome.error.code).toBe('invalid_format')
+      expect(outcome.retry).toBe(false)
+    }
+    await errors.nth(1)
+    expect(messages.seen).toHaveLength(0)
+  })
+})

@@ -1,0 +1,89 @@
+/**
+ * Plain assertions for the framework-free checks (`runStorageContract`, `runTransportContract`):
+ * they throw an Error with a readable message and need no test runner, so the same checks run
+ * under vitest and in a browser page.
+ */
+
+/** Throws `message` unless `condition` holds. */
+export function ok(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(message)
+}
+
+/** Strict deep equality of JSON-ish values (vitest's `toStrictEqual` for plain data). */
+export function equal(actual: unknown, expected: unknown, label = ''): void {
+  const problem = difference(actual, expected, '$')
+  if (problem) {
+    throw new Error(
+      `${label ? `${label}: ` : ''}${problem}\n  actual:   ${show(actual)}\n  expected: ${show(expected)}`,
+    )
+  }
+}
+
+function difference(actual: unknown, expected: unknown, path: string): string | undefined {
+  if (Object.is(actual, expected)) return undefined
+  if (
+    typeof actual !== 'object' ||
+    typeof expected !== 'object' ||
+    actual === null ||
+    expected === null
+  ) {
+    return `${path}: ${show(actual)} !== ${show(expected)}`
+  }
+  if (Array.isArray(actual) !== Array.isArray(expected)) return `${path}: array vs non-array`
+  if (Object.getPrototypeOf(actual) !== Object.getPrototypeOf(expected)) {
+    return `${path}: different prototypes`
+  }
+  const ak = Object.keys(actual)
+  const ek = Object.keys(expected)
+  if (ak.length !== ek.length || ak.some((k) => !Object.hasOwn(expected, k))) {
+    return `${path}: keys ${show(ak)} !== ${show(ek)}`
+  }
+  for (const k of ek) {
+    const d = difference(
+      (actual as Record<string, unknown>)[k],
+      (expected as Record<string, unknown>)[k],
+      `${path}.${k}`,
+    )
+    if (d) return d
+  }
+  return undefined
+}
+
+/** Resolves with the rejection reason; throws if `promise` fulfils. */
+export async function rejects(promise: Promise<unknown>, label = 'the promise'): Promise<unknown> {
+  try {
+    await promise
+  } catch (err) {
+    return err
+  }
+  throw new Error(`expected ${label} to reject, but it fulfilled`)
+}
+
+/** A value as JSON when it can be, else as a string. */
+export function show(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** An error as `Name: message`, anything else as a string. */
+export function describeError(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+}
+
+/** Socket, TLS and DNS words a port scanner would read in an error (PROFILE §4). */
+const SOCKET_DETAIL =
+  /ECONN|EHOST|ENETUNREACH|ETIMEDOUT|ENOTFOUND|EAI_|socket|certificate|self.signed|wrong version|\bTLS\b|\bSSL\b|handshake|timed out/i
+
+/**
+ * The socket detail in `text`, or `undefined` if there is none. Identifiers are blanked first:
+ * a random did:key or ULID can spell "TLS" or "econn" by chance, and that is not a leak.
+ */
+export function socketDetail(text: string): string | undefined {
+  const blanked = text
+    .replace(/did:key:z[1-9A-HJ-NP-Za-km-z]+/g, 'did:key:<id>')
+    .replace(/[A-Za-z0-9_-]{20,}/g, '<id>')
+  return SOCKET_DETAIL.exec(blanked)?.[0]
+}

@@ -1,0 +1,110 @@
+/**
+ * Example: a custom transport written only against `@agentmsg/core`'s interfaces. Agents in
+ * one process reach each other through a shared hub, with no network:
+ *
+ *   const hub = createMemoryHub()
+ *   const alice = await createAgent({ transports: [memoryTransport(hub)] })
+ *   const bob = await createAgent({ transports: [memoryTransport(hub)] })
+ *   await alice.send(bob.id, 'hello')
+ *
+ * The transport only moves signed messages. Parsing, verification, replay protection and
+ * auth levels happen in the agent's receive pipeline, the same as for https and relays: the
+ * hub hands the message bytes to the receiving agent's `receive` and reports its outcome back
+ * to the sender, as an inbox answers 202 or an error (the `direct` model of `testTransport`).
+ */
+import {
+  type AbortOptions,
+  AgentMsgError,
+  type DeliveryHandler,
+  type DeliveryReceipt,
+  type DeliveryTarget,
+  invalidFormat,
+  type Message,
+  type Transport,
+  type TransportComponents,
+  type TransportFactory,
+} from '@agentmsg/core'
+
+/** Where the agents of one process find each other: agent id → its receive side. */
+export interface MemoryHub {
+  /** The listening agents. */
+  readonly agents: Map<string, DeliveryHandler>
+}
+
+/** A hub for {@link memoryTransport}: agents sharing it can message each other. */
+export function createMemoryHub(): MemoryHub {
+  return { agents: new Map() }
+}
+
+/** The kind of target (and the protocol name) of {@link memoryTransport}. */
+export const MEMORY_KIND = 'memory'
+
+/**
+ * A transport factory for `createAgent({ transports: [memoryTransport(hub)] })`: each agent's
+ * transport listens on the hub under its id, routes to any agent listening there and delivers
+ * by calling that agent's receive side.
+ */
+export function memoryTransport(hub: MemoryHub): TransportFactory {
+  return {
+    protocol: MEMORY_KIND,
+    create: (components) => new MemoryTransport(hub.agents, components),
+  }
+}
+
+class MemoryTransport implements Transport {
+  readonly protocol = MEMORY_KIND
+  readonly kinds = [MEMORY_KIND]
+  #receive: DeliveryHandler | undefined
+  #closed = false
+
+  constructor(
+    private readonly agents: Map<string, DeliveryHandler>,
+    private readonly components: TransportComponents,
+  ) {}
+
+  /** A target for agents listening on the hub; others are left to the agent's other transports. */
+  async route(agent: string): Promise<DeliveryTarget | undefined> {
+    return this.agents.has(agent) ? { kind: MEMORY_KIND, agent, urls: [] } : undefined
+  }
+
+  async send(
+    message: Message,
+    target: DeliveryTarget,
+    options: AbortOptions = {},
+  ): Promise<DeliveryReceipt> {
+    if (this.#closed) throw new AgentMsgError('unavailable', 'the memory transport is closed')
+    if (target.kind !== MEMORY_KIND) {
+      throw invalidFormat(`the memory transport sends to ${MEMORY_KIND} targets`, 'target.kind')
+    }
+    options.signal?.throwIfAborted()
+    const receive = this.agents.get(target.agent)
+    if (!receive) throw new AgentMsgError('unavailable', `${target.agent} is not on this hub`)
+    // Bytes, as on the wire: the receiver parses and checks them like an HTTP body.
+    const outcome = await receive({
+      body: new TextEncoder().encode(JSON.stringify(message)),
+      transport: MEMORY_KIND,
+    })
+    if (outcome.status === 'refused') throw outcome.error
+    return { messageId: outcome.messageId, target }
+  }
+
+  async listen(receive: DeliveryHandler, options: AbortOptions = {}): Promise<void> {
+    if (this.#closed) throw new AgentMsgError('unavailable', 'the memory transport is closed')
+    options.signal?.throwIfAborted()
+    this.#receive = receive
+    this.agents.set(this.components.agentId, receive)
+    options.signal?.addEventListener('abort', () => this.#leave(), { once: true })
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    this.#leave()
+  }
+
+  /** Leave the hub, unless another transport of the same agent took the place since. */
+  #leave(): void {
+    const id = this.components.agentId
+    if (this.#receive && this.agents.get(id) === this.#receive) this.agents.delete(id)
+    this.#receive = undefined
+  }
+}

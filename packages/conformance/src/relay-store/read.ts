@@ -1,0 +1,260 @@
+/** RelayStore contract: retrieve pages, cursors, acknowledgements, expiry and close. */
+import { describe, expect, it } from 'vitest'
+import {
+  all,
+  BIG_PAGE,
+  cursorValue,
+  expectIncreasing,
+  ids,
+  publishInput as message,
+  RELAY_STORE_NOW as NOW,
+  WEEK,
+} from './fixtures.js'
+import type { RelayStoreSuite } from './suite.js'
+
+export function readChecks(suite: RelayStoreSuite): void {
+  const { factory, make, store } = suite
+  describe('retrieve', () => {
+    it('pages by cursor, oldest first; an empty page keeps the cursor', async () => {
+      const s = await store()
+      const sent = []
+      for (let i = 0; i < 5; i++) sent.push(message(['alice']))
+      for (const m of sent) await s.publish(m)
+      const opts = { limit: 2, maxBytes: 1 << 20, now: NOW }
+      const p1 = await s.retrieve('alice', opts)
+      expect(ids(p1.entries)).toEqual([sent[0]!.messageId, sent[1]!.messageId])
+      expect(p1.cursor).toBe(p1.entries[1]!.cursor)
+      const p2 = await s.retrieve('alice', { ...opts, after: p1.cursor })
+      expect(ids(p2.entries)).toEqual([sent[2]!.messageId, sent[3]!.messageId])
+      const p3 = await s.retrieve('alice', { ...opts, after: p2.cursor })
+      expect(ids(p3.entries)).toEqual([sent[4]!.messageId])
+      const p4 = await s.retrieve('alice', { ...opts, after: p3.cursor })
+      expect(p4).toEqual({ entries: [], cursor: p3.cursor })
+      // New mail appears after the cursor the client holds.
+      const late = message(['alice'])
+      await s.publish(late)
+      expect(ids((await s.retrieve('alice', { ...opts, after: p4.cursor })).entries)).toEqual([
+        late.messageId,
+      ])
+      // Retrieval does not remove anything.
+      expect(await all(s, 'alice', opts)).toHaveLength(6)
+    })
+
+    it('an empty or unknown mailbox gives an empty page', async () => {
+      const s = await store()
+      expect(await s.retrieve('nobody', BIG_PAGE)).toEqual({ entries: [], cursor: undefined })
+      await s.publish(message(['alice']))
+      expect(await s.retrieve('nobody', { ...BIG_PAGE, after: '12345' })).toEqual({
+        entries: [],
+        cursor: '12345',
+      })
+    })
+
+    it('caps a page by bytes: stops before passing maxBytes, but always returns at least one', async () => {
+      const s = await store()
+      const small = [message(['alice'], { size: 300 }), message(['alice'], { size: 300 })]
+      const large = message(['alice'], { size: 5000 })
+      const tail = message(['alice'], { size: 300 })
+      for (const m of [...small, large, tail]) await s.publish(m)
+      const opts = { limit: 100, maxBytes: 1000, now: NOW }
+      const p1 = await s.retrieve('alice', opts)
+      expect(ids(p1.entries)).toEqual(small.map((m) => m.messageId))
+      // The large one exceeds maxBytes alone: it still comes, alone.
+      const p2 = await s.retrieve('alice', { ...opts, after: p1.cursor })
+      expect(ids(p2.entries)).toEqual([large.messageId])
+      const p3 = await s.retrieve('alice', { ...opts, after: p2.cursor })
+      expect(ids(p3.entries)).toEqual([tail.messageId])
+      // Exactly maxBytes fits.
+      const exact = await s.retrieve('alice', {
+        ...opts,
+        maxBytes: small[0]!.bytes + small[1]!.bytes,
+      })
+      expect(exact.entries).toHaveLength(2)
+      const under = await s.retrieve('alice', {
+        ...opts,
+        maxBytes: small[0]!.bytes + small[1]!.bytes - 1,
+      })
+      expect(under.entries).toHaveLength(1)
+    })
+
+    it('a page is short only at the end or for the byte cap', async () => {
+      const s = await store()
+      for (let i = 0; i < 7; i++) await s.publish(message(['alice'], { size: 200 }))
+      expect(
+        (await s.retrieve('alice', { limit: 5, maxBytes: 1 << 20, now: NOW })).entries,
+      ).toHaveLength(5)
+      expect(
+        (await s.retrieve('alice', { limit: 50, maxBytes: 1 << 20, now: NOW })).entries,
+      ).toHaveLength(7)
+    })
+
+    it('skips entries expired at `now`', async () => {
+      const s = await store()
+      const short = message(['alice'], { expiresAt: NOW + 1000 })
+      const long = message(['alice'])
+      await s.publish(short)
+      await s.publish(long)
+      expect(ids((await s.retrieve('alice', { ...BIG_PAGE, now: NOW + 999 })).entries)).toEqual([
+        short.messageId,
+        long.messageId,
+      ])
+      expect(ids((await s.retrieve('alice', { ...BIG_PAGE, now: NOW + 1000 })).entries)).toEqual([
+        long.messageId,
+      ])
+      // An expired entry does not count against the limit.
+      expect(
+        ids((await s.retrieve('alice', { limit: 1, maxBytes: 1 << 20, now: NOW + 1000 })).entries),
+      ).toEqual([long.messageId])
+    })
+
+    it('refuses a cursor that is not one of its cursors’ syntax', async () => {
+      const s = await store()
+      for (const after of ['abc', '-1', '1.5', '', ' 1', '0x10', '99999999999999999999']) {
+        await expect(s.retrieve('alice', { ...BIG_PAGE, after })).rejects.toThrow(RangeError)
+      }
+      await expect(s.retrieve('alice', { ...BIG_PAGE, limit: 0 })).rejects.toThrow(RangeError)
+    })
+  })
+
+  describe('cursors', () => {
+    it('strictly increase across mailboxes, batches and concurrent publishes, and never repeat', async () => {
+      const s = await store()
+      const seen: string[] = []
+      for (let round = 0; round < 3; round++) {
+        const sent = Array.from({ length: 40 }, (_, i) =>
+          message(i % 3 === 0 ? ['alice', 'bob'] : [['alice', 'bob', 'carol'][i % 3]!]),
+        )
+        const results = await Promise.all(sent.map((m) => s.publish(m)))
+        const cursors = results.flat().map((r) => r.cursor!)
+        // Within one round (one batch or several), every cursor is new and greater than
+        // every cursor of the previous rounds.
+        expect(new Set(cursors).size).toBe(cursors.length)
+        const max = seen.length === 0 ? -1n : cursorValue(seen[seen.length - 1]!)
+        for (const c of cursors) expect(cursorValue(c) > max).toBe(true)
+        seen.push(...[...cursors].sort((a, b) => (cursorValue(a) < cursorValue(b) ? -1 : 1)))
+        // Removing the newest entry does not make its cursor available again.
+        const newest = sent[sent.length - 1]!
+        expect(await s.ack(newest.mailboxes[0]!, newest.messageId, newest.from)).toBe(1)
+      }
+      for (const agent of ['alice', 'bob', 'carol']) {
+        const got = await all(s, agent)
+        expectIncreasing(got.map((e) => e.cursor))
+      }
+    })
+
+    it('the order of publish resolution matches the order of cursors in the mailbox', async () => {
+      const s = await store()
+      const sent = Array.from({ length: 30 }, () => message(['alice']))
+      const results = await Promise.all(sent.map((m) => s.publish(m)))
+      const byCursor = sent
+        .map((m, i) => ({ id: m.messageId, cursor: results[i]![0]!.cursor! }))
+        .sort((a, b) => (cursorValue(a.cursor) < cursorValue(b.cursor) ? -1 : 1))
+      expect(ids(await all(s, 'alice', { limit: 7, maxBytes: 1 << 20, now: NOW }))).toEqual(
+        byCursor.map((x) => x.id),
+      )
+    })
+
+    it('“after” any cursor returns exactly the later entries', async () => {
+      const s = await store()
+      for (let i = 0; i < 10; i++) await s.publish(message(i % 2 ? ['alice'] : ['alice', 'bob']))
+      const entries = await all(s, 'alice')
+      for (let i = 0; i < entries.length; i++) {
+        const after = await s.retrieve('alice', { ...BIG_PAGE, after: entries[i]!.cursor })
+        expect(after.entries).toEqual(entries.slice(i + 1))
+      }
+    })
+  })
+
+  describe('acknowledge', () => {
+    it('with `from`: only that sender’s entry; without: every entry with that id', async () => {
+      const s = await store()
+      const a = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkA' })
+      const b = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkB' })
+      const c = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkC' })
+      const other = message(['alice'])
+      for (const m of [a, b, c, other]) await s.publish(m)
+      expect(await s.ack('alice', 'dup-id', 'did:key:z6MkB')).toBe(1)
+      expect((await all(s, 'alice')).map((e) => e.from)).toEqual([a.from, c.from, other.from])
+      expect(await s.ack('alice', 'dup-id', 'did:key:z6MkB')).toBe(0)
+      expect(await s.ack('alice', 'dup-id')).toBe(2)
+      expect(ids(await all(s, 'alice'))).toEqual([other.messageId])
+      expect(await s.usage('alice')).toEqual({ messages: 1, bytes: other.bytes })
+    })
+
+    it('unknown ids, other mailboxes and other senders → 0, nothing removed', async () => {
+      const s = await store()
+      const m = message(['alice'])
+      await s.publish(m)
+      expect(await s.ack('alice', 'nope')).toBe(0)
+      expect(await s.ack('alice', 'nope', m.from)).toBe(0)
+      expect(await s.ack('alice', m.messageId, 'did:key:z6MkOther')).toBe(0)
+      expect(await s.ack('bob', m.messageId, m.from)).toBe(0)
+      expect(await s.ack('nobody', m.messageId)).toBe(0)
+      expect(ids(await all(s, 'alice'))).toEqual([m.messageId])
+    })
+
+    it('after an ack the same message is a duplicate: not stored or delivered again (PROFILE §9)', async () => {
+      const s = await store()
+      const m = message(['alice'])
+      const [r1] = await s.publish(m)
+      await s.ack('alice', m.messageId, m.from)
+      const [r2] = await s.publish({ ...m, receivedAt: NOW + WEEK })
+      expect(r2).toEqual({ mailbox: 'alice', duplicate: true })
+      expect(r2!.cursor).toBeUndefined()
+      expect(await s.retrieve('alice', { ...BIG_PAGE, after: r1!.cursor })).toEqual({
+        entries: [],
+        cursor: r1!.cursor,
+      })
+      expect(await all(s, 'alice')).toEqual([])
+      expect(await s.usage('alice')).toEqual({ messages: 0, bytes: 0 })
+    })
+  })
+
+  describe('expiry', () => {
+    it('expire(now) removes expired entries and their messages, returns the count', async () => {
+      const sut = await make()
+      const s = sut.store
+      const soon = message(['alice', 'bob'], { expiresAt: NOW + 100 })
+      const soon2 = message(['alice'], { expiresAt: NOW + 200 })
+      const keep = message(['alice', 'bob'])
+      for (const m of [soon, soon2, keep]) await s.publish(m)
+      expect(await sut.storedMessages()).toBe(3)
+      expect(await s.expire(NOW + 99)).toBe(0)
+      expect(await s.expire(NOW + 100)).toBe(2)
+      expect(await sut.storedMessages()).toBe(2)
+      expect(await s.usage('alice')).toEqual({ messages: 2, bytes: soon2.bytes + keep.bytes })
+      expect(await s.usage('bob')).toEqual({ messages: 1, bytes: keep.bytes })
+      expect(await s.expire(NOW + 1000)).toBe(1)
+      expect(await sut.storedMessages()).toBe(1)
+      expect(ids(await all(s, 'alice'))).toEqual([keep.messageId])
+      expect(await s.expire(NOW + 1000)).toBe(0)
+      // An expired message is remembered: a copy of it is a duplicate, not stored again.
+      expect(await s.publish({ ...soon, receivedAt: NOW + 1000, expiresAt: NOW + WEEK })).toEqual([
+        { mailbox: 'alice', duplicate: true },
+        { mailbox: 'bob', duplicate: true },
+      ])
+      expect(await sut.storedMessages()).toBe(1)
+    })
+
+    it('an ack of an already expired (not yet removed) entry still removes it', async () => {
+      const sut = await make()
+      const m = message(['alice'], { expiresAt: NOW + 1 })
+      await sut.store.publish(m)
+      expect(await sut.store.ack('alice', m.messageId, m.from)).toBe(1)
+      expect(await sut.storedMessages()).toBe(0)
+      expect(await sut.store.expire(NOW + 10)).toBe(0)
+    })
+  })
+
+  describe('close', () => {
+    it('closes; later calls reject', async () => {
+      const sut = await factory({})
+      await sut.store.publish(message(['alice']))
+      await sut.store.close()
+      await sut.store.close() // idempotent
+      await expect(sut.store.publish(message(['alice']))).rejects.toThrow(/closed/)
+      await expect(sut.store.retrieve('alice', BIG_PAGE)).rejects.toThrow(/closed/)
+      await sut.dispose?.()
+    })
+  })
+}

@@ -1,0 +1,67 @@
+/**
+ * Runs the {@link Storage} checks without a test runner: a browser page (the IndexedDB
+ * adapter's Playwright suite) calls it directly, and `testStorage` turns each check into one
+ * vitest test, so both share this one list.
+ */
+import type { Storage } from '@agentmsg/core'
+import { describeError } from '../assert.js'
+import { storageChecks } from './checks.js'
+
+/** The outcome of one check. */
+export interface StorageCheckResult {
+  name: string
+  ok: boolean
+  error?: string
+}
+
+/** Options for {@link runStorageContract}. */
+export interface RunStorageContractOptions {
+  /** For persistent adapters: close `old` and open the same store again. */
+  reopen?: (old: Storage) => Promise<Storage>
+  /** Run only the checks with these names. */
+  only?: readonly string[]
+}
+
+/** The names of the checks, in order (with the persistence checks when `persistent`). */
+export function storageCheckNames(persistent: boolean): string[] {
+  return storageChecks(persistent).map(([name]) => name)
+}
+
+/**
+ * Run every contract check against a fresh store from `factory` (which must return an empty
+ * store each call) and report each one; never throws for a failing check.
+ */
+export async function runStorageContract(
+  factory: () => Promise<Storage> | Storage,
+  options: RunStorageContractOptions = {},
+): Promise<StorageCheckResult[]> {
+  const results: StorageCheckResult[] = []
+  for (const [name, check] of storageChecks(options.reopen !== undefined)) {
+    if (options.only && !options.only.includes(name)) continue
+    let storage: Storage | undefined
+    try {
+      storage = await factory()
+      const ctx = {
+        storage,
+        reopen: async () => {
+          if (!options.reopen || !storage) throw new Error('no reopen')
+          storage = await options.reopen(storage)
+          ctx.storage = storage
+          return storage
+        },
+      }
+      await check(ctx)
+      results.push({ name, ok: true })
+    } catch (err) {
+      results.push({ name, ok: false, error: describeError(err) })
+    } finally {
+      try {
+        await storage?.close?.()
+      } catch (err) {
+        const last = results[results.length - 1]
+        if (last?.ok) Object.assign(last, { ok: false, error: `close: ${describeError(err)}` })
+      }
+    }
+  }
+  return results
+}

@@ -1,0 +1,234 @@
+/** Authenticating a relay request (PROFILE §9 agent auth, RFC 9421). */
+
+import { getDefaultCryptoProvider } from '#crypto-default'
+import { type KeySource, levelForKeySource } from '../auth-level.js'
+import { constantTimeEqual } from '../bytes.js'
+import type { CryptoProvider } from '../crypto/provider.js'
+import { AgentMsgError } from '../errors.js'
+import { resolveEd25519Key } from '../resolve-key.js'
+import type { KeyResolver } from '../resolver.js'
+import type { AuthLevel } from '../types.js'
+import {
+  COMPONENTS_WITH_BODY,
+  COMPONENTS_WITHOUT_BODY,
+  checkKeyId,
+  checkNonce,
+  MAX_CREATED_SKEW_MS,
+  SIGNATURE_LABEL,
+  SIGNATURE_PARAMS,
+  signatureBase,
+} from './components.js'
+import {
+  getHeader,
+  type HeaderInput,
+  isSfInnerList,
+  parseSfDictionary,
+  type SfDictionary,
+  type SfInnerList,
+  type SfItem,
+  serializeSfInnerList,
+} from './fields.js'
+import type { NonceMemory } from './nonces.js'
+
+const ED25519_SIG_BYTES = 64
+
+/** Input of {@link verifyRequest}. */
+export interface VerifyRequestInput {
+  /** The method as received. */
+  method: string
+  /** The relay base URL + the request target as received (never built from `Host`). */
+  targetUri: string
+  headers: HeaderInput
+  /** The body as received; absent or empty means no body. */
+  body?: Uint8Array
+  resolver: KeyResolver
+  nonces: NonceMemory
+  /** The client-address bucket of the request: its nonce counts against that bucket's share. */
+  bucket?: string
+  /** The agent named in the request (whose mailbox or subscription it touches). */
+  expectedAgent?: string
+  /** Epoch ms, for the `created` window, key usability and the nonce memory. @default Date.now() */
+  now?: number
+  /** Transition period for retired keys (PROFILE §4). @default core's 14 days */
+  transitionMs?: number
+  provider?: CryptoProvider
+}
+
+/** An authenticated relay request. */
+export interface VerifiedRequest {
+  /** The agent the key belongs to. */
+  agent: string
+  /** The full key id. */
+  keyId: string
+  /** Where the key came from. */
+  source: KeySource
+  /** The authentication level of that key source (PROFILE §5). */
+  level: AuthLevel
+}
+
+const invalid = (message: string) => new AgentMsgError('invalid_signature', message)
+
+/** Parse one of the three fields, any defect being `invalid_signature`. */
+function parseField(text: string, name: string): SfDictionary {
+  try {
+    return parseSfDictionary(text)
+  } catch (e) {
+    throw invalid(`${name} is not a structured-field dictionary: ${(e as Error).message}`)
+  }
+}
+
+/** The one `sig1` member of a dictionary (PROFILE §9: exactly one signature). */
+function onlyMember(dict: SfDictionary): SfItem | SfInnerList {
+  if (dict.size !== 1) throw invalid('exactly one signature is allowed')
+  const [label, value] = [...dict][0]!
+  if (label !== SIGNATURE_LABEL) throw invalid(`the signature label must be ${SIGNATURE_LABEL}`)
+  return value
+}
+
+const sameList = (got: unknown[], want: readonly string[]) =>
+  got.length === want.length && got.every((v, i) => v === want[i])
+
+/** The `Signature-Input` member, checked against PROFILE §9's components and parameters. */
+function readSignatureInput(text: string, hasBody: boolean) {
+  const value = onlyMember(parseField(text, 'Signature-Input'))
+  if (!isSfInnerList(value)) throw invalid('the Signature-Input value must be an inner list')
+  const list: SfInnerList = value
+  const [items, params] = list
+  if (items.some(([c, p]) => typeof c !== 'string' || p.size > 0)) {
+    throw invalid('covered components must be plain strings')
+  }
+  const want = hasBody ? COMPONENTS_WITH_BODY : COMPONENTS_WITHOUT_BODY
+  const components = items.map(([c]) => c)
+  if (!sameList(components, want)) {
+    throw invalid(
+      `covered components must be (${want.map((c) => `"${c}"`).join(' ')})${hasBody ? '' : ' for a request without a body'}`,
+    )
+  }
+  // Any order, as RFC 9421 allows (PROFILE §9); repeats were refused when parsing.
+  if (params.size !== SIGNATURE_PARAMS.length || SIGNATURE_PARAMS.some((k) => !params.has(k))) {
+    throw invalid('signature parameters must be exactly created, nonce, keyid and alg')
+  }
+  const created = params.get('created')
+  const nonce = params.get('nonce')
+  const keyid = params.get('keyid')
+  if (typeof created !== 'number' || !Number.isInteger(created) || created < 0)
+    throw invalid('created must be a non-negative integer')
+  if (typeof nonce !== 'string') throw invalid('nonce must be a string')
+  checkNonce(nonce, invalid)
+  if (typeof keyid !== 'string') throw invalid('keyid must be a string')
+  const { agent, fragment } = checkKeyId(keyid, invalid)
+  if (params.get('alg') !== 'ed25519') throw invalid('alg must be "ed25519"')
+  // RFC 9421 §2.3: `@signature-params` is the serialisation of what was parsed, in the order
+  // received, so a header spelled with RFC 8941's optional spaces verifies (PROFILE §9).
+  return { created, nonce, keyid, agent, fragment, signatureParams: serializeSfInnerList(list) }
+}
+
+/** The `Signature` member: exactly `sig1=:<canonical base64 of 64 bytes>:`. */
+function readSignature(text: string): Uint8Array {
+  const value = onlyMember(parseField(text, 'Signature'))
+  if (isSfInnerList(value) || !(value[0] instanceof ArrayBuffer) || value[1].size > 0) {
+    throw invalid('Signature must be a byte sequence without parameters')
+  }
+  const sig = new Uint8Array(value[0])
+  if (sig.length !== ED25519_SIG_BYTES)
+    throw invalid(`an ed25519 signature is ${ED25519_SIG_BYTES} bytes`)
+  return sig
+}
+
+/** `Content-Digest` (RFC 9530): exactly `sha-256=:<canonical base64>:`, matching the body. */
+async function checkContentDigest(
+  text: string | undefined,
+  body: Uint8Array,
+  provider: CryptoProvider,
+): Promise<string> {
+  if (text === undefined) throw invalid('a request with a body needs a Content-Digest')
+  const dict = parseField(text, 'Content-Digest')
+  const sha = dict.get('sha-256')
+  if (
+    dict.size !== 1 ||
+    sha === undefined ||
+    isSfInnerList(sha) ||
+    !(sha[0] instanceof ArrayBuffer) ||
+    sha[1].size > 0
+  ) {
+    throw invalid('Content-Digest must be sha-256=:<base64>:')
+  }
+  if (!constantTimeEqual(new Uint8Array(sha[0]), await provider.sha256(body))) {
+    throw invalid('Content-Digest does not match the body')
+  }
+  return text
+}
+
+/**
+ * Authenticate a relay request signed with `signRequest` or any RFC 9421 implementation that
+ * writes PROFILE §9's shape (parameters in any order).
+ *
+ * Order of checks: headers present → both headers parse and have exactly this profile's shape
+ * → `created` within ±5 minutes → `Content-Digest` matches the body → key lookup → key usable
+ * (identity-document keys: PROFILE §4 retired/revoked rules, with `created`) → signature
+ * verifies → the nonce is fresh (then remembered) → the key's agent is `expectedAgent`.
+ * Nonces are remembered only for verified signatures, so strangers cannot fill the memory or
+ * burn someone else's nonce; ownership comes last, so 403 is only ever told to a caller who
+ * proved who they are.
+ *
+ * @throws AgentMsgError
+ * - `unauthorized` (401): `Signature` or `Signature-Input` absent.
+ * - `invalid_signature` (401): anything malformed or off-profile, stale `created`, digest
+ *   missing or wrong, signature not verifying, reused nonce.
+ * - `unknown_sender` (401): the key does not resolve (PROFILE §3/§11, as at publish).
+ * - `key_revoked` (401): revoked, or retired outside its bounds.
+ * - `unavailable` (503, `retryAfter`): the key lookup failed for now, or the nonce memory is full.
+ * - `forbidden` (403): a valid signature by another agent than `expectedAgent`.
+ */
+export async function verifyRequest(input: VerifyRequestInput): Promise<VerifiedRequest> {
+  const now = input.now ?? Date.now()
+  const provider = input.provider ?? getDefaultCryptoProvider()
+  const sigInputText = getHeader(input.headers, 'signature-input')
+  const sigText = getHeader(input.headers, 'signature')
+  if (sigInputText === undefined || sigText === undefined) {
+    throw new AgentMsgError(
+      'unauthorized',
+      'agent auth required: Signature and Signature-Input headers (RFC 9421)',
+    )
+  }
+  const hasBody = input.body !== undefined && input.body.length > 0
+  const params = readSignatureInput(sigInputText, hasBody)
+  const sig = readSignature(sigText)
+
+  const createdMs = params.created * 1000
+  if (Math.abs(createdMs - now) > MAX_CREATED_SKEW_MS) {
+    throw invalid('created is more than 5 minutes away from the relay clock')
+  }
+  const digest = hasBody
+    ? await checkContentDigest(getHeader(input.headers, 'content-digest'), input.body!, provider)
+    : undefined
+
+  const key = await resolveEd25519Key(
+    input.resolver,
+    { keyId: params.keyid, agent: params.agent, fragment: params.fragment },
+    {
+      created: createdMs,
+      now,
+      ...(input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs }),
+    },
+  )
+  const base = signatureBase(input.method, input.targetUri, digest, params.signatureParams)
+  if (!(await provider.ed25519Verify(key.publicKey, base, sig))) {
+    throw invalid(`signature by ${params.keyid} does not verify`)
+  }
+
+  if (
+    input.nonces.checkAndRemember(params.keyid, params.nonce, input.now, input.bucket) === 'replay'
+  ) {
+    throw invalid('this nonce was already used with this key')
+  }
+  if (input.expectedAgent !== undefined && params.agent !== input.expectedAgent) {
+    throw new AgentMsgError('forbidden', `${params.agent} may not act for ${input.expectedAgent}`)
+  }
+  return {
+    agent: params.agent,
+    keyId: params.keyid,
+    source: key.source,
+    level: levelForKeySource(key.source),
+  }
+}

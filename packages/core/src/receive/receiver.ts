@@ -1,0 +1,260 @@
+/**
+ * `createReceiver`: the stateful receive side of one agent. Every transport hands it each
+ * inbound message; it runs `receive`, persists what it accepts before the transport is told
+ * `accepted`, and feeds the application from a bounded queue (PROFILE §6: persist → 202 →
+ * process), answering refusals with error phase messages where PROFILE §7 asks for them.
+ */
+import { parseAgentId } from '../agent-id.js'
+import { AuthLevelTracker } from '../auth-level.js'
+import { AgentMsgError, type ErrorCode, type ErrorPhaseCode, isAgentMsgError } from '../errors.js'
+import type { DeliveryOutcome, InboundDelivery } from '../interfaces/transport.js'
+import { ReplayGuard } from '../replay.js'
+import type { Message } from '../types.js'
+import { ErrorReplies } from './error-replies.js'
+import { type Job, PendingStore } from './pending.js'
+import { receive } from './pipeline.js'
+import { WorkQueue } from './queue.js'
+import type {
+  ReceiveContext,
+  ReceivedOk,
+  ReceiveRefusal,
+  Receiver,
+  ReceiverOptions,
+} from './types.js'
+
+/** Verification failures that also earn a URL agent an error phase message (PROFILE §7). */
+const UNVERIFIED_REPLY = new Set<ErrorCode>(['invalid_signature', 'unknown_sender', 'key_revoked'])
+
+/**
+ * Create an agent's receiver. Pass its `receive` to every transport (`transport.listen(r.receive)`,
+ * `createInboxHandler({ receive: r.receive, … })`); the outcome tells the transport what to
+ * answer: `accepted` / `duplicate` → 202 or acknowledge, `refused` → the error, delivered again
+ * later when `retry` is true.
+ *
+ * @example
+ * const receiver = createReceiver({
+ *   agentId: 'https://bob.example',
+ *   resolver: createKeyResolver({ fetchIdentity, keyStore }),
+ *   storage,
+ *   onMessage: async (message, { level, knownContact, transport }) => { … },
+ * })
+ * await receiver.ready
+ * const outcome = await receiver.receive({ body: bytes, transport: 'https' })
+ */
+export function createReceiver(options: ReceiverOptions): Receiver {
+  return new AgentReceiver(options)
+}
+
+class AgentReceiver implements Receiver {
+  readonly replayGuard: ReplayGuard
+  readonly authLevels: AuthLevelTracker
+  readonly ready: Promise<void>
+  readonly #o: ReceiverOptions
+  readonly #ctx: ReceiveContext
+  readonly #onError: (error: unknown) => void
+  readonly #pending: PendingStore | undefined
+  readonly #queue: WorkQueue<Job>
+  readonly #replies: ErrorReplies
+  readonly #retryAfter: number
+  #restored = false
+  #closed = false
+  #stopped = false
+
+  constructor(o: ReceiverOptions) {
+    parseAgentId(o.agentId, 'agentId')
+    if (typeof o.onMessage !== 'function') throw new TypeError('onMessage is required')
+    if (!o.resolver) throw new TypeError('resolver is required')
+    if (o.opener && o.opener.agent !== o.agentId)
+      throw new TypeError('opener.agent must be agentId')
+    this.#o = o
+    const now = o.now ?? Date.now
+    this.#onError = o.onError ?? ((error) => console.error('agentmsg receiver:', error))
+    const storage = o.storage ? { storage: o.storage } : {}
+    this.replayGuard = o.replayGuard ?? new ReplayGuard({ ...storage, now })
+    this.authLevels = o.authLevels ?? new AuthLevelTracker({ ...storage, now })
+    this.#pending = o.storage ? new PendingStore(o.storage, now) : undefined
+    this.#ctx = {
+      resolver: o.resolver,
+      replay: this.replayGuard,
+      levels: this.authLevels,
+      now,
+      addressee: { agent: o.agentId, topics: new Set(o.topics ?? []) },
+      ...(o.transitionMs !== undefined ? { transitionMs: o.transitionMs } : {}),
+      ...(o.opener ? { opener: o.opener } : {}),
+    }
+    this.#retryAfter = o.queueRetryAfter ?? 5
+    this.#queue = new WorkQueue<Job>({
+      capacity: o.maxQueue ?? 1000,
+      concurrency: o.concurrency ?? 1,
+      run: (job) => this.#process(job),
+      onError: this.#onError,
+    })
+    this.#replies = new ErrorReplies({
+      agentId: o.agentId,
+      sender: o.errorReplies,
+      resolver: o.resolver,
+      identityOf: o.identityOf,
+      onError: this.#onError,
+      now,
+    })
+    this.ready = this.#restore().then(
+      () => {
+        this.#restored = true
+      },
+      (error: unknown) => {
+        this.#restored = true
+        this.#onError(error)
+      },
+    )
+  }
+
+  get pending(): number {
+    return this.#queue.pending
+  }
+
+  /** Bound, so a transport can be handed `receiver.receive` alone. */
+  readonly receive = async (delivery: InboundDelivery): Promise<DeliveryOutcome> => {
+    if (this.#closed) return this.#shuttingDown()
+    // Restored messages are remembered first, so a retry of one of them is a duplicate.
+    if (!this.#restored) await this.ready
+    try {
+      return await this.#receive(delivery)
+    } catch (error) {
+      if (isAgentMsgError(error) && error.code !== 'internal_error') return refused(error)
+      throw error
+    }
+  }
+
+  async close(options: { drain?: boolean } = {}): Promise<void> {
+    this.#closed = true
+    if (options.drain === false) this.#stopped = true
+    // Once stopped, nothing more will run: there is no drain to wait for (a later close too);
+    // what is left stays in storage for the next receiver.
+    if (this.#stopped) {
+      this.#queue.stop()
+      return
+    }
+    await this.ready
+    await this.#queue.drain()
+  }
+
+  async #receive(delivery: InboundDelivery): Promise<DeliveryOutcome> {
+    const ctx = delivery.perSender ? { ...this.#ctx, perSender: delivery.perSender } : this.#ctx
+    const result = await receive(
+      { body: delivery.body, idempotencyKey: delivery.idempotencyKey ?? null },
+      ctx,
+    )
+    if (result.status === 'refused') {
+      this.#answerRefusal(result)
+      return refused(result.error)
+    }
+    const message = result.message
+    if (result.status === 'duplicate') return { status: 'duplicate', messageId: message.message_id }
+    if (result.protocolError) {
+      // Accepted on the wire, answered with an error phase message, never processed (SPEC §7.3).
+      if ((await this.replayGuard.checkAndRemember(message, delivery.bucket)) === 'new') {
+        const { code, message: text } = result.protocolError
+        this.#replies.send(message, code, text, true)
+      }
+      return { status: 'accepted', messageId: message.message_id }
+    }
+    return this.#accept(result, delivery)
+  }
+
+  /** Room in the queue, then persist, then commit the level; only then `accepted` (PROFILE §6). */
+  async #accept(result: ReceivedOk, delivery: InboundDelivery): Promise<DeliveryOutcome> {
+    const message = result.message
+    if (this.#closed) return this.#shuttingDown()
+    if (!this.#queue.reserve()) {
+      return refused(
+        new AgentMsgError('unavailable', 'the receive queue is full; retry later', {
+          retryAfter: this.#retryAfter,
+        }),
+      )
+    }
+    const job: Job = {
+      key: undefined,
+      message,
+      level: result.level,
+      source: result.source,
+      keyId: result.verified.keyId,
+      transport: delivery.transport,
+      sealed: result.sealed,
+    }
+    let queued = false
+    try {
+      await this.#pending?.add(job)
+      if (result.decision) await this.authLevels.commit(result.decision)
+      // Exclusive per (from, id): of two copies racing through the pipeline, one is 'new'.
+      if ((await this.replayGuard.checkAndRemember(message, delivery.bucket)) === 'new') {
+        this.#queue.push(job, true)
+        queued = true
+      }
+    } finally {
+      if (!queued) {
+        this.#queue.release()
+        this.#pending?.remove(job).catch(this.#onError)
+      }
+    }
+    return queued
+      ? { status: 'accepted', messageId: message.message_id }
+      : { status: 'duplicate', messageId: message.message_id }
+  }
+
+  /** PROFILE §7: signature, key and level failures also get an error phase message. */
+  #answerRefusal(r: ReceiveRefusal): void {
+    const message: Message | undefined = r.message
+    if (message === undefined) return
+    const code = r.error.code
+    if (r.step === 'verify' && UNVERIFIED_REPLY.has(code)) {
+      this.#replies.send(message, code as ErrorPhaseCode, r.error.message, false)
+    } else if (r.step === 'level' && code === 'insufficient_auth_level') {
+      this.#replies.send(message, code, r.error.message, true)
+    }
+  }
+
+  async #process(job: Job): Promise<void> {
+    try {
+      const knownContact = await this.authLevels.isKnownContact(job.message.from.agent)
+      await this.#o.onMessage(job.message, {
+        level: job.level,
+        source: job.source,
+        keyId: job.keyId,
+        knownContact,
+        transport: job.transport,
+        sealed: job.sealed,
+      })
+    } finally {
+      await this.#pending?.remove(job)
+    }
+  }
+
+  /** Queue again what an earlier run accepted and did not finish processing. */
+  async #restore(): Promise<void> {
+    if (!this.#pending) return
+    for (const job of await this.#pending.load(this.#onError)) {
+      // Accepted but perhaps not yet remembered when the process stopped: a sender retrying
+      // after a lost 202 must find a duplicate, not a second delivery.
+      await this.replayGuard.remember(job.message.from.agent, job.message.message_id)
+      // Already accepted: queued even beyond maxQueue, since refusing is no longer possible.
+      this.#queue.push(job, false)
+    }
+  }
+
+  #shuttingDown(): DeliveryOutcome {
+    return refused(
+      new AgentMsgError('unavailable', 'this receiver is shutting down', {
+        retryAfter: this.#retryAfter,
+      }),
+    )
+  }
+}
+
+/** A refusal as a transport sees it: `retry` for refusals that are for now (PROFILE §6). */
+function refused(error: AgentMsgError): DeliveryOutcome {
+  return {
+    status: 'refused',
+    error,
+    retry: error.code === 'unavailable' || error.code === 'rate_limited',
+  }
+}

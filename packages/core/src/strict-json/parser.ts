@@ -1,0 +1,182 @@
+/**
+ * The exact strict JSON parser (PROFILE §1): recursive descent over exactly the RFC 8259
+ * grammar, refusing duplicate member names, a non-object top level and nesting beyond the
+ * limit. It decides whatever the fast path (./fast-path.ts) could not prove, and says what is
+ * wrong and where.
+ */
+import type { JsonObject, JsonValue } from '../types.js'
+import {
+  type IntegerMembers,
+  isPlainInteger,
+  markNonInteger,
+  matchesIntegerMember,
+} from './integers.js'
+import { describeChar, Scanner } from './scanner.js'
+
+/** What the exact parser checks beyond the grammar, from `StrictJsonOptions`. */
+export interface ParserRules {
+  maxDepth: number
+  integers?: IntegerMembers | undefined
+  /** `'throw'` refuses the document; `'mark'` records the member on the object holding it. */
+  onNonInteger: 'throw' | 'mark'
+}
+
+/** A recursive-descent parser for exactly the RFC 8259 grammar plus the PROFILE §1 rules. */
+export class Parser extends Scanner {
+  private readonly maxDepth: number
+
+  constructor(
+    text: string,
+    private readonly rules: ParserRules,
+    fromBytes: boolean,
+  ) {
+    super(text, fromBytes)
+    this.maxDepth = rules.maxDepth
+  }
+
+  parseDocument(): JsonObject {
+    const t = this.text
+    if (t.charCodeAt(0) === 0xfeff) this.fail('byte order mark not allowed', 0)
+    this.skipWhitespace()
+    const c = t.charCodeAt(this.pos)
+    if (c !== 0x7b) {
+      let found = describeChar(c)
+      if (c === 0x5b) found = 'an array'
+      else if (c === 0x22) found = 'a string'
+      else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) found = 'a number'
+      else if (c === 0x74 || c === 0x66 || c === 0x6e) found = 'a literal'
+      else if (Number.isNaN(c)) found = 'no value'
+      this.fail(`top level must be an object, found ${found}`)
+    }
+    const value = this.parseObject(1)
+    this.skipWhitespace()
+    if (this.pos < t.length)
+      this.fail(`unexpected ${describeChar(t.charCodeAt(this.pos))} after the top-level object`)
+    return value
+  }
+
+  private parseValue(depth: number): JsonValue {
+    const c = this.text.charCodeAt(this.pos)
+    switch (c) {
+      case 0x7b:
+        return this.parseObject(depth + 1)
+      case 0x5b:
+        return this.parseArray(depth + 1)
+      case 0x22:
+        return this.parseString()
+      case 0x74:
+        return this.parseLiteral('true', true)
+      case 0x66:
+        return this.parseLiteral('false', false)
+      case 0x6e:
+        return this.parseLiteral('null', null)
+      default:
+        if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.parseNumber()
+        if (Number.isNaN(c)) this.fail('unexpected end of input, expected a value')
+        return this.fail(`unexpected ${describeChar(c)}, expected a value`)
+    }
+  }
+
+  private enter(depth: number): void {
+    if (depth > this.maxDepth) this.fail(`nesting deeper than ${this.maxDepth} levels`)
+  }
+
+  private parseObject(depth: number): JsonObject {
+    this.enter(depth)
+    const t = this.text
+    const out: JsonObject = {}
+    this.pos++
+    this.skipWhitespace()
+    if (t.charCodeAt(this.pos) === 0x7d) {
+      this.pos++
+      return out
+    }
+    for (;;) {
+      const at = this.pos
+      if (t.charCodeAt(at) !== 0x22) {
+        const c = t.charCodeAt(at)
+        this.fail(
+          Number.isNaN(c)
+            ? 'unterminated object'
+            : `unexpected ${describeChar(c)}, expected a member name`,
+        )
+      }
+      const key = this.parseString()
+      this.path.push(key)
+      if (Object.hasOwn(out, key)) this.fail(`duplicate member name ${JSON.stringify(key)}`, at)
+      this.skipWhitespace()
+      const colon = t.charCodeAt(this.pos)
+      if (colon !== 0x3a) this.fail(`unexpected ${describeChar(colon)}, expected ':'`)
+      this.pos++
+      this.skipWhitespace()
+      const valueAt = this.pos
+      const value = this.parseValue(depth)
+      if (typeof value === 'number') this.checkInteger(out, key, valueAt)
+      // Plain assignment to "__proto__" would set the prototype instead of adding a member.
+      if (key === '__proto__') {
+        Object.defineProperty(out, key, {
+          value,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        })
+      } else out[key] = value
+      this.path.pop()
+      this.skipWhitespace()
+      const c = t.charCodeAt(this.pos)
+      this.pos++
+      if (c === 0x7d) return out
+      if (c !== 0x2c) {
+        this.pos--
+        this.fail(
+          Number.isNaN(c)
+            ? 'unterminated object'
+            : `unexpected ${describeChar(c)}, expected ',' or '}'`,
+        )
+      }
+      this.skipWhitespace()
+    }
+  }
+
+  /** PROFILE §1: a member the caller named as an integer field has no fraction or exponent. */
+  private checkInteger(holder: JsonObject, key: string, start: number): void {
+    const integers = this.rules.integers
+    if (integers === undefined || isPlainInteger(this.text, start, this.pos)) return
+    if (!matchesIntegerMember(integers, this.path)) return
+    // Shortened like the other number messages: a literal can be a megabyte of zeros.
+    let literal = this.text.slice(start, this.pos)
+    if (literal.length > 40) literal = literal.slice(0, 37) + '...'
+    if (this.rules.onNonInteger === 'mark') markNonInteger(holder, key, literal)
+    else this.fail(`${literal} is not an integer written without fraction or exponent`, start)
+  }
+
+  private parseArray(depth: number): JsonValue[] {
+    this.enter(depth)
+    const t = this.text
+    const out: JsonValue[] = []
+    this.pos++
+    this.skipWhitespace()
+    if (t.charCodeAt(this.pos) === 0x5d) {
+      this.pos++
+      return out
+    }
+    for (;;) {
+      this.path.push(out.length)
+      out.push(this.parseValue(depth))
+      this.path.pop()
+      this.skipWhitespace()
+      const c = t.charCodeAt(this.pos)
+      this.pos++
+      if (c === 0x5d) return out
+      if (c !== 0x2c) {
+        this.pos--
+        this.fail(
+          Number.isNaN(c)
+            ? 'unterminated array'
+            : `unexpected ${describeChar(c)}, expected ',' or ']'`,
+        )
+      }
+      this.skipWhitespace()
+    }
+  }
+}

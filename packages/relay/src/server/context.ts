@@ -1,0 +1,123 @@
+/**
+ * What the relay's endpoints share: the relay's state as one object, and the small request
+ * helpers every endpoint uses (mailbox owners, cursors, path segments, 413).
+ */
+import { invalidFormat, type KeyResolver, parseAgentId } from '@agentmsg/core'
+import { type NonceMemory, verifyRequest } from '@agentmsg/core/http-signature'
+import { errorReply, type HttpReply } from '@agentmsg/transport-https/http-kit'
+import type { RelayStore } from '../store/types.js'
+import { requestBucket } from './buckets.js'
+import type { FeedContext, Notifier } from './feed.js'
+import type { RelayHandlerOptions } from './types.js'
+
+/** The relay's state, as its endpoints see it. */
+export interface RelayContext {
+  /** The normalised base URL (PROFILE §9). */
+  readonly baseUrl: string
+  /** Its origin: `@target-uri` = origin + the request target as received. */
+  readonly origin: string
+  readonly options: RelayHandlerOptions
+  readonly store: RelayStore
+  readonly resolver: KeyResolver
+  readonly nonces: NonceMemory
+  readonly notifier: Notifier
+  readonly feed: FeedContext
+  readonly now: () => number
+  readonly onError: (error: unknown) => void
+  /** True once `close()` began: new publishes and streams are refused (503). */
+  closing(): boolean
+  /** Register a connection that `close()` must end. */
+  track(closer: () => void): () => void
+  /** One of the agent's stream slots, or undefined at the cap (see RelayServerHandler). */
+  claimStream(agent: string): (() => void) | undefined
+}
+
+/** Open SSE and WebSocket streams per agent (PROFILE §9). */
+export const DEFAULT_STREAMS_PER_AGENT = 4
+/** Subscriptions per agent (PROFILE §9). */
+export const DEFAULT_SUBSCRIPTIONS_PER_AGENT = 16
+
+/** `Retry-After` of a stream refused at the cap: a slot frees when a stream ends (PROFILE §9). */
+export const STREAM_CAP_RETRY_AFTER = 15
+
+/** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
+export function overCap(what: string, max: number, retryAfter: number): HttpReply {
+  return errorReply('rate_limited', `at most ${max} ${what} per agent; retry later`, {
+    retryAfter,
+  })
+}
+
+/** A streaming answer that is not plain data (SSE). */
+export class ResponseReply {
+  constructor(readonly response: Response) {}
+}
+
+/** An endpoint's answer. */
+export type RelayReply = HttpReply | ResponseReply
+
+/** 413 for a request body over the limit; the connection closes (PROFILE §6). */
+export function tooLarge(): HttpReply {
+  return errorReply('payload_too_large', `the request body exceeds the limit`, {
+    headers: { connection: 'close' },
+  })
+}
+
+/** 415 for anything but JSON (PROFILE §6). */
+export function unsupportedMediaType(): HttpReply {
+  return errorReply(
+    'unsupported_media_type',
+    'Content-Type must be application/json (charset utf-8)',
+  )
+}
+
+/** A mailbox owner: did:key and URL agents only (PROFILE §9). */
+export function mailboxAgent(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value === '') throw invalidFormat('is required', field)
+  const { kind } = parseAgentId(value, field)
+  if (kind !== 'did:key' && kind !== 'url') {
+    throw invalidFormat('mailboxes exist only for did:key and URL agents', field)
+  }
+  return value
+}
+
+/** An `after` / `Last-Event-ID` cursor as given, or undefined when absent or empty. */
+export function cursorParam(value: string | null): string | undefined {
+  if (value === null || value === '') return undefined
+  if (value.length > 128) throw invalidFormat('is not a cursor of this relay', 'after')
+  return value
+}
+
+export function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    throw invalidFormat('is not a valid path segment', 'path')
+  }
+}
+
+/**
+ * Agent auth (RFC 9421, PROFILE §9) of a request to `url`; resolves to the authenticated agent.
+ * `expectedAgent`, when given, is the agent the request acts for (403 for another's key).
+ */
+export async function authenticate(
+  ctx: RelayContext,
+  request: Request,
+  url: URL,
+  expectedAgent: string | undefined,
+  body?: Uint8Array,
+): Promise<string> {
+  const bucket = requestBucket(request)
+  const verified = await verifyRequest({
+    method: request.method,
+    targetUri: `${ctx.origin}${url.pathname}${url.search}`,
+    headers: request.headers,
+    ...(body !== undefined ? { body } : {}),
+    resolver: ctx.resolver,
+    nonces: ctx.nonces,
+    // The nonce counts against the client-address bucket's share (PROFILE §6).
+    ...(bucket !== undefined ? { bucket } : {}),
+    ...(expectedAgent !== undefined ? { expectedAgent } : {}),
+    now: ctx.now(),
+  })
+  return verified.agent
+}

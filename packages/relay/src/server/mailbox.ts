@@ -1,0 +1,226 @@
+/**
+ * A mailbox's owner reading it (PROFILE §9): `GET /relay/messages` (pages), `DELETE
+ * /relay/messages/{id}` and `POST /relay/ack` (acknowledge one, or many), `GET /relay/stream`
+ * (Server-Sent Events). Each needs agent auth as the mailbox's owner.
+ */
+import { invalidFormat, parseAgentId, parseStrictJson } from '@agentmsg/core'
+import {
+  CORS_RESPONSE_HEADERS,
+  discardBody,
+  errorReply,
+  type HttpReply,
+  isJsonContentType,
+  jsonReply,
+  readLimited,
+} from '@agentmsg/transport-https/http-kit'
+import type { MailboxPage } from '../store/types.js'
+import {
+  authenticate,
+  cursorParam,
+  DEFAULT_STREAMS_PER_AGENT,
+  mailboxAgent,
+  overCap,
+  type RelayContext,
+  type RelayReply,
+  ResponseReply,
+  STREAM_CAP_RETRY_AFTER,
+  tooLarge,
+  unsupportedMediaType,
+} from './context.js'
+import { startFeed } from './feed.js'
+import { SseChannel } from './sse.js'
+import type { Feed } from './types.js'
+
+/** Entries of one `POST /relay/ack` (PROFILE §9). */
+export const MAX_ACKS = 500
+/** Largest `POST /relay/ack` body: 500 entries of a long agent URL and a 128-character id. */
+const MAX_ACK_BYTES = 1024 * 1024
+
+/** Page size of `GET /relay/messages`: default, maximum, bytes (PROFILE §9). */
+export const DEFAULT_PAGE_LIMIT = 100
+export const MAX_PAGE_LIMIT = 500
+export const MAX_PAGE_BYTES = 8 * 1024 * 1024
+
+function pageLimit(given: string | null): number {
+  if (given === null) return DEFAULT_PAGE_LIMIT
+  if (!/^[0-9]{1,9}$/.test(given) || Number(given) < 1) {
+    throw invalidFormat('must be a positive integer', 'limit')
+  }
+  return Math.min(MAX_PAGE_LIMIT, Number(given))
+}
+
+/** The mailbox a request's `?agent=` names: its owner authenticates for it (PROFILE §9). */
+function queryAgent(url: URL): string {
+  return mailboxAgent(url.searchParams.get('agent') ?? undefined, 'agent')
+}
+
+/** Read a page of a mailbox; a cursor the store does not know is the client's error (400). */
+async function read(
+  ctx: RelayContext,
+  agent: string,
+  after: string | undefined,
+  count: number,
+): Promise<MailboxPage> {
+  try {
+    // Writes already asked for (a WebSocket ack frame, say) land before a client's retrieve.
+    await ctx.store.settled?.()
+    return await ctx.store.retrieve(agent, {
+      ...(after !== undefined ? { after } : {}),
+      limit: count,
+      maxBytes: MAX_PAGE_BYTES,
+      now: ctx.now(),
+    })
+  } catch (error) {
+    if (error instanceof RangeError) throw invalidFormat('is not a cursor of this relay', 'after')
+    throw error
+  }
+}
+
+/** `GET /relay/messages?agent=&after=&limit=`: oldest first, at most 500 and 8 MiB. */
+export async function retrieveMessages(
+  ctx: RelayContext,
+  request: Request,
+  url: URL,
+): Promise<HttpReply> {
+  const agent = queryAgent(url)
+  const after = cursorParam(url.searchParams.get('after'))
+  const count = pageLimit(url.searchParams.get('limit'))
+  await authenticate(ctx, request, url, agent)
+  const page = await read(ctx, agent, after, count)
+  const cursor = page.cursor ?? after
+  // The stored JSON goes out as it is: no parse and re-serialisation per message.
+  const text = `{"messages":[${page.entries.map((e) => e.json).join(',')}],"cursor":${JSON.stringify(cursor ?? null)}}`
+  return {
+    status: 200,
+    headers: {
+      ...CORS_RESPONSE_HEADERS,
+      'content-type': 'application/json',
+      'cache-control': 'no-store',
+    },
+    body: text,
+  }
+}
+
+/** `DELETE /relay/messages/{id}?agent=&from=`: 204, or 404 when nothing matched. */
+export async function acknowledgeMessage(
+  ctx: RelayContext,
+  request: Request,
+  url: URL,
+  messageId: string,
+): Promise<HttpReply> {
+  discardBody(request.body)
+  const agent = queryAgent(url)
+  const from = url.searchParams.get('from') ?? undefined
+  await authenticate(ctx, request, url, agent)
+  const removed = await ctx.store.ack(agent, messageId, from)
+  if (removed === 0) return errorReply('not_found', 'no such message in this mailbox')
+  return { status: 204, headers: { ...CORS_RESPONSE_HEADERS }, body: null }
+}
+
+/** The `{agent, acks:[{message_id, from}, …]}` body of `POST /relay/ack`. */
+function ackBody(value: unknown): {
+  agent: string
+  acks: Array<{ messageId: string; from: string }>
+} {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalidFormat('the request body must be a JSON object')
+  }
+  const body = value as Record<string, unknown>
+  const agent = mailboxAgent(body.agent, 'agent')
+  const acks = body.acks
+  if (!Array.isArray(acks) || acks.length < 1 || acks.length > MAX_ACKS) {
+    throw invalidFormat(`must be an array of 1 to ${MAX_ACKS} entries`, 'acks')
+  }
+  return {
+    agent,
+    acks: acks.map((entry: unknown, i) => {
+      const field = `acks[${i}]`
+      if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+        throw invalidFormat('must be an object', field)
+      }
+      const { message_id: messageId, from } = entry as Record<string, unknown>
+      if (typeof messageId !== 'string' || messageId === '') {
+        throw invalidFormat('must be a string', `${field}.message_id`)
+      }
+      parseAgentId(from, `${field}.from`)
+      return { messageId, from: from as string }
+    }),
+  }
+}
+
+/**
+ * `POST /relay/ack`: remove many entries at once; entries that match nothing are skipped, not
+ * an error (PROFILE §9). 200 `{status:"acknowledged", removed}`.
+ */
+export async function acknowledgeMany(
+  ctx: RelayContext,
+  request: Request,
+  url: URL,
+): Promise<HttpReply> {
+  if (!isJsonContentType(request.headers.get('content-type'))) {
+    discardBody(request.body)
+    return unsupportedMediaType()
+  }
+  const bytes = await readLimited(request.body, MAX_ACK_BYTES)
+  if (bytes === undefined) return tooLarge()
+  const { agent, acks } = ackBody(parseStrictJson(bytes))
+  await authenticate(ctx, request, url, agent, bytes)
+  // One call per entry: a store that commits in groups (SQLite) writes them together.
+  const counts = await Promise.all(acks.map((a) => ctx.store.ack(agent, a.messageId, a.from)))
+  const removed = counts.reduce((sum, n) => sum + n, 0)
+  return jsonReply(200, { status: 'acknowledged', removed })
+}
+
+/**
+ * `GET /relay/stream?agent=&after=`: held messages, then live ones, as SSE. At most
+ * `limits.streamsPerAgent` streams per agent, SSE and WebSocket together (PROFILE §9): what one
+ * agent's unread streams hold is bounded by that many stream buffers.
+ */
+export async function streamMessages(
+  ctx: RelayContext,
+  request: Request,
+  url: URL,
+): Promise<RelayReply> {
+  const agent = queryAgent(url)
+  // Last-Event-ID wins over after (PROFILE §9).
+  const lastEventId = request.headers.get('last-event-id')
+  const after = cursorParam(
+    lastEventId !== null && lastEventId !== '' ? lastEventId : url.searchParams.get('after'),
+  )
+  await authenticate(ctx, request, url, agent)
+  if (ctx.closing())
+    return errorReply('unavailable', 'the relay is shutting down', { retryAfter: 5 })
+  // A bad cursor is a 400 now, not a stream that ends at once.
+  await read(ctx, agent, after, 1)
+  const release = ctx.claimStream(agent)
+  if (release === undefined) {
+    const max = ctx.options.limits?.streamsPerAgent ?? DEFAULT_STREAMS_PER_AGENT
+    return overCap('open streams', max, STREAM_CAP_RETRY_AFTER)
+  }
+  const o = ctx.options
+  let feed: Feed | undefined
+  let untrack: (() => void) | undefined
+  const channel = new SseChannel({
+    heartbeatMs: o.heartbeatMs ?? 15_000,
+    maxBytes: o.maxStreamBufferBytes ?? 4 * 1024 * 1024,
+    stallTimeoutMs: o.stallTimeoutMs ?? 60_000,
+    onEnd: () => {
+      feed?.close()
+      untrack?.()
+      release()
+    },
+  })
+  untrack = ctx.track(() => channel.close())
+  feed = startFeed(ctx.feed, agent, after, channel)
+  return new ResponseReply(
+    new Response(channel.stream, {
+      status: 200,
+      headers: {
+        ...CORS_RESPONSE_HEADERS,
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+      },
+    }),
+  )
+}

@@ -1,0 +1,191 @@
+/**
+ * `POST /relay/publish` (PROFILE §9): the HTTP steps (Content-Type, size while streaming), then
+ * the one receive pipeline of `@agentmsg/core` with the relay's rules (an Ed25519 signature of
+ * `from.agent`, an empty `trace.received`, no levels, duplicates asked of the store before the
+ * per-sender limit is charged), then what only a relay does: the mailbox lookup (after the
+ * signature verified), the trace entry, the durable store within the quotas, 202.
+ */
+import {
+  canonicalizeToBytes,
+  formatTimestamp,
+  invalidFormat,
+  type Message,
+  parseAgentId,
+  parseTimestamp,
+  type ReceiveContext,
+  ReplayGuard,
+  receive,
+  type TraceEntry,
+} from '@agentmsg/core'
+import {
+  acceptedReply,
+  discardBody,
+  errorReply,
+  type HttpReply,
+  isJsonContentType,
+  MAX_BODY_BYTES,
+  readLimited,
+} from '@agentmsg/transport-https/http-kit'
+import { MailboxFullError, RelayStorageFullError } from '../store/types.js'
+import { type RelayContext, tooLarge, unsupportedMediaType } from './context.js'
+
+/** PROFILE §9: this profile has no relay-to-relay forwarding. */
+function checkNotForwarded(message: Message): void {
+  if (message.trace !== undefined && message.trace.received.length > 0) {
+    throw invalidFormat(
+      'must be empty on publish: this relay does not forward from relays',
+      'trace.received',
+    )
+  }
+}
+
+/** How long a (mailbox, from, message_id) is remembered after its date: the date window (PROFILE §6). */
+const REMEMBER_AFTER_DATE_MS = 8 * 86_400_000 + 10 * 60_000
+
+/** Where a message goes, decided once per publish (after its signature verified). */
+interface Targets {
+  /** A topic message: mailboxes without room are skipped (PROFILE §9). */
+  topic: boolean
+  /** The mailboxes to store it in; undefined when a direct message has no open mailbox (404). */
+  mailboxes: string[] | undefined
+  /** The mailboxes that may hold it already (a closed mailbox keeps what it holds). */
+  held: string[]
+}
+
+/** The publish endpoint of one relay. */
+export class Publisher {
+  readonly #ctx: RelayContext
+  readonly #receive: ReceiveContext
+  readonly #retentionMs: number
+
+  /** `perSender`: the per-sender limit (PROFILE §6), charged for verified new messages only. */
+  constructor(ctx: RelayContext, retentionMs: number, perSender: (from: string) => number) {
+    this.#ctx = ctx
+    this.#retentionMs = retentionMs
+    this.#receive = {
+      resolver: ctx.resolver,
+      // The date window of PROFILE §6: 8 days back (7 in a relay + 24 h of retries), 5 min
+      // ahead. Duplicates are the store's: stored once per (mailbox, from, message_id), see
+      // `publish`.
+      replay: new ReplayGuard({ now: ctx.now }),
+      now: ctx.now,
+      requireEd25519: true,
+      checkMessage: checkNotForwarded,
+      perSender,
+    }
+  }
+
+  async publish(request: Request): Promise<HttpReply> {
+    // 3. Content-Type.
+    if (!isJsonContentType(request.headers.get('content-type'))) {
+      discardBody(request.body)
+      return unsupportedMediaType()
+    }
+    // 4. Size, while streaming.
+    const declared = request.headers.get('content-length')
+    if (declared !== null && Number(declared) > MAX_BODY_BYTES) {
+      discardBody(request.body)
+      return tooLarge()
+    }
+    const bytes = await readLimited(request.body, MAX_BODY_BYTES)
+    if (bytes === undefined) return tooLarge()
+    // 5–10. Parse, validate (+ empty trace), Idempotency-Key, canonical size, date window and
+    // TTL, signatures (+ Ed25519), per-sender limit: the receive pipeline.
+    const receivedAt = this.#ctx.now()
+    let targets: Targets | undefined
+    // A copy every target mailbox holds, or remembers after an ack or expiry, is answered 202
+    // before the per-sender limit is charged: a replay cannot spend its sender's quota, nor be
+    // delivered again (PROFILE §9). For a topic: already stored for every subscriber.
+    const isDuplicate = async (message: Message) => {
+      targets = await this.#targets(message)
+      return this.#ctx.store.isDuplicate({
+        mailboxes: targets.held,
+        from: message.from.agent,
+        messageId: message.message_id,
+        now: receivedAt,
+      })
+    }
+    const result = await receive(
+      { body: bytes, idempotencyKey: request.headers.get('idempotency-key') },
+      { ...this.#receive, now: () => receivedAt, isDuplicate },
+    )
+    if (result.status === 'refused') {
+      const { error } = result
+      return errorReply(error.code, error.message, { retryAfter: error.retryAfter })
+    }
+    const message = result.message
+    if (result.status === 'duplicate') return acceptedReply(message.message_id)
+    // 11. Mailboxes: told only now, after the signature verified.
+    targets ??= await this.#targets(message)
+    const { mailboxes, topic } = targets
+    if (mailboxes === undefined) {
+      return errorReply('not_found', `this relay holds no open mailbox for ${message.to.agent}`)
+    }
+    if (mailboxes.length === 0) return acceptedReply(message.message_id)
+    return this.#store(message, mailboxes, topic, receivedAt)
+  }
+
+  /** Where a message goes (see {@link Targets}). */
+  async #targets(message: Message): Promise<Targets> {
+    const to = message.to.agent
+    if (to === undefined) {
+      const subscribers = await this.#ctx.store.topicSubscribers(message.to.topic)
+      return { topic: true, mailboxes: subscribers, held: subscribers }
+    }
+    const { kind } = parseAgentId(to, 'to.agent')
+    if (kind !== 'did:key' && kind !== 'url')
+      return { topic: false, mailboxes: undefined, held: [] }
+    const open = (await this.#ctx.store.mailboxState(to)) === 'open'
+    return { topic: false, mailboxes: open ? [to] : undefined, held: [to] }
+  }
+
+  /** 12. Trace, before the message becomes visible. 13. Durable store, then 202. */
+  async #store(
+    message: Message,
+    mailboxes: string[],
+    topic: boolean,
+    receivedAt: number,
+  ): Promise<HttpReply> {
+    const from = message.from.agent
+    const entry: TraceEntry = {
+      by: `relay:${this.#ctx.baseUrl}`,
+      with: 'https/agentmsg-1',
+      at: formatTimestamp(receivedAt),
+      from,
+    }
+    const traced: Message = { ...message, trace: { ...message.trace, received: [entry] } }
+    const json = JSON.stringify(traced)
+    const date = parseTimestamp(message.date, 'date')
+    let expiresAt = receivedAt + this.#retentionMs
+    if (message.ttl_seconds !== undefined) {
+      expiresAt = Math.min(expiresAt, date + message.ttl_seconds * 1000)
+    }
+    // Quotas count JCS(message without trace) (PROFILE §9): what the sender signed and sized.
+    const { trace: _trace, ...signed } = message
+    let results
+    try {
+      results = await this.#ctx.store.publish({
+        mailboxes,
+        from,
+        messageId: message.message_id,
+        json,
+        bytes: canonicalizeToBytes(signed).byteLength,
+        receivedAt,
+        expiresAt,
+        forgetAt: date + REMEMBER_AFTER_DATE_MS,
+        // One subscriber that never reads cannot close a topic: full mailboxes are skipped.
+        skipFull: topic,
+      })
+    } catch (error) {
+      if (error instanceof MailboxFullError || error instanceof RelayStorageFullError) {
+        // The error never names a mailbox or its owner (PROFILE §9).
+        return errorReply('unavailable', 'the relay cannot store this message now; retry later', {
+          retryAfter: this.#ctx.options.mailboxFullRetryAfter ?? 60,
+        })
+      }
+      throw error
+    }
+    for (const r of results) if (!r.duplicate && !r.full) this.#ctx.notifier.notify(r.mailbox)
+    return acceptedReply(message.message_id)
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * `POST /relay/subscribe` and `DELETE /relay/subscribe/{id}` (PROFILE §9), and the webhook
+ * feeds of verified webhook subscriptions, restarted from the store after a restart. An agent
+ * holds at most `limits.subscriptionsPerAgent` subscriptions (beyond → 429).
+ */
+import { invalidFormat, parseStrictJson } from '@agentmsg/core'
+import type { HttpsSender } from '@agentmsg/transport-https'
+import {
+  CORS_RESPONSE_HEADERS,
+  discardBody,
+  errorReply,
+  type HttpReply,
+  isJsonContentType,
+  jsonReply,
+  readLimited,
+} from '@agentmsg/transport-https/http-kit'
+import type { MailboxEntry, Subscription } from '../store/types.js'
+import {
+  authenticate,
+  mailboxAgent,
+  overCap,
+  type RelayContext,
+  tooLarge,
+  unsupportedMediaType,
+} from './context.js'
+import { startFeed } from './feed.js'
+import type { Feed } from './types.js'
+import { checkWebhookUrl, verifyWebhook, WebhookSink } from './webhook.js'
+
+/** Largest subscribe request body. */
+const MAX_SUBSCRIBE_BYTES = 64 * 1024
+/** Grammar of a topic (PROFILE §2). */
+const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
+const MAX_TOPICS = 100
+/** `Retry-After` of a subscribe beyond the cap: room comes only when the agent deletes one. */
+const SUBSCRIPTION_CAP_RETRY_AFTER = 60
+
+function object(value: unknown, field: string | undefined): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw field === undefined
+      ? invalidFormat('the request body must be a JSON object')
+      : invalidFormat('must be an object', field)
+  }
+  return value as Record<string, unknown>
+}
+
+function topicsOf(value: unknown): string[] {
+  if (value === undefined) return []
+  if (!Array.isArray(value) || value.length > MAX_TOPICS) {
+    throw invalidFormat(`must be an array of at most ${MAX_TOPICS} topics`, 'subscribe.topics')
+  }
+  return value.map((t, i) => {
+    if (typeof t !== 'string' || !TOPIC_RE.test(t)) {
+      throw invalidFormat('is not a topic ([a-z0-9._/-]{1,128})', `subscribe.topics[${i}]`)
+    }
+    return t
+  })
+}
+
+/** Subscriptions of one relay and the webhook feeds they started. */
+export class Subscriptions {
+  readonly #ctx: RelayContext
+  readonly #sender: HttpsSender
+  readonly #fetch: typeof fetch
+  readonly #max: number
+  /** Webhook feeds by subscription id. */
+  readonly #webhooks = new Map<string, { feed: Feed; sink: WebhookSink }>()
+  /** Per agent, the last subscribe in progress: an agent's subscribes run one at a time. */
+  readonly #queues = new Map<string, Promise<unknown>>()
+
+  constructor(ctx: RelayContext, sender: HttpsSender, fetchFn: typeof fetch, max: number) {
+    this.#ctx = ctx
+    this.#sender = sender
+    this.#fetch = fetchFn
+    this.#max = max
+  }
+
+  async subscribe(request: Request, url: URL): Promise<HttpReply> {
+    if (!isJsonContentType(request.headers.get('content-type'))) {
+      discardBody(request.body)
+      return unsupportedMediaType()
+    }
+    const bytes = await readLimited(request.body, MAX_SUBSCRIBE_BYTES)
+    if (bytes === undefined) return tooLarge()
+    const body = object(parseStrictJson(bytes), undefined)
+    const sub = object(body.subscribe, 'subscribe')
+    const agent = mailboxAgent(sub.agent, 'subscribe.agent')
+    const topics = topicsOf(sub.topics)
+    let webhookUrl: string | undefined
+    if (body.push !== undefined) {
+      const push = object(body.push, 'push')
+      if (push.mode !== 'webhook') throw invalidFormat('must be "webhook"', 'push.mode')
+      webhookUrl = checkWebhookUrl(push.url)
+    }
+    await authenticate(this.#ctx, request, url, agent, bytes)
+    // One at a time per agent, so that concurrent subscribes cannot pass the cap together.
+    return this.#serially(agent, () => this.#add(agent, topics, webhookUrl))
+  }
+
+  async #add(agent: string, topics: string[], webhookUrl: string | undefined): Promise<HttpReply> {
+    if ((await this.#ctx.store.subscriptions(agent)).length >= this.#max) {
+      return overCap('subscriptions', this.#max, SUBSCRIPTION_CAP_RETRY_AFTER)
+    }
+    if (webhookUrl !== undefined) {
+      const timeout = this.#ctx.options.webhook?.verifyTimeoutMs ?? 10_000
+      await verifyWebhook(this.#fetch, webhookUrl, timeout)
+    }
+    const subscription = await this.#ctx.store.subscribe({
+      agent,
+      topics,
+      ...(webhookUrl !== undefined ? { webhook: { url: webhookUrl, verified: true } } : {}),
+      now: this.#ctx.now(),
+    })
+    if (subscription.webhook?.verified) this.#startWebhook(subscription)
+    return jsonReply(201, { status: 'subscribed', subscription_id: subscription.id })
+  }
+
+  async unsubscribe(request: Request, url: URL, id: string): Promise<HttpReply> {
+    discardBody(request.body)
+    const agent = await authenticate(this.#ctx, request, url, undefined)
+    if (await this.#ctx.store.unsubscribe(id, agent)) {
+      this.#stopWebhook(id)
+      return { status: 204, headers: { ...CORS_RESPONSE_HEADERS }, body: null }
+    }
+    const all = await this.#ctx.store.subscriptions()
+    if (all.some((s) => s.id === id)) {
+      return errorReply('forbidden', 'this subscription belongs to another agent')
+    }
+    return errorReply('not_found', 'no such subscription')
+  }
+
+  /** Run `task` after the agent's earlier subscribes settled. */
+  async #serially<T>(agent: string, task: () => Promise<T>): Promise<T> {
+    const before = this.#queues.get(agent) ?? Promise.resolve()
+    const run = before.then(task, task)
+    const settled = run.catch(() => undefined)
+    this.#queues.set(agent, settled)
+    try {
+      return await run
+    } finally {
+      if (this.#queues.get(agent) === settled) this.#queues.delete(agent)
+    }
+  }
+
+  /** Start the webhook feeds of the stored subscriptions (after a restart). */
+  async load(): Promise<void> {
+    for (const s of await this.#ctx.store.subscriptions()) {
+      if (s.webhook?.verified) this.#startWebhook(s)
+    }
+  }
+
+  /** Stop every webhook feed. */
+  close(): void {
+    for (const { feed, sink } of this.#webhooks.values()) {
+      sink.close()
+      feed.close()
+    }
+    this.#webhooks.clear()
+  }
+
+  #startWebhook(subscription: Subscription): void {
+    const url = subscription.webhook?.url
+    if (url === undefined || this.#ctx.closing() || this.#webhooks.has(subscription.id)) return
+    const agent = subscription.agent
+    const sink = new WebhookSink({
+      sender: this.#sender,
+      agent,
+      url,
+      ack: (entry: MailboxEntry) => this.#ctx.store.ack(agent, entry.messageId, entry.from),
+      maxInFlight: this.#ctx.options.webhook?.maxInFlight ?? 64,
+      onError: this.#ctx.onError,
+    })
+    const feed = startFeed(this.#ctx.feed, agent, undefined, sink)
+    this.#webhooks.set(subscription.id, { feed, sink })
+  }
+
+  #stopWebhook(id: string): void {
+    const w = this.#webhooks.get(id)
+    if (!w) return
+    w.sink.close()
+    w.feed.close()
+    this.#webhooks.delete(id)
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * The Node https transport with an inbox: `listen(receive)` serves the inbox over real HTTPS on
+ * 127.0.0.1 and hands each POST to `receive`; the outcome becomes the HTTP answer, which
+ * another https transport (default Node fetch with a CA and the address policy) reads.
+ */
+import {
+  AgentMsgError,
+  createKeyResolver,
+  type DeliveryHandler,
+  type DeliveryOutcome,
+  ed25519Signer,
+  generateKeyPair,
+  type IdentityDocument,
+  type InboundDelivery,
+  memoryStorage,
+  type TransportComponents,
+} from '@agentmsg/core'
+import { utf8Decode } from '@agentmsg/core/encoding'
+import { describe, expect, it } from 'vitest'
+import { createAddressPolicy } from '../src/address-policy.js'
+import { httpsTransport, type NodeHttpsTransport } from '../src/node-transport.js'
+import { agentId, cleanups, message, setupSenderTests, urlTarget } from './sender-helpers.js'
+import { testCertificate } from './tls.js'
+
+setupSenderTests()
+
+const INBOX = '/.well-known/agentmsg/inbox'
+
+async function components(identity?: IdentityDocument): Promise<TransportComponents> {
+  const keys = await generateKeyPair()
+  return {
+    agentId: agentId(),
+    signer: ed25519Signer(keys),
+    resolver: createKeyResolver(),
+    storage: memoryStorage(),
+    relays: [],
+    identityDocument: () => identity,
+    now: () => Date.now(),
+    onError: () => {},
+  }
+}
+
+/** A sending transport that trusts the test certificate and may reach 127.0.0.1. */
+async function sender(): Promise<NodeHttpsTransport> {
+  const cert = await testCertificate()
+  const t = httpsTransport({
+    ca: cert.cert,
+    addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
+  }).create(await components())
+  cleanups.push(() => t.close())
+  return t
+}
+
+/** A receiving transport whose inbox answers with `answer`'s outcome and records deliveries. */
+async function receiver(
+  answer: (d: InboundDelivery) => DeliveryOutcome,
+  o: { basePath?: string; identity?: IdentityDocument } = {},
+) {
+  const cert = await testCertificate()
+  const deliveries: InboundDelivery[] = []
+  const receive: DeliveryHandler = async (d) => {
+    deliveries.push(d)
+    return answer(d)
+  }
+  const t = httpsTransport({
+    inbox: { tls: cert, ...(o.basePath ? { basePath: o.basePath } : {}) },
+  }).create(await components(o.identity))
+  cleanups.push(() => t.close())
+  expect(t.url).toBeUndefined()
+  await t.listen!(receive)
+  return { transport: t, deliveries, inbox: `${t.url}${o.basePath ?? ''}${INBOX}` }
+}
+
+const accepted = (d: InboundDelivery): DeliveryOutcome => {
+  const m = JSON.parse(utf8Decode(d.body as Uint8Array)) as { message_id: string }
+  return { status: 'accepted', messageId: m.message_id }
+}
+
+describe('httpsTransport on Node with an inbox', () => {
+  it('serves the inbox: the raw body goes to receive, and 202 comes back as the receipt', async () => {
+    const bob = await receiver(accepted, { basePath: '/agents/bob' })
+    expect(bob.transport.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/)
+    expect(bob.transport.port).toBe(Number(new URL(bob.transport.url!).port))
+    const alice = await sender()
+    expect('listen' in alice).toBe(false) // no inbox option: nothing to listen on
+    const msg = await message('to bob')
+    const receipt = await alice.send(msg, urlTarget(bob.inbox))
+    expect(receipt).toMatchObject({ messageId: msg.message_id, url: bob.inbox })
+    expect(bob.deliveries).toHaveLength(1)
+    const [d] = bob.deliveries
+    expect(d!.transport).toBe('https')
+    expect(d!.idempotencyKey).toBe(msg.message_id)
+    expect(d!.body).toBeInstanceOf(Uint8Array)
+    expect(JSON.parse(utf8Decode(d!.body as Uint8Array))).toEqual(msg)
+  })
+
+  it('answers refusals with their status: permanent ones reject, "for now" ones are retryable', async () => {
+    const bad = await message('bad signature')
+    const busy = await message('busy')
+    const bob = await receiver((d) => {
+      const { message_id: id } = JSON.parse(utf8Decode(d.body as Uint8Array)) as {
+        message_id: string
+      }
+      if (id === bad.message_id) {
+        const error = new AgentMsgError('invalid_signature', 'no')
+        return { status: 'refused', error, retry: false }
+      }
+      if (id === busy.message_id) {
+        const error = new AgentMsgError('unavailable', 'queue full', { retryAfter: 3 })
+        return { status: 'refused', error, retry: true }
+      }
+      return accepted(d)
+    })
+    const alice = await sender()
+    await expect(alice.send(bad, urlTarget(bob.inbox))).rejects.toMatchObject({
+      outcome: 'failed',
+      code: 'invalid_signature',
+      status: 401,
+    })
+    const error = await alice.send(busy, urlTarget(bob.inbox)).catch((e: unknown) => e)
+    expect(error).toMatchObject({ outcome: 'retryable', code: 'unavailable', retryAfter: 3 })
+    expect(await alice.pending()).toEqual([])
+    // Durable: the same refusal leaves it queued for a later attempt.
+    const receipt = await alice.send(busy, urlTarget(bob.inbox), { durable: true })
+    expect(receipt.pending).toBe(true)
+    expect(await alice.pending()).toHaveLength(1)
+  })
+
+  it('serves the identity document of the components; close() stops the server', async () => {
+    const identity = { id: 'https://bob.example', keys: [] } as unknown as IdentityDocument
+    const bob = await receiver(accepted, { identity })
+    const cert = await testCertificate()
+    const { createNodeFetch } = await import('../src/node-fetch.js')
+    const fetch = createNodeFetch({
+      ca: cert.cert,
+      addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
+    })
+    const res = await fetch(`${bob.transport.url}/.well-known/agentmsg/identity`)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual(identity)
+    await expect(bob.transport.listen!(async (d) => accepted(d))).rejects.toThrow(/already/)
+
+    await bob.transport.close()
+    const alice = await sender()
+    await expect(alice.send(await message(), urlTarget(bob.inbox))).rejects.toMatchObject({
+      code: 'unavailable',
+      message: expect.stringMatching(/network error/),
+    })
+  })
+})

@@ -1,0 +1,283 @@
+/**
+ * Envelopes (PROFILE §9): a retrieve page and a WebSocket frame wrap messages, and the 64-level
+ * depth limit of §1 counts from each message's own top level, so a legal message stays legal
+ * inside one. An envelope is therefore not parsed as one document: a structural scan cuts out
+ * each message's text, which is parsed strictly on its own, and the rest of the envelope (its
+ * shell, `null` in each message's place) is parsed strictly too. One entry that is not I-JSON
+ * then spoils nothing around it: it is handed over as its text (the receive pipeline refuses it
+ * for good) with the `message_id` and `from.agent` a lenient reading finds, so the stream can
+ * skip it by its cursor and acknowledge it instead of retrying the same page forever.
+ */
+import {
+  INTEGER_MEMBERS,
+  invalidFormat,
+  parseStrictJson,
+  type StrictJsonOptions,
+} from '@agentmsg/core'
+
+/** One message cut out of an envelope (or an SSE event's data). */
+export interface EnvelopeMessage {
+  /** The parsed value when the message is I-JSON on its own; else its text, unchanged. */
+  value: unknown
+  /** `message_id` as delivered (read leniently when the message is not I-JSON). */
+  messageId?: string
+  /** `from.agent` as delivered (read leniently when the message is not I-JSON). */
+  from?: string
+}
+
+/** `message_id` and `from.agent` of a value, when readable (unauthenticated: what acks name). */
+export function entryNames(value: unknown): { messageId?: string; from?: string } {
+  if (typeof value !== 'object' || value === null) return {}
+  const r = value as { message_id?: unknown; from?: { agent?: unknown } }
+  const out: { messageId?: string; from?: string } = {}
+  if (typeof r.message_id === 'string') out.messageId = r.message_id
+  if (typeof r.from === 'object' && r.from !== null && typeof r.from.agent === 'string') {
+    out.from = r.from.agent
+  }
+  return out
+}
+
+/**
+ * How one message of an envelope is parsed: the default depth, 64 from its own top level; an
+ * integer field written with a fraction or exponent (PROFILE §1) is marked on the value, so the
+ * receive pipeline refuses that message alone, with the member named.
+ */
+const MESSAGE_PARSE: StrictJsonOptions = { integerMembers: INTEGER_MEMBERS, onNonInteger: 'mark' }
+
+/**
+ * One message's JSON text (or UTF-8 bytes), parsed strictly on its own. When that fails, the
+ * text is handed over as it is, and `JSON.parse` (which keeps the last duplicate and has no
+ * depth limit) only finds what an acknowledgement names.
+ */
+export function readMessage(raw: string | Uint8Array): EnvelopeMessage {
+  try {
+    const value = parseStrictJson(raw, MESSAGE_PARSE)
+    return { value, ...entryNames(value) }
+  } catch {
+    return textMessage(typeof raw === 'string' ? raw : new TextDecoder().decode(raw))
+  }
+}
+
+/** An entry handed over as its text, with what a lenient reading finds to acknowledge it by. */
+export function textMessage(text: string): EnvelopeMessage {
+  let lenient: unknown
+  try {
+    lenient = JSON.parse(text)
+  } catch {
+    // not JSON at all: nothing names it, so it can only be skipped by its cursor
+  }
+  return { value: text, ...entryNames(lenient) }
+}
+
+/** A span of the text: [start, end). */
+interface Span {
+  start: number
+  end: number
+}
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
+}
+
+function skipSpace(t: string, i: number): number {
+  while (i < t.length && isSpace(t.charCodeAt(i))) i++
+  return i
+}
+
+/** The index after the string that opens at `i`, or -1 when it never closes. */
+function stringEnd(t: string, i: number): number {
+  let from = i + 1
+  for (;;) {
+    const q = t.indexOf('"', from)
+    if (q < 0) return -1
+    let slashes = 0
+    while (t.charCodeAt(q - 1 - slashes) === BACKSLASH) slashes++
+    if (slashes % 2 === 0) return q + 1
+    from = q + 1
+  }
+}
+
+/**
+ * The index after the value that starts at `i`, or -1 when it runs off the end. A balanced scan
+ * with a counter, no recursion (a 1 MiB `[[[…` cannot overflow the stack); the value itself is
+ * validated by its own strict parse.
+ */
+function valueEnd(t: string, i: number): number {
+  const c = t.charCodeAt(i)
+  if (c === QUOTE) return stringEnd(t, i)
+  if (c === 0x7b || c === 0x5b) {
+    let depth = 0
+    for (let j = i; j < t.length; j++) {
+      const d = t.charCodeAt(j)
+      if (d === QUOTE) {
+        const e = stringEnd(t, j)
+        if (e < 0) return -1
+        j = e - 1
+      } else if (d === 0x7b || d === 0x5b) depth++
+      else if ((d === 0x7d || d === 0x5d) && --depth === 0) return j + 1
+    }
+    return -1
+  }
+  let j = i
+  while (j < t.length && !isSpace(t.charCodeAt(j)) && !',:]}'.includes(t[j]!)) j++
+  return j > i ? j : -1
+}
+
+/** The index of the last character that is not white space (-1 for a blank text). */
+function lastNonSpace(t: string): number {
+  let i = t.length - 1
+  while (i >= 0 && isSpace(t.charCodeAt(i))) i--
+  return i
+}
+
+/**
+ * The top-level members of the object text `t`, as key → value span. A value that runs off the
+ * end (an unbalanced entry) is taken up to the `}` that ends the text when it is the last
+ * member. `undefined` when the text is not an object this scan can follow.
+ */
+function topMembers(t: string): Array<{ key: string; value: Span }> | undefined {
+  const close = lastNonSpace(t)
+  let i = skipSpace(t, 0)
+  if (t.charCodeAt(i) !== 0x7b || t.charCodeAt(close) !== 0x7d) return undefined
+  const out: Array<{ key: string; value: Span }> = []
+  i = skipSpace(t, i + 1)
+  if (i === close) return out
+  for (;;) {
+    const keyEnd = t.charCodeAt(i) === QUOTE ? stringEnd(t, i) : -1
+    if (keyEnd < 0) return undefined
+    let key: unknown
+    try {
+      key = JSON.parse(t.slice(i, keyEnd))
+    } catch {
+      return undefined
+    }
+    i = skipSpace(t, keyEnd)
+    if (t[i] !== ':') return undefined
+    const start = skipSpace(t, i + 1)
+    let end = valueEnd(t, start)
+    if (end < 0 || end > close) end = close
+    out.push({ key: key as string, value: { start, end } })
+    i = skipSpace(t, end)
+    if (i === close) return out
+    if (t[i] !== ',') return undefined
+    i = skipSpace(t, i + 1)
+  }
+}
+
+/**
+ * The element spans of the array between `open` (its `[`) and `close` (its `]`). An element
+ * that runs off is taken up to `close`, and the result says so (`spilled`): it may have
+ * swallowed the elements after it.
+ */
+function arrayElements(
+  t: string,
+  open: number,
+  close: number,
+): { spans: Span[]; spilled: boolean } {
+  const spans: Span[] = []
+  let i = skipSpace(t, open + 1)
+  if (i === close) return { spans, spilled: false }
+  for (;;) {
+    let end = valueEnd(t, i)
+    const spilled = end < 0 || end > close
+    if (spilled) end = close
+    spans.push({ start: i, end })
+    if (spilled) return { spans, spilled }
+    i = skipSpace(t, end)
+    if (i === close) return { spans, spilled: false }
+    if (t[i] !== ',') {
+      spans[spans.length - 1]!.end = close
+      return { spans, spilled: true }
+    }
+    i = skipSpace(t, i + 1)
+  }
+}
+
+/** `text` with each span replaced by `null`. */
+function shellOf(t: string, spans: readonly Span[]): string {
+  const parts: string[] = []
+  let at = 0
+  for (const s of spans) {
+    parts.push(t.slice(at, s.start), 'null')
+    at = s.end
+  }
+  parts.push(t.slice(at))
+  return parts.join('')
+}
+
+/**
+ * A WebSocket frame: its members parsed strictly (the shell), and for a `message` frame the
+ * message cut out and read on its own. Throws (`invalid_format`) when the frame itself is not
+ * I-JSON: that is the relay's fault, not one entry's.
+ */
+export function parseFrame(text: string): {
+  frame: Record<string, unknown>
+  message?: EnvelopeMessage
+} {
+  const members = topMembers(text)
+  const span = members?.find((m) => m.key === 'message')?.value
+  if (span) {
+    const frame = parseStrictJson(shellOf(text, [span]))
+    if (frame.type === 'message') {
+      return { frame, message: readMessage(text.slice(span.start, span.end)) }
+    }
+  }
+  return { frame: parseStrictJson(text) }
+}
+
+/** A retrieve page: each message read on its own, and the page's cursor. */
+export interface ParsedPage {
+  messages: EnvelopeMessage[]
+  cursor: unknown
+  /**
+   * An entry was not balanced JSON and was taken up to the end of the list: with more than one
+   * entry asked for, it may have swallowed the ones after it (ask again for one entry).
+   */
+  spilled: boolean
+}
+
+/** `],"cursor":<string or null>}` at the end of a page (how relays write it, after the list). */
+const PAGE_TAIL = /\]\s*,\s*"cursor"\s*:\s*(?:"(?:[^"\\]|\\.)*"|null)\s*\}\s*$/
+
+/**
+ * A retrieve page `{messages:[…], cursor}`. Throws (`invalid_format`) when the page itself is
+ * not I-JSON or has no list of messages. `asText`: hand every entry over as its text (the page
+ * was not valid UTF-8, so no entry of it may be read as a value).
+ */
+export function parsePage(text: string, options: { asText?: boolean } = {}): ParsedPage {
+  const list = topMembers(text)?.find((m) => m.key === 'messages')?.value
+  let open: number
+  let close: number
+  if (list && text.charCodeAt(list.start) === 0x5b && text.charCodeAt(list.end - 1) === 0x5d) {
+    open = list.start
+    close = list.end - 1
+  } else {
+    // The scan lost its way in an unbalanced entry: find the list by the page's own ends.
+    const head = /^\s*\{\s*"messages"\s*:\s*\[/.exec(text)
+    const tail = PAGE_TAIL.exec(text)
+    if (!head || !tail || tail.index < head[0].length - 1) return refusePage(text)
+    open = head[0].length - 1
+    close = tail.index
+  }
+  const { spans, spilled } = arrayElements(text, open, close)
+  const shell = parseStrictJson(shellOf(text, spans))
+  if (!Array.isArray(shell.messages) || shell.messages.length !== spans.length) {
+    return refusePage(text)
+  }
+  return {
+    messages: spans.map((s) =>
+      (options.asText ? textMessage : readMessage)(text.slice(s.start, s.end)),
+    ),
+    cursor: shell.cursor,
+    spilled,
+  }
+}
+
+/** A page this module cannot take apart: the strict parse says why, or it has no list. */
+function refusePage(text: string): never {
+  parseStrictJson(text)
+  throw invalidFormat('a page without a list of messages', 'messages')
+}

@@ -1,0 +1,124 @@
+/**
+ * Listening on one of the agent's relays for the relay transport: open the mailbox once (the
+ * subscription id is kept in storage), stream it from the stored cursor, hand every entry to
+ * the receive pipeline, and acknowledge per its outcome (PROFILE §9). A relay that is down is
+ * reported and tried again with backoff; it never stops the agent's other relays.
+ */
+import { type DeliveryHandler, isAgentMsgError, type Storage } from '@agentmsg/core'
+import { type BackoffOptions, reconnectDelay, sleep } from './backoff.js'
+import type { RelayCore } from './relay-core.js'
+import type { RelayEntry, StreamHandle, StreamMode } from './stream.js'
+
+/** Storage keys of one relay's state, in the transport's storage. */
+export function mailboxKeys(relayUrl: string): { subscription: string; cursor: string } {
+  const enc = encodeURIComponent(relayUrl)
+  return { subscription: `sub/${enc}`, cursor: `cursor/${enc}` }
+}
+
+/** What a {@link MailboxListener} works with. */
+export interface MailboxListenerInput {
+  client: Pick<RelayCore, 'relayUrl' | 'subscribe' | 'stream'>
+  storage: Storage
+  receive: DeliveryHandler
+  mode: StreamMode
+  backoff: BackoffOptions
+  report(error: unknown): void
+}
+
+/**
+ * The stream handler for the receive pipeline: an accepted or duplicate message, or one
+ * refused for good, completes (the stream acknowledges it and moves the cursor); one refused
+ * for now stays in the mailbox and comes again after a reconnect (PROFILE §9 acknowledge).
+ */
+export function pipelineHandler(receive: DeliveryHandler) {
+  return async (entry: RelayEntry): Promise<void> => {
+    const outcome = await receive({ body: entry.value, transport: 'relay' })
+    if (outcome.status === 'refused' && outcome.retry) throw outcome.error
+  }
+}
+
+export class MailboxListener {
+  readonly #in: MailboxListenerInput
+  readonly #keys: { subscription: string; cursor: string }
+  readonly #stop = new AbortController()
+  #stream: StreamHandle | undefined
+  #running: Promise<void> | undefined
+
+  constructor(input: MailboxListenerInput) {
+    this.#in = input
+    this.#keys = mailboxKeys(input.client.relayUrl)
+  }
+
+  /**
+   * Start; resolves after the first try to open the mailbox (so mail sent after `listen`
+   * resolved finds it), whether it worked or was reported. Streaming goes on in the background.
+   */
+  async start(): Promise<void> {
+    const opened = await this.#open().catch((error: unknown) => {
+      if (!this.#stop.signal.aborted) this.#in.report(error)
+      return false
+    })
+    this.#running = this.#run(opened)
+  }
+
+  /** Stop streaming; waits for the entry in progress. */
+  async close(): Promise<void> {
+    this.#stop.abort()
+    await this.#stream?.close()
+    await this.#running
+  }
+
+  /** Subscribe unless a subscription is stored. Resolves `true` when the mailbox is open. */
+  async #open(): Promise<boolean> {
+    const { storage, client } = this.#in
+    if ((await storage.get(this.#keys.subscription)) !== undefined) return true
+    const { subscriptionId } = await client.subscribe({ signal: this.#stop.signal })
+    await storage.put(this.#keys.subscription, subscriptionId)
+    return true
+  }
+
+  async #run(opened: boolean): Promise<void> {
+    const signal = this.#stop.signal
+    let attempt = 0
+    while (!signal.aborted) {
+      let failure: unknown
+      try {
+        if (!opened) opened = await this.#open()
+        failure = await this.#streamOnce()
+      } catch (error) {
+        if (signal.aborted) return
+        this.#in.report(error)
+        failure = error
+      }
+      if (signal.aborted) return
+      // The relay forgot the mailbox (restored from an old backup): open it again.
+      if (isAgentMsgError(failure) && failure.code === 'not_found') {
+        await this.#in.storage.delete(this.#keys.subscription).catch(this.#in.report)
+        opened = false
+      }
+      await sleep(reconnectDelay(attempt++, this.#in.backoff), signal)
+    }
+  }
+
+  /**
+   * One stream until it stops: resolves with nothing when closed, or with the fatal error
+   * that stopped it (the stream reported it already).
+   */
+  async #streamOnce(): Promise<unknown> {
+    const { client, storage, receive, mode, backoff } = this.#in
+    const after = await storage.get(this.#keys.cursor)
+    if (this.#stop.signal.aborted) return undefined
+    this.#stream = client.stream(pipelineHandler(receive), {
+      mode,
+      backoff,
+      ...(typeof after === 'string' ? { after } : {}),
+      onCursor: (cursor) => storage.put(this.#keys.cursor, cursor),
+      onError: (error) => this.#in.report(error),
+      signal: this.#stop.signal,
+    })
+    return this.#stream.done.then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * A Server-Sent Events parser over bytes (WHATWG HTML "event stream interpretation"), with a
+ * byte cap per event (PROFILE §4: 1 MiB + 64 KiB): the bytes of an event's lines, and of a line
+ * not finished yet, are counted as they arrive, so an endless line or event is refused at the
+ * cap instead of being buffered whole. Data stays bytes, for the strict UTF-8 check of PROFILE §1.
+ */
+
+/** One dispatched event. `id` and `event` are this event's own fields, when it had them. */
+export interface SseEvent {
+  id?: string
+  event?: string
+  data: Uint8Array
+}
+
+/** Thrown by {@link SseParser.feed} when an event passes the cap. */
+export class SseEventTooLarge extends Error {
+  override readonly name = 'SseEventTooLarge'
+  constructor(readonly maxBytes: number) {
+    super(`an event over ${maxBytes} bytes`)
+  }
+}
+
+const LF = 0x0a
+const CR = 0x0d
+const COLON = 0x3a
+const SPACE = 0x20
+
+const decoder = new TextDecoder()
+
+function concat(parts: readonly Uint8Array[], length: number): Uint8Array {
+  if (parts.length === 1) return parts[0]!
+  const out = new Uint8Array(length)
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.byteLength
+  }
+  return out
+}
+
+export class SseParser {
+  readonly #max: number
+  /** The line not finished yet, in pieces. */
+  #line: Uint8Array[] = []
+  #lineBytes = 0
+  /** Bytes of the current event's finished lines. */
+  #eventBytes = 0
+  #data: Uint8Array[] = []
+  #dataBytes = 0
+  #id: string | undefined
+  #event: string | undefined
+  /** The last chunk ended with CR: an LF starting the next one belongs to it. */
+  #afterCR = false
+  #first = true
+
+  constructor(maxEventBytes: number) {
+    this.#max = maxEventBytes
+  }
+
+  /** Feed a chunk; returns the events it completed. @throws SseEventTooLarge */
+  feed(chunk: Uint8Array): SseEvent[] {
+    const events: SseEvent[] = []
+    let start = 0
+    if (this.#afterCR && chunk[0] === LF) start = 1
+    this.#afterCR = false
+    for (let i = start; i < chunk.length; i++) {
+      const c = chunk[i]!
+      if (c !== LF && c !== CR) continue
+      this.#push(chunk.subarray(start, i))
+      this.#endLine(events)
+      if (c === CR) {
+        if (i + 1 === chunk.length) this.#afterCR = true
+        else if (chunk[i + 1] === LF) i++
+      }
+      start = i + 1
+    }
+    if (start < chunk.length) this.#push(chunk.subarray(start))
+    return events
+  }
+
+  #push(part: Uint8Array): void {
+    if (part.byteLength === 0) return
+    this.#line.push(part)
+    this.#lineBytes += part.byteLength
+    if (this.#eventBytes + this.#lineBytes > this.#max) throw new SseEventTooLarge(this.#max)
+  }
+
+  #endLine(events: SseEvent[]): void {
+    let line = concat(this.#line, this.#lineBytes)
+    this.#line = []
+    this.#eventBytes += this.#lineBytes + 1
+    this.#lineBytes = 0
+    if (this.#first) {
+      this.#first = false
+      if (line[0] === 0xef && line[1] === 0xbb && line[2] === 0xbf) line = line.subarray(3)
+    }
+    if (line.byteLength === 0) {
+      this.#dispatch(events)
+      return
+    }
+    if (line[0] === COLON) return // a comment (the relay's keep-alive)
+    let colon = line.indexOf(COLON)
+    if (colon < 0) colon = line.byteLength
+    const field = decoder.decode(line.subarray(0, colon))
+    let value = line.subarray(colon + 1)
+    if (value[0] === SPACE) value = value.subarray(1)
+    if (field === 'data') {
+      this.#data.push(value)
+      this.#dataBytes += value.byteLength
+    } else if (field === 'event') {
+      this.#event = decoder.decode(value)
+    } else if (field === 'id') {
+      const id = decoder.decode(value)
+      if (!id.includes('\0')) this.#id = id
+    }
+    // `retry` and unknown fields are ignored: reconnecting is the client's own backoff.
+  }
+
+  #dispatch(events: SseEvent[]): void {
+    if (this.#data.length > 0) {
+      // Data lines are joined with LF.
+      const parts: Uint8Array[] = []
+      for (const [i, d] of this.#data.entries()) {
+        if (i > 0) parts.push(new Uint8Array([LF]))
+        parts.push(d)
+      }
+      const event: SseEvent = { data: concat(parts, this.#dataBytes + this.#data.length - 1) }
+      if (this.#id !== undefined) event.id = this.#id
+      if (this.#event !== undefined && this.#event !== '') event.event = this.#event
+      events.push(event)
+    }
+    this.#data = []
+    this.#dataBytes = 0
+    this.#id = undefined
+    this.#event = undefined
+    this.#eventBytes = 0
+  }
+}
