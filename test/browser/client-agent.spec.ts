@@ -23,7 +23,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { type Agent, createAgent, type ReceivedMessage } from '@agentmsg/client'
-import { createKeyResolver, memoryStorage, verifyMessage } from '@agentmsg/core'
+import { memoryStorage } from '@agentmsg/core'
 import { type RelayServer, serveRelay } from '@agentmsg/relay'
 import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
 import { type Browser, expect, type Page, test } from '@playwright/test'
@@ -188,9 +188,14 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
         expect(r.source).toBe('did-key')
         expect(r.message.to.agent).toBe(node.id)
         expect(r.message.from.relays).toEqual([relay.url])
-        const again = await verifyMessage(r.message, createKeyResolver())
-        expect(again.level).toBe(3)
-        expect(again.keyId).toBe(me.keyId)
+        // Sealed through the untrusted relay (PROFILE §8), opened by the Node agent; the pipeline
+        // verified the signature over the sealed body (a re-check of the opened copy would not).
+        expect(r.sealed).toBe(true)
+        expect(r.message.security?.encryption).toEqual({
+          scheme: 'sealed_box',
+          recipients: [node.id],
+        })
+        expect(r.message.security?.signatures.map((s) => s.key_id)).toEqual([me.keyId])
         return r
       }
 

@@ -56,7 +56,11 @@ const HTML = testPageHtml('agentmsg relay agent')
 const PER_PHASE = 2
 
 interface Reply {
+  /** As the pipeline handed it over: the body opened. */
   message: Message
+  /** As the relay delivered it: the body sealed, the signatures over it. */
+  wire: unknown
+  sealed: boolean
   verified: VerifyResult
 }
 
@@ -71,6 +75,7 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
   let pageAgent: AgentInfo
   let nodeDid: string
   let nodeSigner: Signer
+  let nodeSeed: Uint8Array
   let nodeClient: RelayClient
   /** The page's mailbox subscription, as its agent stored it in the first phase. */
   let pageSubscription: unknown
@@ -111,6 +116,7 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
     const keys = await generateKeyPair()
     nodeDid = didKeyFromPublicKey(keys.publicKey)
     nodeSigner = ed25519Signer(keys)
+    nodeSeed = keys.secretKey
     const ca = cert.cert
     nodeClient = createRelayClient({
       relayUrl: relay.url,
@@ -174,10 +180,20 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
               replay,
               now: Date.now,
               addressee: { agent: nodeDid },
+              // The page's agent seals its replies through the relay (PROFILE §8).
+              opener: {
+                agent: nodeDid,
+                ed25519Seed: (keyId) => (keyId === nodeSigner.keyId ? nodeSeed : undefined),
+              },
             },
           )
           if (result.status === 'accepted') {
-            replies.push({ message: result.message, verified: result.verified })
+            replies.push({
+              message: result.message,
+              wire: value,
+              sealed: result.sealed,
+              verified: result.verified,
+            })
           } else {
             nodeErrors.push(`${result.status}: ${'error' in result ? String(result.error) : ''}`)
           }
@@ -282,7 +298,16 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
         for (const [i, r] of result.received.entries()) {
           const reply = byConversation.get(`browser-${mode}-${i + 1}`)
           expect(reply, `reply to #${i + 1}`).toBeDefined()
-          const { message, verified } = reply!
+          const { message, wire, sealed, verified } = reply!
+          // Through an untrusted relay the page's agent sealed the body for Node.
+          expect(sealed).toBe(true)
+          expect((wire as Message).body.parts).toEqual([
+            expect.objectContaining({
+              type: 'sealed',
+              recipient: nodeDid,
+              key_id: nodeSigner.keyId,
+            }),
+          ])
           expect(message.message_id).toBe(r.replyId)
           expect(message.from.agent).toBe(pageAgent.did)
           expect(message.to.agent).toBe(nodeDid)
@@ -295,8 +320,9 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
           expect(verified.level).toBe(3)
           expect(verified.source).toBe('did-key')
           expect(verified.keyId).toBe(pageAgent.keyId)
-          // Verified again here, independently of the client, with a fresh resolver.
-          const again = await verifyMessage(message, createKeyResolver())
+          // Verified again here, independently of the client, with a fresh resolver: the
+          // message as delivered (its signatures cover the sealed body).
+          const again = await verifyMessage(wire, createKeyResolver())
           expect(again.level).toBe(3)
           expect(again.source).toBe('did-key')
           expect(again.keyId).toBe(pageAgent.keyId)

@@ -40,6 +40,22 @@ describe('README.md', () => {
     expect(logged).toContainEqual([true])
   })
 
+  it('"Sealed bodies" runs as written: the relay is handed a sealed part, bob reads the text', async () => {
+    const blocks = sectionBlocks('Sealed bodies: what a relay sees')
+    expect(blocks).toHaveLength(1)
+    const logged: unknown[][] = []
+    const log = vi.spyOn(console, 'log').mockImplementation((...args) => void logged.push(args))
+    try {
+      await run(blocks[0] ?? '')
+    } finally {
+      log.mockRestore()
+    }
+    expect(logged).toEqual([
+      [true, 'true the meeting is at 10'],
+      ['sealed', false],
+    ])
+  })
+
   it('draws the package graph with every workspace package', () => {
     const arch = readme.slice(readme.indexOf('\n## Architecture\n'))
     for (const name of [

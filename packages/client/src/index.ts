@@ -23,6 +23,7 @@ export type {
   OwnIdentity,
   PinOptions,
   ReceivedMessage,
+  RelayTrust,
   Route,
   SendOptions,
   SendResult,

@@ -200,6 +200,8 @@ describe('a custom transport', () => {
     const alice = await agent({
       transports: [fake('https', 'inbox'), fake('relay', 'relay')],
       resolveIdentity: async () => ({ status: 'not_found', reason: 'test' }),
+      // Bob's key is unknown (no document), so an untrusted relay would be left out (PROFILE §8).
+      relayTrust: { 'https://relay.example': 'trusted' },
     })
     const inbox = ['https://bob.example/.well-known/agentmsg/inbox']
 

@@ -7,6 +7,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { memoryStorage } from '@agentmsg/core'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import {
   createAddressPolicy,
@@ -46,6 +47,19 @@ async function urlAgent(network: Partial<NodeAgentOptions>): Promise<NodeAgent> 
 const loopback = () => createAddressPolicy({ allow: ['127.0.0.1'] })
 
 describe('createNodeAgent network options', () => {
+  it("the agent's inbox advertises sealed_box, and a direct send with seal: true opens there", async () => {
+    const bob = await urlAgent({ ca: tls.cert, addressPolicy: loopback() })
+    const alice = await urlAgent({ ca: [tls.cert], addressPolicy: loopback() })
+    const fetch = createNodeFetch({ ca: tls.cert, addressPolicy: loopback() })
+    const res = await fetch(`${bob.id}/.well-known/agentmsg/capabilities`)
+    // PROFILE §10: the agent's receiver opens sealed bodies with its seeds (PROFILE §8).
+    expect(((await res.json()) as { encryption: unknown }).encryption).toEqual(['sealed_box'])
+    const received = collect(bob, 'message')
+    const sent = await alice.send(bob.id, 'sealed over TLS too', { seal: true })
+    expect(sent).toMatchObject({ route: 'direct', sealed: true })
+    expect(await received.nth(1)).toMatchObject({ text: 'sealed over TLS too', sealed: true })
+  })
+
   it('with `ca` and an address policy allowing 127.0.0.1, a message is delivered', async () => {
     const bob = await urlAgent({ ca: tls.cert, addressPolicy: loopback() })
     const alice = await urlAgent({ ca: [tls.cert], addressPolicy: loopback() })

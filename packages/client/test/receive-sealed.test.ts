@@ -2,12 +2,16 @@
  * Sealed bodies arriving at an agent (PROFILE §8): the agent opens them with its own key and
  * says so (`sealed: true`, `text` of the opened body); a part it cannot open is a coded refusal
  * reported as an error event, never a crash. Two agents on the in-process memory transport; the
- * sealed message is built by hand (sealBody, then signMessage).
+ * sealed message is built by hand (`sealedMessage`: sealBody, then signMessage).
  */
-import { createMemoryHub, fixtureAgent, memoryTransport } from '@agentmsg/conformance'
-import { createMessage, type Message, signMessage } from '@agentmsg/core'
+import {
+  createMemoryHub,
+  fixtureAgent,
+  memoryTransport,
+  sealedMessage,
+} from '@agentmsg/conformance'
+import type { Message } from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/encoding'
-import { sealBody } from '@agentmsg/core/sealed-box'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, createAgent } from '../src/index.js'
 import { collect } from './collect.js'
@@ -35,21 +39,11 @@ async function setup() {
   open.push(alice, bob)
   expect(bob.id).toBe(bobKeys.id)
   /** A message from Alice to Bob, sealed for `recipients`, then signed by Alice. */
-  const sealedToBob = async (text: string, recipients = [bobKeys]): Promise<Message> => {
-    const unsigned = createMessage({
-      from: alice.id,
-      to: bob.id,
+  const sealedToBob = (text: string, recipients = [bobKeys]): Promise<Message> => {
+    return sealedMessage(aliceKeys, bob.id, recipients, {
       conversationId: `sealed-${text.replaceAll(' ', '-')}`,
-      sequence: 0,
-      phase: 'request',
       text,
     })
-    const { body } = sealBody(
-      // createMessage's UnsignedMessage (an Omit of the Message union) is not a SealableMessage
-      unsigned as Message,
-      recipients.map((r) => ({ agent: r.id, keyId: r.signer.keyId, publicKey: r.keys.publicKey })),
-    )
-    return signMessage({ ...unsigned, body }, aliceKeys.signer)
   }
   const deliver = (m: Message) => {
     const receive = hub.agents.get(bob.id)

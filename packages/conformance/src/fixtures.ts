@@ -14,6 +14,7 @@ import {
   type Signer,
   signMessage,
 } from '@agentmsg/core'
+import { sealBody } from '@agentmsg/core/sealed-box'
 
 /** A did:key agent with its key pair and signer. */
 export interface FixtureAgent {
@@ -71,6 +72,40 @@ export async function signedMessage(
   })
   return signMessage(
     message,
+    sign.signer ?? sender.signer,
+    sign.created !== undefined ? { created: sign.created } : {},
+  )
+}
+
+/**
+ * Like {@link signedMessage}, but the body is sealed for `recipients` (their did:key keys) and
+ * then signed (PROFILE §8), with `security.encryption` naming them.
+ *
+ * @example
+ * const m = await sealedMessage(alice, bob.id, [bob], { text: 'for bob only' })
+ */
+export async function sealedMessage(
+  sender: { id: string; signer: Signer },
+  to: string | { topic: string },
+  recipients: readonly FixtureAgent[],
+  overrides: Partial<CreateMessageOptions> = {},
+  sign: FixtureSignOptions = {},
+): Promise<Message> {
+  const message = createMessage({
+    from: sender.id,
+    to,
+    conversationId: `c-${++conversation}`,
+    sequence: 0,
+    phase: 'request',
+    text: 'hello',
+    ...overrides,
+  })
+  const { body, encryption } = sealBody(
+    message,
+    recipients.map((r) => ({ agent: r.id, keyId: r.signer.keyId, publicKey: r.keys.publicKey })),
+  )
+  return signMessage(
+    { ...message, body, security: { signatures: [], encryption } },
     sign.signer ?? sender.signer,
     sign.created !== undefined ? { created: sign.created } : {},
   )

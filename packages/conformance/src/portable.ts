@@ -10,7 +10,7 @@ export { socketDetail } from './assert.js'
 export type { MemoryHub } from './examples/memory-transport.js'
 export { createMemoryHub, MEMORY_KIND, memoryTransport } from './examples/memory-transport.js'
 export type { FixtureAgent, FixtureSignOptions } from './fixtures.js'
-export { fixtureAgent, signedMessage } from './fixtures.js'
+export { fixtureAgent, sealedMessage, signedMessage } from './fixtures.js'
 export type { RunStorageContractOptions, StorageCheckResult } from './storage/run.js'
 export { runStorageContract, storageCheckNames } from './storage/run.js'
 export type {

@@ -75,5 +75,5 @@ export interface Message {
   [extension: string]: unknown
 }
 
-/** A message before it is signed: `security` may be absent. */
-export type UnsignedMessage = Omit<Message, 'security'> & { security?: Message['security'] }
+/** A message before it is signed: the same shape, `security` absent or without signatures yet. */
+export type UnsignedMessage = Message

@@ -1,4 +1,4 @@
-import { type FixtureAgent, fixtureAgent } from '@agentmsg/conformance'
+import { type FixtureAgent, fixtureAgent, sealedMessage } from '@agentmsg/conformance'
 /**
  * The receive pipeline's `open` step (PROFILE §8): sealed bodies are opened after verifying,
  * and refused, coded and at step `open`, when they do not open or were lifted from another
@@ -18,34 +18,20 @@ import {
   receive,
   signMessage,
 } from '../src/index.js'
-import { sealBody } from '../src/sealed-box/index.js'
 import { bytesOf, until } from './receive-helpers.js'
 
 type To = string | { topic: string }
 let conv = 0
 
 /** A message from `sender`, its body sealed for `recipients` and then signed (PROFILE §8). */
-async function sealed(
+function sealed(
   sender: FixtureAgent,
   to: To,
   recipients: FixtureAgent[],
   text = 'sealed hello',
   conversationId = `sealed-${++conv}`,
 ): Promise<Message> {
-  const unsigned = createMessage({
-    from: sender.id,
-    to,
-    conversationId,
-    sequence: 0,
-    phase: 'request',
-    text,
-  })
-  const { body } = sealBody(
-    // createMessage's UnsignedMessage (an Omit of the Message union) is not a SealableMessage
-    unsigned as Message,
-    recipients.map((r) => ({ agent: r.id, keyId: r.signer.keyId, publicKey: r.keys.publicKey })),
-  )
-  return signMessage({ ...unsigned, body }, sender.signer)
+  return sealedMessage(sender, to, recipients, { text, conversationId })
 }
 
 /** `message` with its body replaced, signed again by `signer` (a sender re-signing a part). */

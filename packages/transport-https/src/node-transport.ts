@@ -106,6 +106,7 @@ function createNodeHttpsTransport(
       agentId: components.agentId,
       identityDocument: () => components.identityDocument(),
       receive,
+      encryption: components.encryption ?? [],
       onError: (error) => components.onError(error),
       ...(inbox.basePath ? { basePath: inbox.basePath } : {}),
       ...(inbox.limits ? { limits: inbox.limits } : {}),

@@ -25,6 +25,7 @@ import { migrateStorage } from './migrate.js'
 import { PeerRelays } from './peers.js'
 import { createAgentReceiver, ReportingAuthLevels } from './receive.js'
 import { Router } from './route.js'
+import { Sealing } from './seal.js'
 import { copies, type SendContext } from './send.js'
 import { defaultTransports, lazyIdentityFetcher } from './transports.js'
 import type { Agent, AgentOptions } from './types.js'
@@ -79,6 +80,8 @@ export async function openAgent(
     resolver,
     relays,
     identityDocument: () => keys.document,
+    // The receiver below opens sealed bodies with the agent's seeds (PROFILE §8).
+    encryption: ['sealed_box'],
     now,
     onError: (error) => events.error({ error }),
     onOutcome: (event) => outcome(events, event),
@@ -115,6 +118,7 @@ export async function openAgent(
     storage,
     now,
     router,
+    sealing: new Sealing({ relayTrust: options.relayTrust, documents, keyStore }),
     peers,
     conversations,
     addToken: (token) => keyStore.addIntroductionToken(token),
@@ -174,7 +178,9 @@ function outcome(events: AgentEmitter, e: DeliveryEvent): void {
 
 /**
  * Sign and deliver an error phase message for the receiver (PROFILE §7), with this agent's
- * relays so a did:key peer can answer. No route to the peer: nothing to do.
+ * relays so a did:key peer can answer. No route to the peer: nothing to do. Sealed through
+ * untrusted relays when the peer's key is known, as any send; an error body names only a code,
+ * so it goes in plaintext when the key is not.
  */
 async function errorReply(
   c: SendContext,
@@ -198,5 +204,11 @@ async function errorReply(
     if (isAgentMsgError(error) && error.code === 'not_found') return
     throw error
   }
-  await c.router.deliver(targets, copies(unsigned, c.keys.signer), undefined, true)
+  const sealing = await c.sealing.plan(targets, to.agent, { allowPlaintext: true })
+  await c.router.deliver(
+    sealing.targets,
+    copies(unsigned, c.keys.signer, undefined, sealing),
+    undefined,
+    true,
+  )
 }

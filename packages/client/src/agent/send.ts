@@ -6,6 +6,7 @@ import {
   type BodyPart,
   createMessage,
   createMessageId,
+  type DeliveryTarget,
   hmacSigner,
   type JsonValue,
   type Message,
@@ -19,6 +20,7 @@ import type { Conversations } from './conversations.js'
 import { type OwnKeys, relayList } from './identity.js'
 import type { PeerRelays } from './peers.js'
 import type { Delivered, Router } from './route.js'
+import { type Sealing, type SealPlan, sealMessage } from './seal.js'
 import type { Content, SendOptions, SendResult } from './types.js'
 
 /** What sending needs from the agent. */
@@ -28,6 +30,7 @@ export interface SendContext {
   storage: Storage
   now: () => number
   router: Router
+  sealing: Sealing
   peers: PeerRelays
   conversations: Conversations
   /** Store an introduction token; returns its fragment. */
@@ -74,38 +77,58 @@ export async function sendMessage(
   const hmac = intro
     ? await hmacSigner(await token(c, options.introduction, recipient), c.keys.id)
     : undefined
-  const targets = await c.router.plan({
+  const planned = await c.router.plan({
     to: recipient,
     route: options.route ?? 'auto',
     relays: given,
   })
+  const sealing = await c.sealing.plan(planned, recipient, options)
   const delivered = await c.router.deliver(
-    targets,
-    copies(unsigned, c.keys.signer, hmac),
+    sealing.targets,
+    copies(unsigned, c.keys.signer, hmac, sealing),
     options.signal,
   )
-  return sendResult(delivered, (unsigned as unknown as Message).message_id, conversationId)
+  return {
+    ...sendResult(delivered, unsigned.message_id, conversationId),
+    sealed: sealing.seals(delivered.receipt.target),
+  }
 }
 
 /**
- * The copy for each target: a level-0 introduction is signed by the token only; its relay copy
- * also carries the sender's Ed25519 signature, which relays require (PROFILE §9).
+ * The copy for each target, made once per kind of copy: sealed when `sealing` says so for the
+ * target (PROFILE §8, signed after sealing); a level-0 introduction is signed by the token only,
+ * and its relay copy also carries the sender's Ed25519 signature, which relays require (PROFILE §9).
  */
 export function copies(
   unsigned: UnsignedMessage,
   signer: Signer,
   hmac?: Signer,
-): (target: { kind: string }) => Promise<Message> {
-  let direct: Promise<Message> | undefined
-  let relay: Promise<Message> | undefined
+  sealing?: SealPlan,
+): (target: DeliveryTarget) => Promise<Message> {
+  let sealedBody: Promise<UnsignedMessage> | undefined
+  const made = new Map<string, Promise<Message>>()
   return (target) => {
-    if (target.kind === 'relay' && hmac) return (relay ??= signMessage(unsigned, [signer, hmac]))
-    return (direct ??= signMessage(unsigned, hmac ?? signer))
+    const sealed = sealing?.recipient !== undefined && sealing.seals(target)
+    const both = target.kind === 'relay' && hmac !== undefined
+    const kind = `${sealed}/${both}`
+    let copy = made.get(kind)
+    if (!copy) {
+      const base = sealed
+        ? (sealedBody ??= sealMessage(unsigned, sealing!.recipient!))
+        : Promise.resolve(unsigned)
+      copy = base.then((m) => signMessage(m, both ? [signer, hmac] : (hmac ?? signer)))
+      made.set(kind, copy)
+    }
+    return copy
   }
 }
 
-/** `SendResult` of a delivery. */
-function sendResult(d: Delivered, messageId: string, conversationId: string): SendResult {
+/** `SendResult` of a delivery, but `sealed`. */
+function sendResult(
+  d: Delivered,
+  messageId: string,
+  conversationId: string,
+): Omit<SendResult, 'sealed'> {
   const viaRelay = d.receipt.target.kind === 'relay'
   return {
     messageId,

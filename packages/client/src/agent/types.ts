@@ -27,6 +27,14 @@ export type TransportKind = 'https' | 'relay' | (string & {})
  */
 export type Route = 'direct' | 'relay'
 
+/**
+ * How far a relay is trusted with message bodies (SPEC §5.7.2): `untrusted` relays may log or
+ * leak what they carry, so bodies through them are sealed (PROFILE §8); `trusted` (run by a known
+ * party) and `self-operated` (run by one of the parties) relays get plaintext unless a send asks
+ * for sealing.
+ */
+export type RelayTrust = 'untrusted' | 'trusted' | 'self-operated'
+
 /** Options for `createAgent`. */
 export interface AgentOptions {
   /**
@@ -57,6 +65,12 @@ export interface AgentOptions {
    * @default [https (inbox targets, loaded on first use), relay (`relays`, `mode`)]
    */
   transports?: TransportFactory[]
+  /**
+   * Relays trusted with bodies, by URL (SPEC §5.7.2). A body sent through any relay not listed
+   * here as `trusted` or `self-operated` is sealed for its recipient (PROFILE §8).
+   * @default every relay `untrusted`
+   */
+  relayTrust?: Record<string, RelayTrust>
   /** How relay streams receive (default transports). @default 'sse' */
   mode?: 'sse' | 'ws'
   /** The fetch for inbox deliveries, relay requests and identity documents. @default globalThis.fetch */
@@ -103,6 +117,18 @@ export interface SendOptions {
   introduction?: string
   /** `ttl_seconds`. */
   ttlSeconds?: number
+  /**
+   * Seal the body for the recipient (PROFILE §8): `true` on every route, also direct (fails with
+   * `not_found` when its key is unknown); `false` never.
+   * @default sealed when it goes through a relay not marked trusted in `relayTrust`
+   */
+  seal?: boolean
+  /**
+   * When the default would seal but the recipient's key is unknown (a URL agent whose identity
+   * document cannot be fetched and has no pinned key): send the body in plaintext rather than
+   * fail with `not_found`. @default false
+   */
+  allowPlaintext?: boolean
   /** Abort the send. */
   signal?: AbortSignal
 }
@@ -117,6 +143,8 @@ export interface SendResult {
   transport: TransportKind
   /** The relay that accepted it, for `route: 'relay'`. */
   relayUrl?: string
+  /** Whether the body went sealed for the recipient (PROFILE §8). */
+  sealed: boolean
   /**
    * `true` when the inbox delivery is still being retried from the durable outbox (nothing to
    * fall back to, or no relay took it); `delivered` / `undeliverable` events tell the outcome.

@@ -136,6 +136,11 @@ export interface TransportComponents {
   readonly relays: readonly string[]
   /** The agent's identity document (URL agents), current at each call. */
   identityDocument(): IdentityDocument | undefined
+  /**
+   * The encryption schemes the agent's receive pipeline opens (`sealed_box`, PROFILE §8): what
+   * an inbox advertises in its capabilities document (PROFILE §10). @default none
+   */
+  readonly encryption?: readonly string[]
   /** The clock, epoch ms. */
   now(): number
   /** Failures nobody else sees. */

@@ -7,6 +7,8 @@ export interface CapabilitiesInput {
   agentId: string
   /** The per-sender limit the inbox enforces; its numbers are stated (PROFILE §6). */
   perSender: RateLimit
+  /** Encryption schemes the receiver opens (PROFILE §8). */
+  encryption: readonly string[]
   /** Relays, copied from the identity document when it names some. */
   relay?: { urls: string[]; preference: string } | undefined
 }
@@ -22,9 +24,9 @@ export function defaultCapabilities(input: CapabilitiesInput): JsonObject {
     content_types: ['application/json'],
     phases: [...PHASES],
     auth_levels: [0, 1, 2, 3],
-    // Only what is implemented is advertised: nothing here seals or opens a `sealed_box`
-    // (PROFILE §8) yet, and a sender told otherwise would seal messages this agent cannot read.
-    encryption: [],
+    // Only what the receiver opens is advertised: a sender told `sealed_box` would seal
+    // messages to us (PROFILE §8) that a receiver without our seeds cannot read.
+    encryption: [...input.encryption],
     max_message_bytes: MAX_MESSAGE_BYTES,
     rate_limit: {
       // JSON has no Infinity: an unlimited inbox states no number it could be held to.

@@ -66,6 +66,7 @@ function ownReceiver(o: InboxHandlerOptions, onError: (error: unknown) => void):
     ...(o.replayGuard !== undefined ? { replayGuard: o.replayGuard } : {}),
     ...(o.authLevels !== undefined ? { authLevels: o.authLevels } : {}),
     ...(o.errorReplies !== undefined ? { errorReplies: o.errorReplies } : {}),
+    ...(o.opener !== undefined ? { opener: o.opener } : {}),
     ...(o.identityOf !== undefined ? { identityOf: o.identityOf } : {}),
     ...(o.transitionMs !== undefined ? { transitionMs: o.transitionMs } : {}),
     ...(o.now !== undefined ? { now: o.now } : {}),
@@ -284,6 +285,7 @@ class Inbox implements InboxHandler, ExchangeHandler {
     return defaultCapabilities({
       agentId: this.#o.agentId,
       perSender: this.#perSenderLimit,
+      encryption: this.#o.encryption ?? (!this.#o.receive && this.#o.opener ? ['sealed_box'] : []),
       relay: identity?.relay,
     })
   }

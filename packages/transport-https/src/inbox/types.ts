@@ -8,6 +8,7 @@ import type {
   KeyResolver,
   Message,
   ReceivedInfo,
+  ReceiveOpener,
   ReplayGuard,
   Storage,
 } from '@agentmsg/core'
@@ -108,6 +109,17 @@ export interface InboxHandlerOptions {
    * @default the PROFILE §10 document built from `agentId`, `limits.perSender` and the identity document's `relay`
    */
   capabilities?: JsonObject | (() => JsonObject)
+  /**
+   * Encryption schemes the receiver behind this inbox opens, advertised in the capabilities
+   * document (PROFILE §10): a sender told `sealed_box` seals to us, so only say what opens.
+   * @default `['sealed_box']` for a standalone inbox given `opener`, else none
+   */
+  encryption?: readonly string[]
+  /**
+   * Opens sealed bodies addressed to this agent (PROFILE §8): its id and the seeds of its keys by
+   * full key id. Standalone only. Absent: sealed bodies are refused `invalid_format`.
+   */
+  opener?: ReceiveOpener
   /** Finds signing keys (e.g. `createKeyResolver(...)` from `@agentmsg/core`). Required without `receive`. */
   resolver?: KeyResolver
   /**
