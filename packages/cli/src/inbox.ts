@@ -22,7 +22,10 @@ interface InboxFlags {
 const info = (text: string) => process.stderr.write(`agentmsg: ${text}\n`)
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
-/** One stdout line per message: `{message, sender, level, source, known_contact}`. */
+/**
+ * One stdout line per message: `{message, sender, level, source, known_contact, sealed}`;
+ * `sealed` tells whether the body came sealed (PROFILE §8), `message` carries it opened.
+ */
 function print(received: ReceivedMessage): void {
   process.stdout.write(
     JSON.stringify({
@@ -31,6 +34,7 @@ function print(received: ReceivedMessage): void {
       level: received.level,
       source: received.source,
       known_contact: received.knownContact,
+      sealed: received.sealed,
     }) + '\n',
   )
 }

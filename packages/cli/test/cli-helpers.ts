@@ -71,6 +71,8 @@ export interface InboxProcess {
   /** A fetch that trusts the inbox's development certificate. */
   fetch: typeof fetch
   inboxUrl: string
+  /** The development certificate's file (what clients pass as `--ca`). */
+  certFile: string
   /** SIGTERM, resolving with the exit code. */
   stop: () => Promise<number | null>
 }
@@ -106,6 +108,53 @@ export async function startInbox(
     stderr: () => err,
     fetch: createNodeFetch({ ca, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) }),
     inboxUrl: listening.split('listening on ')[1]!.trim(),
+    certFile,
+    stop: () => {
+      child.kill('SIGTERM')
+      return exited
+    },
+  }
+}
+
+/** A running `agentmsg relay` on SQLite in its data directory. */
+export interface RelayProcess {
+  url: string
+  /** Its development certificate's file (what clients pass as `--ca`). */
+  certFile: string
+  dataDir: string
+  /** SIGTERM, resolving with the exit code. */
+  stop: () => Promise<number | null>
+}
+
+/**
+ * Start `agentmsg relay --dev-tls` (and `flags`) on a free port, data in `dataDir`, with `env`
+ * added to the environment; wait until it listens.
+ */
+export async function startRelay(
+  dataDir: string,
+  flags: string[] = [],
+  env: Record<string, string> = {},
+): Promise<RelayProcess> {
+  const port = await freePort()
+  const child = spawn(
+    process.execPath,
+    [CLI, 'relay', '--data', dataDir, '--port', String(port), '--dev-tls', ...flags],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
+  )
+  let err = ''
+  child.stderr!.on('data', (d) => (err += d))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  const certLine = waitFor(child, 'stderr', /development certificate: /)
+  const listening = await Promise.race([
+    waitFor(child, 'stderr', /listening on/),
+    exited.then((code) => {
+      throw new Error(`agentmsg relay exited (${code}): ${err}`)
+    }),
+  ])
+  return {
+    url: listening.split('listening on ')[1]!.split(' ')[0]!,
+    certFile: (await certLine).split('development certificate: ')[1]!.split(' (')[0]!,
+    dataDir,
     stop: () => {
       child.kill('SIGTERM')
       return exited
