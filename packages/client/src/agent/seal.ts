@@ -142,10 +142,10 @@ function parseTrust(given: Record<string, RelayTrust>): Map<string, RelayTrust> 
   return out
 }
 
-function cannotSeal(to: string, escape: string): AgentMsgError {
+function cannotSeal(to: string, way: string): AgentMsgError {
   return new AgentMsgError(
     'not_found',
     `cannot seal for ${to}: its key is unknown (no identity document could be fetched and no ` +
-      `key is pinned); pin its key, mark the relay trusted in relayTrust, or pass ${escape}`,
+      `key is pinned); pin its key, mark the relay trusted in relayTrust, or pass ${way}`,
   )
 }
