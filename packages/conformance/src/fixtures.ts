@@ -61,7 +61,15 @@ export async function signedMessage(
   overrides: Partial<CreateMessageOptions> = {},
   sign: FixtureSignOptions = {},
 ): Promise<Message> {
-  const message = createMessage({
+  return signAs(sender, unsignedMessage(sender, to, overrides), sign)
+}
+
+function unsignedMessage(
+  sender: { id: string },
+  to: string | { topic: string },
+  overrides: Partial<CreateMessageOptions>,
+): Message {
+  return createMessage({
     from: sender.id,
     to,
     conversationId: `c-${++conversation}`,
@@ -70,6 +78,13 @@ export async function signedMessage(
     text: 'hello',
     ...overrides,
   })
+}
+
+function signAs(
+  sender: { signer: Signer },
+  message: Message,
+  sign: FixtureSignOptions,
+): Promise<Message> {
   return signMessage(
     message,
     sign.signer ?? sender.signer,
@@ -91,22 +106,10 @@ export async function sealedMessage(
   overrides: Partial<CreateMessageOptions> = {},
   sign: FixtureSignOptions = {},
 ): Promise<Message> {
-  const message = createMessage({
-    from: sender.id,
-    to,
-    conversationId: `c-${++conversation}`,
-    sequence: 0,
-    phase: 'request',
-    text: 'hello',
-    ...overrides,
-  })
+  const message = unsignedMessage(sender, to, overrides)
   const { body, encryption } = sealBody(
     message,
     recipients.map((r) => ({ agent: r.id, keyId: r.signer.keyId, publicKey: r.keys.publicKey })),
   )
-  return signMessage(
-    { ...message, body, security: { signatures: [], encryption } },
-    sign.signer ?? sender.signer,
-    sign.created !== undefined ? { created: sign.created } : {},
-  )
+  return signAs(sender, { ...message, body, security: { signatures: [], encryption } }, sign)
 }
