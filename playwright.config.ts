@@ -27,6 +27,8 @@ export default defineConfig({
   testDir: 'test/browser',
   testMatch: '**/*.spec.ts',
   outputDir: 'test-results',
+  // A temporary AGENTMSG_HOME (the development CA lives there): tests never touch the real home.
+  globalSetup: './test/setup/agentmsg-home.ts',
   // A focused test would hide every other result; refuse it everywhere, not only on CI.
   forbidOnly: true,
   retries: 0,

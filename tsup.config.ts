@@ -29,6 +29,8 @@ interface Manifest {
 const EXTRA_ENTRIES: Record<string, Record<string, string>> = {
   // The SQLite relay store's writer worker, next to the store in dist/.
   'packages/relay': { 'sqlite-writer': 'src/store/sqlite-writer.ts' },
+  // The CLI, run by its committed bin shim (bin/agentmsg.js) once built.
+  'packages/cli': { cli: 'src/cli.ts' },
 }
 
 const distName = (target: string, where: string): string => {
@@ -41,7 +43,7 @@ const distName = (target: string, where: string): string => {
  * tsup entries of one package, read from its manifest: each `exports`/`imports` entry pairs its
  * `@agentmsg/source` file with the `.js` file the other conditions name. A string source pairs
  * with the first non-`types` condition; a nested source object (platform variants of a `#…`
- * import) pairs condition by condition. `bin` files build from `src/<same name>.ts`.
+ * import) pairs condition by condition. `bin` files in dist/ build from `src/<same name>.ts`.
  */
 function entriesOf(dir: string, manifest: Manifest): Record<string, string> {
   const entry: Record<string, string> = {}
@@ -75,6 +77,9 @@ function entriesOf(dir: string, manifest: Manifest): Record<string, string> {
   }
   const bins = typeof manifest.bin === 'string' ? [manifest.bin] : Object.values(manifest.bin ?? {})
   for (const bin of bins) {
+    // A bin outside dist/ is a committed file (the CLI's shim: npm links a bin only if it
+    // exists at install time, before any build); what it runs is in EXTRA_ENTRIES.
+    if (!bin.replace(/^\.\//, '').startsWith('dist/')) continue
     const name = distName(bin, `${manifest.name} bin`)
     add(bin, `src/${name}.ts`, `${manifest.name} bin`)
   }

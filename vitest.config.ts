@@ -22,5 +22,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // A temporary AGENTMSG_HOME (the development CA lives there): tests never touch the real home.
+    globalSetup: ['test/setup/agentmsg-home.ts'],
   },
 })

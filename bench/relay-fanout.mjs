@@ -72,7 +72,7 @@ export async function benchFanout(tls) {
   // The relay: FANOUT did:key agents subscribed to the topic (over HTTP, not timed).
   const { url, close } = await startRelay(tls)
   const policy = createAddressPolicy({ allow: ['127.0.0.1'] })
-  const fetch = createNodeFetch({ ca: tls.cert, addressPolicy: policy, maxSockets: 32 })
+  const fetch = createNodeFetch({ ca: tls.ca, addressPolicy: policy, maxSockets: 32 })
   const agents = await Promise.all(Array.from({ length: FANOUT }, makeAgent))
   for (let i = 0; i < agents.length; i += 32) {
     await Promise.all(
@@ -86,7 +86,7 @@ export async function benchFanout(tls) {
   const relayArrivals = { onFrame: () => {} }
   const relaySockets = await openSockets(
     `${url.replace('https:', 'wss:')}/relay/ws`,
-    tls.cert,
+    tls.ca,
     FANOUT,
     (ws, i) => {
       let authed = false
@@ -110,20 +110,20 @@ export async function benchFanout(tls) {
   const bareArrivals = { onFrame: () => {} }
   const bareSockets = await openSockets(
     `${bare.url.replace('https:', 'wss:')}/ws`,
-    tls.cert,
+    tls.ca,
     FANOUT,
     (ws) => ws.on('message', () => bareArrivals.onFrame()),
   )
 
   try {
     // Warm-up: one message each, which also proves every relay feed is live.
-    await fanoutRound(bare.url, tls.cert, [warmBare], FANOUT, bareArrivals)
-    await fanoutRound(url, tls.cert, [warmRelay], FANOUT, relayArrivals)
+    await fanoutRound(bare.url, tls.ca, [warmBare], FANOUT, bareArrivals)
+    await fanoutRound(url, tls.ca, [warmRelay], FANOUT, relayArrivals)
     const expected = FANOUT * FANOUT_MESSAGES
-    const b1 = await fanoutRound(bare.url, tls.cert, rounds[0], expected, bareArrivals)
-    const r1 = await fanoutRound(url, tls.cert, rounds[1], expected, relayArrivals)
-    const r2 = await fanoutRound(url, tls.cert, rounds[2], expected, relayArrivals)
-    const b2 = await fanoutRound(bare.url, tls.cert, rounds[3], expected, bareArrivals)
+    const b1 = await fanoutRound(bare.url, tls.ca, rounds[0], expected, bareArrivals)
+    const r1 = await fanoutRound(url, tls.ca, rounds[1], expected, relayArrivals)
+    const r2 = await fanoutRound(url, tls.ca, rounds[2], expected, relayArrivals)
+    const b2 = await fanoutRound(bare.url, tls.ca, rounds[3], expected, bareArrivals)
     if (verbose) console.log({ fanout: { b1, r1, r2, b2 } })
     return {
       relay: Math.max(r1.rate, r2.rate),

@@ -76,16 +76,16 @@ function arrivalMap() {
 async function latencyBare(tls, items, ping) {
   const bare = await startBare(tls)
   const arrivals = arrivalMap()
-  const ws = new WebSocket(`${bare.url.replace('https:', 'wss:')}/ws`, { ca: tls.cert })
+  const ws = new WebSocket(`${bare.url.replace('https:', 'wss:')}/ws`, { ca: tls.ca })
   await new Promise((resolve, reject) => {
     ws.once('open', resolve)
     ws.once('error', reject)
   })
   ws.on('message', (data) => arrivals.mark(JSON.parse(data.toString('utf8')).message_id))
-  const pub = publisher(bare.url, tls.cert, 1)
+  const pub = publisher(bare.url, tls.ca, 1)
   await pub.send(ping.body)
   pub.close()
-  const result = await pacedRun(bare.url, tls.cert, items, arrivals, 'bare latency')
+  const result = await pacedRun(bare.url, tls.ca, items, arrivals, 'bare latency')
   ws.terminate()
   await bare.close()
   return result
@@ -96,15 +96,15 @@ async function latencyRelay(tls, mode, subscriber, senders) {
   const policy = createAddressPolicy({ allow: ['127.0.0.1'] })
   class DevWebSocket extends WebSocket {
     constructor(u) {
-      super(u, { ca: tls.cert })
+      super(u, { ca: tls.ca })
     }
   }
   const client = createRelayClient({
     relayUrl: url,
     agent: subscriber.id,
     signer: subscriber.signer,
-    fetch: createNodeFetch({ ca: tls.cert, addressPolicy: policy }),
-    streamFetch: createNodeFetch({ ca: tls.cert, addressPolicy: policy, timeoutMs: 0 }),
+    fetch: createNodeFetch({ ca: tls.ca, addressPolicy: policy }),
+    streamFetch: createNodeFetch({ ca: tls.ca, addressPolicy: policy, timeoutMs: 0 }),
     WebSocket: DevWebSocket,
   })
   await client.subscribe()
@@ -133,13 +133,13 @@ async function latencyRelay(tls, mode, subscriber, senders) {
   )
   const pingSeen = counter(1)
   arrivals.onArrive = () => pingSeen.arrive()
-  const pub = publisher(url, tls.cert, 1)
+  const pub = publisher(url, tls.ca, 1)
   const status = await pub.send(ping.body)
   pub.close()
   if (status !== 202) throw new Error(`relay ${mode}: ping publish answered ${status}`)
   await withTimeout(pingSeen.done, 10_000, `relay ${mode}: ping`)
   try {
-    return await pacedRun(url, tls.cert, items, arrivals, `relay ${mode} latency`)
+    return await pacedRun(url, tls.ca, items, arrivals, `relay ${mode} latency`)
   } finally {
     await handle.close()
     await receiver.close({ drain: false })

@@ -16,7 +16,7 @@ export async function benchThroughput(tls) {
   const { url, close } = await startRelay(tls)
   try {
     const policy = createAddressPolicy({ allow: ['127.0.0.1'] })
-    const fetch = createNodeFetch({ ca: tls.cert, addressPolicy: policy, maxSockets: 32 })
+    const fetch = createNodeFetch({ ca: tls.ca, addressPolicy: policy, maxSockets: 32 })
     const recipients = await Promise.all(Array.from({ length: CONCURRENCY }, makeAgent))
     for (let i = 0; i < recipients.length; i += 32) {
       await Promise.all(
@@ -33,7 +33,7 @@ export async function benchThroughput(tls) {
       (i) => recipients[i % CONCURRENCY].id,
       TP_WARMUP + TP_MEASURED,
     )
-    const pub = publisher(url, tls.cert, CONCURRENCY)
+    const pub = publisher(url, tls.ca, CONCURRENCY)
     const run = async (slice, maxMs) => {
       let next = 0
       let bad = 0

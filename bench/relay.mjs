@@ -40,8 +40,9 @@ import { benchThroughput, CONCURRENCY } from './relay-throughput.mjs'
  * (run.mjs prints them as their own table); otherwise it is run here for the baseline.
  */
 export async function benchRelay({ storeRows } = {}) {
-  const { cert, key } = await createDevCertificate()
-  const tls = { cert, key }
+  // `ca` (the development CA) is what the benchmark's clients trust.
+  const { cert, key, ca } = await createDevCertificate()
+  const tls = { cert, key, ca }
   const lat = await benchLatency(tls)
   const fan = await benchFanout(tls)
   const tp = await benchThroughput(tls)

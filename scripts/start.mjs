@@ -1,92 +1,126 @@
-// `npm start`: the main job. A local relay on its embedded SQLite store (data in .agentmsg/,
-// https with a development certificate made on first run), plus the demo: two relay-only
-// agents talk through it, one receiving over Server-Sent Events, the other over WebSocket, and
-// the authentication-level walk-through of core. The relay keeps running until Ctrl-C.
-import { mkdir } from 'node:fs/promises'
+// `npm start`: build what changed (scripts/build-incremental.mjs), then a local relay on its
+// embedded SQLite store (https, with a certificate from the machine's development CA) serving
+// the browser demo from its own origin at /demo/, the Node agent the page talks to, and a short
+// terminal demo (demo/node/). The relay keeps running until Ctrl-C.
+//
+//   PORT            port of the relay and the page (default 8443; 0 picks a free one)
+//   AGENTMSG_HOME   machine directory: the development CA (dev-ca/), the relay's data
+//                   (relay/) and the Echo agent (demo/) (default <repo>/.agentmsg)
+//   AGENTMSG_DATA   the relay's data directory instead (default $AGENTMSG_HOME/relay)
+//   AGENTMSG_SKIP_BUILD=1 or --no-build   use the packages as built (tests)
+//   AGENTMSG_DEMO_EXIT=1                  stop after the terminal demo (tests)
+//
+// Errors are one line, `agentmsg: <code>: <what to do>`: exit 2 for a bad setting, 1 otherwise.
+import { spawnSync } from 'node:child_process'
+import { createServer } from 'node:net'
 import path from 'node:path'
-import { createAgent } from '@agentmsg/client'
-import { serveRelay } from '@agentmsg/relay'
-import {
-  createAddressPolicy,
-  createNodeFetch,
-  loadDevCertificate,
-} from '@agentmsg/transport-https/node'
-import { WebSocket as WS } from 'ws'
+import { fileURLToPath } from 'node:url'
 
-const dataDir = path.resolve(process.env.AGENTMSG_DATA ?? '.agentmsg/relay')
-const port = Number(process.env.PORT ?? 8443)
-const step = (s) => console.log(`\n▶ ${s}`)
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const HOST = '127.0.0.1'
+const DEFAULT_PORT = 8443
 
-await mkdir(dataDir, { recursive: true, mode: 0o700 })
-// Where `agentmsg relay --data DIR --dev-tls` keeps it, so both serve the same certificate.
-const tls = await loadDevCertificate(path.join(dataDir, 'dev-tls'))
-const relay = await serveRelay({ host: '127.0.0.1', port, dataDir, tls })
-step(`relay listening on ${relay.url} (SQLite in ${dataDir}; dev certificate ${tls.certFile})`)
-
-// Clients trust the development certificate as a custom CA; verification stays on.
-const policy = createAddressPolicy({ allow: ['127.0.0.1'] })
-const fetch = createNodeFetch({ ca: tls.cert, addressPolicy: policy })
-const streamFetch = createNodeFetch({ ca: tls.cert, addressPolicy: policy, timeoutMs: 0 })
-class TrustingWebSocket extends WS {
-  constructor(url, protocols) {
-    super(url, protocols, { ca: tls.cert })
-  }
+function fail(code, message, exitCode) {
+  console.error(`agentmsg: ${code}: ${message}`)
+  process.exit(exitCode)
 }
 
-// A relay-only agent as an application makes one: a did:key identity (new each run, in memory),
-// its mailbox on the local relay, streamed over SSE or WebSocket into its receive pipeline,
-// which verifies every message before the application sees it.
-async function agent(name, mode) {
-  const a = await createAgent({
-    relays: [relay.url],
-    mode,
-    fetch,
-    streamFetch,
-    WebSocket: TrustingWebSocket,
-    onError: (e) => console.error(`  ${name}: ${e?.message ?? e}`),
-  })
-  a.on('error', (e) => console.error(`  ${name} error: ${e.error?.message ?? e.error}`))
-  console.log(`  ${name}: ${a.id} (receives over ${mode === 'ws' ? 'WebSocket' : 'SSE'})`)
-  // Messages as they arrive, buffered from here on.
-  const inbox = a.messages()[Symbol.asyncIterator]()
-  const next = async () => {
-    const { value: m } = await inbox.next()
-    console.log(
-      `  ${name} got "${m.text}" from ${m.from.slice(0, 24)}… (verified at level ${m.level}; trace ${m.message.trace?.received?.[0]?.by})`,
+function parsePort(raw) {
+  if (raw === undefined || raw === '') return DEFAULT_PORT
+  const port = /^\d{1,5}$/.test(raw) ? Number(raw) : Number.NaN
+  if (!(port >= 0 && port <= 65535)) {
+    fail(
+      'invalid_port',
+      `PORT=${JSON.stringify(raw)} is not a port number: use 1-65535 (0 picks a free one), e.g. PORT=${DEFAULT_PORT} npm start`,
+      2,
     )
-    return m
   }
-  return { name, agent: a, next }
+  return port
 }
 
-step('two relay-only agents (did:key) open their mailboxes on the relay')
-const alice = await agent('alice', 'sse')
-const bob = await agent('bob', 'ws')
+/** The one line for a port the relay cannot listen on, or undefined for any other error. */
+function portProblem(error, port) {
+  if (error?.code === 'EADDRINUSE') {
+    return `${HOST}:${port} is already in use (another npm start?): stop that process or pick another port, e.g. PORT=${port + 1} npm start`
+  }
+  if (error?.code === 'EACCES') {
+    return `${HOST}:${port} needs privileges this user lacks: pick a port above 1023, e.g. PORT=${DEFAULT_PORT} npm start`
+  }
+  return undefined
+}
 
-step('bob → alice through the relay; alice receives over SSE (signature verified on delivery)')
-const sent = await bob.agent.send(alice.agent.id, 'Hi Alice, lunch on Tuesday?', {
-  relays: [relay.url],
-})
-console.log(`  bob sent ${sent.messageId} (route ${sent.route} via ${sent.relayUrl})`)
-const got = await alice.next()
+/** Fail now, before a build, when the port is taken. (The relay's own listen checks again.) */
+async function checkPort(port) {
+  if (port === 0) return
+  const error = await new Promise((resolve) => {
+    const probe = createServer()
+    probe.once('error', resolve)
+    probe.listen(port, HOST, () => probe.close(() => resolve(undefined)))
+  })
+  if (error) fail('port_unavailable', portProblem(error, port) ?? String(error.message), 1)
+}
 
-step('alice replies to the relay in from.relays; bob receives over WebSocket')
-await alice.agent.reply(got, 'Tuesday works.')
-await bob.next()
-await alice.agent.close()
-await bob.agent.close()
+const port = parsePort(process.env.PORT)
+await checkPort(port)
+const home = path.resolve(process.env.AGENTMSG_HOME || path.join(root, '.agentmsg'))
+// The development CA is $AGENTMSG_HOME/dev-ca: every dev server started from here shares it.
+process.env.AGENTMSG_HOME = home
+const dataDir = path.resolve(process.env.AGENTMSG_DATA || path.join(home, 'relay'))
 
-step('authentication levels, introductions and replay protection (core)')
-await import('./demo-levels.mjs')
+if (!process.argv.includes('--no-build') && !process.env.AGENTMSG_SKIP_BUILD) {
+  const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-incremental.mjs')], {
+    cwd: root,
+    stdio: 'inherit',
+  })
+  if (build.status !== 0) process.exit(build.status ?? 1)
+}
+
+// Imported only now: they are the built packages.
+const { startDemo } = await import('../demo/node/serve.mjs')
+const { runTerminalDemo } = await import('../demo/node/terminal-demo.mjs')
+const step = (s) => console.log(`\n▶ ${s}`)
+const log = (line) => console.log(line)
+
+step('the relay (SQLite), the demo page on its origin, and Echo, a Node agent')
+let demo
+try {
+  demo = await startDemo({ host: HOST, port, home, dataDir, log })
+} catch (error) {
+  const problem = portProblem(error, port)
+  if (problem) fail('port_unavailable', problem, 1)
+  fail('start_failed', `${error?.message ?? error} (data in ${dataDir})`, 1)
+}
+console.log(`  relay listening on ${demo.relayUrl} (SQLite in ${dataDir})`)
+console.log(`  Echo answers every message: ${demo.echoId}`)
+
+step('two Node agents talk through the relay: alice over SSE, bob over WebSocket')
+try {
+  await runTerminalDemo({ relayUrl: demo.relayUrl, ca: demo.ca, log })
+} catch (error) {
+  await demo.close()
+  fail('start_failed', `the terminal demo failed: ${error?.message ?? error}`, 1)
+}
+console.log('  (the authentication-level walk-through: node scripts/demo-levels.mjs)')
 
 if (process.env.AGENTMSG_DEMO_EXIT) {
-  await relay.close()
-} else {
-  console.log(`\nThe relay keeps running at ${relay.url}. Ctrl-C stops it.`)
-  const stop = async () => {
-    await relay.close()
-    process.exit(0)
-  }
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
+  await demo.close()
+  process.exit(0)
 }
+
+step('the browser demo')
+console.log(`  open        ${demo.pageUrl}`)
+console.log(`  trust once  ${demo.caFile}`)
+console.log(
+  '              (the development CA: import it as a certificate authority in the browser, or pass it as --ca / NODE_EXTRA_CA_CERTS)',
+)
+console.log('\nThe relay keeps running. Ctrl-C stops it.')
+
+let stopping = false
+const stop = async () => {
+  if (stopping) return
+  stopping = true
+  await demo.close()
+  process.exit(0)
+}
+process.once('SIGINT', stop)
+process.once('SIGTERM', stop)

@@ -1,31 +1,42 @@
 // Prints one closing line for the whole `npm test` run ("N passed, N failed"), summing the
 // vitest and Playwright JSON reports of this run, so CI logs end with a count a person (or a
 // machine) can read without knowing either runner's format. A stage that stopped the run is
-// named, and a runner that did not get to run is reported as such.
+// named, and so is a runner that did not get to run, and why.
 import { existsSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 /** Report files, relative to the repository root (Playwright's is set in playwright.config.ts). */
 export const REPORTS = { vitest: '.tmp/vitest.json', playwright: '.tmp/playwright.json' }
 
-const read = (file) => {
-  const url = new URL(`../${file}`, import.meta.url)
-  return existsSync(url) ? JSON.parse(readFileSync(url, 'utf8')) : undefined
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+const read = (root, file) => {
+  const full = path.join(root, file)
+  return existsSync(full) ? JSON.parse(readFileSync(full, 'utf8')) : undefined
 }
 
 /**
- * Prints the summary; `failed` is the stage that stopped the run (`{ stage, reason }`), if any.
- * Returns whether the run passed.
+ * Prints the summary; `failed` is the stage that stopped the run (`{ stage, reason }`), if any,
+ * `notRun` the stages left out (`[{ stage, reason }]`). Returns whether the run passed: nothing
+ * stopped it, nothing was left out, no test failed, and some test ran.
  */
-export function printSummary(failed) {
-  const v = read(REPORTS.vitest)
-  const p = read(REPORTS.playwright)?.stats
+export function printSummary(failed, { root = ROOT, notRun = [], log = console.log } = {}) {
+  const v = read(root, REPORTS.vitest)
+  const p = read(root, REPORTS.playwright)?.stats
   const passed = (v?.numPassedTests ?? 0) + (p?.expected ?? 0)
   const failures = (v?.numFailedTests ?? 0) + (p?.unexpected ?? 0) + (p?.flaky ?? 0)
   const skipped = (v ? v.numPendingTests + v.numTodoTests : 0) + (p?.skipped ?? 0)
-  const vitest = v ? `${v.numPassedTests} passed in ${v.numTotalTestSuites} suites` : 'not run'
-  const playwright = p ? `${p.expected} passed` : 'not run'
-  console.log(`\nvitest: ${vitest}; playwright: ${playwright}`)
-  if (failed) console.log(`stopped at ${failed.stage} (${failed.reason})`)
-  console.log(`${passed} passed, ${failures} failed${skipped ? `, ${skipped} skipped` : ''}`)
-  return !failed && failures === 0 && passed > 0
+  const why = (stage) => notRun.find((n) => n.stage === stage)?.reason
+  const vitest = v
+    ? `${v.numPassedTests} passed in ${v.numTotalTestSuites} suites`
+    : `not run${why('vitest') ? ` (${why('vitest')})` : ''}`
+  const playwright = p
+    ? `${p.expected} passed`
+    : `not run${why('playwright') ? ` (${why('playwright')})` : ''}`
+  log(`\nvitest: ${vitest}; playwright: ${playwright}`)
+  if (failed) log(`stopped at ${failed.stage} (${failed.reason})`)
+  for (const n of notRun) log(`did not run: ${n.stage} (${n.reason})`)
+  log(`${passed} passed, ${failures} failed${skipped ? `, ${skipped} skipped` : ''}`)
+  return !failed && notRun.length === 0 && failures === 0 && passed > 0
 }

@@ -142,7 +142,7 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
 
   /** The Node agent: relay-only, memory storage, trusting the dev certificate as its CA. */
   function nodeAgent(mode: Mode): Promise<Agent> {
-    const ca = cert.cert
+    const ca = cert.ca
     return createAgent({
       storage: memoryStorage(),
       relays: [relay.url],

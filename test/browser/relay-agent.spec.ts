@@ -117,7 +117,7 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
     nodeDid = didKeyFromPublicKey(keys.publicKey)
     nodeSigner = ed25519Signer(keys)
     nodeSeed = keys.secretKey
-    const ca = cert.cert
+    const ca = cert.ca
     nodeClient = createRelayClient({
       relayUrl: relay.url,
       agent: nodeDid,

@@ -109,7 +109,7 @@ test.describe('sealed by default: Chromium agent ↔ Node agent through a real r
     node = await createAgent({
       storage: memoryStorage(),
       relays: [relay.url],
-      ...nodeRelayTransport(cert.cert),
+      ...nodeRelayTransport(cert.ca),
     })
     node.on('message', (m) => void atNode.push(m))
     node.on('error', (e) => void nodeErrors.push(String(e.error)))

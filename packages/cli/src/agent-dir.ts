@@ -2,8 +2,9 @@ import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { createAgent } from '@agentmsg/client'
 import { fsStorage } from '@agentmsg/storage-fs'
+import { CliError } from './command.js'
 import { hasLegacyFiles, migrateLegacyDir, removeLegacyFiles } from './legacy.js'
-import { type AgentStore, storedAgentId, withStore } from './store.js'
+import { type AgentStore, rememberRelays, storedAgentId, withStore } from './store.js'
 
 /** What `agentmsg init` reports. */
 export interface AgentSummary {
@@ -35,7 +36,7 @@ function agentUrl(url: string): string {
  */
 export async function createAgentDir(
   dir: string,
-  options: { url?: string; display?: string; force?: boolean } = {},
+  options: { url?: string; display?: string; force?: boolean; relays?: string[] } = {},
 ): Promise<AgentSummary> {
   return withStore(dir, async (storage) => {
     const existing =
@@ -43,17 +44,21 @@ export async function createAgentDir(
       ((await hasLegacyFiles(dir)) ? 'a legacy agent-key.json' : undefined)
     if (existing !== undefined) {
       if (!options.force) {
-        throw new Error(
-          `${dir} holds the identity of ${existing}; refusing to overwrite an identity (use --force)`,
+        throw new CliError(
+          'identity_exists',
+          `${dir} holds the identity of ${existing}; refusing to overwrite an identity — pass --force to replace it, or use another --dir`,
         )
       }
       const all = await storage.list('')
       await storage.batch(all.map(([key]) => ({ type: 'delete' as const, key })))
       await removeLegacyFiles(dir)
     }
+    const relays = options.relays ?? []
     const agent = await createAgent({
       storage,
       sendOnly: true,
+      // A URL agent's identity document lists them (PROFILE §4 `relay.urls`).
+      ...(relays.length ? { relays } : {}),
       ...(options.url !== undefined
         ? {
             identity: {
@@ -64,6 +69,7 @@ export async function createAgentDir(
         : {}),
     })
     try {
+      if (relays.length) await rememberRelays(storage, relays)
       const { agentId, keyId, document } = agent.identity
       return { agentId, keyId, kind: document ? 'url' : 'did:key' }
     } finally {
@@ -79,7 +85,7 @@ export async function createAgentDir(
  */
 export async function openAgentDir(dir: string): Promise<{ storage: AgentStore; agentId: string }> {
   const noIdentity = () =>
-    new Error(`${dir} holds no identity (run "agentmsg init --dir ${dir}" first)`)
+    new CliError('no_identity', `${dir} holds no identity (run "agentmsg init --dir ${dir}" first)`)
   // Opening the store would create a mistyped directory.
   if (!existsSync(dir)) throw noIdentity()
   const storage = await fsStorage({ dir })
@@ -95,6 +101,22 @@ export async function openAgentDir(dir: string): Promise<{ storage: AgentStore; 
     return { storage, agentId }
   } catch (error) {
     await storage.close?.()
+    throw error
+  }
+}
+
+/**
+ * {@link openAgentDir}, or the pid of the live process holding the directory's lock (an
+ * `agentmsg inbox` or `listen`: one process per store, storage-fs takes an exclusive lock).
+ */
+export async function openOrInUse(
+  dir: string,
+): Promise<{ storage: AgentStore; agentId: string } | { inUse: number }> {
+  try {
+    return await openAgentDir(dir)
+  } catch (error) {
+    const locked = /is locked by process (\d+)/.exec((error as Error).message ?? '')
+    if (locked) return { inUse: Number(locked[1]) }
     throw error
   }
 }

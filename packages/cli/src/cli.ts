@@ -1,84 +1,102 @@
 #!/usr/bin/env node
 /**
- * `agentmsg` — the command line. Commands:
- *   agentmsg init  --dir D [--url https://host:port] [--display NAME]
- *   agentmsg inbox --dir D --port P [--host H] [--dev-tls | --tls-cert F --tls-key F]
- *   agentmsg send  --dir D --to ID (--text T | --json FILE) [--relay URL ...] [--conversation C]
- *                  [--route auto|direct|relay] [--seal | --plaintext] [--ca F ...]
- *                  [--allow-private HOSTS] [--format text|json]
- *   agentmsg relay --data D [--host H] [--port P] [--public-url U] [--dev-tls | --tls-cert F --tls-key F]
- *
- * `send` and `relay` parse their own flags and report their own errors (exit 2: usage).
+ * `agentmsg` — the command line, a thin shell over `createNodeAgent` (@agentmsg/client/node) and
+ * `fsStorage` (@agentmsg/storage-fs). One file per command; what they share is in command.ts.
  */
-import { parseArgs } from 'node:util'
+import { readFileSync } from 'node:fs'
+import { CliError, errorLine } from './command.js'
+import { runContacts } from './contacts.js'
+import { runIdentity } from './identity.js'
 import { runInbox } from './inbox.js'
 import { runInit } from './init.js'
-import { runSendCommand, SEND_USAGE } from './send.js'
+import { runListen } from './listen.js'
+import { runRotate } from './rotate.js'
+import { runSendCommand } from './send.js'
 
-const USAGE = `usage:
-  agentmsg init  --dir D [--url https://host:port] [--display NAME] [--force]
-      create an identity in D (did:key by default; a URL agent with --url). D is an
-      @agentmsg/storage-fs store: createAgent({ storage: await fsStorage({ dir: D }) }) is
-      the same agent, and keeps its replay and auth-level state there
-  agentmsg inbox --dir D --port P [--host H] [--dev-tls | --tls-cert F --tls-key F]
-                 [--allow-private HOSTS] [--ca F]
-      serve the agent's inbox, identity and capabilities over HTTPS; print each accepted,
-      verified message as one JSON line on stdout (with "sealed": whether its body came
-      sealed, PROFILE §8; "message" carries it opened)
-${SEND_USAGE}  agentmsg relay --data D [--host H] [--port P] [--public-url U]
-                 [--dev-tls | --tls-cert F --tls-key F] [--allow-private HOSTS]
-      run a relay (store-and-forward, pub/sub, SSE/WebSocket/webhook push) on SQLite in D
+const HELP = `usage: agentmsg <command> [flags]      (agentmsg <command> --help: its flags and an example)
+
+commands:
+  init      create an identity in a directory (did:key, or a URL agent with --url)
+  identity  print the identity: agent id, key, fingerprint, public key, relays
+  send      send one message (to an inbox, or through relays)
+  listen    a relay-only agent: print each verified message, acknowledge it once printed
+  inbox     serve the agent's HTTPS inbox and identity document; print what arrives
+  contacts  list, pin, introduce (with a token) or remove contacts
+  rotate    URL agents: a new active key
+  relay     run a relay on SQLite
+  doctor    check a URL agent or relay: TLS, endpoints, document, clock, relays
+
+  --version  the version;  --help, -h  this help
+
+An agent directory D is an @agentmsg/storage-fs store, so code uses the same agent with
+  createAgent({ storage: await fsStorage({ dir: D }) })
+Development servers (--dev-tls) get certificates from this machine's dev CA; clients trust it
+with --ca "$AGENTMSG_HOME/dev-ca/ca.pem" (AGENTMSG_HOME defaults to ~/.agentmsg).
+
+Errors: one line on stderr, "agentmsg: <code>: <message — what to do>".
+Exit codes: 0 done; 1 failed (network, refused, the directory's state); 2 usage or input error.
+
+example (a did:key listens on a relay, another agent sends to it):
+  agentmsg relay  --data ./relay --port 9443 --dev-tls &
+  agentmsg init   --dir ./alice
+  agentmsg listen --dir ./alice --relay https://127.0.0.1:9443 \\
+      --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1 &
+  agentmsg init   --dir ./carol
+  agentmsg send   --dir ./carol --to "$(agentmsg identity --dir ./alice --json | jq -r .agent_id)" \\
+      --relay https://127.0.0.1:9443 --text hello \\
+      --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
 `
+
+/** The package's version (package.json sits one level above both src/ and dist/). */
+function version(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  return String(manifest.version)
+}
+
+const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+  init: runInit,
+  identity: runIdentity,
+  send: runSendCommand,
+  listen: runListen,
+  inbox: runInbox,
+  contacts: runContacts,
+  rotate: runRotate,
+  // The relay has its own flags and lives in @agentmsg/relay (loaded only when used).
+  relay: async (argv) => (await import('@agentmsg/relay')).runRelayCommand(argv),
+  doctor: async (argv) => (await import('./doctor.js')).runDoctor(argv),
+}
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
-  if (command === '--help' || command === '-h') {
-    process.stdout.write(USAGE)
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    // `agentmsg help send` is `agentmsg send --help`.
+    const topic = command === 'help' ? rest[0] : undefined
+    if (topic !== undefined && COMMANDS[topic]) return COMMANDS[topic]!(['--help'])
+    process.stdout.write(HELP)
     return 0
   }
-  // The relay command has its own flags and lives in @agentmsg/relay (loaded only when used).
-  if (command === 'relay') return (await import('@agentmsg/relay')).runRelayCommand(rest)
-  if (command === 'send') return runSendCommand(rest)
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      dir: { type: 'string' },
-      url: { type: 'string' },
-      display: { type: 'string' },
-      force: { type: 'boolean' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'dev-tls': { type: 'boolean' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-      'allow-private': { type: 'string' },
-      ca: { type: 'string', multiple: true },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: false,
-  })
-  if (values.help || command === undefined || command === 'help') {
-    process.stdout.write(USAGE)
-    return command === undefined ? 2 : 0
+  if (command === '--version' || command === '-v') {
+    process.stdout.write(`${version()}\n`)
+    return 0
   }
-  switch (command) {
-    case 'init':
-      return runInit(values)
-    case 'inbox':
-      return runInbox(values)
-    default:
-      process.stderr.write(`agentmsg: unknown command "${command}"\n${USAGE}`)
-      return 2
+  const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined
+  if (!run) {
+    throw new CliError(
+      'unknown_command',
+      `${JSON.stringify(command)} is not a command — agentmsg --help lists them`,
+      2,
+    )
   }
+  return run(rest)
 }
 
 main(process.argv.slice(2)).then(
   (code) => {
     if (code !== 0) process.exitCode = code
   },
-  (err: unknown) => {
-    process.stderr.write(`agentmsg: ${err instanceof Error ? err.message : String(err)}\n`)
-    process.exitCode = 1
+  (error: unknown) => {
+    const { line, exitCode } = errorLine(error)
+    process.stderr.write(line)
+    process.exitCode = exitCode
   },
 )

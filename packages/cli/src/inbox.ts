@@ -4,116 +4,133 @@ import {
   createAddressPolicy,
   createNodeAgent,
   loadDevCertificate,
-  type ReceivedMessage,
+  type NodeAgent,
 } from '@agentmsg/client/node'
 import { openAgentDir } from './agent-dir.js'
+import {
+  allowList,
+  inputError,
+  parseFlags,
+  portFlag,
+  readCaFiles,
+  relayFlags,
+  runCommand,
+  usageError,
+} from './command.js'
+import { reportError, runUntilStopped } from './running.js'
+import { rememberRelays, storedRelays } from './store.js'
 
-interface InboxFlags {
-  dir?: string
-  port?: string
-  host?: string
-  'dev-tls'?: boolean
-  'tls-cert'?: string
-  'tls-key'?: string
-  'allow-private'?: string
-  ca?: string[]
-}
+export const INBOX_HELP = `usage: agentmsg inbox --dir D [--port P] [--host H] (--dev-tls | --tls-cert F --tls-key F)
+                      [--relay URL ...] [--json] [--ca F ...] [--allow-private HOSTS]
 
-const info = (text: string) => process.stderr.write(`agentmsg: ${text}\n`)
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
+Serve D's agent: its inbox, identity document and capabilities over HTTPS (PROFILE §6), and
+its mailboxes on the relays D remembers (or --relay). Prints each accepted, verified message
+(acknowledged once printed). Runs until Ctrl-C (SIGINT) or SIGTERM, then closes cleanly
+(exit 0). While it runs, agentmsg send, identity, rotate and contacts on D are done by it (so
+a URL agent keeps serving its identity document while it sends or rotates).
+  --port P         port to listen on; a URL agent's default: the port of its id
+  --host H         address to listen on (default 127.0.0.1)
+  --dev-tls        a development certificate for localhost, 127.0.0.1 and ::1, issued by this
+                   machine's dev CA ($AGENTMSG_HOME/dev-ca/ca.pem, made on first use): clients
+                   trust that one file (--ca) for every dev inbox and relay
+  --tls-cert F --tls-key F   a real certificate and its key (PEM)
+  --relay URL      relays to listen on as well (remembered in D)
+  --json           one JSON object per line: message (body opened), from, sender, conversation,
+                   level, source, known_contact, sealed, transport; default: one human line
+  --ca F           trust this CA too, for senders' identity documents (dev: the dev CA)
+  --allow-private  hosts or ranges on private or loopback addresses it may fetch from
 
-/**
- * One stdout line per message: `{message, sender, level, source, known_contact, sealed}`;
- * `sealed` tells whether the body came sealed (PROFILE §8), `message` carries it opened.
- */
-function print(received: ReceivedMessage): void {
-  process.stdout.write(
-    JSON.stringify({
-      message: received.message,
-      sender: received.from,
-      level: received.level,
-      source: received.source,
-      known_contact: received.knownContact,
-      sealed: received.sealed,
-    }) + '\n',
-  )
-}
+example:
+  agentmsg init  --dir ./bob --url https://127.0.0.1:8444
+  agentmsg inbox --dir ./bob --dev-tls --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
+`
 
-async function tlsOf(flags: InboxFlags & { dir: string }): Promise<{ cert: string; key: string }> {
-  if (flags['dev-tls']) {
-    // Beside the store, made on first use and kept: clients go on trusting it after a restart.
-    const dev = await loadDevCertificate(path.join(flags.dir, 'dev-tls'))
-    info(`development certificate: ${dev.certFile} (clients pass it as their CA)`)
-    return { cert: dev.cert, key: dev.key }
-  }
-  if (flags['tls-cert'] && flags['tls-key']) {
-    return {
-      cert: await readFile(flags['tls-cert'], 'utf8'),
-      key: await readFile(flags['tls-key'], 'utf8'),
-    }
-  }
-  throw new Error(
-    'inbox needs --dev-tls, or --tls-cert and --tls-key (https only, also in development)',
-  )
-}
+/** What a `--dev-tls` server prints: the one file its clients trust (the machine's dev CA). */
+export const devTlsLine = (dev: { certFile: string; caFile: string }) =>
+  `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`
 
-/**
- * `agentmsg inbox`: the directory's agent (`createNodeAgent` on its `fsStorage` store) serving
- * its three well-known endpoints over HTTPS, printing each accepted, verified message as one
- * JSON line on stdout. Replay and auth-level state live in the store, so a message delivered
- * again after a restart is answered as a duplicate and not printed twice (PROFILE §6).
- * Diagnostics go to stderr. SIGTERM/SIGINT stop it cleanly.
- */
-export async function runInbox(flags: InboxFlags): Promise<number> {
-  const dir = flags.dir
-  if (!dir) throw new Error('inbox needs --dir')
-  if (!flags.port) throw new Error('inbox needs --port')
-  const port = Number(flags.port)
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new Error(`--port ${flags.port} is not a port`)
-  const allow =
-    flags['allow-private']
-      ?.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean) ?? []
-  const ca = await Promise.all((flags.ca ?? []).map((f) => readFile(f, 'utf8')))
-
-  const { storage, agentId } = await openAgentDir(dir)
-  // A URL agent at `https://host/agents/bob` serves under `/agents/bob/.well-known/…`.
-  const basePath = agentId.startsWith('https://')
-    ? new URL(agentId).pathname.replace(/\/$/, '')
-    : ''
-  let agent
-  try {
-    const tls = await tlsOf({ ...flags, dir })
-    agent = await createNodeAgent({
-      storage,
-      // https only, public unicast plus what --allow-private names (PROFILE §4, §6).
-      addressPolicy: createAddressPolicy({ allow }),
-      ...(ca.length ? { ca } : {}),
-      onError: (error) => info(`error: ${describe(error)}`),
-      inbox: { port, host: flags.host ?? '127.0.0.1', tls, ...(basePath ? { basePath } : {}) },
+/** `agentmsg inbox`: the agent's HTTPS inbox (and relays), printing what it receives. */
+export function runInbox(argv: string[]): Promise<number> {
+  return runCommand(INBOX_HELP, argv, async () => {
+    const { values } = parseFlags('inbox', argv, {
+      dir: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'dev-tls': { type: 'boolean' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      relay: { type: 'string', multiple: true },
+      json: { type: 'boolean' },
+      ca: { type: 'string', multiple: true },
+      'allow-private': { type: 'string', multiple: true },
     })
-  } catch (error) {
-    await storage.close?.()
-    throw error
-  }
-  agent.on('message', print)
-  info(`${agent.id} listening on ${agent.inboxUrl}${basePath}/.well-known/agentmsg/inbox`)
+    if (!values.dir) throw usageError('inbox', 'inbox needs --dir D')
+    const dir = values.dir
+    const given = relayFlags('inbox', values.relay)
+    const hasCert = values['tls-cert'] !== undefined || values['tls-key'] !== undefined
+    if (Boolean(values['dev-tls']) === hasCert)
+      throw usageError(
+        'inbox',
+        'inbox needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
+      )
+    if (hasCert && !(values['tls-cert'] && values['tls-key']))
+      throw usageError('inbox', '--tls-cert and --tls-key go together')
+    let port = values.port === undefined ? undefined : portFlag('inbox', values.port)
+    const tls = hasCert
+      ? { cert: await readPem(values['tls-cert']!), key: await readPem(values['tls-key']!) }
+      : undefined
 
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      info(`${signal}: stopping`)
-      agent
-        .close()
-        .then(() => storage.close?.())
-        .then(resolve, (e: unknown) => {
-          info(`close failed: ${describe(e)}`)
-          resolve()
-        })
+    const { storage, agentId } = await openAgentDir(dir)
+    // A URL agent at `https://host/agents/bob` serves under `/agents/bob/.well-known/…`.
+    const url = agentId.startsWith('https://') ? new URL(agentId) : undefined
+    const basePath = url ? url.pathname.replace(/\/$/, '') : ''
+    const started: string[] = []
+    let agent: NodeAgent
+    try {
+      port ??= url ? Number(url.port || 443) : undefined
+      if (port === undefined)
+        throw usageError('inbox', `${agentId} is a did:key, with no port in its id: pass --port P`)
+      let served = tls
+      if (!served) {
+        // Beside the store, kept across restarts; issued by the machine's dev CA.
+        const dev = await loadDevCertificate(path.join(dir, 'dev-tls'))
+        served = { cert: dev.cert, key: dev.key }
+        started.push(devTlsLine(dev))
+      }
+      // After the dev CA exists: the first dev server on a machine may be told to trust it.
+      const ca = await readCaFiles(values.ca)
+      const relays = given.length ? given : await storedRelays(storage)
+      agent = await createNodeAgent({
+        storage,
+        ...(relays.length ? { relays } : {}),
+        // https only, public unicast plus what --allow-private names (PROFILE §4, §6).
+        addressPolicy: createAddressPolicy({ allow: allowList(values['allow-private']) }),
+        ...(ca.length ? { ca } : {}),
+        onError: reportError,
+        inbox: {
+          port,
+          host: values.host ?? '127.0.0.1',
+          tls: served,
+          ...(basePath ? { basePath } : {}),
+        },
+      })
+      if (given.length) await rememberRelays(storage, relays)
+      const where = relays.length ? ` and on ${relays.join(' ')}` : ''
+      started.push(
+        `${agentId} listening on ${agent.inboxUrl}${basePath}/.well-known/agentmsg/inbox${where}; Ctrl-C stops`,
+      )
+    } catch (error) {
+      await storage.close?.()
+      throw error
     }
-    process.once('SIGTERM', () => stop('SIGTERM'))
-    process.once('SIGINT', () => stop('SIGINT'))
+    return runUntilStopped({ dir, storage, agent, json: values.json === true, started })
   })
-  return 0
+}
+
+async function readPem(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8')
+  } catch (e) {
+    throw inputError(`${file}: ${(e as Error).message} — pass a PEM file`)
+  }
 }

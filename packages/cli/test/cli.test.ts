@@ -1,5 +1,4 @@
-import { existsSync } from 'node:fs'
-import { mkdtemp, stat } from 'node:fs/promises'
+import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createAgent, STORAGE_KEYS } from '@agentmsg/client'
@@ -8,6 +7,7 @@ import { fsStorage } from '@agentmsg/storage-fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   CLI,
+  cliBuilt,
   filesContaining,
   freePort,
   type InboxProcess,
@@ -20,9 +20,11 @@ import {
 
 let dir: string
 beforeAll(async () => {
-  if (!existsSync(CLI))
-    throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  if (!cliBuilt()) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-cli-'))
+})
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true })
 })
 
 /** The agent the client loads from an agent directory (one identity format on disk). */
@@ -150,15 +152,15 @@ describe('agentmsg inbox', () => {
     expect((await run(['init', '--dir', d, '--url', `https://127.0.0.1:${port}`])).code).toBe(0)
     // Made before the inbox starts, which then reuses it; the sender serves with it too.
     const tls = await loadDevCertificate(path.join(d, 'dev-tls'))
-    const flags = ['--ca', tls.certFile, '--allow-private', '127.0.0.1']
+    const flags = ['--ca', tls.caFile, '--allow-private', '127.0.0.1']
     inbox = await startInbox(d, port, flags)
-    expect(inbox.stderr()).toContain(`development certificate: ${tls.certFile}`)
+    expect(inbox.stderr()).toContain(`development CA: ${tls.caFile}`)
 
     const senderPort = await freePort()
     const sender = await createNodeAgent({
       identity: { agentId: `https://127.0.0.1:${senderPort}` },
       inbox: { port: senderPort, tls },
-      ca: tls.cert,
+      ca: tls.ca,
       addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
     })
     try {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import {
@@ -9,9 +9,10 @@ import {
   generateKeyPair,
 } from '@agentmsg/core'
 import { base64urlEncode } from '@agentmsg/core/encoding'
-import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import {
   CLI,
+  cliBuilt,
   freePort,
   type InboxProcess,
   post,
@@ -24,9 +25,11 @@ import {
 let dir: string
 const running = new Set<InboxProcess>()
 beforeAll(async () => {
-  if (!existsSync(CLI))
-    throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  if (!cliBuilt()) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-cli-state-'))
+})
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true })
 })
 afterEach(() => {
   for (const p of running) p.child.kill('SIGKILL')

@@ -1,5 +1,4 @@
-import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import {
@@ -13,6 +12,7 @@ import { fsStorage } from '@agentmsg/storage-fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   CLI,
+  cliBuilt,
   filesContaining,
   freePort,
   type InboxProcess,
@@ -90,24 +90,26 @@ async function listen(
 }
 
 beforeAll(async () => {
-  if (!existsSync(CLI))
-    throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  if (!cliBuilt()) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-send-'))
   alice = path.join(dir, 'alice')
   await init('alice')
   carolId = await init('carol')
-  // Frank, a URL agent, serves his identity document with his own development certificate: the
-  // relay trusts it (it fetches the document when frank opens his mailbox), alice does not.
+  // Frank, a URL agent, serves his identity document with a certificate of another development
+  // CA (another machine directory's): the relay trusts it (it fetches the document when frank
+  // opens his mailbox), alice, trusting this machine's development CA, does not.
   const frankPort = await freePort()
   frankId = await init('frank', `https://127.0.0.1:${frankPort}`)
-  const frankTls = await loadDevCertificate(path.join(dir, 'frank', 'dev-tls'))
+  const frankTls = await loadDevCertificate(path.join(dir, 'frank', 'dev-tls'), {
+    home: path.join(dir, 'frank-machine'),
+  })
   relay = await startRelay(path.join(dir, 'relay'), LOOPBACK, {
-    NODE_EXTRA_CA_CERTS: frankTls.certFile,
+    NODE_EXTRA_CA_CERTS: frankTls.caFile,
   })
   const relayCa = await readFile(relay.certFile, 'utf8')
   carol = await listen('carol', { ca: [relayCa] })
   frank = await listen('frank', {
-    ca: [relayCa, frankTls.cert],
+    ca: [relayCa, frankTls.ca],
     inbox: { port: frankPort, tls: frankTls },
   })
 }, 60_000)
@@ -116,6 +118,7 @@ afterAll(async () => {
   await carol?.close()
   await frank?.close()
   if (relay) expect(await relay.stop()).toBe(0)
+  if (dir) await rm(dir, { recursive: true, force: true })
 })
 
 describe('agentmsg send through a relay', () => {

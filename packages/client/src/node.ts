@@ -20,6 +20,7 @@ import {
 import { openAgent } from './agent/create.js'
 import { relayFactory } from './agent/transports.js'
 import type { Agent, AgentOptions } from './agent/types.js'
+import { nodeWebSocket } from './node-websocket.js'
 
 export type {
   AddressPolicy,
@@ -58,12 +59,12 @@ export interface NodeAgentOptions extends AgentOptions {
    */
   inbox?: NodeInboxOptions
   /**
-   * Extra trusted CA certificates, PEM (a development certificate's `cert`), added to the
+   * Extra trusted CA certificates, PEM (the development CA: `loadDevCertificate(dir).ca`), added to the
    * system roots: certificates are always verified (PROFILE §6). Unless the application passes
    * its own `fetch`, the agent's network is `createNodeFetch({ ca, addressPolicy })`: https
    * only, for inbox deliveries, relay requests and streams and identity documents, with the
-   * byte caps and timeouts of PROFILE §4. Pass `ca`/`addressPolicy` or your own `fetch`, not
-   * both. A `mode: 'ws'` agent still needs a `WebSocket` that trusts the CA.
+   * byte caps and timeouts of PROFILE §4, and its relay WebSocket (`mode: 'ws'`) is `ws` with
+   * the same `ca` and address rules. Pass `ca`/`addressPolicy` or your own `fetch`, not both.
    */
   ca?: string | string[]
   /**
@@ -91,7 +92,7 @@ export interface NodeAgent extends Agent {
  *   identity: { agentId: 'https://127.0.0.1:8443' },
  *   inbox: { port: 8443, tls },
  *   storage: await fsStorage({ dir: './bob' }),
- *   ca: tls.cert, // peers on this machine use the same certificate
+ *   ca: tls.ca, // the dev CA: every dev inbox and relay on this machine
  *   addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
  * })
  */
@@ -132,12 +133,13 @@ export async function createNodeAgent(options: NodeAgentOptions): Promise<NodeAg
  * timeout, bodies capped at 8 MiB + 64 KiB; inbox replies are read to 16 KiB, documents to
  * 64 KiB by their readers), one without an overall timeout or total cap for relay streams,
  * which never end (the relay client's idle watchdog bounds their silence, its reader each
- * event), and the identity fetcher on the same rules (5 s, 64 KiB). A `streamFetch` or
- * `resolveIdentity` of the caller's own is kept.
+ * event), the identity fetcher on the same rules (5 s, 64 KiB), and the relay WebSocket
+ * (`mode: 'ws'`) with the same CA and address rules. A `streamFetch`, `resolveIdentity` or
+ * `WebSocket` of the caller's own is kept.
  */
 function nodeNetwork(
   options: NodeAgentOptions,
-): Pick<AgentOptions, 'fetch' | 'streamFetch' | 'resolveIdentity'> {
+): Pick<AgentOptions, 'fetch' | 'streamFetch' | 'resolveIdentity' | 'WebSocket'> {
   const { ca, addressPolicy } = options
   if (options.fetch) {
     if (ca !== undefined || addressPolicy !== undefined) {
@@ -153,5 +155,6 @@ function nodeNetwork(
     fetch: createNodeFetch(network),
     streamFetch: options.streamFetch ?? createNodeFetch({ ...network, timeoutMs: 0 }),
     resolveIdentity: options.resolveIdentity ?? createNodeIdentityFetcher(network),
+    WebSocket: options.WebSocket ?? nodeWebSocket(network),
   }
 }

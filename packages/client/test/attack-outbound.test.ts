@@ -62,7 +62,7 @@ beforeAll(async () => {
   victim.on('error', (e) => void errors.push(e))
   // The attacker reaches the victim's inbox on loopback (its own client, not the agent's).
   attacker = createNodeFetch({
-    ca: tls.cert,
+    ca: tls.ca,
     addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
   })
 })

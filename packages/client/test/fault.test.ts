@@ -195,13 +195,13 @@ beforeAll(async () => {
   env = await createEnv()
   work = await tempDir()
   caFile = path.join(work, 'ca.pem')
-  await writeFile(caFile, env.cert.cert)
+  await writeFile(caFile, env.cert.ca)
   bundle = await bundleChild(work)
   relay = await serveRelay({
     dataDir: path.join(work, 'relay'),
     tls: { cert: env.cert.cert, key: env.cert.key },
     allowPrivate: ['127.0.0.1'],
-    ca: env.cert.cert,
+    ca: env.cert.ca,
     store: memoryRelayStore(),
     // One publisher sends everything: lift the per-sender / per-address limits.
     limits: {

@@ -25,7 +25,7 @@ export interface Env {
 export async function createEnv(): Promise<Env> {
   const cert = await createDevCertificate()
   const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
-  const ca = cert.cert
+  const ca = cert.ca
   return {
     cert,
     fetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 10_000 }),
@@ -47,7 +47,7 @@ export async function startRelay(env: Env): Promise<RelayServer> {
     dataDir,
     tls: { cert: env.cert.cert, key: env.cert.key },
     allowPrivate: ['127.0.0.1'],
-    ca: env.cert.cert,
+    ca: env.cert.ca,
     // The relay is not restarted here: its memory store keeps these tests independent of
     // the SQLite build.
     store: memoryRelayStore(),

@@ -48,9 +48,9 @@ const loopback = () => createAddressPolicy({ allow: ['127.0.0.1'] })
 
 describe('createNodeAgent network options', () => {
   it("the agent's inbox advertises sealed_box, and a direct send with seal: true opens there", async () => {
-    const bob = await urlAgent({ ca: tls.cert, addressPolicy: loopback() })
-    const alice = await urlAgent({ ca: [tls.cert], addressPolicy: loopback() })
-    const fetch = createNodeFetch({ ca: tls.cert, addressPolicy: loopback() })
+    const bob = await urlAgent({ ca: tls.ca, addressPolicy: loopback() })
+    const alice = await urlAgent({ ca: [tls.ca], addressPolicy: loopback() })
+    const fetch = createNodeFetch({ ca: tls.ca, addressPolicy: loopback() })
     const res = await fetch(`${bob.id}/.well-known/agentmsg/capabilities`)
     // PROFILE §10: the agent's receiver opens sealed bodies with its seeds (PROFILE §8).
     expect(((await res.json()) as { encryption: unknown }).encryption).toEqual(['sealed_box'])
@@ -61,8 +61,8 @@ describe('createNodeAgent network options', () => {
   })
 
   it('with `ca` and an address policy allowing 127.0.0.1, a message is delivered', async () => {
-    const bob = await urlAgent({ ca: tls.cert, addressPolicy: loopback() })
-    const alice = await urlAgent({ ca: [tls.cert], addressPolicy: loopback() })
+    const bob = await urlAgent({ ca: tls.ca, addressPolicy: loopback() })
+    const alice = await urlAgent({ ca: [tls.ca], addressPolicy: loopback() })
     const received = collect(bob, 'message')
 
     const sent = await alice.send(bob.id, 'over the dev certificate')
@@ -76,9 +76,9 @@ describe('createNodeAgent network options', () => {
   })
 
   it('without the allowance, the same send to 127.0.0.1 is refused (PROFILE §4)', async () => {
-    const bob = await urlAgent({ ca: tls.cert, addressPolicy: loopback() })
+    const bob = await urlAgent({ ca: tls.ca, addressPolicy: loopback() })
     // `ca` alone: public unicast only.
-    const alice = await urlAgent({ ca: tls.cert })
+    const alice = await urlAgent({ ca: tls.ca })
     const received = collect(bob, 'message')
 
     // Refused before any byte is sent: not retried, not kept in the outbox (a rejection).
@@ -90,7 +90,7 @@ describe('createNodeAgent network options', () => {
 
   it('`ca` or `addressPolicy` with an own `fetch` is a usage error', async () => {
     await expect(
-      createNodeAgent({ storage: memoryStorage(), ca: tls.cert, fetch: globalThis.fetch }),
+      createNodeAgent({ storage: memoryStorage(), ca: tls.ca, fetch: globalThis.fetch }),
     ).rejects.toThrow(/`ca` and `addressPolicy`, or your own `fetch`/)
   })
 })

@@ -34,7 +34,7 @@ export async function startSqliteRelay(env: Env): Promise<SqliteRelay> {
     dataDir,
     tls: { cert: env.cert.cert, key: env.cert.key },
     allowPrivate: ['127.0.0.1'],
-    ca: env.cert.cert,
+    ca: env.cert.ca,
     closeTimeoutMs: 1_000,
     onError: (e) => errors.push(e),
   })

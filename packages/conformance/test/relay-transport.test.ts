@@ -29,10 +29,10 @@ beforeAll(async () => {
     dataDir,
     tls: { cert: cert.cert, key: cert.key },
     allowPrivate: ['127.0.0.1'],
-    ca: cert.cert,
+    ca: cert.ca,
   })
   const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
-  const ca = cert.cert
+  const ca = cert.ca
   options = {
     fetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 10_000 }),
     streamFetch: createNodeFetch({ ca, addressPolicy, timeoutMs: 0 }),

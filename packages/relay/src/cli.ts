@@ -2,10 +2,12 @@
  * `agentmsg relay`: run a relay from the command line.
  *
  *   agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
- *                  [--dev-tls | --tls-cert F --tls-key F] [--allow-private LIST]
+ *                  [--dev-tls | --tls-cert F --tls-key F] [--ca F ...] [--allow-private LIST]
  *                  [--max-storage SIZE]
  *
- * The `agentmsg` bin dispatches `relay` here with the arguments after the command name.
+ * The `agentmsg` bin dispatches `relay` here with the arguments after the command name. Errors
+ * are the CLI's: one line `agentmsg: <code>: <message — what to do>`, exit 2 for usage and
+ * input errors, 1 when the relay cannot start.
  */
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
@@ -13,22 +15,66 @@ import { parseArgs } from 'node:util'
 import { loadDevCertificate } from '@agentmsg/transport-https/node'
 import { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
 
-export const RELAY_USAGE = `usage:
-  agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
-                 [--dev-tls | --tls-cert F --tls-key F] [--allow-private LIST]
-                 [--max-storage SIZE]
-      run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite;
-      the public URL defaults to https://<host>:<port>; SIGTERM/SIGINT stop it cleanly;
-      --max-storage caps what all mailboxes hold together (bytes, or e.g. 512MiB, 10GiB;
-      default 10GiB)
+export const RELAY_USAGE = `usage: agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
+                      (--dev-tls | --tls-cert F --tls-key F) [--ca F ...]
+                      [--allow-private LIST] [--max-storage SIZE]
+
+Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite. Ctrl-C
+(SIGINT) or SIGTERM stop it cleanly (exit 0).
+  --port P          default 8443; --host H: default 127.0.0.1
+  --public-url URL  its public base URL (default https://<host>:<port>)
+  --dev-tls         a development certificate for localhost, 127.0.0.1 and ::1, issued by this
+                    machine's dev CA ($AGENTMSG_HOME/dev-ca/ca.pem, made on first use): clients
+                    trust that one file
+  --tls-cert F --tls-key F   a real certificate and its key (PEM)
+  --ca F            trust this CA too when fetching URL agents' identity documents and calling
+                    webhooks (a dev inbox's: the dev CA; no NODE_EXTRA_CA_CERTS needed)
+  --allow-private   hosts or ranges on private or loopback addresses it may fetch from (a URL
+                    agent on 127.0.0.1 needs --allow-private 127.0.0.1)
+  --max-storage     what all mailboxes hold together (bytes, or e.g. 512MiB, 10GiB; default 10GiB)
+
+example:
+  agentmsg relay --data ./relay --port 9443 --dev-tls \\
+      --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
 `
+
+/** A failure of the command: its code and exit code (2: usage or input). */
+export class RelayCommandError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly exitCode: 1 | 2 = 2,
+  ) {
+    super(message)
+  }
+}
+
+const usage = (message: string) =>
+  new RelayCommandError('usage', `${message} — see agentmsg relay --help`)
+
+/** Read a PEM file named by a flag (exit 2 when it cannot be read or is not PEM). */
+async function readPem(flag: string, file: string, marker: string): Promise<string> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (e) {
+    throw new RelayCommandError(
+      'invalid_input',
+      `${flag} ${file}: ${(e as Error).message} — pass a PEM file`,
+    )
+  }
+  if (text.length > 1_048_576 || !text.includes(marker)) {
+    throw new RelayCommandError('invalid_input', `${flag} ${file}: not a PEM file with ${marker}`)
+  }
+  return text
+}
 
 const SIZE_UNITS: Record<string, number> = { '': 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }
 
 /** A size: an integer number of bytes, or one with a KiB, MiB or GiB suffix. */
 function parseSize(text: string): number {
   const match = /^([0-9]{1,15})(KiB|MiB|GiB)?$/.exec(text.trim())
-  if (!match) throw new Error(`--max-storage ${text} is not a size (bytes, KiB, MiB or GiB)`)
+  if (!match) throw usage(`--max-storage ${text} is not a size (bytes, KiB, MiB or GiB)`)
   return Number(match[1]) * SIZE_UNITS[match[2] ?? '']!
 }
 
@@ -47,49 +93,68 @@ export async function relayOptionsFromArgs(
   argv: string[],
   log: (text: string) => void,
 ): Promise<ServeRelayOptions | undefined> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      data: { type: 'string' },
-      'public-url': { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-      'dev-tls': { type: 'boolean' },
-      'allow-private': { type: 'string', multiple: true },
-      'max-storage': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: false,
-  })
-  if (values.help) return undefined
-  if (!values.data) throw new Error('relay needs --data DIR')
-  const host = values.host ?? '127.0.0.1'
-  const port = Number(values.port ?? '8443')
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`--port ${values.port} is not a port`)
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        data: { type: 'string' },
+        'public-url': { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
+        'dev-tls': { type: 'boolean' },
+        'allow-private': { type: 'string', multiple: true },
+        ca: { type: 'string', multiple: true },
+        'max-storage': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    })
+  } catch (e) {
+    throw usage((e as Error).message.split(/\.\s/)[0]!.replace(/\.$/, ''))
   }
+  const { values } = parsed
+  if (values.help) return undefined
+  if (!values.data) throw usage('relay needs --data DIR')
+  const host = values.host ?? '127.0.0.1'
+  const port = /^[0-9]{1,5}$/.test(values.port ?? '8443') ? Number(values.port ?? '8443') : -1
+  if (!(port >= 0 && port <= 65535)) throw usage(`--port ${values.port} is not a port`)
   const dataDir = values.data
-  let tls: { cert: string; key: string }
-  if (values['dev-tls']) {
-    // In the data directory, made on first use and kept across restarts (key 0600).
-    const dev = await loadDevCertificate(path.join(dataDir, 'dev-tls'))
-    tls = { cert: dev.cert, key: dev.key }
-    log(`development certificate: ${dev.certFile} (clients pass it as their CA)`)
-  } else if (values['tls-cert'] && values['tls-key']) {
-    tls = {
-      cert: await readFile(values['tls-cert'], 'utf8'),
-      key: await readFile(values['tls-key'], 'utf8'),
-    }
-  } else {
-    throw new Error(
-      'relay needs --dev-tls, or --tls-cert and --tls-key (https only, also in development)',
+  const hasCert = values['tls-cert'] !== undefined || values['tls-key'] !== undefined
+  if (
+    Boolean(values['dev-tls']) === hasCert ||
+    (hasCert && !(values['tls-cert'] && values['tls-key']))
+  ) {
+    throw usage(
+      'relay needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
     )
   }
   const maxStorage = values['max-storage']
   const quota = maxStorage === undefined ? undefined : { totalBytes: parseSize(maxStorage) }
+  let tls: { cert: string; key: string }
+  if (values['dev-tls']) {
+    // In the data directory, made on first use and kept across restarts (key 0600); the
+    // machine's development CA issued it: one file to trust for every dev relay and inbox.
+    const dev = await loadDevCertificate(path.join(dataDir, 'dev-tls'))
+    tls = { cert: dev.cert, key: dev.key }
+    log(
+      `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`,
+    )
+  } else {
+    tls = {
+      cert: await readPem('--tls-cert', values['tls-cert']!, '-----BEGIN'),
+      key: await readPem('--tls-key', values['tls-key']!, '-----BEGIN'),
+    }
+  }
+  // Extra CAs for what the relay fetches (identity documents, webhooks): PROFILE §6 verifies
+  // every certificate, so a dev inbox's CA is added here, never verification turned off. Read
+  // after --dev-tls made the machine's dev CA, so a first dev relay may be told to trust it.
+  const ca = await Promise.all(
+    (values.ca ?? []).map((file) => readPem('--ca', file, '-----BEGIN CERTIFICATE-----')),
+  )
   const allowPrivate = (values['allow-private'] ?? [])
     .flatMap((v) => v.split(','))
     .map((s) => s.trim())
@@ -101,6 +166,7 @@ export async function relayOptionsFromArgs(
     tls,
     ...(values['public-url'] ? { publicUrl: values['public-url'] } : {}),
     ...(allowPrivate.length > 0 ? { allowPrivate } : {}),
+    ...(ca.length > 0 ? { ca } : {}),
     ...(quota ? { quota } : {}),
     onError: (e: unknown) => log(`error: ${e instanceof Error ? e.message : String(e)}`),
   }
@@ -127,21 +193,42 @@ function signals(): Promise<string> {
 export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): Promise<number> {
   const out = io.stdout ?? ((t: string) => process.stdout.write(t))
   const err = io.stderr ?? ((t: string) => process.stderr.write(t))
-  const log = (text: string) => err(`agentmsg relay: ${text}\n`)
+  const log = (text: string) => err(`agentmsg: relay: ${text}\n`)
+  // One line whatever the error says: `agentmsg: <code>: <message>` (no stack trace).
+  const fail = (code: string, message: string, exitCode: number) => {
+    err(`agentmsg: ${code}: ${message.replace(/\s*\n\s*/g, ' ')}\n`)
+    return exitCode
+  }
+  // Held until the relay listens, so a failure to start stays one line.
+  let early: string[] | undefined = []
+  const note = (text: string) => (early ? void early.push(text) : log(text))
   let options: ServeRelayOptions | undefined
   try {
-    options = await relayOptionsFromArgs(argv, log)
+    options = await relayOptionsFromArgs(argv, note)
   } catch (e) {
-    log(e instanceof Error ? e.message : String(e))
-    err(RELAY_USAGE)
-    return 2
+    if (e instanceof RelayCommandError) return fail(e.code, e.message, e.exitCode)
+    return fail('failed', e instanceof Error ? e.message : String(e), 1)
   }
   if (!options) {
     out(RELAY_USAGE)
     return 0
   }
-  const server = await serveRelay(options)
-  log(`listening on ${server.url} (data in ${path.resolve(options.dataDir)})`)
+  let server: RelayServer
+  try {
+    server = await serveRelay(options)
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE')
+      return fail(
+        'port_in_use',
+        `port ${options.port} on ${options.host} is in use — stop what holds it, or pass another --port`,
+        1,
+      )
+    return fail('failed', e instanceof Error ? e.message : String(e), 1)
+  }
+  for (const line of early ?? []) log(line)
+  early = undefined
+  log(`listening on ${server.url} (data in ${path.resolve(options.dataDir)}); Ctrl-C stops`)
   io.onListening?.(server)
   const signal = await (io.stopSignal ?? signals)(server)
   log(`${signal}: stopping`)

@@ -25,7 +25,7 @@ describe('attack: replaying someone’s message', () => {
     expect((await relay.client.publish(genuine)).status).toBe(202)
     // The attacker replays it from two addresses of its own (50 each, within their burst).
     for (let i = 0; i < 100; i++) {
-      const reply = await publishFrom(relay.url, relay.cert.cert, genuine, `127.0.0.${2 + (i % 2)}`)
+      const reply = await publishFrom(relay.url, relay.cert.ca, genuine, `127.0.0.${2 + (i % 2)}`)
       expect(reply.status).toBe(202)
       expect(reply.body).toEqual({ status: 'accepted', message_id: genuine.message_id })
     }
@@ -57,7 +57,7 @@ describe('attack: replaying someone’s message', () => {
     // Replayed, by anyone, any number of times.
     for (let i = 0; i < 5; i++) {
       expect((await relay.client.publish(msg)).status).toBe(202)
-      const reply = await publishFrom(relay.url, relay.cert.cert, msg, '127.0.0.4')
+      const reply = await publishFrom(relay.url, relay.cert.ca, msg, '127.0.0.4')
       expect(reply.status).toBe(202)
     }
     // Nothing to retrieve, from the start or after the old cursor…

@@ -41,7 +41,7 @@ function openWs(
   agent: FixtureAgent,
 ): { ws: WebSocket; authed: Promise<void>; frames: unknown[]; closed: Promise<number> } {
   const ws = new WebSocket(`${relay.url.replace(/^https/, 'wss')}/relay/ws`, {
-    ca: relay.cert.cert,
+    ca: relay.cert.ca,
   })
   defer(() => ws.terminate())
   const frames: unknown[] = []

@@ -81,7 +81,7 @@ describe('stalled uploads to the relay (defaults)', () => {
   it('250 stalled ~1 MiB uploads from one address: 8 are read, RSS growth stays < 64 MiB', async () => {
     const relay = await start()
     const url = `${relay.url}/relay/publish`
-    const ca = relay.cert.cert
+    const ca = relay.cert.ca
     // Warm up TLS and the publish path from another address, then measure from here.
     const warm = Array.from({ length: 8 }, () => upload(url, ca, MiB, MiB - 1, '127.0.0.3'))
     await sleep(300)
@@ -122,7 +122,7 @@ describe('stalled uploads to the relay (defaults)', () => {
   it('answers the ninth upload from one address 429 with Retry-After: 1; another is read', async () => {
     const relay = await start()
     const url = `${relay.url}/relay/publish`
-    const ca = relay.cert.cert
+    const ca = relay.cert.ca
     const uploads = Array.from({ length: 8 }, () => upload(url, ca, 1000, 1, '127.0.0.1'))
     defer(() => {
       for (const u of uploads) u.req.destroy()
@@ -168,9 +168,9 @@ describe('a relay adapter that passes no client address (issue 9 item 18)', () =
   }
 
   async function publish(base: string): Promise<number> {
-    const { cert } = await testCertificate()
+    const { ca } = await testCertificate()
     const body = Buffer.from('{}')
-    const u = upload(`${base}/relay/publish`, cert, body.length, 0, '127.0.0.1')
+    const u = upload(`${base}/relay/publish`, ca, body.length, 0, '127.0.0.1')
     u.req.end(body)
     return u.outcome
   }

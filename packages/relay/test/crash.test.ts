@@ -116,7 +116,7 @@ function startRelay(dataDir: string, port: number): Promise<Relay & { certFile: 
     }, START_TIMEOUT_MS)
     const onData = (d: Buffer) => {
       out += d
-      const cert = /development certificate: (.+?) \(clients pass it as their CA\)/.exec(out)
+      const cert = /development CA: (.+?) \(/.exec(out)
       if (cert) certFile = cert[1]
       if (/listening on /.test(out) && certFile !== undefined) {
         clearTimeout(timer)

@@ -75,13 +75,13 @@ export async function startRelay(
     dataDir,
     tls: { cert: c.cert, key: c.key },
     allowPrivate: ['127.0.0.1'],
-    ca: c.cert,
+    ca: c.ca,
     onError: (e) => {
       errors.push(e)
     },
     ...rest,
   })
-  const client = relayClient(server.url, c.cert, clientNow)
+  const client = relayClient(server.url, c.ca, clientNow)
   return {
     ...server,
     client,

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
+import { agentmsgHome } from '@agentmsg/transport-https/node'
 import { describe, expect, it } from 'vitest'
 import { relayOptionsFromArgs, runRelayCommand } from '../src/cli.js'
 import { memoryRelayStore } from '../src/store/memory.js'
@@ -52,9 +53,10 @@ describe('agentmsg relay', () => {
         stderr: (t) => err.push(t),
         stopSignal: async (server) => {
           url = server.url
-          const cert = await readFile(path.join(dir, 'dev-tls', 'cert.pem'), 'utf8')
+          // Its certificate is issued by the machine's development CA, which clients trust.
+          const ca = await readFile(path.join(agentmsgHome(), 'dev-ca', 'ca.pem'), 'utf8')
           const bob = await fixtureAgent()
-          const page = await relayClient(server.url, cert).retrieve(bob)
+          const page = await relayClient(server.url, ca).retrieve(bob)
           expect(page.messages).toEqual([])
           return 'SIGTERM'
         },

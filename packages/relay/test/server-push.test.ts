@@ -103,7 +103,7 @@ async function wsConnect(
   messages: Array<{ cursor: string; message: Message }>
   closed: Promise<number>
 }> {
-  const ws = new WebSocket(`${r.url.replace(/^https/, 'wss')}/relay/ws`, { ca: r.cert.cert })
+  const ws = new WebSocket(`${r.url.replace(/^https/, 'wss')}/relay/ws`, { ca: r.cert.ca })
   const messages: Array<{ cursor: string; message: Message }> = []
   const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)))
   await new Promise<void>((resolve, reject) => {
@@ -173,7 +173,7 @@ describe('WebSocket', () => {
     const r = await start()
     const bob = await fixtureAgent()
     const mallory = await fixtureAgent()
-    const ws = new WebSocket(`${r.url.replace(/^https/, 'wss')}/relay/ws`, { ca: r.cert.cert })
+    const ws = new WebSocket(`${r.url.replace(/^https/, 'wss')}/relay/ws`, { ca: r.cert.ca })
     const frames: Array<{ type: string; code?: string; nonce?: string }> = []
     const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)))
     ws.on('message', (data) => {

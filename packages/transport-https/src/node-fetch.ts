@@ -19,7 +19,7 @@ import { PolicyAgent, refusedLiteral } from './node-policy-agent.js'
 /** Options for {@link createNodeFetch}. */
 export interface NodeFetchOptions {
   /**
-   * Extra trusted CA certificates (PEM), e.g. a development certificate. They are added to
+   * Extra trusted CA certificates (PEM), e.g. the development CA (`devCert.ca`). They are added to
    * Node's bundled root certificates, so public sites still verify. Verification is never off.
    */
   ca?: string | Buffer | Array<string | Buffer>
@@ -97,7 +97,7 @@ function bodyBytes(body: unknown): Uint8Array | string | undefined {
  *   an abort with the signal's reason.
  *
  * @example
- * const fetch = createNodeFetch({ ca: devCert.cert, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) })
+ * const fetch = createNodeFetch({ ca: devCert.ca, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) })
  * const res = await fetch('https://127.0.0.1:8443/.well-known/agentmsg/identity')
  */
 export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
@@ -327,7 +327,7 @@ export interface NodeIdentityFetcherOptions
  * {@link createNodeFetch}, so addresses are checked on every connection, redirects included.
  *
  * @example
- * const resolver = createKeyResolver({ fetchIdentity: createNodeIdentityFetcher({ ca: devCert.cert }) })
+ * const resolver = createKeyResolver({ fetchIdentity: createNodeIdentityFetcher({ ca: devCert.ca }) })
  */
 export function createNodeIdentityFetcher(
   options: NodeIdentityFetcherOptions = {},

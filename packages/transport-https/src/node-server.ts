@@ -252,7 +252,7 @@ export interface ServeInboxOptions extends SlowClientTimeouts {
   host?: string
   /**
    * Certificate and key, PEM. TLS 1.2 is the minimum (PROFILE §6). For development use
-   * `createDevCertificate()`; clients then pass its `cert` as their CA.
+   * `createDevCertificate()`; clients then pass its `ca` (the development CA) as their CA.
    * @default undefined — required unless `insecureHttpBehindProxy` is set
    */
   tls?: { cert: string | Buffer; key: string | Buffer }

@@ -40,7 +40,7 @@ export interface HttpsInboxOptions {
 
 /** Options for the Node {@link httpsTransport}. */
 export interface NodeHttpsTransportOptions extends HttpsTransportOptions {
-  /** Extra trusted CA (a development certificate) for the default fetch. */
+  /** Extra trusted CA (e.g. the development CA, `devCert.ca`) for the default fetch. */
   ca?: NodeFetchOptions['ca']
   /** Addresses the default fetch may connect to. @default public unicast only (PROFILE §4) */
   addressPolicy?: AddressPolicy

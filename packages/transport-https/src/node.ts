@@ -10,10 +10,13 @@
 export type {
   DevCertificate,
   DevCertificateOptions,
+  LoadDevCertificateOptions,
   StoredDevCertificate,
 } from './dev-cert.js'
 export { createDevCertificate, loadDevCertificate } from './dev-cert.js'
 export * from './index.js'
+export type { DevCa, LoadDevCaOptions, StoredDevCa } from './node-dev-ca.js'
+export { agentmsgHome, createDevCa, loadDevCa } from './node-dev-ca.js'
 export type { NodeFetchOptions, NodeIdentityFetcherOptions } from './node-fetch.js'
 export { createNodeFetch, createNodeIdentityFetcher } from './node-fetch.js'
 export type {

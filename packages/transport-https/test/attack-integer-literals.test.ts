@@ -71,7 +71,7 @@ describe('attack: integer fields written with a fraction or exponent (inbox)', (
 
 describe('attack: an identity document with agentmsg written 5.0', () => {
   it('is not a document (not_found naming agentmsg); written 5 it is', async () => {
-    const { cert, key } = await testCertificate()
+    const { cert, key, ca } = await testCertificate()
     let body = ''
     const server = createServer({ cert, key }, (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(body)
@@ -80,7 +80,7 @@ describe('attack: an identity document with agentmsg written 5.0', () => {
     try {
       const origin = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
       const fetchIdentity = createNodeIdentityFetcher({
-        ca: cert,
+        ca,
         addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
       })
       const agentId = `${origin}/agents/eve`

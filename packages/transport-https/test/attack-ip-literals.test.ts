@@ -16,7 +16,7 @@ import {
 } from './attack-helpers.js'
 import { testCertificate } from './tls.js'
 
-const { cert } = await testCertificate()
+const { ca } = await testCertificate()
 
 let open: CountingServer
 let closed: number
@@ -56,7 +56,7 @@ describe('attack: IP-literal hosts are refused before dialling', () => {
 
   it('createNodeFetch: no connection for any form, the same error open or closed', async () => {
     // Trusting the listener's certificate: only the address policy stands in the way.
-    const fetch = createNodeFetch({ ca: cert })
+    const fetch = createNodeFetch({ ca })
     const before = open.connections
     for (const [i, origin] of literalOrigins(open.port).entries()) {
       const toOpen = await seen(fetch(`${origin}/admin/api`, { method: 'POST', body: '{}' }))
@@ -73,7 +73,7 @@ describe('attack: IP-literal hosts are refused before dialling', () => {
   })
 
   it('createNodeIdentityFetcher: no connection; not found, saying only that it failed', async () => {
-    const fetchIdentity = createNodeIdentityFetcher({ ca: cert })
+    const fetchIdentity = createNodeIdentityFetcher({ ca })
     const before = open.connections
     for (const [i, origin] of literalOrigins(open.port).entries()) {
       // Agent ids are in normal form (`2130706433` is not one): the URL parser's spelling.
@@ -97,7 +97,7 @@ describe('attack: IP-literal hosts are refused before dialling', () => {
 
   it('a host name resolving to loopback is refused at DNS time: no connection either', async () => {
     const fetch = createNodeFetch({
-      ca: cert,
+      ca,
       lookup: (_name, _options, callback) =>
         (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
           { address: '127.0.0.1', family: 4 },

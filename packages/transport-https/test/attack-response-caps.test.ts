@@ -19,7 +19,7 @@ import { createSender } from '../src/sender.js'
 import { type EndlessServer, endlessServer } from './attack-helpers.js'
 import { testCertificate } from './tls.js'
 
-const { cert } = await testCertificate()
+const { ca } = await testCertificate()
 // The agent's defaults, with the one allowance a loopback test needs.
 const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
 const MiB = 1024 * 1024
@@ -47,7 +47,7 @@ async function rssGrowth(fn: () => Promise<void>): Promise<number> {
 describe('attack: an endless response body', () => {
   it('an identity document is cut at 64 KiB while streaming: not found, < 1 MiB written', async () => {
     const server = await endless()
-    const fetchIdentity = createNodeIdentityFetcher({ ca: cert, addressPolicy })
+    const fetchIdentity = createNodeIdentityFetcher({ ca, addressPolicy })
     const agent = `https://127.0.0.1:${server.port}/agents/endless`
     const growth = await rssGrowth(async () => {
       expect(await fetchIdentity(agent)).toEqual({
@@ -63,7 +63,7 @@ describe('attack: an endless response body', () => {
 
   it('an inbox refusing with an endless error body: the send fails, < 1 MiB written', async () => {
     const server = await endless(400)
-    const sender = createSender({ fetch: createNodeFetch({ ca: cert, addressPolicy }) })
+    const sender = createSender({ fetch: createNodeFetch({ ca, addressPolicy }) })
     const alice = await fixtureAgent()
     const m = await signedMessage(alice, alice.id)
     const url = `https://127.0.0.1:${server.port}/.well-known/agentmsg/inbox`
@@ -85,7 +85,7 @@ describe('attack: an endless response body', () => {
 
   it('an inbox accepting with an endless body: delivered, the body not read', async () => {
     const server = await endless(202)
-    const sender = createSender({ fetch: createNodeFetch({ ca: cert, addressPolicy }) })
+    const sender = createSender({ fetch: createNodeFetch({ ca, addressPolicy }) })
     const alice = await fixtureAgent()
     const m = await signedMessage(alice, alice.id)
     const url = `https://127.0.0.1:${server.port}/.well-known/agentmsg/inbox`
@@ -101,7 +101,7 @@ describe('attack: an endless response body', () => {
 
   it('createNodeFetch caps any body at 8 MiB + 64 KiB by default and closes', async () => {
     const server = await endless()
-    const fetch = createNodeFetch({ ca: cert, addressPolicy })
+    const fetch = createNodeFetch({ ca, addressPolicy })
     const growth = await rssGrowth(async () => {
       const res = await fetch(`https://127.0.0.1:${server.port}/page`)
       expect(res.status).toBe(200)
@@ -117,7 +117,7 @@ describe('attack: an endless response body', () => {
 
   it('a smaller maxResponseBytes is honoured; a stream fetch (timeoutMs 0) has no total cap', async () => {
     const server = await endless()
-    const small = createNodeFetch({ ca: cert, addressPolicy, maxResponseBytes: 100_000 })
+    const small = createNodeFetch({ ca, addressPolicy, maxResponseBytes: 100_000 })
     const res = await small(`https://127.0.0.1:${server.port}/small`)
     await expect(res.text()).rejects.toThrow(/is larger than 100000 bytes/)
     await server.settled()
@@ -125,7 +125,7 @@ describe('attack: an endless response body', () => {
 
     // A long-lived stream is read event by event by its reader, which caps each event; the
     // fetch itself then sets no total (the caller reads past 10 MiB here, then cancels).
-    const stream = createNodeFetch({ ca: cert, addressPolicy, timeoutMs: 0 })
+    const stream = createNodeFetch({ ca, addressPolicy, timeoutMs: 0 })
     const body = (await stream(`https://127.0.0.1:${server.port}/stream`)).body!.getReader()
     let read = 0
     while (read < 10 * MiB) read += (await body.read()).value!.byteLength

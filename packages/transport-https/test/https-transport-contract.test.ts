@@ -10,7 +10,7 @@ import { createAddressPolicy } from '../src/address-policy.js'
 import { httpsTransport } from '../src/node-transport.js'
 import { testCertificate } from './tls.js'
 
-let cert: { cert: string; key: string }
+let cert: { cert: string; key: string; ca: string }
 beforeAll(async () => {
   cert = await testCertificate()
 })
@@ -22,7 +22,7 @@ const factory: TransportFactory = {
   protocol: 'https',
   create(components) {
     const transport = httpsTransport({
-      ca: cert.cert,
+      ca: cert.ca,
       addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
       inbox: { tls: cert },
     }).create(components)

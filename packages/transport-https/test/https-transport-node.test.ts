@@ -44,7 +44,7 @@ async function components(identity?: IdentityDocument): Promise<TransportCompone
 async function sender(): Promise<NodeHttpsTransport> {
   const cert = await testCertificate()
   const t = httpsTransport({
-    ca: cert.cert,
+    ca: cert.ca,
     addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
   }).create(await components())
   cleanups.push(() => t.close())
@@ -132,7 +132,7 @@ describe('httpsTransport on Node with an inbox', () => {
     const cert = await testCertificate()
     const { createNodeFetch } = await import('../src/node-fetch.js')
     const fetch = createNodeFetch({
-      ca: cert.cert,
+      ca: cert.ca,
       addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
     })
     const res = await fetch(`${bob.transport.url}/.well-known/agentmsg/identity`)

@@ -18,7 +18,7 @@ import { cacheLifetime, createIdentityFetcher, parseRetryAfter } from '../src/id
 import { createNodeFetch, createNodeIdentityFetcher } from '../src/node-fetch.js'
 import { testCertificate } from './tls.js'
 
-const { cert, key } = await testCertificate()
+const { cert, key, ca } = await testCertificate()
 const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
 const WK = '/.well-known/agentmsg/identity'
 /** The whole reason of a failed request: no socket, TLS or DNS detail. */
@@ -126,7 +126,7 @@ afterAll(async () => {
 })
 
 describe('createNodeIdentityFetcher', () => {
-  const fetchIdentity = createNodeIdentityFetcher({ ca: cert, addressPolicy })
+  const fetchIdentity = createNodeIdentityFetcher({ ca, addressPolicy })
 
   it('fetches a document with Accept: application/json and reads max-age', async () => {
     seen.length = 0
@@ -167,7 +167,7 @@ describe('createNodeIdentityFetcher', () => {
   })
 
   it('a slow server is unavailable after the timeout, headers or body', async () => {
-    const quick = createNodeIdentityFetcher({ ca: cert, addressPolicy, timeoutMs: 300 })
+    const quick = createNodeIdentityFetcher({ ca, addressPolicy, timeoutMs: 300 })
     const started = Date.now()
     const res = await quick(agent('slow'))
     // A timeout reads as any failed request: telling it from a refused connection would
@@ -207,7 +207,7 @@ describe('createNodeIdentityFetcher', () => {
       status: 'not_found',
       reason: expect.stringMatching(/more than 3 redirects/),
     })
-    const strict = createNodeIdentityFetcher({ ca: cert, addressPolicy, maxRedirects: 0 })
+    const strict = createNodeIdentityFetcher({ ca, addressPolicy, maxRedirects: 0 })
     expect((await strict(agent('redir1'))).status).toBe('not_found')
   })
 
@@ -229,14 +229,14 @@ describe('createNodeIdentityFetcher', () => {
   })
 
   it('an address refused by the default policy is not found', async () => {
-    const strict = createNodeIdentityFetcher({ ca: cert })
+    const strict = createNodeIdentityFetcher({ ca })
     // Not found, and the reason says only that the request failed (PROFILE §4).
     expect(await strict(agent('ok'))).toEqual({ status: 'not_found', reason: failed(agent('ok')) })
   })
 
   it('network and TLS failures are unavailable', async () => {
     const wrongCa = createNodeIdentityFetcher({
-      ca: (await createDevCertificate()).cert,
+      ca: (await createDevCertificate()).ca,
       addressPolicy,
     })
     // Unavailable, and neither the TLS nor the socket error is told (PROFILE §4).
@@ -343,7 +343,7 @@ describe('end to end with core', () => {
         }),
         ed25519Signer(keys, `${agentId}#k1`),
       )
-      const fetchIdentity = createNodeIdentityFetcher({ ca: cert, addressPolicy })
+      const fetchIdentity = createNodeIdentityFetcher({ ca, addressPolicy })
       const resolver = createKeyResolver({ fetchIdentity })
       expect(await verifyMessage(message, resolver)).toMatchObject({
         level: 2,
@@ -351,7 +351,7 @@ describe('end to end with core', () => {
       })
 
       // Under the default policy the same key is not found: unknown_sender, not a retry.
-      const strict = createKeyResolver({ fetchIdentity: createNodeIdentityFetcher({ ca: cert }) })
+      const strict = createKeyResolver({ fetchIdentity: createNodeIdentityFetcher({ ca }) })
       await expect(verifyMessage(message, strict)).rejects.toMatchObject({ code: 'unknown_sender' })
     } finally {
       await server.close()
@@ -360,7 +360,7 @@ describe('end to end with core', () => {
 
   it('createIdentityFetcher works over createNodeFetch directly', async () => {
     const fetchIdentity = createIdentityFetcher({
-      fetch: createNodeFetch({ ca: cert, addressPolicy }),
+      fetch: createNodeFetch({ ca, addressPolicy }),
     })
     expect((await fetchIdentity(agent('ok'))).status).toBe('ok')
   })

@@ -118,8 +118,8 @@ async function replyingInbox(options: Partial<InboxHandlerOptions>) {
  * documents through its `document()`.
  */
 async function urlInbox() {
-  const { cert } = await testCertificate()
-  return replyingInbox({ resolver: new IdentityDocumentCache({ fetch: testFetcher(cert) }) })
+  const { ca } = await testCertificate()
+  return replyingInbox({ resolver: new IdentityDocumentCache({ fetch: testFetcher(ca) }) })
 }
 
 function replyData(reply: { message: UnsignedMessage }) {

@@ -39,14 +39,14 @@ export async function send(
     agent?: Agent
   } = {},
 ): Promise<ClientResponse> {
-  const { cert } = await testCertificate()
+  const { ca } = await testCertificate()
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
       url,
       {
         method: options.method ?? 'POST',
         headers: options.headers,
-        ca: cert,
+        ca,
         agent: options.agent ?? false,
       },
       (res) => {

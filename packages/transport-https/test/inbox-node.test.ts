@@ -56,7 +56,7 @@ async function inboxVia(mode: 'direct' | 'web'): Promise<{ url: string; inbox: T
 describe.each(['direct', 'web'] as const)('oversized uploads (%s adapter path)', (mode) => {
   it('stops reading a 50 MiB streamed upload early: 413, connection closed, memory flat', async () => {
     const { url } = await inboxVia(mode)
-    const { cert } = await testCertificate()
+    const { ca } = await testCertificate()
     global.gc?.()
     const rss0 = process.memoryUsage().rss
     let peakGrowth = 0
@@ -76,7 +76,7 @@ describe.each(['direct', 'web'] as const)('oversized uploads (%s adapter path)',
       let connection: string | undefined
       const req = httpsRequest(
         url,
-        { method: 'POST', ca: cert, agent: false, headers: { 'content-type': 'application/json' } },
+        { method: 'POST', ca, agent: false, headers: { 'content-type': 'application/json' } },
         (res) => {
           status = res.statusCode ?? 0
           connection = res.headers.connection
@@ -120,13 +120,13 @@ describe.each(['direct', 'web'] as const)('oversized uploads (%s adapter path)',
 
   it('refuses a declared Content-Length over the cap without reading the body', async () => {
     const { url } = await inboxVia(mode)
-    const { cert } = await testCertificate()
+    const { ca } = await testCertificate()
     const status = await new Promise<number>((resolve, reject) => {
       const req = httpsRequest(
         url,
         {
           method: 'POST',
-          ca: cert,
+          ca,
           agent: false,
           headers: { 'content-type': 'application/json', 'content-length': String(50 * MiB) },
         },

@@ -9,7 +9,7 @@ import { createDevCertificate } from '../src/dev-cert.js'
 import { createNodeFetch } from '../src/node-fetch.js'
 import {
   allowLoopback,
-  cert,
+  ca,
   echo,
   rawServer,
   rejection,
@@ -24,7 +24,7 @@ describe('createNodeFetch: address policy', () => {
   it('refuses 127.0.0.1 by default, with a clear error and no connection opened', async () => {
     const raw = await rawServer()
     try {
-      const fetch = createNodeFetch({ ca: cert })
+      const fetch = createNodeFetch({ ca })
       const err = await rejection(fetch(`https://127.0.0.1:${raw.port}/x`))
       expect(isAddressRefusedError(err)).toBe(true)
       expect(err.code).toBe('forbidden')
@@ -41,7 +41,7 @@ describe('createNodeFetch: address policy', () => {
   it('refuses a host name resolving to loopback at DNS time, before connecting', async () => {
     const raw = await rawServer()
     try {
-      const err = await rejection(createNodeFetch({ ca: cert })(`https://localhost:${raw.port}/`))
+      const err = await rejection(createNodeFetch({ ca })(`https://localhost:${raw.port}/`))
       expect(isAddressRefusedError(err)).toBe(true)
       expect(err.message).toMatch(/of host localhost is not public unicast/)
       await sleep(50)
@@ -52,7 +52,7 @@ describe('createNodeFetch: address policy', () => {
   })
 
   it('connects when the operator allows the address, or the host name', async () => {
-    const byAddress = createNodeFetch({ ca: cert, addressPolicy: allowLoopback })
+    const byAddress = createNodeFetch({ ca, addressPolicy: allowLoopback })
     const res = await byAddress(`${echo.origin}/hello?x=1`)
     expect(res.status).toBe(200)
     expect(res.url).toBe(`${echo.origin}/hello?x=1`)
@@ -60,7 +60,7 @@ describe('createNodeFetch: address policy', () => {
     expect(await res.json()).toMatchObject({ method: 'GET', url: '/hello?x=1' })
 
     const byName = createNodeFetch({
-      ca: cert,
+      ca,
       addressPolicy: createAddressPolicy({ allow: ['localhost'] }),
     })
     const res2 = await byName(`https://localhost:${echo.port}/named`)
@@ -75,7 +75,7 @@ describe('createNodeFetch: https and TLS', () => {
   it('refuses http: and other schemes before any connection', async () => {
     const raw = await rawServer()
     try {
-      const fetch = createNodeFetch({ ca: cert, addressPolicy: allowLoopback })
+      const fetch = createNodeFetch({ ca, addressPolicy: allowLoopback })
       const err = await rejection(fetch(`http://127.0.0.1:${raw.port}/`))
       expect(err).toBeInstanceOf(TypeError)
       expect(err.message).toMatch(/only https: is allowed/)
@@ -90,7 +90,7 @@ describe('createNodeFetch: https and TLS', () => {
 
   it('verifies certificates: an unknown CA fails with a TLS error', async () => {
     const other = await createDevCertificate()
-    const wrongCa = createNodeFetch({ ca: other.cert, addressPolicy: allowLoopback })
+    const wrongCa = createNodeFetch({ ca: other.ca, addressPolicy: allowLoopback })
     const err = await rejection(wrongCa(`${echo.origin}/`))
     expect(err).toBeInstanceOf(TypeError)
     expect(err.cause?.code).toMatch(/SELF_SIGNED|UNABLE_TO_VERIFY|CERT/)
@@ -108,7 +108,7 @@ describe('createNodeFetch: https and TLS', () => {
       cert: onlyLocalhost.cert,
     })
     try {
-      const fetch = createNodeFetch({ ca: onlyLocalhost.cert, addressPolicy: allowLoopback })
+      const fetch = createNodeFetch({ ca: onlyLocalhost.ca, addressPolicy: allowLoopback })
       const err = await rejection(fetch(`https://127.0.0.1:${server.port}/`))
       expect(err.cause?.code).toBe('ERR_TLS_CERT_ALTNAME_INVALID')
     } finally {
@@ -129,7 +129,7 @@ describe('createNodeFetch: https and TLS', () => {
           {
             host: '127.0.0.1',
             port: old.port,
-            ca: cert,
+            ca,
             minVersion: 'TLSv1.1',
             maxVersion: 'TLSv1.1',
             ciphers: 'DEFAULT@SECLEVEL=0',
@@ -144,7 +144,7 @@ describe('createNodeFetch: https and TLS', () => {
       expect(protocol).toBe('TLSv1.1')
       // …but not for ours.
       const err = await rejection(
-        createNodeFetch({ ca: cert, addressPolicy: allowLoopback })(`${old.origin}/`),
+        createNodeFetch({ ca, addressPolicy: allowLoopback })(`${old.origin}/`),
       )
       expect(err).toBeInstanceOf(TypeError)
       expect(`${err.cause?.code} ${err.message}`).toMatch(

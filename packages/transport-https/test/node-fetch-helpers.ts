@@ -11,7 +11,7 @@ import { afterAll, beforeAll } from 'vitest'
 import { createAddressPolicy } from '../src/address-policy.js'
 import { testCertificate } from './tls.js'
 
-export const { cert, key } = await testCertificate()
+export const { cert, key, ca } = await testCertificate()
 export const allowLoopback = createAddressPolicy({ allow: ['127.0.0.1'] })
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void

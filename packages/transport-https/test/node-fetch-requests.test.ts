@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { createNodeFetch } from '../src/node-fetch.js'
 import {
   allowLoopback,
-  cert,
+  ca,
   echo,
   rawServer,
   rejection,
@@ -18,7 +18,7 @@ import {
 setupEchoServer()
 
 describe('createNodeFetch: requests and responses', () => {
-  const fetch = createNodeFetch({ ca: cert, addressPolicy: allowLoopback })
+  const fetch = createNodeFetch({ ca, addressPolicy: allowLoopback })
 
   it('POSTs a body with headers and reads the reply', async () => {
     const res = await fetch(`${echo.origin}/inbox`, {
@@ -55,7 +55,7 @@ describe('createNodeFetch: requests and responses', () => {
   it('reuses kept-alive connections', async () => {
     const server = await serve((_, res) => res.end('k'))
     try {
-      const f = createNodeFetch({ ca: cert, addressPolicy: allowLoopback })
+      const f = createNodeFetch({ ca, addressPolicy: allowLoopback })
       expect(await (await f(`${server.origin}/1`)).text()).toBe('k')
       expect(await (await f(`${server.origin}/2`)).text()).toBe('k')
       expect(server.connections).toBe(1)
@@ -130,7 +130,7 @@ describe('createNodeFetch: requests and responses', () => {
   it('times out: before the response, and while the body is read', async () => {
     const server = await stallingServer()
     try {
-      const quick = createNodeFetch({ ca: cert, addressPolicy: allowLoopback, timeoutMs: 200 })
+      const quick = createNodeFetch({ ca, addressPolicy: allowLoopback, timeoutMs: 200 })
       const started = Date.now()
       const err = await rejection(quick(`${server.origin}/silent`))
       expect(err.name).toBe('TimeoutError')

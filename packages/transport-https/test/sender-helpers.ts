@@ -42,7 +42,7 @@ export interface TestInbox {
   close(): Promise<void>
 }
 
-let cert: { cert: string; key: string }
+let cert: { cert: string; key: string; ca: string }
 let keys: KeyPair
 let agent: string
 /** Run after each test, last first. */
@@ -129,7 +129,7 @@ export async function startInbox(port = 0): Promise<TestInbox> {
 
 /** A fetch that trusts the test certificate and may connect to `allow`. */
 export function testFetch(allow = ['127.0.0.1']): typeof fetch {
-  return createNodeFetch({ ca: cert.cert, addressPolicy: createAddressPolicy({ allow }) })
+  return createNodeFetch({ ca: cert.ca, addressPolicy: createAddressPolicy({ allow }) })
 }
 
 export function newSender(options: SenderOptions = {}): HttpsSender {

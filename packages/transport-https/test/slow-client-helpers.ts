@@ -45,13 +45,13 @@ export async function postFrom(
   body: unknown,
   localAddress = '127.0.0.1',
 ): Promise<ClientResponse | undefined> {
-  const { cert } = await testCertificate()
+  const { ca } = await testCertificate()
   const text = JSON.stringify(body)
   return new Promise((resolve) => {
     const req = httpsRequest(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      ca: cert,
+      ca,
       agent: false,
       localAddress,
     })
@@ -75,13 +75,13 @@ export async function stalledUpload(
   url: string,
   options: { length: number; sent: number; localAddress?: string },
 ): Promise<StalledUpload> {
-  const { cert } = await testCertificate()
+  const { ca } = await testCertificate()
   let resolveResponse!: (r: ClientResponse | undefined) => void
   const response = new Promise<ClientResponse | undefined>((r) => (resolveResponse = r))
   const req = httpsRequest(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'content-length': String(options.length) },
-    ca: cert,
+    ca,
     agent: false,
     localAddress: options.localAddress ?? '127.0.0.1',
   })
@@ -113,11 +113,11 @@ export async function stalledUpload(
  * what the server wrote before it closed the connection.
  */
 export async function stalledHeaders(url: string, text: string): Promise<string> {
-  const { cert } = await testCertificate()
+  const { ca } = await testCertificate()
   const { hostname, port } = new URL(url)
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
-    const socket = connect({ host: hostname, port: Number(port), ca: cert }, () => {
+    const socket = connect({ host: hostname, port: Number(port), ca }, () => {
       socket.write(text)
     })
     socket.on('data', (c: Buffer) => chunks.push(c))

@@ -148,7 +148,7 @@ describe('attack: oversized and endless relay answers', () => {
 
   it('WebSocket: a 50 MiB frame is refused as its header arrives (ws maxPayload)', async () => {
     const { url, poured } = await giantFrameServer(50 * MiB)
-    const ca = cert.cert
+    const ca = cert.ca
     const PassesOptions = class extends NodeWebSocket {
       constructor(u: string, _p?: undefined, options?: { maxPayload: number }) {
         super(u, { ...options, ca })
@@ -176,7 +176,7 @@ describe('attack: oversized and endless relay answers', () => {
 
   it('WebSocket without maxPayload (as in browsers): a frame over the cap is refused on receipt', async () => {
     const { url, poured } = await giantFrameServer(MAX_EVENT_BYTES + 1)
-    const ca = cert.cert
+    const ca = cert.ca
     const IgnoresOptions = class extends NodeWebSocket {
       constructor(u: string) {
         super(u, { ca })

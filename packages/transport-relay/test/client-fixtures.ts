@@ -37,9 +37,9 @@ export function setupRelayTests(): void {
   beforeAll(async () => {
     net.cert = await createDevCertificate()
     const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
-    net.fetch = createNodeFetch({ ca: net.cert.cert, addressPolicy, timeoutMs: 10_000 })
-    net.streamFetch = createNodeFetch({ ca: net.cert.cert, addressPolicy, timeoutMs: 0 })
-    const ca = net.cert.cert
+    net.fetch = createNodeFetch({ ca: net.cert.ca, addressPolicy, timeoutMs: 10_000 })
+    net.streamFetch = createNodeFetch({ ca: net.cert.ca, addressPolicy, timeoutMs: 0 })
+    const ca = net.cert.ca
     // Passes the client's options (maxPayload, PROFILE §4) on to `ws`.
     net.WebSocket = class extends NodeWebSocket {
       constructor(url: string, _protocols?: undefined, options?: { maxPayload: number }) {

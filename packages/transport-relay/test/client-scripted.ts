@@ -28,7 +28,7 @@ export function setupScriptedTests(): void {
   beforeAll(async () => {
     cert = await createDevCertificate()
     fetchFn = createNodeFetch({
-      ca: cert.cert,
+      ca: cert.ca,
       addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
       timeoutMs: 0,
     })

@@ -18,7 +18,7 @@ import type { RelayQuota } from '../store/common.js'
 import { sqliteRelayStore } from '../store/sqlite.js'
 import type { RelayStore } from '../store/types.js'
 import { createRelayHandler } from './handler.js'
-import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
+import type { RelayHandlerOptions, RelayRequestInfo, RelayServerHandler } from './types.js'
 import { createRelayWebSocket, type RelayWebSocketOptions } from './ws.js'
 
 /** Options of {@link serveRelay}. */
@@ -44,6 +44,13 @@ export interface ServeRelayOptions
   /** On close, connections still open after this many ms are cut. @default 10_000 */
   closeTimeoutMs?: number
   ws?: RelayWebSocketOptions
+  /**
+   * Answers requests before the relay does, e.g. a page served from the relay's own origin
+   * (`npm start`'s browser demo). A `Response` is sent as is; `undefined` hands the request to
+   * the relay (so it must not read the body of a request it passes on). It sees no WebSocket
+   * upgrades and is not rate limited by the relay: keep it to cheap, fixed answers.
+   */
+  intercept?: (request: Request) => Response | undefined | Promise<Response | undefined>
 }
 
 /** A running relay. */
@@ -79,6 +86,7 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     store: givenStore,
     closeTimeoutMs = 10_000,
     ws: wsOptions,
+    intercept,
     headersTimeoutMs,
     bodyTimeoutMs,
     ...handlerOptions
@@ -130,9 +138,15 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
   }
   const wss = createRelayWebSocket(handler, { onError, ...wsOptions })
   const basePath = new URL(url).pathname.replace(/\/$/, '')
+  const served = intercept
+    ? {
+        fetch: async (request: Request, info?: RelayRequestInfo) =>
+          (await intercept(request)) ?? handler.fetch(request, info),
+      }
+    : handler
   server.on(
     'request',
-    getRequestListener(handler, { onError, bodyTimeoutMs: timeouts.bodyTimeoutMs }),
+    getRequestListener(served, { onError, bodyTimeoutMs: timeouts.bodyTimeoutMs }),
   )
   server.on('upgrade', (req, socket, head) => {
     const target = req.url ?? ''

@@ -30,6 +30,7 @@ export type {
   SubscribeOptions,
 } from './relay-client.js'
 export { createRelayClient, DEFAULT_STREAM_IDLE_MS } from './relay-client.js'
+export { RelayError } from './relay-error.js'
 export type {
   RelayTransport,
   RelayTransportFactory,

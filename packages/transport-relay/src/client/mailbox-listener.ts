@@ -2,11 +2,14 @@
  * Listening on one of the agent's relays for the relay transport: open the mailbox once (the
  * subscription id is kept in storage), stream it from the stored cursor, hand every entry to
  * the receive pipeline, and acknowledge per its outcome (PROFILE §9). A relay that is down is
- * reported and tried again with backoff; it never stops the agent's other relays.
+ * reported (named by its URL) and tried again with backoff; it never stops the agent's other
+ * relays. A relay that refuses to open the mailbox at start (a 4xx other than 429: forbidden,
+ * bad agent auth, an address the policy refuses) fails `start`: no retry changes that answer.
  */
 import { type DeliveryHandler, isAgentMsgError, type Storage } from '@agentmsg/core'
 import { type BackoffOptions, reconnectDelay, sleep } from './backoff.js'
 import type { RelayCore } from './relay-core.js'
+import { isRefusal, relayError } from './relay-error.js'
 import type { RelayEntry, StreamHandle, StreamMode } from './stream.js'
 
 /** Storage keys of one relay's state, in the transport's storage. */
@@ -45,19 +48,28 @@ export class MailboxListener {
   #running: Promise<void> | undefined
 
   constructor(input: MailboxListenerInput) {
-    this.#in = input
-    this.#keys = mailboxKeys(input.client.relayUrl)
+    const relayUrl = input.client.relayUrl
+    // Every failure names its relay: an agent listens on several.
+    this.#in = { ...input, report: (error) => input.report(relayError(relayUrl, error)) }
+    this.#keys = mailboxKeys(relayUrl)
   }
 
   /**
    * Start; resolves after the first try to open the mailbox (so mail sent after `listen`
-   * resolved finds it), whether it worked or was reported. Streaming goes on in the background.
+   * resolved finds it), when it worked or the relay could not be reached (reported; streaming
+   * goes on in the background, retrying with backoff). Rejects with a {@link RelayError} when
+   * the relay refused (a 4xx other than 429): a misconfiguration the application must see.
    */
   async start(): Promise<void> {
-    const opened = await this.#open().catch((error: unknown) => {
+    let opened = false
+    try {
+      opened = await this.#open()
+    } catch (error) {
+      if (isRefusal(error) && !this.#stop.signal.aborted) {
+        throw relayError(this.#in.client.relayUrl, error)
+      }
       if (!this.#stop.signal.aborted) this.#in.report(error)
-      return false
-    })
+    }
     this.#running = this.#run(opened)
   }
 

@@ -19,6 +19,7 @@ import type { BackoffOptions } from './backoff.js'
 import { MailboxListener } from './mailbox-listener.js'
 import { publishWithFailover } from './publish.js'
 import { relayCore } from './relay-core.js'
+import { relayError } from './relay-error.js'
 import type { StreamMode } from './stream.js'
 import type { WebSocketConstructor } from './ws-stream.js'
 
@@ -75,7 +76,9 @@ export interface RelayTransportFactory extends TransportFactory {
  *   (`cursor/<relay>`) and hands each entry to `receive` as `{ body: <message JSON>, transport:
  *   'relay' }`. Accepted, duplicate and permanently refused entries are acknowledged and the
  *   cursor stored; one refused for now stays and comes again after a reconnect. A relay that is
- *   down is reported through `onError` and retried; `listen` does not reject for it.
+ *   down is reported through `onError` as a `RelayError` naming it (code `unavailable`) and
+ *   retried with backoff; `listen` does not reject for it. A relay that refuses the mailbox (a
+ *   4xx other than 429, e.g. `forbidden`) rejects `listen` with a `RelayError`.
  *
  * @example
  * const agent = await createAgent({ transports: [httpsTransport(), relayTransport({ mode: 'ws' })] })
@@ -148,7 +151,7 @@ function createRelayTransport(
           })
         } catch (error) {
           // A relay URL that is not one (PROFILE §9 base URL): the others still listen.
-          report(error)
+          report(relayError(relayUrl, error))
           continue
         }
         listeners.push(
@@ -163,7 +166,13 @@ function createRelayTransport(
         )
       }
       listenOptions.signal?.addEventListener('abort', () => void stop(), { once: true })
-      await Promise.all(listeners.map((l) => l.start()))
+      try {
+        await Promise.all(listeners.map((l) => l.start()))
+      } catch (error) {
+        // A relay refused the mailbox: stop the others too, so a failed listen leaves nothing.
+        await stop()
+        throw error
+      }
     },
 
     async close(): Promise<void> {

@@ -45,7 +45,7 @@ export interface WebSocketClientOptions {
  * import { WebSocket } from 'ws'
  * class DevWebSocket extends WebSocket {
  *   constructor(url: string, protocols?: undefined, options?: { maxPayload: number }) {
- *     super(url, { ...options, ca: devCert.cert })
+ *     super(url, { ...options, ca: devCert.ca }) // the development CA
  *   }
  * }
  */

@@ -1,0 +1,52 @@
+/**
+ * "Echo", the Node agent of the demo page: a relay-only did:key agent kept on disk (so the page
+ * finds the same id after a restart) that answers every message with its text, in the same
+ * conversation, through the relays the sender named (its verified `from.relays`), sealed as any
+ * send through an untrusted relay is (PROFILE §8).
+ */
+import path from 'node:path'
+import { createNodeAgent } from '@agentmsg/client/node'
+import { fsStorage } from '@agentmsg/storage-fs'
+import { localNetwork } from './network.mjs'
+
+/** Longest text echoed back: messages come from anyone who knows the id. */
+const MAX_ECHO = 2000
+
+/**
+ * @param {{ home: string, relayUrl: string, ca: string, log: (line: string) => void }} o
+ */
+export async function startEchoAgent(o) {
+  const storage = await fsStorage({ dir: path.join(o.home, 'demo', 'echo-agent') })
+  let agent
+  try {
+    agent = await createNodeAgent({
+      storage,
+      relays: [o.relayUrl],
+      ...localNetwork(o.ca),
+      onError: (e) => o.log(`echo: ${e?.message ?? e}`),
+    })
+  } catch (error) {
+    await storage.close?.()
+    throw error
+  }
+  agent.on('error', (e) => o.log(`echo: refused a message: ${e.error?.message ?? e.error}`))
+  agent.on('message', async (m) => {
+    const text = m.text.length > MAX_ECHO ? `${m.text.slice(0, MAX_ECHO)}…` : m.text
+    try {
+      const r = await agent.reply(m, `echo: ${text}`)
+      o.log(
+        `echo: "${text.slice(0, 60)}" from ${m.from.slice(0, 24)}… (level ${m.level}, ${m.sealed ? 'sealed' : 'plaintext'}) → answered via ${r.relayUrl ?? r.route}`,
+      )
+    } catch (error) {
+      // Not rethrown: the message was handled (shown); a failed answer is not redelivered.
+      o.log(`echo: could not answer ${m.from.slice(0, 24)}…: ${error?.message ?? error}`)
+    }
+  })
+  return {
+    id: agent.id,
+    async close() {
+      await agent.close()
+      await storage.close?.()
+    },
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * What `identity`, `rotate`, `contacts` and `send` do to an agent directory's agent, as requests
+ * that run either here (the directory opened for the command) or in the `agentmsg inbox` or
+ * `listen` process that holds the directory (its control socket, see control.ts).
+ */
+import {
+  type Agent,
+  type Content,
+  createAddressPolicy,
+  createAgent,
+  createNodeAgent,
+  fingerprint,
+  type SendOptions,
+} from '@agentmsg/client/node'
+import { openOrInUse } from './agent-dir.js'
+import { CliError } from './command.js'
+import { askRunning } from './control.js'
+import { type AgentStore, storedRelays } from './store.js'
+
+export type AgentRequest =
+  | { op: 'identity' }
+  | { op: 'rotate' }
+  | { op: 'contacts.list' }
+  | { op: 'contacts.pin'; agent: string; publicKey: string; keyId?: string; relays?: string[] }
+  | { op: 'contacts.introduce'; token: string; agent?: string }
+  | { op: 'contacts.remove'; agent: string }
+  | { op: 'send'; to: string; content: Content; options: SendOptions }
+
+/** What `identity` reports. */
+export interface IdentitySummary {
+  agent_id: string
+  kind: 'did:key' | 'url'
+  /** The active key's full id (`<agent_id>#<fragment>`). */
+  key_id: string
+  /** The active Ed25519 public key, base64url (what peers pin). */
+  public_key: string
+  fingerprint: string
+  relays: string[]
+  /** URL agents: where the identity document is served (PROFILE §4). */
+  document_url?: string
+  document?: unknown
+}
+
+/** The network of a command that connects out (`--ca`, `--allow-private`). */
+export interface Network {
+  ca: string[]
+  allowPrivate: string[]
+}
+
+const base64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
+
+/** The active key's fragment (after `#`). */
+export const fragmentOf = (keyId: string) => keyId.slice(keyId.lastIndexOf('#') + 1)
+
+export async function identitySummary(agent: Agent, storage: AgentStore): Promise<IdentitySummary> {
+  const { agentId, keyId, publicKey, document } = agent.identity
+  return {
+    agent_id: agentId,
+    kind: document ? 'url' : 'did:key',
+    key_id: keyId,
+    public_key: base64url(publicKey),
+    fingerprint: await fingerprint(publicKey),
+    relays: await storedRelays(storage),
+    ...(document ? { document_url: `${agentId}/.well-known/agentmsg/identity`, document } : {}),
+  }
+}
+
+/** Run `request` on `agent` (here, or in the process serving the control socket). */
+export async function perform(
+  agent: Agent,
+  storage: AgentStore,
+  request: AgentRequest,
+): Promise<unknown> {
+  switch (request?.op) {
+    case 'identity':
+      return identitySummary(agent, storage)
+    case 'rotate': {
+      if (!agent.identity.document) {
+        throw new CliError(
+          'not_rotatable',
+          `${agent.id} is a did:key: its one key is its id and cannot rotate (PROFILE §4) — create a new identity with agentmsg init --dir NEW_DIR`,
+          2,
+        )
+      }
+      await agent.rotateKey()
+      const { keyId, publicKey } = agent.identity
+      return {
+        agent_id: agent.id,
+        key_id: keyId,
+        public_key: base64url(publicKey),
+        fingerprint: await fingerprint(publicKey),
+      }
+    }
+    case 'contacts.list':
+      return agent.contacts.list()
+    case 'contacts.pin': {
+      await agent.contacts.pin(request.agent, request.publicKey, {
+        ...(request.keyId !== undefined ? { keyId: request.keyId } : {}),
+        ...(request.relays?.length ? { relays: request.relays } : {}),
+      })
+      const pinned = (await agent.contacts.list()).find((c) => c.agent === request.agent)
+      return pinned ?? { agent: request.agent }
+    }
+    case 'contacts.introduce':
+      return {
+        key_id: await agent.introduce(
+          request.token,
+          request.agent !== undefined ? { agent: request.agent } : {},
+        ),
+      }
+    case 'contacts.remove': {
+      const known = (await agent.contacts.list()).some((c) => c.agent === request.agent)
+      if (!known) {
+        throw new CliError(
+          'not_found',
+          `${request.agent} is not a contact — agentmsg contacts list shows them`,
+        )
+      }
+      await agent.contacts.remove(request.agent)
+      return { removed: request.agent }
+    }
+    case 'send':
+      return agent.send(request.to, request.content, request.options)
+    default:
+      throw new CliError(
+        'usage',
+        `unknown control request ${JSON.stringify((request as { op?: unknown } | null)?.op)}`,
+        2,
+      )
+  }
+}
+
+/**
+ * Run `request` on the agent of `dir`: opened here for the request (with `network` when it
+ * connects out, else with no transports at all), or, when an `agentmsg inbox` or `listen` holds
+ * the directory, by that process (which then uses its own `--ca` and `--allow-private`).
+ */
+export async function onAgent(
+  dir: string,
+  request: AgentRequest,
+  network?: Network,
+): Promise<unknown> {
+  const opened = await openOrInUse(dir)
+  if ('inUse' in opened) {
+    const answer = await askRunning(dir, request)
+    if (answer) return answer.result
+    throw new CliError(
+      'in_use',
+      `${dir} is in use by process ${opened.inUse}, which takes no requests — stop it, or use another directory`,
+    )
+  }
+  const { storage } = opened
+  try {
+    const relays = await storedRelays(storage)
+    const agent = network
+      ? await createNodeAgent({
+          storage,
+          sendOnly: true,
+          // Written into `from.relays`, so a peer can answer through them.
+          ...(relays.length ? { relays } : {}),
+          // https only, public unicast plus what --allow-private names (PROFILE §4, §6).
+          addressPolicy: createAddressPolicy({ allow: network.allowPrivate }),
+          ...(network.ca.length ? { ca: network.ca } : {}),
+          // Reports of deliveries resumed from earlier runs are not this request's outcome.
+          onError: () => {},
+        })
+      : await createAgent({ storage, sendOnly: true, transports: [] })
+    try {
+      return await perform(agent, storage, request)
+    } finally {
+      await agent.close().catch(() => {})
+    }
+  } finally {
+    await storage.close?.()
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * What every `agentmsg` command shares: flag parsing, `--help`, the one-line error format and
+ * its exit codes, reading `--ca` files, and output that is safe to show in a terminal.
+ *
+ * Errors: exactly one line on stderr, `agentmsg: <code>: <message — what to do>`, never a stack
+ * trace. Exit codes: 0 done, 1 runtime failure (network, refused, state of the directory),
+ * 2 usage or input error (bad flags, unreadable or invalid input files; nothing was done).
+ */
+import { readFile } from 'node:fs/promises'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
+
+/** A failure a command reports as one line, with its exit code. */
+export class CliError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly exitCode: 1 | 2 = 1,
+  ) {
+    super(message)
+  }
+}
+
+/** A usage error (exit 2), pointing at the command's help. */
+export const usageError = (command: string, message: string) =>
+  new CliError('usage', `${message} — see agentmsg ${command} --help`, 2)
+
+/** An input file or value that cannot be used (exit 2). */
+export const inputError = (message: string) => new CliError('invalid_input', message, 2)
+
+type Options = NonNullable<ParseArgsConfig['options']>
+const HELP_FLAG = { help: { type: 'boolean', short: 'h' } } as const
+type Parsed<O extends Options> = ReturnType<
+  typeof parseArgs<{
+    args: string[]
+    options: O & typeof HELP_FLAG
+    strict: true
+    allowPositionals: boolean
+  }>
+>
+
+/** A command's flags (its `--help`/`-h` added) and positionals; usage errors as {@link CliError}. */
+export function parseFlags<O extends Options>(
+  command: string,
+  argv: string[],
+  options: O,
+  positionals = false,
+): Parsed<O> {
+  try {
+    return parseArgs({
+      args: argv,
+      options: { ...options, ...HELP_FLAG },
+      strict: true,
+      allowPositionals: positionals,
+    })
+  } catch (error) {
+    // Node's messages carry advice for programs ("place it after a '--'"); the first sentence
+    // is what a person needs.
+    const first = (error as Error).message.split(/\.\s/)[0]!.replace(/\.$/, '')
+    throw usageError(command, first)
+  }
+}
+
+/** The one line for stderr: `agentmsg: <code>: <message>` (one line whatever the message held). */
+export function errorLine(error: unknown): { line: string; exitCode: 1 | 2 } {
+  const { code, message, exitCode } = describeError(error)
+  return { line: `agentmsg: ${code}: ${oneLine(message)}\n`, exitCode }
+}
+
+/**
+ * Run a command body: `--help` prints `help` on stdout (exit 0); any failure is one stderr line
+ * and its exit code. `body` resolves with the exit code (0 unless it says otherwise).
+ */
+export async function runCommand(
+  help: string,
+  argv: string[],
+  body: () => Promise<number | undefined>,
+): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(help)
+    return 0
+  }
+  try {
+    return (await body()) ?? 0
+  } catch (error) {
+    const { line, exitCode } = errorLine(error)
+    process.stderr.write(line)
+    return exitCode
+  }
+}
+
+/** A diagnostic line of a running command on stderr (not an error: it goes on). */
+export function info(text: string): void {
+  process.stderr.write(`agentmsg: ${oneLine(text)}\n`)
+}
+
+/** The code, message and exit code of any failure. */
+export function describeError(error: unknown): { code: string; message: string; exitCode: 1 | 2 } {
+  if (error instanceof CliError)
+    return { code: error.code, message: error.message, exitCode: error.exitCode }
+  const message = withCauses(error)
+  const locked = /directory (.+) is locked by process (\d+)/.exec(message)
+  if (locked) {
+    return {
+      code: 'in_use',
+      message: `${locked[1]} is in use by process ${locked[2]} (an agentmsg inbox or listen?) — stop it, or use another directory`,
+      exitCode: 1,
+    }
+  }
+  const code = (error as { code?: unknown } | null)?.code
+  if (code === 'EADDRINUSE' || code === 'EACCES') {
+    const { address, port } = error as { address?: string; port?: number }
+    const where = port !== undefined ? ` ${address ?? ''}:${port}` : ''
+    return code === 'EADDRINUSE'
+      ? {
+          code: 'port_in_use',
+          message: `the port${where} is in use — stop what holds it, or pass another --port`,
+          exitCode: 1,
+        }
+      : {
+          code: 'permission_denied',
+          message: `no permission to listen on${where} — use a port above 1023`,
+          exitCode: 1,
+        }
+  }
+  // AgentMsgError codes are PROFILE §6's, lower-case; Node's own (ENOENT, ERR_…) are not.
+  const profileCode = typeof code === 'string' && /^[a-z_]+$/.test(code)
+  return { code: profileCode ? code : 'failed', message: withHint(message), exitCode: 1 }
+}
+
+/**
+ * The message with its causes: `fetch failed` alone hides why (a certificate, a refused
+ * address) in `.cause.cause`.
+ */
+function withCauses(error: unknown): string {
+  const parts: string[] = []
+  let current: unknown = error
+  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
+    const text = current instanceof Error ? current.message : String(current)
+    if (text && !parts.some((p) => p.includes(text))) parts.push(text)
+    current = current instanceof Error ? current.cause : undefined
+  }
+  return parts.join(': ') || 'unknown error'
+}
+
+/** The client's hints name its options; here they are flags (a wording it lacks stays as is). */
+const OPTION_FLAGS: Array<[string, string]> = [
+  ['pass allowPlaintext: true', 'pass --plaintext'],
+  ['pass seal: false', 'leave out --seal'],
+  ['pass options.relays', 'pass --relay URL'],
+]
+
+/**
+ * The message in the CLI's words, with what to do about the usual failures of a connection
+ * when it does not say.
+ */
+function withHint(text: string): string {
+  const message = OPTION_FLAGS.reduce((t, [option, flag]) => t.replace(option, flag), text)
+  const tls =
+    /self[- ]signed|unable to (verify|get local issuer)|certificate has expired|unknown ca|UNABLE_TO_|SELF_SIGNED|CERT_/i
+  if (tls.test(message) && !message.includes('--ca'))
+    return `${message} — pass the server's CA with --ca FILE (a dev server's: $AGENTMSG_HOME/dev-ca/ca.pem)`
+  if (/is not public unicast/.test(message) && !message.includes('--allow-private'))
+    return `${message} — pass --allow-private HOST to reach a private or loopback address`
+  return message
+}
+
+/** One line: line breaks folded, control characters escaped (peer text must not drive the terminal). */
+export function oneLine(text: string): string {
+  return safeText(text.replace(/\s*[\r\n]+\s*/g, ' '))
+}
+
+/**
+ * Text from peers, safe to print on one terminal line: C0/C1 controls (escape sequences, line
+ * breaks) and bidirectional overrides escaped as `\uXXXX`.
+ */
+export function safeText(text: string): string {
+  return text.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+    /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
+    (c) =>
+      ({ '\n': '\\n', '\r': '\\r', '\t': '\\t' })[c] ??
+      `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
+}
+
+/** The largest `--ca` file read: a CA bundle is a few KiB, a system bundle a few hundred. */
+const MAX_CA_FILE_BYTES = 1_048_576
+
+/** The PEM text of each `--ca` file (exit 2 when one cannot be read or holds no certificate). */
+export async function readCaFiles(files: readonly string[] | undefined): Promise<string[]> {
+  return Promise.all(
+    (files ?? []).map(async (file) => {
+      let text: string
+      try {
+        text = await readFile(file, 'utf8')
+      } catch (e) {
+        throw inputError(`--ca ${file}: ${(e as Error).message} — pass a PEM certificate file`)
+      }
+      if (text.length > MAX_CA_FILE_BYTES || !text.includes('-----BEGIN CERTIFICATE-----'))
+        throw inputError(`--ca ${file}: not a PEM certificate — pass a file with BEGIN CERTIFICATE`)
+      return text
+    }),
+  )
+}
+
+/** `--allow-private a,b` (repeatable): the hosts and ranges, trimmed. */
+export function allowList(values: string | readonly string[] | undefined): string[] {
+  return [values ?? []]
+    .flat()
+    .flatMap((v) => v.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean)
+}
+
+/** `--relay` URLs: https only, also in development (PROFILE §9); exit 2 otherwise. */
+export function relayFlags(command: string, values: readonly string[] | undefined): string[] {
+  for (const url of values ?? []) {
+    if (!/^https:\/\/[^/]/i.test(url))
+      throw usageError(command, `--relay ${url}: a relay URL is https://host[:port][/path]`)
+  }
+  return [...(values ?? [])]
+}
+
+/** A TCP port flag (exit 2 when it is not one). */
+export function portFlag(command: string, text: string): number {
+  const port = /^[0-9]{1,5}$/.test(text) ? Number(text) : Number.NaN
+  if (!(port >= 0 && port <= 65535)) throw usageError(command, `--port ${text} is not a port`)
+  return port
+}
+
+/** Write `text` to stdout; resolves once it is handed to the OS (or rejects, e.g. EPIPE). */
+export function writeOut(text: string): Promise<void> {
+  return new Promise((resolve, reject) =>
+    process.stdout.write(text, (error) => (error ? reject(error) : resolve())),
+  )
+}
+
+/** Resolves with the first SIGINT or SIGTERM, its listeners removed after. */
+export function untilSignal(): { done: Promise<string> } {
+  const done = new Promise<string>((resolve) => {
+    const stop = (signal: string) => {
+      process.off('SIGTERM', term)
+      process.off('SIGINT', int)
+      resolve(signal)
+    }
+    const term = () => stop('SIGTERM')
+    const int = () => stop('SIGINT')
+    process.once('SIGTERM', term)
+    process.once('SIGINT', int)
+  })
+  return { done }
+}

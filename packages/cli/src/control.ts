@@ -1,0 +1,158 @@
+/**
+ * The control socket of a running `agentmsg inbox` or `listen`: `<dir>/control.sock`.
+ *
+ * An agent directory is one store with an exclusive lock (storage-fs), so while an inbox or a
+ * listener runs on it no other process can open it. Yet a URL agent must keep serving its
+ * identity document (PROFILE §4: receivers and relays verify its signatures with it) while it
+ * sends or rotates. So the running process takes those requests from the other commands over a
+ * Unix socket in the directory: `send`, `identity`, `rotate` and `contacts` then act as the
+ * running agent. The socket is 0600 in the 0700 directory: only its owner, who can read the key
+ * files anyway, can connect. One JSON request line, one JSON answer line, bounded.
+ */
+import { chmod, unlink } from 'node:fs/promises'
+import net from 'node:net'
+import path from 'node:path'
+import { CliError, describeError } from './command.js'
+
+/** Largest request or answer line: a send carries at most a 1 MiB JSON value (PROFILE §6). */
+const MAX_LINE_BYTES = 2 * 1_048_576 + 65_536
+/** A client that has not sent its whole request by then is dropped. */
+const REQUEST_TIMEOUT_MS = 30_000
+
+export const controlPath = (dir: string) => path.join(path.resolve(dir), 'control.sock')
+
+/** Read one LF-terminated line of at most {@link MAX_LINE_BYTES} from `socket`. */
+function readLine(socket: net.Socket): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const done = (error?: Error, line?: string) => {
+      socket.off('data', onData)
+      socket.off('end', onEnd)
+      socket.off('error', onError)
+      if (error) reject(error)
+      else resolve(line!)
+    }
+    const onData = (chunk: Buffer) => {
+      const end = chunk.indexOf(10)
+      chunks.push(end === -1 ? chunk : chunk.subarray(0, end))
+      size += end === -1 ? chunk.length : end
+      if (size > MAX_LINE_BYTES) done(new Error('control line too long'))
+      else if (end !== -1) done(undefined, Buffer.concat(chunks).toString('utf8'))
+    }
+    const onEnd = () => done(new Error('the control connection closed before a whole line'))
+    const onError = (error: Error) => done(error)
+    socket.on('data', onData)
+    socket.on('end', onEnd)
+    socket.on('error', onError)
+  })
+}
+
+/** A served control socket. */
+export interface ControlServer {
+  close(): Promise<void>
+}
+
+/**
+ * Serve `handle` on `<dir>/control.sock`. The caller holds the directory's lock, so a socket
+ * file already there is a dead process's and is replaced. `undefined` where Unix sockets are
+ * not available (Windows) or the path is too long for one (`log` says so).
+ */
+export async function serveControl(
+  dir: string,
+  handle: (request: unknown) => Promise<unknown>,
+  log: (text: string) => void,
+): Promise<ControlServer | undefined> {
+  if (process.platform === 'win32') return undefined
+  const file = controlPath(dir)
+  await unlink(file).catch(() => {})
+  const server = net.createServer((socket) => {
+    socket.setTimeout(REQUEST_TIMEOUT_MS, () => socket.destroy())
+    socket.on('error', () => {})
+    void readLine(socket).then(
+      async (line) => {
+        socket.setTimeout(0)
+        let answer: unknown
+        try {
+          answer = { ok: true, result: await handle(JSON.parse(line)) }
+        } catch (error) {
+          const { code, message, exitCode } = describeError(error)
+          answer = { ok: false, code, message, exitCode }
+        }
+        socket.end(`${JSON.stringify(answer)}\n`)
+      },
+      () => socket.destroy(),
+    )
+  })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      // The socket file is made in this call: made 0600, so no one else can connect even
+      // before the chmod below (the directory may be more open than the 0700 fsStorage makes).
+      const umask = process.umask(0o177)
+      try {
+        server.listen(file, () => {
+          server.off('error', reject)
+          resolve()
+        })
+      } finally {
+        process.umask(umask)
+      }
+    })
+    await chmod(file, 0o600)
+  } catch (error) {
+    server.close()
+    log(
+      `no control socket (${(error as Error).message}): other agentmsg commands cannot use ${dir} while this runs`,
+    )
+    return undefined
+  }
+  return {
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await unlink(file).catch(() => {})
+    },
+  }
+}
+
+/**
+ * Ask the process serving `<dir>/control.sock` to run `request`. `undefined` when nobody
+ * serves it; the running agent's failure is rethrown as a {@link CliError} with its code.
+ */
+export async function askRunning(
+  dir: string,
+  request: unknown,
+): Promise<{ result: unknown } | undefined> {
+  if (process.platform === 'win32') return undefined
+  const socket = net.connect(controlPath(dir))
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve)
+      socket.once('error', reject)
+    })
+  } catch (error) {
+    socket.destroy()
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ECONNREFUSED') return undefined
+    throw error
+  }
+  try {
+    const answer = readLine(socket)
+    socket.write(`${JSON.stringify(request)}\n`)
+    const reply = JSON.parse(await answer) as {
+      ok: boolean
+      result?: unknown
+      code?: string
+      message?: string
+      exitCode?: number
+    }
+    if (reply.ok) return { result: reply.result }
+    throw new CliError(
+      reply.code ?? 'failed',
+      reply.message ?? 'the running agent failed',
+      reply.exitCode === 2 ? 2 : 1,
+    )
+  } finally {
+    socket.destroy()
+  }
+}

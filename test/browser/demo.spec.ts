@@ -1,0 +1,198 @@
+/**
+ * `npm start`'s browser demo in real Chromium, against the real server: `node scripts/start.mjs`
+ * in its own process (as `npm start` runs it, minus the build, which the suite has done), with
+ * its own port and AGENTMSG_HOME. The page comes from the relay's origin; Chromium trusts the
+ * relay's certificate the way relay-page.ts does (`launchTrusting`, never ignoreHTTPSErrors),
+ * so the page is a secure context.
+ *
+ * - Alice and Bob (two relay-only did:key agents, each in its own IndexedDB database) exchange
+ *   messages through the relay; each pane shows the other's message with its level, known-contact
+ *   state, route (the relay URL), trace hop and `sealed`.
+ * - Pinning a sender makes its next message come from a known contact (PROFILE §5).
+ * - Echo, the Node agent of start.mjs, answers.
+ * - A reload keeps both identities and the whole history; messages still flow after it.
+ * - A screenshot is attached to the test.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { type Browser, expect, type Locator, type Page, test } from '@playwright/test'
+import { repoRoot } from './harness.js'
+import { launchTrusting } from './relay-page.js'
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port
+      s.close(() => resolve(p))
+    })
+  })
+}
+
+test.describe('npm start: the browser demo', () => {
+  test.describe.configure({ mode: 'serial' })
+
+  let home: string
+  let child: ChildProcessWithoutNullStreams
+  let output = ''
+  let pageUrl: string
+  let relayUrl: string
+  let browser: Browser
+  let page: Page
+  let pageHeaders: Record<string, string> = {}
+  const problems: string[] = []
+  const ids: Record<'alice' | 'bob', string> = { alice: '', bob: '' }
+
+  test.beforeAll(async () => {
+    home = await mkdtemp(path.join(tmpdir(), 'agentmsg-demo-home-'))
+    const port = await freePort()
+    child = spawn(process.execPath, [path.join(repoRoot, 'scripts/start.mjs')], {
+      cwd: repoRoot,
+      env: { ...process.env, PORT: String(port), AGENTMSG_HOME: home, AGENTMSG_SKIP_BUILD: '1' },
+    })
+    // The page's URL and the file to trust are the last lines start.mjs prints, once all is up.
+    const opened = new Promise<void>((resolve, reject) => {
+      const seen = (d: Buffer) => {
+        output += d
+        if (/trust once\s+\S+\n/.test(output)) resolve()
+      }
+      child.stdout.on('data', seen)
+      child.stderr.on('data', seen)
+      child.once('exit', (code) => reject(new Error(`start.mjs exited (${code}):\n${output}`)))
+    })
+    await opened
+    pageUrl = /open\s+(https:\S+)/.exec(output)![1]!
+    relayUrl = new URL(pageUrl).origin
+    expect(pageUrl).toBe(`https://127.0.0.1:${port}/demo/`)
+    expect(output).toContain(`trust once  ${path.join(home, 'dev-ca', 'ca.pem')}`)
+
+    // The relay's leaf certificate, as start.mjs made it (issued by the dev CA above).
+    const leaf = await readFile(path.join(home, 'relay', 'dev-tls', 'cert.pem'), 'utf8')
+    browser = await launchTrusting(leaf)
+    const context = await browser.newContext()
+    await context.grantPermissions(['local-network-access'], { origin: relayUrl })
+    page = await context.newPage()
+    page.on('pageerror', (err) => problems.push(`page error: ${err.stack ?? err.message}`))
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' || msg.type() === 'warning')
+        problems.push(`console: ${msg.text()}`)
+    })
+    page.on('requestfailed', (r) => {
+      // Streams cut by the reload are aborted by the browser, not failed.
+      const why = r.failure()?.errorText
+      if (why !== 'net::ERR_ABORTED') problems.push(`request failed: ${r.url()} (${why})`)
+    })
+    const response = await page.goto(pageUrl)
+    pageHeaders = response?.headers() ?? {}
+    await expect(page.getByTestId('status')).toHaveAttribute('data-ready', 'true')
+  })
+
+  test.afterAll(async () => {
+    await browser?.close().catch(() => {})
+    if (child && child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+    }
+    if (home) await rm(home, { recursive: true, force: true })
+  })
+
+  const pane = (key: 'alice' | 'bob') => page.getByTestId(`pane-${key}`)
+  const incoming = (key: 'alice' | 'bob', text: string): Locator =>
+    page.getByTestId(`log-${key}`).locator('li[data-direction="in"]', { hasText: text })
+
+  async function send(from: 'alice' | 'bob', to: string, text: string) {
+    await page.getByTestId(`to-${from}`).selectOption(to)
+    await page.getByTestId(`text-${from}`).fill(text)
+    await page.getByTestId(`send-${from}`).click()
+    await expect(
+      page.getByTestId(`log-${from}`).locator('li[data-direction="out"]', { hasText: text }),
+    ).toHaveAttribute('data-sealed', 'true')
+  }
+
+  test('the page is served from the relay origin with a CSP, in a secure context', async () => {
+    expect(pageHeaders['content-security-policy']).toContain("script-src 'self'")
+    expect(pageHeaders['content-type']).toBe('text/html; charset=utf-8')
+    expect(await page.evaluate(() => [globalThis.isSecureContext, location.origin])).toEqual([
+      true,
+      relayUrl,
+    ])
+    for (const key of ['alice', 'bob'] as const) {
+      ids[key] = (await pane(key).getAttribute('data-agent-id')) ?? ''
+      expect(ids[key]).toMatch(/^did:key:z6Mk/)
+    }
+    expect(ids.alice).not.toBe(ids.bob)
+  })
+
+  test('Alice and Bob exchange messages through the relay, sealed, with level, route and trace', async () => {
+    await send('alice', ids.bob, 'Hello Bob, lunch on Tuesday?')
+    const atBob = incoming('bob', 'Hello Bob, lunch on Tuesday?')
+    await expect(atBob).toHaveCount(1)
+    await expect(atBob).toHaveAttribute('data-peer', ids.alice)
+    await expect(atBob).toHaveAttribute('data-level', '3')
+    await expect(atBob).toHaveAttribute('data-known', 'false')
+    await expect(atBob).toHaveAttribute('data-route', relayUrl)
+    await expect(atBob).toHaveAttribute('data-sealed', 'true')
+    await expect(atBob).toHaveAttribute('data-trace', `relay:${relayUrl}`)
+    await expect(atBob).toContainText('known contact: no')
+
+    await send('bob', ids.alice, 'Tuesday works.')
+    const atAlice = incoming('alice', 'Tuesday works.')
+    await expect(atAlice).toHaveAttribute('data-peer', ids.bob)
+    await expect(atAlice).toHaveAttribute('data-level', '3')
+    await expect(atAlice).toHaveAttribute('data-route', relayUrl)
+    await expect(atAlice).toHaveAttribute('data-sealed', 'true')
+    await expect(atAlice).toHaveAttribute('data-trace', `relay:${relayUrl}`)
+  })
+
+  test('after Bob pins Alice, her next message comes from a known contact', async () => {
+    await incoming('bob', 'Hello Bob').locator(`button[data-pin="${ids.alice}"]`).click()
+    await expect(pane('bob').locator('button[data-pin]')).toHaveCount(0)
+    await send('alice', ids.bob, 'Pinned now?')
+    const atBob = incoming('bob', 'Pinned now?')
+    await expect(atBob).toHaveAttribute('data-known', 'true')
+    await expect(atBob).toContainText('known contact: yes')
+  })
+
+  test('Echo, the Node agent of npm start, answers through the relay', async () => {
+    const echoId = /Echo answers every message: (did:key:\S+)/.exec(output)?.[1]
+    expect(echoId).toMatch(/^did:key:z6Mk/)
+    await send('bob', echoId!, 'ping from Bob')
+    const answer = incoming('bob', 'echo: ping from Bob')
+    await expect(answer).toHaveAttribute('data-peer', echoId!)
+    await expect(answer).toHaveAttribute('data-sealed', 'true')
+    await expect(answer).toHaveAttribute('data-level', '3')
+    await expect(answer).toHaveAttribute('data-trace', `relay:${relayUrl}`)
+    await expect.poll(() => output).toMatch(/echo: "ping from Bob" from did:key:.*sealed/)
+
+    const testInfo = test.info()
+    const shot = testInfo.outputPath('demo.png')
+    await page.screenshot({ path: shot, fullPage: true })
+    await testInfo.attach('demo page', { path: shot, contentType: 'image/png' })
+  })
+
+  test('a reload keeps both identities and the history, and messages still flow', async () => {
+    const before = {
+      alice: await page.getByTestId('log-alice').locator('li').allInnerTexts(),
+      bob: await page.getByTestId('log-bob').locator('li').allInnerTexts(),
+    }
+    expect(before.alice.length).toBeGreaterThanOrEqual(3)
+    expect(before.bob.length).toBeGreaterThanOrEqual(4)
+    await page.reload()
+    await expect(page.getByTestId('status')).toHaveAttribute('data-ready', 'true')
+    await expect(pane('alice')).toHaveAttribute('data-agent-id', ids.alice)
+    await expect(pane('bob')).toHaveAttribute('data-agent-id', ids.bob)
+    expect(await page.getByTestId('log-alice').locator('li').allInnerTexts()).toEqual(before.alice)
+    expect(await page.getByTestId('log-bob').locator('li').allInnerTexts()).toEqual(before.bob)
+
+    await send('bob', ids.alice, 'Still here after the reload')
+    const atAlice = incoming('alice', 'Still here after the reload')
+    await expect(atAlice).toHaveAttribute('data-sealed', 'true')
+    // The pin survived too (it is in Bob's IndexedDB).
+    await send('alice', ids.bob, 'And you still know me')
+    await expect(incoming('bob', 'And you still know me')).toHaveAttribute('data-known', 'true')
+    expect(problems).toEqual([])
+  })
+})

@@ -1,0 +1,87 @@
+/**
+ * The code blocks of every README, found the same way by the Node test (readme.test.ts) and the
+ * browser spec (test/browser/readme-quickstart.spec.ts), so a block added to any README is run
+ * by one of them: a README cannot hold an example nobody executes.
+ *
+ * Every ```ts / ```js block of README.md and packages/*\/README.md (packages/cli/README.md's
+ * examples are shell commands, run by the CLI's own tests) is one {@link ReadmeBlock}. A block
+ * that imports `@agentmsg/storage-indexeddb` runs in a browser (IndexedDB); every other block
+ * runs on Node.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+
+/** READMEs whose code blocks another suite runs. */
+const ELSEWHERE = new Set(['packages/cli/README.md'])
+
+/** Languages whose blocks are executed; other fences (sh, text, diagrams) are not. */
+const CODE = new Set(['ts', 'typescript', 'js', 'javascript', 'mjs'])
+
+export interface ReadmeBlock {
+  /** The README, relative to the repository root (`packages/core/README.md`). */
+  readme: string
+  /** 0-based position among the README's executed blocks. */
+  index: number
+  /** The `## ` section the block is in ('' before the first one). */
+  section: string
+  code: string
+  runtime: 'node' | 'browser'
+}
+
+/** Every README of the repository, relative to its root, the root one first. */
+export function readmes(): string[] {
+  const packages = readdirSync(path.join(repoRoot, 'packages'), { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => `packages/${d.name}/README.md`)
+    .filter((file) => existsSync(path.join(repoRoot, file)))
+    .sort()
+  return ['README.md', ...packages]
+}
+
+/** The README files whose blocks run here (all but {@link ELSEWHERE}). */
+export function testedReadmes(): string[] {
+  return readmes().filter((file) => !ELSEWHERE.has(file))
+}
+
+/** The fenced blocks of one README, with their language. */
+export function fences(readme: string): Array<{ lang: string; code: string; section: string }> {
+  const text = readFileSync(path.join(repoRoot, readme), 'utf8')
+  const out: Array<{ lang: string; code: string; section: string }> = []
+  let section = ''
+  let open: { lang: string; lines: string[] } | undefined
+  for (const line of text.split('\n')) {
+    if (open) {
+      if (/^```\s*$/.test(line)) {
+        out.push({ lang: open.lang, code: `${open.lines.join('\n')}\n`, section })
+        open = undefined
+      } else open.lines.push(line)
+      continue
+    }
+    const fence = /^```(\S*)/.exec(line)
+    if (fence) open = { lang: fence[1] ?? '', lines: [] }
+    else if (line.startsWith('## ')) section = line.slice(3).trim()
+  }
+  if (open) throw new Error(`${readme}: a code fence is never closed`)
+  return out
+}
+
+/** The executed blocks of one README. */
+export function readmeBlocks(readme: string): ReadmeBlock[] {
+  return fences(readme)
+    .filter((f) => CODE.has(f.lang))
+    .map((f, index) => ({
+      readme,
+      index,
+      section: f.section,
+      code: f.code,
+      runtime: f.code.includes("from '@agentmsg/storage-indexeddb'") ? 'browser' : 'node',
+    }))
+}
+
+/** Every executed block of every tested README. */
+export function allBlocks(): ReadmeBlock[] {
+  return testedReadmes().flatMap(readmeBlocks)
+}
