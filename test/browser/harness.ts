@@ -16,7 +16,7 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Page, Route } from '@playwright/test'
-import { build, type Metafile } from 'esbuild'
+import { type BuildOptions, build, type Metafile } from 'esbuild'
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const vectorsDir = path.resolve(repoRoot, '../shared/vectors')
@@ -38,40 +38,49 @@ export function bundleEntry(name: string): Promise<string> {
   return pending
 }
 
-async function bundle(name: string): Promise<string> {
+function bundle(name: string): Promise<string> {
+  return bundleForBrowser({ entryPoints: [path.join(entriesDir, `${name}.ts`)] }, `entry ${name}`)
+}
+
+/**
+ * Bundle for the browser as a consumer's bundler does — through package.json conditions alone
+ * (`browser`, never `@agentmsg/source`; tsconfig.json is never read), so the built packages are
+ * tested — and fail if the bundle pulled in a package source file. `input`: `entryPoints` or
+ * `stdin`.
+ */
+export async function bundleForBrowser(
+  input: Pick<BuildOptions, 'entryPoints' | 'stdin'>,
+  label: string,
+): Promise<string> {
   const result = await build({
-    entryPoints: [path.join(entriesDir, `${name}.ts`)],
+    ...input,
     absWorkingDir: repoRoot,
     bundle: true,
     platform: 'browser',
     format: 'esm',
     conditions: ['browser'],
     target: 'es2022',
-    // Never read tsconfig.json: resolve as a consumer's bundler does, through package.json
-    // conditions alone (`browser`, never `@agentmsg/source`), so the built packages are tested.
     tsconfigRaw: {},
     write: false,
     metafile: true,
     sourcemap: 'inline',
     logLevel: 'silent',
   })
-  assertBuiltPackagesOnly(name, result.metafile)
+  assertBuiltPackagesOnly(label, result.metafile)
   const out = result.outputFiles[0]
-  if (!out) throw new Error(`esbuild produced no output for entry ${name}`)
+  if (!out) throw new Error(`esbuild produced no output for ${label}`)
   return out.text
 }
 
 // Type-only imports of `src` are erased; a runtime one would silently test sources instead of
 // the published build, so it is an error. The private test kit (`@agentmsg/conformance`) has
 // no build: its sources are what the entries run.
-function assertBuiltPackagesOnly(name: string, metafile: Metafile): void {
+function assertBuiltPackagesOnly(label: string, metafile: Metafile): void {
   const fromSrc = Object.keys(metafile.inputs).filter((p) =>
     /^packages\/(?!conformance\/)[^/]+\/src\//.test(p),
   )
   if (fromSrc.length > 0) {
-    throw new Error(
-      `entry ${name} bundles package sources instead of dist/:\n  ${fromSrc.join('\n  ')}`,
-    )
+    throw new Error(`${label} bundles package sources instead of dist/:\n  ${fromSrc.join('\n  ')}`)
   }
 }
 

@@ -24,8 +24,8 @@ import {
 } from '@agentmsg/client/node'
 import { type RelayServer, serveRelay } from '@agentmsg/relay'
 import { type Browser, expect, type Page, test } from '@playwright/test'
-import { build } from 'esbuild'
 import { allBlocks, type ReadmeBlock, repoRoot } from '../docs/readme-blocks.js'
+import { bundleForBrowser } from './harness.js'
 import { launchTrusting, routeTestPage, TEST_PATH, testPageHtml } from './relay-page.js'
 
 const DONE = 'readme example: done'
@@ -33,29 +33,19 @@ const HTML = testPageHtml('agentmsg README example')
 const blocks = allBlocks().filter((b) => b.runtime === 'browser')
 
 /** Bundle a README block as a consumer would: the packages' built `dist/`, never their sources. */
-async function bundleBlock(block: ReadmeBlock): Promise<string> {
-  const result = await build({
-    stdin: {
-      contents: `${block.code}\nconsole.log(${JSON.stringify(DONE)})\n`,
-      resolveDir: repoRoot,
-      sourcefile: `${block.readme}#${block.index}.ts`,
-      loader: 'ts',
+function bundleBlock(block: ReadmeBlock): Promise<string> {
+  const sourcefile = `${block.readme}#${block.index}.ts`
+  return bundleForBrowser(
+    {
+      stdin: {
+        contents: `${block.code}\nconsole.log(${JSON.stringify(DONE)})\n`,
+        resolveDir: repoRoot,
+        sourcefile,
+        loader: 'ts',
+      },
     },
-    bundle: true,
-    platform: 'browser',
-    format: 'esm',
-    conditions: ['browser'],
-    target: 'es2022',
-    tsconfigRaw: {},
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-  })
-  const sources = Object.keys(result.metafile.inputs).filter((p) =>
-    /^packages\/[^/]+\/src\//.test(p),
+    `README block ${sourcefile}`,
   )
-  expect(sources, 'the example bundles package sources instead of dist/').toEqual([])
-  return result.outputFiles[0]!.text
 }
 
 test.describe('README browser examples in Chromium, on a page served by a real relay', () => {
