@@ -62,7 +62,18 @@ export function percentile(sorted, p) {
 const fmt = (n) =>
   Number.isFinite(n) ? (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2)) : String(n)
 
-/** Print rows `{name, value, unit, baseline, baselineName, ratio, target}` as a table. */
+/** "met" / "missed" for a target like `≥ 0.8×` or `≤ 5×` given the ratio; '' for context rows. */
+export function targetVerdict(ratio, target) {
+  const m = /^([≥≤])\s*([0-9.]+)×/.exec(target ?? '')
+  if (!m || ratio === undefined || !Number.isFinite(ratio)) return ''
+  const limit = Number(m[2])
+  return (m[1] === '≥' ? ratio >= limit : ratio <= limit) ? 'met' : 'missed'
+}
+
+/**
+ * Print rows `{name, value, unit, baseline, baselineName, ratio, target}` as a table; a
+ * numeric target gets "met" or "missed" beside it.
+ */
 export function printTable(title, rows) {
   console.log(`\n## ${title}`)
   const lines = rows.map((r) => [
@@ -70,7 +81,8 @@ export function printTable(title, rows) {
     `${fmt(r.value)} ${r.unit ?? ''}`.trim(),
     r.baseline === undefined ? '' : `${fmt(r.baseline)} ${r.unit ?? ''} (${r.baselineName})`,
     r.ratio === undefined ? '' : `${r.ratio.toFixed(2)}×`,
-    r.target ?? '',
+    // `verdict`: a row whose target is not a ratio (e.g. `p99 ≤ 50 ms`) says met/missed itself.
+    [r.target ?? '', r.verdict ?? targetVerdict(r.ratio, r.target)].filter(Boolean).join(' — '),
   ])
   const head = ['case', 'ours', 'baseline (same run)', 'ratio', 'target']
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)))
@@ -84,12 +96,12 @@ export function printTable(title, rows) {
  * Measure `ours` and `baseline` in alternating short slices for `ms` in total, so a change in
  * the machine's load (these hosts are shared) hits both alike; returns both rates in ops/s.
  * Each function is called as `fn()` and may return a promise; `concurrency` > 1 keeps that many
- * calls of `ours` in flight (the baseline is run as the caller gives it).
+ * calls of `ours` in flight, and `baselineConcurrency` (default 1) that many of the baseline.
  */
 export async function comparePair(
   ours,
   baseline,
-  { ms = 3000, sliceMs = 150, concurrency = 1 } = {},
+  { ms = 3000, sliceMs = 150, concurrency = 1, baselineConcurrency = 1 } = {},
 ) {
   const run = async (fn, conc, duration) => {
     let n = 0
@@ -106,14 +118,14 @@ export async function comparePair(
     return [n, performance.now() - start]
   }
   await run(ours, concurrency, 200)
-  await run(baseline, 1, 200)
+  await run(baseline, baselineConcurrency, 200)
   let oursN = 0,
     oursT = 0,
     baseN = 0,
     baseT = 0
   for (let spent = 0; spent < ms; spent += 2 * sliceMs) {
     const [a, at] = await run(ours, concurrency, sliceMs)
-    const [b, bt] = await run(baseline, 1, sliceMs)
+    const [b, bt] = await run(baseline, baselineConcurrency, sliceMs)
     oursN += a
     oursT += at
     baseN += b

@@ -1,32 +1,67 @@
-// `npm run bench`: every figure beside a baseline measured in the same run, as a ratio.
-// Run after `npm run build` (the npm script does it): benchmarks import the built packages.
-import { existsSync, readFileSync } from 'node:fs'
+// `npm run bench`: every figure beside a baseline measured in the same run, as a ratio, and a
+// machine-readable summary in .tmp/bench-summary.json. Run after `npm run build` (the npm
+// script does it): benchmarks import the built packages.
+//
+//   npm run bench [-- SECTION ...]   sections: core sealed-box inbox relay load
+//                                    (the one-process benches: inbox-inprocess relay-inprocess)
+//   BENCH_RUNS=N         rounds of each separate-process row (default 3; medians reported)
+//   BENCH_LOAD_SECONDS=S duration of the relay load test (default 60)
+//
+// The inbox and relay rows run server, publisher and subscribers as separate processes
+// (bench/proc/): the costs a user pays. Read the ratios, not the absolutes: the host is shared.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import * as core from '@agentmsg/core'
 import { benchCanonicalize } from './canonicalize.mjs'
-import { printTable } from './lib.mjs'
+import { printTable, targetVerdict } from './lib.mjs'
 import { benchSignVerify } from './sign-verify.mjs'
 
 const only = process.argv.slice(2)
-const want = (name) => only.length === 0 || only.includes(name)
-
-console.log(
-  `# agentmsg benchmarks — node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load ${os
+const DEFAULT = ['core', 'sealed-box', 'inbox', 'relay', 'load']
+const want = (name) => (only.length === 0 ? DEFAULT.includes(name) : only.includes(name))
+const runs = Number(process.env.BENCH_RUNS ?? 3)
+const load = () =>
+  os
     .loadavg()
     .map((l) => l.toFixed(2))
-    .join(' ')}`,
+    .join(' ')
+
+const summary = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}`,
+  loadAtStart: load(),
+  runs,
+  tables: [],
+}
+
+/** Print a table and keep it, each row with its verdict, for the summary. */
+function table(title, rows) {
+  printTable(title, rows)
+  summary.tables.push({
+    title,
+    load: load(),
+    rows: rows.map((r) => ({
+      ...r,
+      verdict: r.verdict ?? (targetVerdict(r.ratio, r.target) || undefined),
+    })),
+  })
+}
+
+console.log(
+  `# agentmsg benchmarks — node ${process.version}, ${summary.cpus}, load ${summary.loadAtStart}`,
 )
 console.log(`crypto provider: ${core.getDefaultCryptoProvider().name}`)
 
 if (want('core')) {
   const sv = await benchSignVerify()
-  printTable(
+  table(
     `sign/verify (${sv.bytes} B message) vs raw node:crypto Ed25519 with a reused KeyObject`,
     sv.rows,
   )
 
   const canon = await benchCanonicalize(core)
-  printTable(
+  table(
     'canonicalize (RFC 8785) vs JSON.stringify of the same value',
     canon.map((r) => ({
       name: r.name,
@@ -42,26 +77,48 @@ if (want('core')) {
 
 if (want('sealed-box')) {
   const { benchSealedBox } = await import('./sealed-box.mjs')
-  printTable(
+  table(
     'sealed box (PROFILE §8) seal / open vs libsodium-wrappers (WebAssembly), same keys',
     await benchSealedBox(),
   )
 }
 
-if (want('inbox') && existsSync(new URL('./inbox.mjs', import.meta.url))) {
+if (want('inbox')) {
+  const { benchProcInbox } = await import('./proc/inbox-proc.mjs')
+  const { rows } = await benchProcInbox({ runs })
+  table('inbox over HTTPS — server and load generator in separate processes', rows)
+}
+
+if (
+  (want('inbox') || want('inbox-inprocess')) &&
+  existsSync(new URL('./inbox.mjs', import.meta.url))
+) {
   const { benchInbox } = await import('./inbox.mjs')
-  printTable('inbox over HTTPS, full pipeline', await benchInbox())
+  table('inbox over HTTPS, full pipeline (one process: context)', await benchInbox())
 }
 
 if (want('relay')) {
   const { benchRelayStore } = await import('./relay-store.mjs')
-  const storeRows = await benchRelayStore()
-  printTable(
+  table(
     'relay store (SQLite, durable) vs raw better-sqlite3 with the same batching',
-    storeRows,
+    await benchRelayStore(),
   )
+  const { benchProcRelay } = await import('./proc/relay-proc.mjs')
+  const { rows } = await benchProcRelay({ runs })
+  table('relay over HTTPS — server, publisher and subscriber in separate processes', rows)
+}
+
+if (want('relay-inprocess')) {
   const { benchRelay } = await import('./relay.mjs')
-  printTable('relay over HTTPS (dev certificate, loopback)', await benchRelay({ storeRows }))
+  table('relay over HTTPS (one process: context)', await benchRelay())
+}
+
+if (want('load')) {
+  const { loadTest, printLoadTest } = await import('./proc/load-test.mjs')
+  const r = await loadTest({ duration: Number(process.env.BENCH_LOAD_SECONDS ?? 60) })
+  printLoadTest(r)
+  summary.loadTest = r
+  if (!r.ok) process.exitCode = 1
 }
 
 const sizes = new URL('../.tmp/bundle-sizes.json', import.meta.url)
@@ -69,4 +126,11 @@ if (existsSync(sizes)) {
   const rows = JSON.parse(readFileSync(sizes, 'utf8'))
   console.log('\n## browser bundle sizes (from the build: esbuild, minified, gzip -9)')
   console.log(JSON.stringify(rows, null, 2))
+  summary.bundleSizes = rows
 }
+
+summary.loadAtEnd = load()
+const out = new URL('../.tmp/bench-summary.json', import.meta.url)
+mkdirSync(new URL('.', out), { recursive: true })
+writeFileSync(out, `${JSON.stringify(summary, null, 2)}\n`)
+console.log(`\nsummary: .tmp/bench-summary.json (load at end ${summary.loadAtEnd})`)

@@ -5,7 +5,7 @@
  * tables), so the wire accepts only the normal form. `normalizeAgentUrl` is the one lenient entry
  * point, for ids typed by people; everything read from the wire goes through `parseAgentId`.
  */
-import { publicKeyFromDidKey } from './did-key.js'
+import { cachedPublicKey } from './did-key.js'
 import { invalidFormat, isAgentMsgError } from './errors.js'
 
 /** The three agent id formats of SPEC §2.1. */
@@ -64,7 +64,7 @@ function classify(id: unknown): AgentIdKind | string {
   if (id.startsWith('did:')) {
     if (!id.startsWith('did:key:')) return 'only the did:key DID method is supported'
     try {
-      publicKeyFromDidKey(id)
+      cachedPublicKey(id)
     } catch (error) {
       if (!isAgentMsgError(error)) throw error
       return `is not a valid Ed25519 did:key (${error.message})`

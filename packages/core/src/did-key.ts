@@ -7,7 +7,7 @@
  * `crypto_sign_ed25519_sk_to_curve25519`), which the DID document's keyAgreement entry and the
  * sealed box need.
  */
-import { base58btc } from 'multiformats/bases/base58'
+import { base58btcDecode, base58btcEncode } from './base58.js'
 import { invalidFormat } from './errors.js'
 import { Lru } from './lru.js'
 
@@ -54,23 +54,7 @@ export const DID_KEY_PREFIX = 'did:key:'
 // chars), with slack. base58 decoding is quadratic, so over-long input is refused before it.
 const MAX_MULTIBASE_LENGTH = 64
 
-/** base58btc (Bitcoin alphabet, leading zero bytes as `1`), without a multibase prefix. */
-export function base58btcEncode(bytes: Uint8Array): string {
-  return base58btc.baseEncode(bytes)
-}
-
-/**
- * Decode base58btc text (no multibase prefix).
- *
- * @throws AgentMsgError `invalid_format` for a character outside the alphabet.
- */
-export function base58btcDecode(text: string, field?: string): Uint8Array {
-  try {
-    return base58btc.baseDecode(text)
-  } catch {
-    throw invalidFormat('not valid base58btc', field)
-  }
-}
+export { base58btcDecode, base58btcEncode } from './base58.js'
 
 /** `z` + base58btc(varint(type) ‖ key): the multibase "multikey" text used in did:key. */
 export function encodeMultikey(type: MulticodecKeyType, publicKey: Uint8Array): string {
@@ -80,7 +64,7 @@ export function encodeMultikey(type: MulticodecKeyType, publicKey: Uint8Array): 
   const bytes = new Uint8Array(type.prefix.length + publicKey.length)
   bytes.set(type.prefix)
   bytes.set(publicKey, type.prefix.length)
-  return base58btc.encode(bytes)
+  return `z${base58btcEncode(bytes)}`
 }
 
 /**
@@ -121,26 +105,36 @@ export function didKeyFromPublicKey(publicKey: Uint8Array): string {
  *   including DID URLs (`#fragment`, `?query`, `/path`).
  */
 export function publicKeyFromDidKey(did: string, field?: string): Uint8Array {
+  // A copy, so callers cannot corrupt the cache.
+  return cachedPublicKey(did, field).slice()
+}
+
+const decoded = new Lru<Uint8Array>(4096)
+
+/**
+ * {@link publicKeyFromDidKey} without the copy, for callers that only check or read it: parsing
+ * an agent id and verifying a message look at every sender's did:key.
+ * @internal
+ */
+export function cachedPublicKey(did: string, field?: string): Uint8Array {
   if (typeof did !== 'string' || !did.startsWith(DID_KEY_PREFIX)) {
     throw invalidFormat('not a did:key', field)
   }
   // Every message names its sender and usually its recipient by did:key, and verification
   // looks the key up again: base58 decoding dominated the per-message cost, so decoded keys
-  // are remembered (bounded; a copy is returned so callers cannot corrupt the cache).
+  // are remembered (bounded).
   const hit = decoded.get(did)
-  if (hit) return hit.slice()
+  if (hit) return hit
   const { type, publicKey } = decodeMultikey(did.slice(DID_KEY_PREFIX.length), field)
   if (!type.signing) throw invalidFormat(`did:key of a ${type.codec} key cannot sign`, field)
-  decoded.set(did, publicKey.slice())
+  decoded.set(did, publicKey)
   return publicKey
 }
-
-const decoded = new Lru<Uint8Array>(4096)
 
 /** True when `s` is an Ed25519 did:key that {@link publicKeyFromDidKey} accepts. */
 export function isDidKey(s: unknown): s is string {
   try {
-    publicKeyFromDidKey(s as string)
+    cachedPublicKey(s as string)
     return true
   } catch {
     return false
@@ -154,6 +148,6 @@ export function isDidKey(s: unknown): s is string {
  * @throws AgentMsgError `invalid_format` when `did` is not an Ed25519 did:key.
  */
 export function didKeyFragment(did: string): string {
-  publicKeyFromDidKey(did)
+  cachedPublicKey(did)
   return did.slice(DID_KEY_PREFIX.length)
 }

@@ -14,6 +14,7 @@
  * @packageDocumentation
  */
 
+export { base58btcDecode, base58btcEncode } from './base58.js'
 export type { Base64DecodeOptions } from './base64url.js'
 export { base64Decode, base64Encode, base64urlDecode, base64urlEncode } from './base64url.js'
 export {
@@ -24,5 +25,4 @@ export {
   utf8Decode,
   utf8Encode,
 } from './bytes.js'
-export { base58btcDecode, base58btcEncode } from './did-key.js'
-export { cloneJsonValue } from './storage/memory.js'
+export { cloneJsonValue } from './storage/clone.js'

@@ -1,30 +1,12 @@
 import { parseAgentId } from './agent-id.js'
-import { didKeyFragment, isDidKey, publicKeyFromDidKey } from './did-key.js'
 import { isAgentMsgError } from './errors.js'
-import { type IdentityDocument, publicKeyOf, validateIdentityDocument } from './identity.js'
+import type { IdentityDocument } from './identity/document.js'
+import { publicKeyOf } from './identity/key-usability.js'
+import { validateIdentityDocument } from './identity/validate.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import type { KeyResolution, KeyResolver } from './resolver.js'
 
-/** Resolves Ed25519 keys of did:key agents from the identifier itself (level 3). */
-export function didKeyResolver(): KeyResolver {
-  return {
-    async resolve(lookup) {
-      if (lookup.alg !== 'ed25519' || !isDidKey(lookup.agent)) {
-        return { status: 'not_found', reason: 'not a did:key' }
-      }
-      if (lookup.fragment !== didKeyFragment(lookup.agent)) {
-        return {
-          status: 'not_found',
-          reason: `${lookup.keyId}: a did:key has exactly one key, #${didKeyFragment(lookup.agent)}`,
-        }
-      }
-      return {
-        status: 'found',
-        key: { alg: 'ed25519', publicKey: publicKeyFromDidKey(lookup.agent), source: 'did-key' },
-      }
-    },
-  }
-}
+export { didKeyResolver } from './did-key-resolver.js'
 
 /** What an identity-document fetcher reports. Network policy (https, addresses) is its job. */
 export type IdentityFetchResult =

@@ -27,7 +27,7 @@ export type { CreateMessageOptions } from './create-message.js'
 export { createMessage, createMessageId } from './create-message.js'
 export type { CreateKeyResolverOptions } from './create-resolver.js'
 export { createKeyResolver } from './create-resolver.js'
-export type { CryptoProvider } from './crypto/provider.js'
+export type { CryptoMode, CryptoProvider } from './crypto/provider.js'
 export { createWebCryptoProvider, webCryptoSupportsEd25519 } from './crypto/web.js'
 export { didKeyFragment, didKeyFromPublicKey, isDidKey, publicKeyFromDidKey } from './did-key.js'
 export type { ErrorMessageOptions } from './error-message.js'
@@ -115,7 +115,12 @@ export { buildSigningInput } from './signing-input.js'
 export { memoryStorage } from './storage/memory.js'
 export { namespacedStorage } from './storage/namespace.js'
 export type { NonIntegerLiteral, StrictJsonOptions } from './strict-json.js'
-export { INTEGER_MEMBERS, nonIntegerLiteral, parseStrictJson } from './strict-json.js'
+export {
+  INTEGER_MEMBERS,
+  nonIntegerLiteral,
+  parseStrictJson,
+  parseStrictJsonAsync,
+} from './strict-json.js'
 export { formatTimestamp, isTimestamp, parseTimestamp } from './timestamps.js'
 // Types and contracts
 export type {

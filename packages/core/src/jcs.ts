@@ -215,13 +215,42 @@ export function canonicalize(value: unknown): string {
   try {
     return serialize(value, 0)
   } catch (e) {
-    if (e instanceof Refusal)
-      throw invalidFormat(`cannot canonicalize: ${e.reason}`, formatPath(e.path.reverse()))
-    if (e instanceof RangeError) {
-      // Only reachable for values that defeat the depth cap, e.g. getters that recurse.
-      throw invalidFormat('cannot canonicalize: value too deeply nested')
+    throw asFormatError(e)
+  }
+}
+
+/** A {@link Refusal} (or a stack overflow) as the `invalid_format` error callers see. */
+function asFormatError(e: unknown): unknown {
+  if (e instanceof Refusal)
+    return invalidFormat(`cannot canonicalize: ${e.reason}`, formatPath(e.path.reverse()))
+  // Only reachable for values that defeat the depth cap, e.g. getters that recurse.
+  if (e instanceof RangeError) return invalidFormat('cannot canonicalize: value too deeply nested')
+  return e
+}
+
+/**
+ * {@link canonicalize} of a plain object holding `o`'s own enumerable members except `omit`:
+ * a signature object without its `sig` (PROFILE §3), serialised without building that copy.
+ * Like the copy, `o` itself need not be a plain object; its members are checked as usual.
+ * @internal
+ */
+export function canonicalizeWithout(o: Record<string, unknown>, omit: string): string {
+  // serializeObject's loop, kept apart so the hot path of every other object stays as it is.
+  const keys = Object.keys(o)
+  const at = keys.indexOf(omit)
+  if (at >= 0) keys.splice(at, 1)
+  sortKeys(keys)
+  let i = 0
+  try {
+    let out = '{'
+    for (; i < keys.length; i++) {
+      const k = keys[i] as string
+      out += (i === 0 ? '' : ',') + serializeKey(k) + ':' + serialize(o[k], 1)
     }
-    throw e
+    return out + '}'
+  } catch (e) {
+    if (e instanceof Refusal) e.path.push(keys[i] as string)
+    throw asFormatError(e)
   }
 }
 

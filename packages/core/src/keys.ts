@@ -1,6 +1,6 @@
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { randomBytes } from './bytes.js'
-import type { CryptoProvider } from './crypto/provider.js'
+import type { CryptoMode, CryptoProvider } from './crypto/provider.js'
 import { didKeyFragment, didKeyFromPublicKey } from './did-key.js'
 import { invalidFormat } from './errors.js'
 import type { SignatureAlg } from './types.js'
@@ -26,8 +26,17 @@ export interface Signer {
   readonly alg: SignatureAlg
   /** The full key id `<agent_id>#<fragment>`. */
   readonly keyId: string
-  /** Sign the signing input. */
-  sign(data: Uint8Array): Promise<Uint8Array>
+  /**
+   * Sign the signing input. `mode` is signMessage's hint on where the work may run (see
+   * {@link CryptoMode}); a signer that has no such choice ignores it.
+   */
+  sign(data: Uint8Array, mode?: CryptoMode): Promise<Uint8Array>
+  /**
+   * Optional: the bytes of the signing input `text` as {@link sign} wants them (see
+   * `CryptoProvider.utf8`: they may share memory, so they go only to this signer). Absent:
+   * `TextEncoder`.
+   */
+  utf8?(text: string): Uint8Array
 }
 
 /**
@@ -74,5 +83,12 @@ export function ed25519Signer(
   const did = didKeyFromPublicKey(keyPair.publicKey)
   const id = keyId ?? `${did}#${didKeyFragment(did)}`
   const seed = keyPair.secretKey
-  return { alg: 'ed25519', keyId: id, sign: (data) => p.ed25519Sign(seed, data) }
+  const signer: Signer = {
+    alg: 'ed25519',
+    keyId: id,
+    sign: (data, mode) => p.ed25519Sign(seed, data, mode),
+  }
+  const utf8 = p.utf8?.bind(p)
+  if (utf8) signer.utf8 = utf8
+  return signer
 }

@@ -1,9 +1,13 @@
 import { splitKeyId } from './agent-id.js'
 import { base64urlEncode } from './base64url.js'
+import { utf8Encode } from './bytes.js'
+import { callEnded, callStarted } from './crypto/in-flight.js'
+import type { CryptoMode } from './crypto/provider.js'
 import { AgentMsgError, invalidFormat } from './errors.js'
+import { canonicalize } from './jcs.js'
 import type { Signer } from './keys.js'
 import { validateMessage } from './message.js'
-import { buildSigningInput } from './signing-input.js'
+import { signedLines } from './signing-input.js'
 import { formatTimestamp } from './timestamps.js'
 import type { JsonValue, Message, SignatureObject, UnsignedMessage } from './types.js'
 
@@ -44,6 +48,37 @@ export interface SignOptions {
   created?: number | string
   /** Extension members to bind into the signature object (they are covered, PROFILE §3). */
   extensions?: Record<string, JsonValue>
+  /**
+   * Where the signing runs, for signers that have the choice (the Node provider): `inline`,
+   * `pool` or `auto` (inline when this is the only signMessage / verifyMessage in flight and
+   * the event loop is not busy with other work). A server signing per request passes `pool`.
+   * @default 'auto'
+   */
+  crypto?: CryptoMode
+}
+
+// formatTimestamp(Date.now()) for each of many signatures a millisecond: the last one is kept.
+let lastCreatedMs = Number.NaN
+let lastCreated = ''
+
+function createdTimestamp(ms: number): string {
+  if (ms !== lastCreatedMs) {
+    lastCreated = formatTimestamp(ms)
+    lastCreatedMs = ms
+  }
+  return lastCreated
+}
+
+/** Throw unless `keyId` belongs to `from` (PROFILE §3). */
+function checkKeyId(keyId: string, from: string): void {
+  const { agent } = splitKeyId(keyId, 'key_id')
+  if (agent !== from) {
+    throw new AgentMsgError(
+      'invalid_signature',
+      `key_id ${keyId} does not belong to from.agent ${from}`,
+      { field: 'key_id' },
+    )
+  }
 }
 
 /**
@@ -61,26 +96,24 @@ export async function signMessage(
   signer: Signer | readonly Signer[],
   options: SignOptions = {},
 ): Promise<Message> {
-  const { message: valid } = validateMessage(message)
-  const signers = Array.isArray(signer) ? signer : [signer as Signer]
-  if (signers.length === 0) throw new TypeError('signMessage needs at least one signer')
-  const from = valid.from.agent
-  const created =
-    typeof options.created === 'string'
-      ? options.created
-      : formatTimestamp(options.created ?? Date.now())
-  const signedHeaders = requiredSignedHeaders(valid as unknown as Record<string, unknown>)
+  callStarted()
+  try {
+    const { message: valid } = validateMessage(message)
+    const signers = Array.isArray(signer) ? signer : [signer as Signer]
+    if (signers.length === 0) throw new TypeError('signMessage needs at least one signer')
+    const from = valid.from.agent
+    const created =
+      typeof options.created === 'string'
+        ? options.created
+        : options.created == null
+          ? createdTimestamp(Date.now())
+          : formatTimestamp(options.created)
+    const record = valid as unknown as Record<string, unknown>
+    const signedHeaders = requiredSignedHeaders(record)
+    for (const s of signers) checkKeyId(s.keyId, from)
+    const lines = signedLines(record, signedHeaders, true)
 
-  const signatures = await Promise.all(
-    signers.map(async (s): Promise<SignatureObject> => {
-      const { agent } = splitKeyId(s.keyId, 'key_id')
-      if (agent !== from) {
-        throw new AgentMsgError(
-          'invalid_signature',
-          `key_id ${s.keyId} does not belong to from.agent ${from}`,
-          { field: 'key_id' },
-        )
-      }
+    const signOne = async (s: Signer): Promise<SignatureObject> => {
       const params = {
         ...options.extensions,
         alg: s.alg,
@@ -89,22 +122,22 @@ export async function signMessage(
         signed_headers: signedHeaders,
         signed_body: true,
       }
-      const input = buildSigningInput(
-        valid as unknown as Record<string, unknown>,
-        signedHeaders,
-        true,
-        params,
-      )
-      const sig = await s.sign(input)
+      const text = lines + canonicalize(params)
+      const input = s.utf8 ? s.utf8(text) : utf8Encode(text)
+      const sig = await s.sign(input, options.crypto ?? 'auto')
       return { ...params, sig: base64urlEncode(sig) } as SignatureObject
-    }),
-  )
+    }
+    const signatures =
+      signers.length === 1 ? [await signOne(signers[0]!)] : await Promise.all(signers.map(signOne))
 
-  const existing = valid.security?.signatures ?? []
-  if ('sig' in (options.extensions ?? {}))
-    throw invalidFormat('extensions cannot set sig', 'extensions')
-  return {
-    ...valid,
-    security: { ...valid.security, signatures: [...existing, ...signatures] },
-  } as Message
+    const existing = valid.security?.signatures ?? []
+    if ('sig' in (options.extensions ?? {}))
+      throw invalidFormat('extensions cannot set sig', 'extensions')
+    return {
+      ...valid,
+      security: { ...valid.security, signatures: [...existing, ...signatures] },
+    } as Message
+  } finally {
+    callEnded()
+  }
 }

@@ -1,23 +1,16 @@
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { type KeySource, levelForKeySource } from './auth-level.js'
-import { base64urlDecode } from './base64url.js'
-import { constantTimeEqual } from './bytes.js'
-import type { CryptoProvider } from './crypto/provider.js'
-import { didKeyFragment, isDidKey } from './did-key.js'
+import { constantTimeEqual, utf8Encode } from './bytes.js'
+import { callEnded, callStarted } from './crypto/in-flight.js'
+import type { CryptoMode, CryptoProvider } from './crypto/provider.js'
 import { AgentMsgError } from './errors.js'
-import { checkKeyUsable, DEFAULT_TRANSITION_MS } from './identity.js'
+import { checkKeyUsable, DEFAULT_TRANSITION_MS } from './identity/key-usability.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import { validateMessage } from './message.js'
-import type { KeyLookup, KeyResolver, ResolvedKey } from './resolver.js'
-import { UNSIGNED_MEMBERS } from './sign.js'
-import { buildSigningInput } from './signing-input.js'
-import { parseTimestamp } from './timestamps.js'
+import type { KeyResolution, KeyResolver, ResolvedKey } from './resolver.js'
+import { receivedSigningText } from './signing-input.js'
 import type { AuthLevel, Message, SignatureAlg } from './types.js'
-
-/** How far in the future a signature's `created` may be (PROFILE §3). */
-const MAX_CREATED_SKEW_MS = 5 * 60_000
-const INTRO_FRAGMENT_RE = /^intro-[A-Za-z0-9_-]{16}$/
-const SIG_BYTES: Record<SignatureAlg, number> = { ed25519: 64, 'hmac-sha256': 32 }
+import { type Candidate, candidatesOf, refuse } from './verify-candidates.js'
 
 /** Options for {@link verifyMessage}. */
 export interface VerifyOptions extends AbortOptions {
@@ -29,6 +22,14 @@ export interface VerifyOptions extends AbortOptions {
   provider?: CryptoProvider
   /** Skip {@link validateMessage} because the caller has just run it. @default false */
   validated?: boolean
+  /**
+   * Where the Ed25519 verification runs, for providers that have the choice (`node:crypto`):
+   * `inline`, `pool` or `auto` (inline when this is the only signMessage / verifyMessage in
+   * flight and the event loop is not busy with other work). Servers pass `pool`: their
+   * requests arrive one at a time, and the pool verifies them in parallel while the event loop
+   * reads the next ones. @default 'auto'
+   */
+  crypto?: CryptoMode
 }
 
 /** One signature that verified. */
@@ -47,156 +48,15 @@ export interface VerifyResult extends VerifiedSignature {
   signatures: VerifiedSignature[]
 }
 
-interface Candidate {
-  index: number
-  sig: Record<string, unknown> & { alg: SignatureAlg; key_id: string; signed_headers: string[] }
-  lookup: KeyLookup
-  created: number
-  sigBytes: Uint8Array
-}
+type Held = { c: Candidate; key: ResolvedKey }
 
-const refuse = (message: string, field: string) =>
-  new AgentMsgError('invalid_signature', message, { field })
-
-function usable(
-  raw: Record<string, unknown>,
-  index: number,
-  message: Message,
-  required: Set<string>,
+/** The candidates whose keys were found and may be used (PROFILE §4, §5), or the refusal. */
+function heldKeys(
+  candidates: Candidate[],
+  resolutions: KeyResolution[],
   now: number,
-): Candidate {
-  const field = `security.signatures[${index}]`
-  const alg = raw.alg as SignatureAlg
-  if (raw.signed_body !== true) throw refuse('signed_body must be true', `${field}.signed_body`)
-  const headers = raw.signed_headers
-  if (!Array.isArray(headers) || headers.some((h) => typeof h !== 'string')) {
-    throw refuse('signed_headers must be an array of strings', `${field}.signed_headers`)
-  }
-  const named = new Set<string>(headers as string[])
-  if (named.size !== headers.length)
-    throw refuse('signed_headers names a member twice', `${field}.signed_headers`)
-  for (const name of named) {
-    if (!required.has(name)) {
-      throw refuse(
-        `signed_headers names "${name}", which is absent or never signed`,
-        `${field}.signed_headers`,
-      )
-    }
-  }
-  if (named.size !== required.size) {
-    const missing = [...required].filter((n) => !named.has(n))
-    throw refuse(`signed_headers does not cover ${missing.join(', ')}`, `${field}.signed_headers`)
-  }
-
-  const keyId = raw.key_id
-  if (typeof keyId !== 'string') throw refuse('key_id must be a string', `${field}.key_id`)
-  const hash = keyId.lastIndexOf('#')
-  const agent = keyId.slice(0, hash)
-  const fragment = keyId.slice(hash + 1)
-  if (hash <= 0 || fragment === '')
-    throw refuse('key_id must be <agent_id>#<fragment>', `${field}.key_id`)
-  if (agent !== message.from.agent) {
-    throw refuse(
-      `key_id belongs to ${agent}, not to from.agent ${message.from.agent}`,
-      `${field}.key_id`,
-    )
-  }
-  if (alg === 'ed25519' && isDidKey(agent) && fragment !== didKeyFragment(agent)) {
-    throw refuse(
-      "a did:key signature's key_id fragment is the DID's method-specific id",
-      `${field}.key_id`,
-    )
-  }
-  if (alg === 'hmac-sha256' && !INTRO_FRAGMENT_RE.test(fragment)) {
-    throw refuse('an hmac-sha256 key_id uses the introduction fragment intro-…', `${field}.key_id`)
-  }
-
-  let created: number
-  try {
-    created = parseTimestamp(raw.created as string, `${field}.created`)
-  } catch {
-    throw refuse('created must be an RFC 3339 UTC timestamp', `${field}.created`)
-  }
-  if (typeof raw.created !== 'string') throw refuse('created must be a string', `${field}.created`)
-  if (created > now + MAX_CREATED_SKEW_MS)
-    throw refuse('created is more than 5 minutes in the future', `${field}.created`)
-
-  if (typeof raw.sig !== 'string') throw refuse('sig must be a string', `${field}.sig`)
-  let sigBytes: Uint8Array
-  try {
-    sigBytes = base64urlDecode(raw.sig)
-  } catch {
-    throw refuse('sig must be canonical unpadded base64url', `${field}.sig`)
-  }
-  if (sigBytes.length !== SIG_BYTES[alg])
-    throw refuse(`sig must be ${SIG_BYTES[alg]} bytes`, `${field}.sig`)
-
-  return {
-    index,
-    sig: raw as Candidate['sig'],
-    lookup: { keyId, agent, fragment, alg },
-    created,
-    sigBytes,
-  }
-}
-
-function signingInputOf(message: Message, sig: Candidate['sig']): Uint8Array {
-  // Every own member but `sig` is bound (PROFILE §3). Object.fromEntries defines members, so a
-  // `"__proto__"` member is kept as one; `params[k] = …` would hit the prototype setter and
-  // leave it out of the signing input, unsigned.
-  const params = Object.fromEntries(Object.entries(sig).filter(([k]) => k !== 'sig'))
-  return buildSigningInput(
-    message as unknown as Record<string, unknown>,
-    sig.signed_headers,
-    true,
-    params,
-  )
-}
-
-/**
- * Verify a message's signatures (PROFILE §3, §4, §11) and return the verdict: the best
- * verified signature with its key source and authentication level, plus all that verified.
- *
- * Throws an {@link AgentMsgError}: `invalid_format` (bad message), `invalid_signature` (none
- * usable, a broken §3 rule, or any signature failing), `unknown_sender` (keys not found),
- * `key_revoked` (revoked, or retired outside its bounds), or `unavailable` with `retryAfter`
- * (a key lookup failed for now — not a verdict).
- *
- * @example
- * const resolver = createKeyResolver({ keyStore })
- * const { level, source } = await verifyMessage(message, resolver)
- */
-export async function verifyMessage(
-  message: Message | unknown,
-  resolver: KeyResolver,
-  options: VerifyOptions = {},
-): Promise<VerifyResult> {
-  const msg = options.validated ? (message as Message) : validateMessage(message).message
-  const now = options.now ?? Date.now()
-  const provider = options.provider ?? getDefaultCryptoProvider()
-  const sigs = msg.security?.signatures
-  if (!sigs || sigs.length === 0) throw refuse('the message is unsigned', 'security.signatures')
-
-  const required = new Set<string>()
-  for (const k of Object.keys(msg)) {
-    if (!UNSIGNED_MEMBERS.has(k) && (msg as Record<string, unknown>)[k] !== undefined)
-      required.add(k)
-  }
-  const candidates: Candidate[] = []
-  for (let i = 0; i < sigs.length; i++) {
-    const raw = sigs[i] as unknown as Record<string, unknown>
-    // Unknown algorithms are set aside before any other rule applies to them (PROFILE §3).
-    if (raw.alg !== 'ed25519' && raw.alg !== 'hmac-sha256') continue
-    candidates.push(usable(raw, i, msg, required, now))
-  }
-  if (candidates.length === 0)
-    throw refuse('no signature with a supported algorithm', 'security.signatures')
-
-  const resolutions = await Promise.all(
-    candidates.map((c) =>
-      resolver.resolve(c.lookup, options.signal ? { signal: options.signal } : {}),
-    ),
-  )
+  transitionMs: number,
+): Held[] {
   let retryAfter = 0
   let unavailableReason = ''
   for (const r of resolutions) {
@@ -213,7 +73,7 @@ export async function verifyMessage(
     )
   }
 
-  const held: Array<{ c: Candidate; key: ResolvedKey }> = []
+  const held: Held[] = []
   const notFound: string[] = []
   resolutions.forEach((r, i) => {
     const c = candidates[i]!
@@ -236,9 +96,7 @@ export async function verifyMessage(
       )
     }
     if (key.alg === 'ed25519' && key.document) {
-      const use = checkKeyUsable(key.document, c.lookup.fragment, c.created, now, {
-        transitionMs: options.transitionMs ?? DEFAULT_TRANSITION_MS,
-      })
+      const use = checkKeyUsable(key.document, c.lookup.fragment, c.created, now, { transitionMs })
       if (!use.ok) {
         throw new AgentMsgError(use.code, use.message, {
           field: `security.signatures[${c.index}].key_id`,
@@ -253,15 +111,11 @@ export async function verifyMessage(
       })
     throw refuse('no usable signature', 'security.signatures')
   }
+  return held
+}
 
-  const results = await Promise.all(
-    held.map(async ({ c, key }) => {
-      const input = signingInputOf(msg, c.sig)
-      if (key.alg === 'ed25519') return provider.ed25519Verify(key.publicKey, input, c.sigBytes)
-      const mac = await provider.hmacSha256(key.secret, input)
-      return constantTimeEqual(mac, c.sigBytes)
-    }),
-  )
+/** The verdict once every held signature checked out: best level first. */
+function verdictOf(held: Held[], results: boolean[]): VerifyResult {
   const verified: VerifiedSignature[] = []
   for (let i = 0; i < held.length; i++) {
     const { c, key } = held[i]!
@@ -279,16 +133,72 @@ export async function verifyMessage(
     if (key.alg === 'ed25519') v.publicKey = key.publicKey
     verified.push(v)
   }
-  // Every signature verified: an unbound token now introduces this sender, unless another
-  // sender's message bound it first (PROFILE §5).
-  for (const { c, key } of held) {
-    if (key.alg === 'hmac-sha256' && key.bind && !(await key.bind(c.lookup.agent))) {
-      throw refuse(
-        `introduction token ${c.lookup.fragment} introduces another agent`,
-        `security.signatures[${c.index}].key_id`,
-      )
-    }
-  }
   verified.sort((a, b) => b.level - a.level)
   return { ...verified[0]!, signatures: verified }
+}
+
+/**
+ * Verify a message's signatures (PROFILE §3, §4, §11) and return the verdict: the best
+ * verified signature with its key source and authentication level, plus all that verified.
+ *
+ * Throws an {@link AgentMsgError}: `invalid_format` (bad message), `invalid_signature` (none
+ * usable, a broken §3 rule, or any signature failing), `unknown_sender` (keys not found),
+ * `key_revoked` (revoked, or retired outside its bounds), or `unavailable` with `retryAfter`
+ * (a key lookup failed for now — not a verdict).
+ *
+ * @example
+ * const resolver = createKeyResolver({ keyStore })
+ * const { level, source } = await verifyMessage(message, resolver)
+ */
+export async function verifyMessage(
+  message: Message | unknown,
+  resolver: KeyResolver,
+  options: VerifyOptions = {},
+): Promise<VerifyResult> {
+  callStarted()
+  try {
+    const msg = options.validated ? (message as Message) : validateMessage(message).message
+    const now = options.now ?? Date.now()
+    const provider = options.provider ?? getDefaultCryptoProvider()
+    const candidates = candidatesOf(msg, now)
+
+    const lookupOptions = options.signal ? { signal: options.signal } : {}
+    // Nearly every message carries one signature: it needs no Promise.all.
+    const resolutions =
+      candidates.length === 1
+        ? [await resolver.resolve(candidates[0]!.lookup, lookupOptions)]
+        : await Promise.all(candidates.map((c) => resolver.resolve(c.lookup, lookupOptions)))
+    const held = heldKeys(
+      candidates,
+      resolutions,
+      now,
+      options.transitionMs ?? DEFAULT_TRANSITION_MS,
+    )
+
+    const check = ({ c, key }: Held): Promise<boolean> => {
+      const text = receivedSigningText(msg as unknown as Record<string, unknown>, c.sig)
+      const input = provider.utf8 ? provider.utf8(text) : utf8Encode(text)
+      if (key.alg === 'ed25519') {
+        return provider.ed25519Verify(key.publicKey, input, c.sigBytes, options.crypto ?? 'auto')
+      }
+      return provider
+        .hmacSha256(key.secret, input)
+        .then((mac) => constantTimeEqual(mac, c.sigBytes))
+    }
+    const results = held.length === 1 ? [await check(held[0]!)] : await Promise.all(held.map(check))
+    const verdict = verdictOf(held, results)
+    // Every signature verified: an unbound token now introduces this sender, unless another
+    // sender's message bound it first (PROFILE §5).
+    for (const { c, key } of held) {
+      if (key.alg === 'hmac-sha256' && key.bind && !(await key.bind(c.lookup.agent))) {
+        throw refuse(
+          `introduction token ${c.lookup.fragment} introduces another agent`,
+          `security.signatures[${c.index}].key_id`,
+        )
+      }
+    }
+    return verdict
+  } finally {
+    callEnded()
+  }
 }

@@ -3,7 +3,9 @@
  *
  *   agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
  *                  [--dev-tls | --tls-cert F --tls-key F] [--ca F ...] [--allow-private LIST]
- *                  [--max-storage SIZE]
+ *                  [--max-storage SIZE] [--rate-limit N|unlimited] [--burst N]
+ *                  [--sender-rate-limit N|unlimited] [--sender-burst N]
+ *                  [--max-reads-per-address N] [--streams-per-agent N]
  *
  * The `agentmsg` bin dispatches `relay` here with the arguments after the command name. Errors
  * are the CLI's: one line `agentmsg: <code>: <message — what to do>`, exit 2 for usage and
@@ -13,11 +15,12 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadDevCertificate } from '@agentmsg/transport-https/node'
+import { LIMIT_FLAGS, LIMITS_USAGE, limitsFromFlags } from './cli-limits.js'
 import { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
 
 export const RELAY_USAGE = `usage: agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
                       (--dev-tls | --tls-cert F --tls-key F) [--ca F ...]
-                      [--allow-private LIST] [--max-storage SIZE]
+                      [--allow-private LIST] [--max-storage SIZE] [rate limits]
 
 Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite. Ctrl-C
 (SIGINT) or SIGTERM stop it cleanly (exit 0).
@@ -32,10 +35,13 @@ Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite. 
   --allow-private   hosts or ranges on private or loopback addresses it may fetch from (a URL
                     agent on 127.0.0.1 needs --allow-private 127.0.0.1)
   --max-storage     what all mailboxes hold together (bytes, or e.g. 512MiB, 10GiB; default 10GiB)
+${LIMITS_USAGE}
 
-example:
+examples:
   agentmsg relay --data ./relay --port 9443 --dev-tls \\
       --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
+  agentmsg relay --data ./load --dev-tls --rate-limit unlimited --sender-rate-limit unlimited
+      (a load test from this machine: one address, a few senders)
 `
 
 /** A failure of the command: its code and exit code (2: usage or input). */
@@ -108,6 +114,7 @@ export async function relayOptionsFromArgs(
         'allow-private': { type: 'string', multiple: true },
         ca: { type: 'string', multiple: true },
         'max-storage': { type: 'string' },
+        ...LIMIT_FLAGS,
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -134,6 +141,7 @@ export async function relayOptionsFromArgs(
   }
   const maxStorage = values['max-storage']
   const quota = maxStorage === undefined ? undefined : { totalBytes: parseSize(maxStorage) }
+  const limits = limitsFromFlags(values, usage)
   let tls: { cert: string; key: string }
   if (values['dev-tls']) {
     // In the data directory, made on first use and kept across restarts (key 0600); the
@@ -168,6 +176,7 @@ export async function relayOptionsFromArgs(
     ...(allowPrivate.length > 0 ? { allowPrivate } : {}),
     ...(ca.length > 0 ? { ca } : {}),
     ...(quota ? { quota } : {}),
+    ...(limits ? { limits } : {}),
     onError: (e: unknown) => log(`error: ${e instanceof Error ? e.message : String(e)}`),
   }
 }

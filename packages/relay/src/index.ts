@@ -42,6 +42,7 @@ export { memoryRelayStore } from './store/memory.js'
 export type { SqliteCommitInfo, SqliteRelayStoreOptions } from './store/sqlite.js'
 export { SQLITE_SCHEMA_VERSION, sqliteRelayStore } from './store/sqlite.js'
 export type {
+  AckOptions,
   DuplicateQuery,
   MailboxEntry,
   MailboxPage,

@@ -4,15 +4,14 @@
  */
 import {
   type IdentityDocument,
-  type KeyStore,
   type Message,
   parseAgentId,
-  type Receiver,
   type Transport,
-} from '@agentmsg/core'
+} from '@agentmsg/core/message'
 import type { Conversations } from './conversations.js'
 import type { AgentEmitter } from './events.js'
 import type { OwnKeys } from './identity.js'
+import type { ReceiveSide } from './receive.js'
 import { type SendContext, sendMessage } from './send.js'
 import type {
   Agent,
@@ -30,15 +29,13 @@ import type {
 /** The parts an agent is made of. */
 export interface AgentParts {
   keys: OwnKeys
-  keyStore: KeyStore
   events: AgentEmitter
   contacts: Contacts
   conversations: Conversations
   send: SendContext
   transports: readonly Transport[]
-  receiver: Receiver
-  /** Resolves once the messages being handed to the application now are handled. */
-  idle: () => Promise<void>
+  /** The receiver, key store and auth levels: a chunk loaded by `createAgent` (./receive.ts). */
+  side: () => Promise<ReceiveSide>
 }
 
 export class AgentImpl implements Agent {
@@ -100,8 +97,8 @@ export class AgentImpl implements Agent {
     return this.#p.events.messages()
   }
 
-  introduce(token: string, options: IntroduceOptions = {}): Promise<string> {
-    return this.#p.keyStore.addIntroductionToken(token, options.agent)
+  async introduce(token: string, options: IntroduceOptions = {}): Promise<string> {
+    return (await this.#p.side()).keyStore.addIntroductionToken(token, options.agent)
   }
 
   rotateKey(): Promise<IdentityDocument> {
@@ -123,11 +120,13 @@ export class AgentImpl implements Agent {
   }
 
   async #close(): Promise<void> {
-    const { receiver, events, transports } = this.#p
-    await receiver.close({ drain: false })
+    const { events, transports } = this.#p
+    // A receive side that never loaded has nothing to stop.
+    const side = await this.#p.side().catch(() => undefined)
+    await side?.receiver.close({ drain: false })
     events.close()
     // Listeners still running may reply: the transports stay open until they are done.
-    await this.#p.idle()
+    await side?.idle()
     this.#closed = true
     await Promise.allSettled(transports.map((t) => t.close()))
   }

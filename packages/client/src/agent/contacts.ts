@@ -2,17 +2,17 @@
  * Contacts: pinned keys (level 2 after comparing fingerprints out of band, PROFILE §5),
  * introduced keys, the relays they can be reached at, and the known-contact mark.
  */
+
+import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
 import {
-  type AuthLevelTracker,
   didKeyFragment,
   getDefaultCryptoProvider,
   isDidKey,
-  type KeyStore,
   parseAgentId,
   type Storage,
-} from '@agentmsg/core'
-import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
+} from '@agentmsg/core/message'
 import type { PeerRelays } from './peers.js'
+import type { ReceiveSide } from './receive.js'
 import type { Contact, Contacts } from './types.js'
 
 /**
@@ -49,8 +49,8 @@ interface PeerKeyRecord {
 
 export function createContacts(o: {
   storage: Storage
-  keyStore: KeyStore
-  levels: AuthLevelTracker
+  /** The key store and auth levels live with the receive side (./receive.ts). */
+  side: () => Promise<ReceiveSide>
   peers: PeerRelays
 }): Contacts {
   return {
@@ -60,8 +60,9 @@ export function createContacts(o: {
         typeof publicKey === 'string' ? base64urlDecode(publicKey, 'publicKey') : publicKey
       const keyId =
         options.keyId ?? (isDidKey(id) ? didKeyFragment(id) : base64urlEncode(bytes).slice(0, 8))
-      await o.keyStore.pin(id, keyId, bytes)
-      await o.levels.markKnownContact(id, 'pinned')
+      const { keyStore, levels } = await o.side()
+      await keyStore.pin(id, keyId, bytes)
+      await levels.markKnownContact(id, 'pinned')
       if (options.relays?.length) await o.peers.remember(id, options.relays)
     },
 
@@ -81,13 +82,15 @@ export function createContacts(o: {
         })
       }
       for (const { agent, relays } of await o.peers.list()) get(agent).relays = relays
-      for (const c of byAgent.values()) c.knownContact = await o.levels.isKnownContact(c.agent)
+      const { levels } = await o.side()
+      for (const c of byAgent.values()) c.knownContact = await levels.isKnownContact(c.agent)
       return [...byAgent.values()]
     },
 
     async remove(agent) {
-      await o.keyStore.remove(agent)
-      await o.levels.forgetContact(agent)
+      const { keyStore, levels } = await o.side()
+      await keyStore.remove(agent)
+      await levels.forgetContact(agent)
       await o.peers.forget(agent)
     },
 

@@ -3,27 +3,24 @@
  * and start listening.
  */
 import {
-  chainResolvers,
   type DeliveryEvent,
-  didKeyResolver,
-  identityDocumentResolver,
+  type DeliveryHandler,
   isAgentMsgError,
-  KeyStore,
-  memoryStorage,
   namespacedStorage,
   type Transport,
   type TransportComponents,
   type TransportFactory,
   type UnsignedMessage,
-} from '@agentmsg/core'
+} from '@agentmsg/core/message'
 import { AgentImpl } from './agent.js'
 import { createContacts } from './contacts.js'
 import { Conversations } from './conversations.js'
+import { lazyDocuments } from './documents.js'
 import { AgentEmitter } from './events.js'
 import { OwnKeys, relayList } from './identity.js'
 import { migrateStorage } from './migrate.js'
 import { PeerRelays } from './peers.js'
-import { createAgentReceiver, ReportingAuthLevels } from './receive.js'
+import type { ReceiveSide } from './receive.js'
 import { Router } from './route.js'
 import { Sealing } from './seal.js'
 import { copies, type SendContext } from './send.js'
@@ -54,30 +51,52 @@ export async function openAgent(
   options: AgentOptions,
   extras: AgentExtras = {},
 ): Promise<AgentImpl> {
-  const storage = options.storage ?? memoryStorage()
+  // The in-memory default is imported only when no storage is given (browsers pass IndexedDB).
+  const storage = options.storage ?? (await import('@agentmsg/core/storage')).memoryStorage()
   const now = options.now ?? Date.now
   await migrateStorage(storage)
   const keys = await OwnKeys.load(storage, options, now)
   const relays = relayList(options.relays ?? [], 'relays')
   const events = new AgentEmitter(options.onError)
-  const keyStore = new KeyStore({ storage, now })
-  const documents = identityDocumentResolver({
+  // The receive side (receiver, key store, auth levels) is a chunk of its own, imported now
+  // without waiting: sending does not need it, and it is there by the first delivery (issue 12).
+  let receiving: Promise<ReceiveSide> | undefined
+  const side = (): Promise<ReceiveSide> => {
+    const current = (receiving ??= import('./receive.js').then((m) =>
+      m.openReceiveSide({
+        agentId: keys.id,
+        storage,
+        now,
+        documents,
+        peers,
+        conversations,
+        events,
+        errorReplies: { send: (message, to) => errorReply(send, message, to) },
+        seedFor: (keyId) => keys.seedFor(keyId),
+      }),
+    ))
+    // A chunk that did not download is tried again on the next need.
+    current.catch(() => {
+      if (receiving === current) receiving = undefined
+    })
+    return current
+  }
+  const documents = lazyDocuments({
     fetch: options.resolveIdentity ?? lazyIdentityFetcher(options.fetch),
     now,
     // Introduced keys a fetched document lacks are dropped (PROFILE §5).
-    onDocument: (document) => keyStore.reconcileWithDocument(document),
+    onDocument: async (document) => (await side()).keyStore.reconcileWithDocument(document),
   })
-  const resolver = chainResolvers(documents, didKeyResolver(), keyStore)
-  const levels = new ReportingAuthLevels({ storage, now }, (error, from) =>
-    events.error({ error, from }),
-  )
   const peers = new PeerRelays(storage, now)
   const conversations = new Conversations(storage)
 
   const components: Omit<TransportComponents, 'storage'> = {
     agentId: keys.id,
     signer: keys.liveSigner,
-    resolver,
+    resolver: {
+      resolve: async (lookup, resolveOptions) =>
+        (await side()).resolver.resolve(lookup, resolveOptions),
+    },
     relays,
     identityDocument: () => keys.document,
     // The receiver below opens sealed bodies with the agent's seeds (PROFILE §8).
@@ -118,36 +137,27 @@ export async function openAgent(
     storage,
     now,
     router,
-    sealing: new Sealing({ relayTrust: options.relayTrust, documents, keyStore }),
+    sealing: new Sealing({
+      relayTrust: options.relayTrust,
+      documents,
+      keyStore: async () => (await side()).keyStore,
+    }),
     peers,
     conversations,
-    addToken: (token) => keyStore.addIntroductionToken(token),
-    tokenPeer: (token) => keyStore.introducedPeer(token),
+    addToken: async (token) => (await side()).keyStore.addIntroductionToken(token),
+    tokenPeer: async (token) => (await side()).keyStore.introducedPeer(token),
   }
-  const { receiver, receive, idle } = createAgentReceiver({
-    agentId: keys.id,
-    storage,
-    now,
-    resolver,
-    documents,
-    keyStore,
-    levels,
-    peers,
-    conversations,
-    events,
-    errorReplies: { send: (message, to) => errorReply(send, message, to) },
-    seedFor: (keyId) => keys.seedFor(keyId),
-  })
+  // Started now, not awaited: a failure to load is reported, and the next need tries again.
+  side().catch((error: unknown) => events.error({ error }))
+  const receive: DeliveryHandler = async (delivery) => (await side()).receive(delivery)
   const agent = new AgentImpl({
     keys,
-    keyStore,
     events,
-    contacts: createContacts({ storage, keyStore, levels, peers }),
+    contacts: createContacts({ storage, side, peers }),
     conversations,
     send,
     transports,
-    receiver,
-    idle,
+    side,
   })
   try {
     // Every transport hands what it receives to the one receiver.

@@ -2,10 +2,10 @@
  * The agent's own identity: loaded from storage (or created and persisted the first time), the
  * key that signs now, and key rotation and revocation for URL agents (PROFILE §4).
  */
+import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
 import {
   AgentMsgError,
   assertRelayUrl,
-  createIdentityDocument,
   didKeyFragment,
   didKeyFromPublicKey,
   ed25519Signer,
@@ -16,14 +16,17 @@ import {
   type KeyPair,
   keyPairFromSeed,
   parseAgentId,
-  revokeKey as revokeDocumentKey,
-  rotateKey as rotateDocumentKey,
   type Signer,
   type Storage,
-  validateIdentityDocument,
-} from '@agentmsg/core'
-import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
+} from '@agentmsg/core/message'
 import { type AgentOptions, type OwnIdentity, STORAGE_KEYS } from './types.js'
+
+/**
+ * Identity documents (building, validation, rotation, revocation) are imported when a URL
+ * agent's identity is created, loaded or changed: a did:key agent never needs them (issue 12).
+ */
+const loadIdentityDocuments = () => import('@agentmsg/core/identity')
+const loadUrlIdentity = () => import('./url-identity.js')
 
 /** What `keys/self/identity` holds. */
 export interface SelfRecord {
@@ -68,7 +71,13 @@ export class OwnKeys {
       get keyId() {
         return current().keyId
       },
-      sign: (data) => current().sign(data),
+      // The mode and the fast UTF-8 encoder pass through, so the agent's own signs get the
+      // node provider's inline path when called one at a time (crypto/node-mode.ts).
+      sign: (data, mode) => current().sign(data, mode),
+      utf8: (text) => {
+        const signer = current()
+        return signer.utf8 ? signer.utf8(text) : new TextEncoder().encode(text)
+      },
     }
   }
 
@@ -90,6 +99,7 @@ export class OwnKeys {
       if (typeof seed !== 'string') throw new TypeError('the stored identity has no active key')
       let self = stored
       if (self.document && options.relays !== undefined) {
+        const { withRelays } = await loadUrlIdentity()
         const document = withRelays(self.document, relays)
         if (document !== self.document) {
           self = { ...self, document }
@@ -100,7 +110,10 @@ export class OwnKeys {
     }
     const o = options.identity ?? {}
     const keys = o.seed ? await keyPairFromSeed(o.seed) : await generateKeyPair()
-    const self = o.agentId === undefined ? didKeySelf(keys) : urlSelf(o, keys, relays)
+    const self =
+      o.agentId === undefined
+        ? didKeySelf(keys)
+        : (await loadUrlIdentity()).urlSelf(o, keys, relays)
     await storage.put(STORAGE_KEYS.self, self as unknown as JsonValue)
     return new OwnKeys(storage, now, self, keys)
   }
@@ -143,8 +156,9 @@ export class OwnKeys {
         'only URL agents rotate keys; a did:key agent needs a new identity',
       )
     }
+    const { rotateKey } = await loadIdentityDocuments()
     const keys = await generateKeyPair()
-    const next = rotateDocumentKey(doc, { publicKey: keys.publicKey }, { now: this.#now() })
+    const next = rotateKey(doc, { publicKey: keys.publicKey }, { now: this.#now() })
     const fragment = next.keys[next.keys.length - 1]!.key_id
     await this.#save({
       ...this.#self,
@@ -165,7 +179,8 @@ export class OwnKeys {
     if (fragment === this.#self.active) {
       throw new TypeError('rotate first: the active key cannot be revoked')
     }
-    const next = revokeDocumentKey(doc, fragment)
+    const { revokeKey } = await loadIdentityDocuments()
+    const next = revokeKey(doc, fragment)
     const seeds = { ...this.#self.seeds }
     delete seeds[fragment]
     await this.#save({ ...this.#self, seeds, document: next })
@@ -188,40 +203,4 @@ function didKeySelf(keys: KeyPair): SelfRecord {
   const did = didKeyFromPublicKey(keys.publicKey)
   const fragment = didKeyFragment(did)
   return { agentId: did, active: fragment, seeds: { [fragment]: base64urlEncode(keys.secretKey) } }
-}
-
-function urlSelf(
-  o: NonNullable<AgentOptions['identity']>,
-  keys: KeyPair,
-  relays: string[],
-): SelfRecord {
-  const { id, kind } = parseAgentId(o.agentId!, 'identity.agentId')
-  if (kind !== 'url') throw new TypeError('identity.agentId must be a URL agent id (https://…)')
-  const document = o.document
-    ? validateIdentityDocument(o.document, { expectedAgentId: id })
-    : createIdentityDocument({
-        agentId: id,
-        publicKey: keys.publicKey,
-        ...(o.display ? { display: o.display } : {}),
-        ...(relays.length ? { relays } : {}),
-      })
-  const pk = base64urlEncode(keys.publicKey)
-  const active = document.keys.find((k) => k.status === 'active' && k.public_key === pk)
-  if (!active) throw new TypeError("identity.document has no active key matching the seed's")
-  return {
-    agentId: id,
-    active: active.key_id,
-    seeds: { [active.key_id]: base64urlEncode(keys.secretKey) },
-    document,
-  }
-}
-
-/** `document` with `relay.urls` set to `relays` (the same object when nothing changes). */
-function withRelays(document: IdentityDocument, relays: string[]): IdentityDocument {
-  const current = document.relay?.urls ?? []
-  if (current.join('\n') === relays.join('\n')) return document
-  const { relay: _relay, ...rest } = document
-  return (
-    relays.length ? { ...rest, relay: { urls: relays, preference: 'any' } } : rest
-  ) as IdentityDocument
 }

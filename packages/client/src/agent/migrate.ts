@@ -3,7 +3,7 @@
  * storage keeps working. Transports now keep their state under their own namespace
  * (`<protocol>/…`); the relay's cursors and subscriptions were already under `relay/`.
  */
-import type { Storage, StorageOp } from '@agentmsg/core'
+import type { Storage, StorageOp } from '@agentmsg/core/message'
 
 /** Old prefix → new prefix. */
 const MOVES: ReadonlyArray<{ from: string; to: string }> = [

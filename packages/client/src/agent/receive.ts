@@ -1,24 +1,29 @@
 /**
  * The agent's receive side: one `Receiver` (core's `createReceiver`, the PROFILE §6 pipeline)
- * whose `receive` every transport's `listen` gets, and the application dispatch it runs for
- * each accepted message.
+ * whose `receive` every transport's `listen` gets, the application dispatch it runs for each
+ * accepted message, and the state it shares with contacts and introductions (key store, auth
+ * levels). `createAgent` imports this module lazily (issue 12: what a browser agent loads up
+ * front), starting at once, so it is there when the first message arrives.
  */
 import {
-  AuthLevelTracker,
-  createReceiver,
   type DeliveryHandler,
-  type ErrorReplySender,
-  type IdentityDocumentCache,
-  introducedIdentity,
-  type KeyResolver,
-  type KeyStore,
   type Message,
   parseAgentId,
+  type Storage,
+} from '@agentmsg/core/message'
+import {
+  AuthLevelTracker,
+  chainResolvers,
+  createReceiver,
+  didKeyResolver,
+  type ErrorReplySender,
+  type KeyResolver,
+  KeyStore,
   type ReceivedInfo,
   type Receiver,
-  type Storage,
-} from '@agentmsg/core'
+} from '@agentmsg/core/receive'
 import type { Conversations } from './conversations.js'
+import type { Documents } from './documents.js'
 import type { AgentEmitter } from './events.js'
 import type { PeerRelays } from './peers.js'
 import type { ReceivedMessage } from './types.js'
@@ -50,7 +55,7 @@ export interface AgentReceiverOptions {
   storage: Storage
   now: () => number
   resolver: KeyResolver
-  documents: IdentityDocumentCache
+  documents: Documents
   keyStore: KeyStore
   levels: ReportingAuthLevels
   peers: PeerRelays
@@ -59,6 +64,36 @@ export interface AgentReceiverOptions {
   errorReplies: ErrorReplySender
   /** The seed of one of this agent's keys by full key id: opens sealed bodies (PROFILE §8). */
   seedFor: (keyId: string) => Uint8Array | undefined
+}
+
+/** The receive side of an agent, and what contacts and introductions share with it. */
+export interface ReceiveSide {
+  keyStore: KeyStore
+  /** PROFILE §4's chain: identity documents → did:key → pins and introductions. */
+  resolver: KeyResolver
+  levels: ReportingAuthLevels
+  receiver: Receiver
+  receive: DeliveryHandler
+  /** Resolves once the messages being handed to the application now are handled. */
+  idle: () => Promise<void>
+}
+
+/** Build the receive side: key store, auth levels, the resolver chain and the receiver. */
+export function openReceiveSide(
+  o: Omit<AgentReceiverOptions, 'resolver' | 'keyStore' | 'levels'>,
+): ReceiveSide {
+  const keyStore = new KeyStore({ storage: o.storage, now: o.now })
+  const levels = new ReportingAuthLevels({ storage: o.storage, now: o.now }, (error, from) =>
+    o.events.error({ error, from }),
+  )
+  // PROFILE §4: identity documents (loaded for URL agents only) → did:key → pins/introductions.
+  const resolver = chainResolvers(o.documents, didKeyResolver(), keyStore)
+  return {
+    keyStore,
+    resolver,
+    levels,
+    ...createAgentReceiver({ ...o, resolver, keyStore, levels }),
+  }
 }
 
 /** The agent's one Receiver, and the handler to give every transport. */
@@ -122,6 +157,8 @@ async function dispatch(o: AgentReceiverOptions, message: Message, info: Receive
   let { knownContact } = info
   if (info.level === 0 && message.phase === 'greeting') {
     try {
+      // Identity documents are loaded only now, for a greeting that may carry one (PROFILE §5).
+      const { introducedIdentity } = await import('@agentmsg/core/identity')
       const doc = introducedIdentity(message)
       if (doc && (await o.keyStore.addIntroducedKeys(doc)).length > 0) await reconcile(o, from)
     } catch (error) {

@@ -14,12 +14,12 @@ import {
   type DeliveryReceipt,
   type DeliveryTarget,
   type IdentityDocument,
-  type IdentityDocumentCache,
   isAgentMsgError,
   type Message,
   parseAgentId,
   type Transport,
-} from '@agentmsg/core'
+} from '@agentmsg/core/message'
+import type { Documents } from './documents.js'
 import type { PeerRelays } from './peers.js'
 
 /** What to route: the recipient and what the caller knows about it. */
@@ -47,7 +47,7 @@ export interface Delivered {
 
 export interface RouterOptions {
   transports: readonly Transport[]
-  documents: IdentityDocumentCache
+  documents: Pick<Documents, 'document'>
   peers: PeerRelays
   /** Relays as a fallback after direct targets (`route: 'auto'`). */
   fallbackToRelay: boolean

@@ -6,19 +6,20 @@
  * caller asks. The sealed-box cryptography is imported only when something is sealed, so a
  * bundle whose agent never seals does not load it.
  */
+
+import { base64urlDecode } from '@agentmsg/core/encoding'
 import {
   AgentMsgError,
   type DeliveryTarget,
   didKeyFragment,
-  type IdentityDocumentCache,
   isDidKey,
-  type KeyStore,
   normalizeAgentUrl,
   publicKeyFromDidKey,
   type UnsignedMessage,
-} from '@agentmsg/core'
-import { base64urlDecode } from '@agentmsg/core/encoding'
+} from '@agentmsg/core/message'
+import type { KeyStore } from '@agentmsg/core/receive'
 import type { SealRecipient } from '@agentmsg/core/sealed-box'
+import type { Documents } from './documents.js'
 import type { PlannedTarget } from './route.js'
 import type { RelayTrust, SendOptions } from './types.js'
 
@@ -40,13 +41,14 @@ const NOTHING_SEALED = (targets: PlannedTarget[]): SealPlan => ({ targets, seals
 
 export class Sealing {
   readonly #trust: Map<string, RelayTrust>
-  readonly #documents: IdentityDocumentCache
-  readonly #keyStore: KeyStore
+  readonly #documents: Pick<Documents, 'document'>
+  readonly #keyStore: () => Promise<KeyStore>
 
   constructor(o: {
     relayTrust?: Record<string, RelayTrust> | undefined
-    documents: IdentityDocumentCache
-    keyStore: KeyStore
+    documents: Pick<Documents, 'document'>
+    /** The key store loads with the receive side (./receive.ts). */
+    keyStore: () => Promise<KeyStore>
   }) {
     this.#trust = parseTrust(o.relayTrust ?? {})
     this.#documents = o.documents
@@ -111,7 +113,8 @@ export class Sealing {
       }
       return undefined
     }
-    const pinned = (await this.#keyStore.keysOf(agent)).filter((k) => k.source === 'pinned')
+    const keyStore = await this.#keyStore()
+    const pinned = (await keyStore.keysOf(agent)).filter((k) => k.source === 'pinned')
     if (pinned.length !== 1) return undefined
     const { fragment, publicKey } = pinned[0]!
     return { agent, keyId: `${agent}#${fragment}`, publicKey: base64urlDecode(publicKey) }

@@ -4,13 +4,9 @@
  * identity fetcher (with ky) are loaded with `import()` when first needed, so a relay-only
  * browser agent does not download them.
  */
-import type {
-  IdentityFetcher,
-  Transport,
-  TransportComponents,
-  TransportFactory,
-} from '@agentmsg/core'
-import { relayTransport } from '@agentmsg/transport-relay'
+import type { IdentityFetcher } from '@agentmsg/core/identity'
+import type { Transport, TransportComponents, TransportFactory } from '@agentmsg/core/message'
+import { relayTransport } from '@agentmsg/transport-relay/transport'
 import type { AgentOptions } from './types.js'
 
 /** Loads the https transport on first use (a separate chunk for bundlers). */

@@ -1,7 +1,8 @@
 /**
  * Node provider on `node:crypto` (OpenSSL 3). The fastest choice on Node: Ed25519 runs in
- * native code, and the callback forms of `sign`/`verify` run in libuv's thread pool, so many
- * operations in flight use every core instead of blocking the event loop one at a time.
+ * native code, inline (the sync forms) for a caller doing one operation at a time, or in libuv's
+ * thread pool (the callback forms) so many operations in flight use every core instead of
+ * blocking the event loop one at a time (see CryptoMode).
  */
 import {
   createHash,
@@ -14,7 +15,8 @@ import {
 } from 'node:crypto'
 import { constantTimeEqual } from '../bytes.js'
 import { Lru } from '../lru.js'
-import type { CryptoProvider } from './provider.js'
+import { autoRunsInline, ranInline, ranPooled } from './node-mode.js'
+import type { CryptoMode, CryptoProvider } from './provider.js'
 
 // DER headers (RFC 8410) that wrap a raw 32-byte Ed25519 key for `createPublicKey` /
 // `createPrivateKey`, which have no raw import in Node 20.
@@ -74,22 +76,13 @@ function publicKeyObject(publicKey: Uint8Array): KeyObject | null {
   return key
 }
 
-// Every operation goes to libuv's thread pool (the callback forms), so operations in flight run
-// in parallel on every core and the event loop only pays the hand-off. Running one inline when
-// nothing else seemed pending was tried: it helps a caller doing one at a time, but a server
-// sees "nothing pending" between most requests, ran every verification on the event loop and
-// lost a third of its throughput (inbox bench 0.61× vs 0.9×).
-function inPool<T>(start: (done: (err: Error | null, value?: T) => void) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    try {
-      start((err, value) => {
-        if (err) reject(err)
-        else resolve(value as T)
-      })
-    } catch (err) {
-      reject(err)
-    }
-  })
+// Where each operation runs (see CryptoMode and crypto/node-mode.ts): `pool` — the callback
+// forms, in libuv's thread pool, so operations in flight run in parallel on every core and the
+// event loop only pays the hand-off; `inline` — the sync forms, no hand-off; `auto` — inline
+// unless the event loop is busy with other work. Unset stays `pool`, the safe choice for the
+// server paths that do not say (relay agent auth, the WebSocket challenge).
+function runsInline(mode: CryptoMode | undefined, now: number): boolean {
+  return mode === 'inline' || (mode === 'auto' && autoRunsInline(now))
 }
 
 /**
@@ -109,32 +102,60 @@ export const nodeCryptoProvider: CryptoProvider = {
     return entry.publicKey.slice()
   },
 
-  ed25519Sign(seed, message) {
+  ed25519Sign(seed, message, mode) {
     try {
       const key = seedEntry(seed).privateKey
-      // Copy out of the Buffer: callers get a plain Uint8Array that owns its memory.
-      return inPool<Uint8Array>((done) =>
-        nodeSign(null, message, key, (err, sig) =>
-          done(err, err ? undefined : new Uint8Array(sig)),
-        ),
-      )
+      const start = mode === undefined || mode === 'pool' ? 0 : performance.now()
+      if (runsInline(mode, start)) {
+        const sig = nodeSign(null, message, key)
+        ranInline(start, performance.now())
+        // Copy out of the Buffer: callers get a plain Uint8Array that owns its memory.
+        return Promise.resolve(new Uint8Array(sig))
+      }
+      // One promise per operation; the executor turns a synchronous throw into a rejection.
+      return new Promise<Uint8Array>((resolve, reject) => {
+        nodeSign(null, message, key, (err, sig) => {
+          if (mode === 'auto') ranPooled()
+          if (err) reject(err)
+          else resolve(new Uint8Array(sig))
+        })
+      })
     } catch (err) {
       return Promise.reject(err)
     }
   },
 
-  ed25519Verify(publicKey, message, signature) {
+  ed25519Verify(publicKey, message, signature, mode) {
     if (publicKey.length !== 32 || signature.length !== 64) return Promise.resolve(false)
     const key = publicKeyObject(publicKey)
     if (!key) return Promise.resolve(false)
-    try {
-      return inPool<boolean>((done) =>
-        nodeVerify(null, message, key, signature, (err, ok) => done(null, !err && ok)),
-      ).catch(() => false)
-    } catch {
-      return Promise.resolve(false)
+    const start = mode === undefined || mode === 'pool' ? 0 : performance.now()
+    if (runsInline(mode, start)) {
+      let ok = false
+      try {
+        ok = nodeVerify(null, message, key, signature)
+      } catch {
+        // same contract as the pooled form: false, never throw
+      }
+      ranInline(start, performance.now())
+      return Promise.resolve(ok)
     }
+    return new Promise<boolean>((resolve) => {
+      try {
+        nodeVerify(null, message, key, signature, (err, ok) => {
+          if (mode === 'auto') ranPooled()
+          resolve(!err && ok)
+        })
+      } catch {
+        resolve(false)
+      }
+    })
   },
+
+  // A signing input of a few KB comes from Buffer's shared slab in ~0.4 µs, where TextEncoder
+  // allocates an ArrayBuffer of its own (~1.6 µs, and more GC). The bytes only ever reach
+  // node:crypto, which copies what it keeps (the callback forms copy their input).
+  utf8: (text) => Buffer.from(text, 'utf8'),
 
   async hmacSha256(key, data) {
     return new Uint8Array(createHmac('sha256', key).update(data).digest())

@@ -10,7 +10,7 @@ import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { randomBytes, utf8Encode } from '../bytes.js'
 import type { CryptoProvider } from '../crypto/provider.js'
 import { didKeyFragment, isDidKey } from '../did-key.js'
-import { serializeSfDictionary } from './fields.js'
+import { sfBinary } from './sf-write.js'
 
 /** The only signature label this profile uses (PROFILE §9). */
 export const SIGNATURE_LABEL = 'sig1'
@@ -37,8 +37,7 @@ const NONCE_RE = /^[A-Za-z0-9_-]{22,64}$/
  */
 export async function contentDigest(body: Uint8Array, provider?: CryptoProvider): Promise<string> {
   const digest = await (provider ?? getDefaultCryptoProvider()).sha256(body)
-  // A copy: RFC 8941 byte sequences are written from an ArrayBuffer-backed view.
-  return serializeSfDictionary(new Map([['sha-256', [new Uint8Array(digest), new Map()]]]))
+  return `sha-256=${sfBinary(digest)}`
 }
 
 /**

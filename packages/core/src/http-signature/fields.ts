@@ -10,7 +10,6 @@ import {
   serializeDictionary,
   serializeInnerList,
 } from 'structured-headers'
-import { invalidFormat } from '../errors.js'
 
 export type { Dictionary as SfDictionary, InnerList as SfInnerList, Item as SfItem }
 export { serializeDictionary as serializeSfDictionary, serializeInnerList as serializeSfInnerList }
@@ -69,10 +68,4 @@ export function isSfInnerList(value: Item | InnerList): value is InnerList {
   return Array.isArray(value[0])
 }
 
-/** A value for an RFC 8941 sf-string: only printable ASCII can be written. */
-export function sfString(value: string, field: string): string {
-  if (typeof value !== 'string' || !/^[\x20-\x7e]*$/.test(value)) {
-    throw invalidFormat('must be printable ASCII to fit an RFC 8941 string', field)
-  }
-  return value
-}
+export { sfString } from './sf-write.js'

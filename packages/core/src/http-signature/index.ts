@@ -9,10 +9,12 @@
  * Signature: sig1=:<base64 of the 64-byte Ed25519 signature>:
  * ```
  *
- * Fields are parsed and written with `structured-headers` (RFC 8941). The verifier accepts the
- * four parameters in any order and rebuilds `@signature-params` by serialising what it parsed
- * (RFC 9421 §2.3), so stock RFC 9421 libraries interoperate; `@target-uri` comes from the
- * caller: the relay base URL + the request target as received. Isomorphic: no Node built-ins.
+ * The verifier parses fields with `structured-headers` (RFC 8941); the signer spells its one
+ * shape by hand (./sf-write.ts), which the tests hold to the same serialisation. The verifier
+ * accepts the four parameters in any order and rebuilds `@signature-params` by serialising
+ * what it parsed (RFC 9421 §2.3), so stock RFC 9421 libraries interoperate; `@target-uri`
+ * comes from the caller: the relay base URL + the request target as received. Isomorphic: no
+ * Node built-ins.
  *
  * @packageDocumentation
  */

@@ -12,12 +12,7 @@ import {
   SIGNATURE_LABEL,
   signatureBase,
 } from './components.js'
-import {
-  type SfInnerList,
-  serializeSfDictionary,
-  serializeSfInnerList,
-  sfString,
-} from './fields.js'
+import { sfBinary, sfQuoted, sfString } from './sf-write.js'
 
 /** Input of {@link signRequest}. */
 export interface SignRequestInput {
@@ -94,20 +89,14 @@ export async function signRequest(input: SignRequestInput): Promise<Record<strin
     headers['Content-Digest'] = digest
   }
   const components = hasBody ? COMPONENTS_WITH_BODY : COMPONENTS_WITHOUT_BODY
-  const member: SfInnerList = [
-    components.map((c) => [c, new Map()]),
-    new Map<string, string | number>([
-      ['created', created],
-      ['nonce', nonce],
-      ['keyid', keyId],
-      ['alg', 'ed25519'],
-    ]),
-  ]
-  const params = serializeSfInnerList(member)
+  // The Signature-Input member, spelled as RFC 8941 serialises it: the covered components as an
+  // inner list of strings, then the parameters in PROFILE §9's order. `@signature-params` is
+  // this same text (RFC 9421 §2.3).
+  const params =
+    `(${components.map(sfQuoted).join(' ')});created=${created}` +
+    `;nonce=${sfQuoted(nonce)};keyid=${sfQuoted(keyId)};alg="ed25519"`
   const sig = await signer.sign(signatureBase(method, input.url, digest, params))
-  headers['Signature-Input'] = serializeSfDictionary(new Map([[SIGNATURE_LABEL, member]]))
-  headers['Signature'] = serializeSfDictionary(
-    new Map([[SIGNATURE_LABEL, [new Uint8Array(sig), new Map()]]]),
-  )
+  headers['Signature-Input'] = `${SIGNATURE_LABEL}=${params}`
+  headers['Signature'] = `${SIGNATURE_LABEL}=${sfBinary(sig)}`
   return headers
 }

@@ -16,7 +16,9 @@ import {
   isDuplicateMessage,
   openSealed,
   parseBody,
+  parseBodyExact,
   requireEd25519Signature,
+  UNPROVEN,
   validateStructure,
   verifySignatures,
 } from './steps.js'
@@ -107,7 +109,10 @@ export async function receive(input: ReceiveInput, ctx: ReceiveContext): Promise
 
 async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveResult> {
   const body = input.body
-  const value = atSync('parse', undefined, undefined, () => parseBody(body))
+  let value = atSync('parse', undefined, undefined, () => parseBody(body))
+  if (value === UNPROVEN) {
+    value = await at('parse', undefined, undefined, () => parseBodyExact(body as Uint8Array))
+  }
   const { message, protocolError } = atSync('validate', undefined, undefined, () => {
     const result = validateStructure(value)
     ctx.checkMessage?.(result.message)
@@ -120,7 +125,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
   atSync('size', message, false, () => checkCanonicalSize(message, jsonBytes))
   atSync('freshness', message, false, () => checkFreshness(message, ctx.replay))
   const verdict: VerifyResult = await at('verify', message, false, () =>
-    verifySignatures(message, ctx.resolver, ctx.now(), ctx.transitionMs),
+    verifySignatures(message, ctx.resolver, ctx.now(), ctx.transitionMs, ctx.crypto),
   )
   if (ctx.requireEd25519) {
     atSync('ed25519', message, true, () => requireEd25519Signature(verdict))

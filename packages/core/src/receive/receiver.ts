@@ -10,7 +10,7 @@ import { AgentMsgError, type ErrorCode, type ErrorPhaseCode, isAgentMsgError } f
 import type { DeliveryOutcome, InboundDelivery } from '../interfaces/transport.js'
 import { ReplayGuard } from '../replay.js'
 import type { Message } from '../types.js'
-import { ErrorReplies } from './error-replies.js'
+import type { ErrorReplies } from './error-replies.js'
 import { type Job, PendingStore } from './pending.js'
 import { receive } from './pipeline.js'
 import { WorkQueue } from './queue.js'
@@ -52,9 +52,10 @@ class AgentReceiver implements Receiver {
   readonly #o: ReceiverOptions
   readonly #ctx: ReceiveContext
   readonly #onError: (error: unknown) => void
+  readonly #now: () => number
   readonly #pending: PendingStore | undefined
   readonly #queue: WorkQueue<Job>
-  readonly #replies: ErrorReplies
+  #replies: Promise<ErrorReplies> | undefined
   readonly #retryAfter: number
   #restored = false
   #closed = false
@@ -68,6 +69,7 @@ class AgentReceiver implements Receiver {
       throw new TypeError('opener.agent must be agentId')
     this.#o = o
     const now = o.now ?? Date.now
+    this.#now = now
     this.#onError = o.onError ?? ((error) => console.error('agentmsg receiver:', error))
     const storage = o.storage ? { storage: o.storage } : {}
     this.replayGuard = o.replayGuard ?? new ReplayGuard({ ...storage, now })
@@ -80,6 +82,7 @@ class AgentReceiver implements Receiver {
       now,
       addressee: { agent: o.agentId, topics: new Set(o.topics ?? []) },
       ...(o.transitionMs !== undefined ? { transitionMs: o.transitionMs } : {}),
+      ...(o.crypto !== undefined ? { crypto: o.crypto } : {}),
       ...(o.opener ? { opener: o.opener } : {}),
     }
     this.#retryAfter = o.queueRetryAfter ?? 5
@@ -88,14 +91,6 @@ class AgentReceiver implements Receiver {
       concurrency: o.concurrency ?? 1,
       run: (job) => this.#process(job),
       onError: this.#onError,
-    })
-    this.#replies = new ErrorReplies({
-      agentId: o.agentId,
-      sender: o.errorReplies,
-      resolver: o.resolver,
-      identityOf: o.identityOf,
-      onError: this.#onError,
-      now,
     })
     this.ready = this.#restore().then(
       () => {
@@ -154,7 +149,7 @@ class AgentReceiver implements Receiver {
       // Accepted on the wire, answered with an error phase message, never processed (SPEC §7.3).
       if ((await this.replayGuard.checkAndRemember(message, delivery.bucket)) === 'new') {
         const { code, message: text } = result.protocolError
-        this.#replies.send(message, code, text, true)
+        this.#reply(message, code, text, true)
       }
       return { status: 'accepted', messageId: message.message_id }
     }
@@ -201,15 +196,44 @@ class AgentReceiver implements Receiver {
       : { status: 'duplicate', messageId: message.message_id }
   }
 
+  /**
+   * Send an error phase message in the background (PROFILE §7). The error-reply code (gate,
+   * message builder, routing) is imported on the first one: most receivers never answer one,
+   * and a browser agent should not load it up front (issue 12). Replies keep their order.
+   */
+  #reply(original: Message, code: ErrorPhaseCode, text: string, verified: boolean): void {
+    const sender = this.#o.errorReplies
+    if (!sender) return
+    const replies = (this.#replies ??= import('./error-replies.js').then(
+      ({ ErrorReplies }) =>
+        new ErrorReplies({
+          agentId: this.#o.agentId,
+          sender,
+          resolver: this.#o.resolver,
+          identityOf: this.#o.identityOf,
+          onError: this.#onError,
+          now: this.#now,
+        }),
+    ))
+    replies.then(
+      (r) => r.send(original, code, text, verified),
+      (error: unknown) => {
+        // A chunk that did not download: reported, and the next reply tries again.
+        if (this.#replies === replies) this.#replies = undefined
+        this.#onError(error)
+      },
+    )
+  }
+
   /** PROFILE §7: signature, key and level failures also get an error phase message. */
   #answerRefusal(r: ReceiveRefusal): void {
     const message: Message | undefined = r.message
     if (message === undefined) return
     const code = r.error.code
     if (r.step === 'verify' && UNVERIFIED_REPLY.has(code)) {
-      this.#replies.send(message, code as ErrorPhaseCode, r.error.message, false)
+      this.#reply(message, code as ErrorPhaseCode, r.error.message, false)
     } else if (r.step === 'level' && code === 'insufficient_auth_level') {
-      this.#replies.send(message, code, r.error.message, true)
+      this.#reply(message, code, r.error.message, true)
     }
   }
 

@@ -4,13 +4,16 @@
  * refused. Isomorphic.
  */
 import type { AuthDecision, AuthLevelTracker } from '../auth-level.js'
+import type { CryptoMode } from '../crypto/provider.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
 import { canonicalizeToBytes } from '../jcs.js'
 import { type ValidationResult, validateMessage } from '../message.js'
 import type { ReplayGuard } from '../replay.js'
 import type { KeyResolver } from '../resolver.js'
 import { isSealedBody } from '../sealed-box/detect.js'
-import { INTEGER_MEMBERS, nonIntegerLiteral, parseStrictJson } from '../strict-json.js'
+import { nonIntegerLiteral } from '../strict-json/integers.js'
+import { INTEGER_MEMBERS } from '../strict-json/prepare.js'
+import { parseStrictJsonExact, parseStrictJsonFast } from '../strict-json-async.js'
 import type { Message } from '../types.js'
 import { type VerifyResult, verifyMessage } from '../verify.js'
 import type { ReceiveOpener } from './types.js'
@@ -25,13 +28,20 @@ export const MAX_MESSAGE_BYTES = 1_048_576
  */
 export const CANONICAL_CHECK_ABOVE = MAX_MESSAGE_BYTES / 4
 
+/** What {@link parseBody} returns for bytes the fast path could not prove: see {@link parseBodyExact}. */
+export const UNPROVEN: object = {}
+
 /**
  * PROFILE §1: bytes are parsed as strict I-JSON, the integer fields written without fraction or
  * exponent; a value taken from an envelope is used as is, unless the envelope's parser marked
- * one of its integer fields (`parseStrictJson` with `onNonInteger: 'mark'`).
+ * one of its integer fields (`parseStrictJson` with `onNonInteger: 'mark'`). Bytes the strict
+ * parser's fast path cannot prove come back as {@link UNPROVEN}: the exact parser, imported on
+ * first need (issue 12), then decides with {@link parseBodyExact}.
  */
 export function parseBody(body: Uint8Array | unknown): unknown {
-  if (body instanceof Uint8Array) return parseStrictJson(body, { integerMembers: INTEGER_MEMBERS })
+  if (body instanceof Uint8Array) {
+    return parseStrictJsonFast(body, { integerMembers: INTEGER_MEMBERS }) ?? UNPROVEN
+  }
   const bad = nonIntegerLiteral(body)
   if (bad !== undefined) {
     throw invalidFormat(
@@ -40,6 +50,11 @@ export function parseBody(body: Uint8Array | unknown): unknown {
     )
   }
   return body
+}
+
+/** The exact strict parser's verdict on bytes {@link parseBody} left {@link UNPROVEN}. */
+export function parseBodyExact(body: Uint8Array): Promise<unknown> {
+  return parseStrictJsonExact(body, { integerMembers: INTEGER_MEMBERS })
 }
 
 /** PROFILE §2: the message's structure (a version or phase we do not speak is not an error here). */
@@ -96,10 +111,12 @@ export function verifySignatures(
   resolver: KeyResolver,
   now: number,
   transitionMs: number | undefined,
+  crypto: CryptoMode = 'pool',
 ): Promise<VerifyResult> {
   return verifyMessage(message, resolver, {
     now,
     validated: true,
+    crypto,
     ...(transitionMs !== undefined ? { transitionMs } : {}),
   })
 }

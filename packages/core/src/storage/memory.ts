@@ -1,6 +1,9 @@
 import type { AbortOptions } from '../interfaces/abort.js'
 import type { Storage, StorageListOptions, StorageOp } from '../interfaces/storage.js'
 import type { JsonValue } from '../types.js'
+import { cloneJsonValue } from './clone.js'
+
+export { cloneJsonValue } from './clone.js'
 
 /**
  * A {@link Storage} that lives in this process's memory and is gone when it exits. Use it in
@@ -152,55 +155,4 @@ function checkAbort(options: AbortOptions | undefined): void {
 
 function checkKey(key: unknown, what = ''): asserts key is string {
   if (typeof key !== 'string') throw new TypeError(`storage: ${what}key must be a string`)
-}
-
-/**
- * A deep copy of `value` that is guaranteed to be JSON (every Storage adapter validates its
- * values with it): plain objects (own enumerable string
- * keys), arrays without holes, strings, finite numbers, booleans and null. Anything else throws
- * a `TypeError` naming the path, because storing it would silently change it (JSON drops
- * `undefined`, turns `NaN` into `null` and a `Date` into a string).
- */
-export function cloneJsonValue(
-  value: unknown,
-  path = '$',
-  seen: Set<object> = new Set(),
-): JsonValue {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value
-  if (typeof value === 'number') {
-    if (Number.isFinite(value)) return value
-    throw new TypeError(`storage: ${path} is ${value}, not a JSON number`)
-  }
-  if (typeof value !== 'object') {
-    throw new TypeError(`storage: ${path} is ${typeof value}, not a JSON value`)
-  }
-  if (seen.has(value)) throw new TypeError(`storage: ${path} is a cycle, not a JSON value`)
-  seen.add(value)
-  try {
-    if (Array.isArray(value)) {
-      const out: JsonValue[] = []
-      for (let i = 0; i < value.length; i++)
-        out.push(cloneJsonValue(value[i], `${path}[${i}]`, seen))
-      return out
-    }
-    const proto = Object.getPrototypeOf(value)
-    if (proto !== Object.prototype && proto !== null) {
-      throw new TypeError(`storage: ${path} is a ${proto?.constructor?.name ?? 'object'}, not JSON`)
-    }
-    const out: { [key: string]: JsonValue } = {}
-    for (const key of Object.keys(value)) {
-      const copy = cloneJsonValue((value as Record<string, unknown>)[key], `${path}.${key}`, seen)
-      // defineProperty, because `out['__proto__'] = …` would set the prototype instead of
-      // storing the member that JSON.parse would have created.
-      Object.defineProperty(out, key, {
-        value: copy,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      })
-    }
-    return out
-  } finally {
-    seen.delete(value)
-  }
 }

@@ -7,16 +7,10 @@
 import { invalidFormat } from '../errors.js'
 import { formatPath } from '../jcs.js'
 import type { JsonValue } from '../types.js'
+import { isIJsonSafeNumber } from './numbers.js'
 import { utf8Offset } from './utf8.js'
 
-/**
- * True when a parsed number is one PROFILE §1 lets through: finite, and not an integer beyond
- * ±(2^53−1). Every double of magnitude 2^53 or more is an integer, so this is a magnitude test;
- * fractions such as 1.5 or 0.1 are fine.
- */
-export function isIJsonSafeNumber(n: number): boolean {
-  return Math.abs(n) <= Number.MAX_SAFE_INTEGER
-}
+export { isIJsonSafeNumber } from './numbers.js'
 
 const NUMBER_LITERAL = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
 

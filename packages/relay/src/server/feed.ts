@@ -94,7 +94,9 @@ export function startFeed(
             sink.send(entry)
             cursor = entry.cursor
           }
-          if (page.entries.length === 0) break
+          // A complete page read everything due: the next notification wakes the feed again
+          // (issue 12 profile: a second, empty read per pushed entry otherwise).
+          if (page.entries.length === 0 || page.complete === true) break
         }
       }
     } catch (error) {

@@ -14,7 +14,6 @@ import {
 import { NonceMemory } from '@agentmsg/core/http-signature'
 import {
   ClientLimits,
-  discardBody,
   errorReply,
   type HttpReply,
   TokenBuckets,
@@ -37,7 +36,8 @@ import {
 } from './context.js'
 import { Notifier, startFeed } from './feed.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
-import { Publisher } from './publish.js'
+import { NODE_PUBLISH, type NodePublishTarget } from './node-publish.js'
+import { Publisher, type PublishRequest, webPublishRequest } from './publish.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
 import { Subscriptions } from './subscriptions.js'
 import type {
@@ -157,7 +157,7 @@ class Relay implements RelayServerHandler {
     )
     const ctx = this.#ctx
     this.#endpoints = {
-      publish: (request) => this.#publish(request),
+      publish: (request) => this.#publish(webPublishRequest(request)),
       subscribe: (request, url) => this.#subscriptions.subscribe(request, url),
       unsubscribe: (request, url, id) => this.#subscriptions.unsubscribe(request, url, id),
       retrieve: (request, url) => retrieveMessages(ctx, request, url),
@@ -179,6 +179,16 @@ class Relay implements RelayServerHandler {
       return reply instanceof ResponseReply ? reply.response : toResponse(reply)
     } catch (error) {
       return toResponse(this.#failure(error))
+    }
+  }
+
+  /** The Node fast path of publish (node-publish.ts), for `serveRelay`. */
+  get [NODE_PUBLISH](): NodePublishTarget {
+    return {
+      basePath: this.#basePath,
+      clients: this.#clients,
+      publish: (request) => this.#publish(request),
+      failure: (error) => this.#failure(error),
     }
   }
 
@@ -225,7 +235,8 @@ class Relay implements RelayServerHandler {
   }
 
   ack(agent: string, messageId: string, from?: string): Promise<number> {
-    return this.#store.ack(agent, messageId, from)
+    // A WebSocket ack frame gets no answer: it may ride with the next commit (AckOptions.lazy).
+    return this.#store.ack(agent, messageId, from, { lazy: true })
   }
 
   track(closer: () => void): () => void {
@@ -254,9 +265,9 @@ class Relay implements RelayServerHandler {
   }
 
   /** Publishes in flight are stored and answered before `close()` goes on (PROFILE §9 202). */
-  async #publish(request: Request): Promise<HttpReply> {
+  async #publish(request: PublishRequest): Promise<HttpReply> {
     if (this.#closing) {
-      discardBody(request.body)
+      request.discardBody()
       return errorReply('unavailable', 'the relay is shutting down', { retryAfter: 5 })
     }
     this.#inFlight++

@@ -18,6 +18,7 @@ import type { RelayQuota } from '../store/common.js'
 import { sqliteRelayStore } from '../store/sqlite.js'
 import type { RelayStore } from '../store/types.js'
 import { createRelayHandler } from './handler.js'
+import { NODE_PUBLISH, type NodePublishTarget, nodePublishRoute } from './node-publish.js'
 import type { RelayHandlerOptions, RelayRequestInfo, RelayServerHandler } from './types.js'
 import { createRelayWebSocket, type RelayWebSocketOptions } from './ws.js'
 
@@ -144,9 +145,18 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
           (await intercept(request)) ?? handler.fetch(request, info),
       }
     : handler
+  const generic = getRequestListener(served, { onError, bodyTimeoutMs: timeouts.bodyTimeoutMs })
+  // Publishes skip the web Request/Response (node-publish.ts); an `intercept` sees every request.
+  const publishRoute =
+    intercept === undefined && NODE_PUBLISH in handler
+      ? nodePublishRoute((handler as { [NODE_PUBLISH]: NodePublishTarget })[NODE_PUBLISH], {
+          bodyTimeoutMs: timeouts.bodyTimeoutMs,
+          onError,
+        })
+      : undefined
   server.on(
     'request',
-    getRequestListener(served, { onError, bodyTimeoutMs: timeouts.bodyTimeoutMs }),
+    publishRoute ? (req, res) => publishRoute(req, res) || generic(req, res) : generic,
   )
   server.on('upgrade', (req, socket, head) => {
     const target = req.url ?? ''

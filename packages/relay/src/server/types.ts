@@ -135,7 +135,10 @@ export interface RelayServerHandler {
   claimStream(agent: string): (() => void) | undefined
   /** Open streams (SSE and WebSocket) of one agent, or of every agent. */
   openStreams(agent?: string): number
-  /** Acknowledge (delete) a mailbox's entries with this id; returns how many. */
+  /**
+   * Acknowledge (delete) a mailbox's entries with this id; returns how many. For WebSocket ack
+   * frames, which get no answer: the store may commit it with its next write (AckOptions.lazy).
+   */
   ack(agent: string, messageId: string, from?: string): Promise<number>
   /** Register a connection that `close()` must end (WebSocket adapters). */
   track(closer: () => void): () => void

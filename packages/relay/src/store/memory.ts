@@ -19,6 +19,7 @@ import {
   type DuplicateQuery,
   type MailboxEntry,
   MailboxFullError,
+  type MailboxPage,
   type PublishInput,
   RelayStorageFullError,
   type RelayStore,
@@ -246,7 +247,8 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
       const entries: MailboxEntry[] = []
       const held = mailboxes.get(agent)?.entries ?? []
       let bytes = 0
-      for (let i = firstAfter(held, after); i < held.length && entries.length < opts.limit; i++) {
+      let i = firstAfter(held, after)
+      for (; i < held.length && entries.length < opts.limit; i++) {
         const entry = held[i]!
         if (entry.message.expiresAt <= opts.now) continue
         if (entries.length > 0 && bytes + entry.message.jsonBytes > opts.maxBytes) break
@@ -259,7 +261,11 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
         })
       }
       const last = entries[entries.length - 1]
-      return { entries, cursor: last === undefined ? opts.after : last.cursor }
+      const page: MailboxPage = { entries, cursor: last === undefined ? opts.after : last.cursor }
+      // Complete: the loop ran past the last held entry (not stopped by limit or bytes).
+      if (last !== undefined && i >= held.length && entries.length < opts.limit)
+        page.complete = true
+      return page
     },
 
     async ack(agent: string, messageId: string, from?: string) {

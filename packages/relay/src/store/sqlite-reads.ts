@@ -105,10 +105,14 @@ export function sqliteReads(db: Database.Database): SqliteReads {
       const after = parseAfter(opts.after)
       const entries: MailboxEntry[] = []
       let bytes = 0
+      let cut = false
       const rows = page.iterate(mailbox, after, opts.now, opts.limit) as IterableIterator<EntryRow>
       for (const row of rows) {
         // At least one entry when one is due, however large (RelayStore.retrieve).
-        if (entries.length > 0 && bytes + row.json_bytes > opts.maxBytes) break
+        if (entries.length > 0 && bytes + row.json_bytes > opts.maxBytes) {
+          cut = true
+          break
+        }
         bytes += row.json_bytes
         entries.push({
           cursor: String(row.cursor),
@@ -118,7 +122,10 @@ export function sqliteReads(db: Database.Database): SqliteReads {
         })
       }
       const last = entries[entries.length - 1]
-      return { entries, cursor: last === undefined ? opts.after : last.cursor }
+      const result: MailboxPage = { entries, cursor: last === undefined ? opts.after : last.cursor }
+      // Only said of pages with entries: an empty page ends a feed's reading anyway.
+      if (last !== undefined && !cut && entries.length < opts.limit) result.complete = true
+      return result
     },
 
     isDuplicate({ mailboxes, from, messageId, now }) {

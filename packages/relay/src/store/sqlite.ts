@@ -183,8 +183,8 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
       return writes.settled()
     },
 
-    ack(mailbox, messageId, from) {
-      return writes.enqueue({ op: 'ack', mailbox, messageId, from })
+    ack(mailbox, messageId, from, options) {
+      return writes.enqueue({ op: 'ack', mailbox, messageId, from }, options?.lazy === true)
     },
 
     expire(now) {

@@ -91,6 +91,21 @@ export interface MailboxPage {
   entries: MailboxEntry[]
   /** Cursor of the last entry returned, or the `after` given when the page is empty. */
   cursor: string | undefined
+  /**
+   * Optional: true when the page holds every entry due after `after` at the time of the read
+   * (neither `limit` nor `maxBytes` cut it), so a feed need not read again until notified.
+   */
+  complete?: boolean
+}
+
+/** Options of {@link RelayStore.ack}. */
+export interface AckOptions {
+  /**
+   * The acknowledgement has no answer to wait for (a WebSocket ack frame): a store that commits
+   * in groups may hold it for the next write's commit, or a few milliseconds, instead of
+   * committing it alone. `settled()` still covers it.
+   */
+  lazy?: boolean
 }
 
 /**
@@ -183,7 +198,7 @@ export interface RelayStore {
    * Remove the mailbox's entries with this id (from `from` when given); returns how many. The
    * triples stay remembered until their `forgetAt`.
    */
-  ack(mailbox: string, messageId: string, from?: string): Promise<number>
+  ack(mailbox: string, messageId: string, from?: string, options?: AckOptions): Promise<number>
   /**
    * Delete entries expired at `now` (and messages no mailbox references), remembering their
    * triples until their `forgetAt`, and forget triples whose `forgetAt` passed; returns how

@@ -1,11 +1,12 @@
 /**
  * Batched acknowledgements (PROFILE §9 `POST /relay/ack`): a client that receives faster than
  * one round trip per message acknowledges in batches of up to 500, one batch in flight at a
- * time, so delivery is not paced by acknowledgements. The first entry goes at once; those
- * handled while a batch is in flight make up the next one.
+ * time, so delivery is not paced by acknowledgements. The first entry goes at once (or after
+ * `lingerMs`, see {@link AckBatcher}); those handled while a batch is in flight make up the next
+ * one.
  */
 
-import { isAgentId, isAgentMsgError } from '@agentmsg/core'
+import { isAgentId, isAgentMsgError } from '@agentmsg/core/message'
 import { reconnectDelay, sleep } from './backoff.js'
 
 /** One entry to acknowledge: its `message_id` and `from.agent`. */
@@ -32,20 +33,34 @@ export class AckBatcher {
   readonly #send: AckManyFn
   readonly #report: (error: unknown) => void
   readonly #max: number
+  readonly #lingerMs: number
   readonly #closing = new AbortController()
   #pending: AckEntry[] = []
   #inFlight: Promise<void> | undefined
+  /** When the oldest pending entry was queued (Date.now). */
+  #firstAt = 0
+  #linger: ReturnType<typeof setTimeout> | undefined
 
   /**
    * @param send sends one batch
    * @param report a batch that failed for good: refused (a 4xx other than 429), or still failing
    *   at close. Its entries stay held at the relay until they expire or are acknowledged again
    *   (the receive pipeline answers a redelivery as a duplicate).
+   * @param lingerMs an entry waits up to this long for others before a batch goes (a full batch
+   *   goes at once, and so does everything at `flush()`): under a steady stream, batches then go
+   *   at most every `lingerMs` rather than once per round trip, each a signed request the relay
+   *   verifies. 0: at once.
    */
-  constructor(send: AckManyFn, report: (error: unknown) => void, max = MAX_ACK_BATCH) {
+  constructor(
+    send: AckManyFn,
+    report: (error: unknown) => void,
+    max = MAX_ACK_BATCH,
+    lingerMs = 0,
+  ) {
     this.#send = send
     this.#report = report
     this.#max = Math.max(1, Math.min(MAX_ACK_BATCH, Math.floor(max)))
+    this.#lingerMs = Math.max(0, lingerMs)
   }
 
   /** Entries waiting for the next batch. */
@@ -60,6 +75,7 @@ export class AckBatcher {
    */
   async add(entry: AckEntry): Promise<void> {
     while (this.#pending.length >= this.#max && this.#inFlight) await this.#inFlight
+    if (this.#pending.length === 0) this.#firstAt = Date.now()
     this.#pending.push(entry)
     this.#pump()
   }
@@ -70,12 +86,25 @@ export class AckBatcher {
    */
   async flush(): Promise<void> {
     this.#closing.abort()
+    this.#pump()
     while (this.#inFlight) await this.#inFlight
   }
 
   #pump(): void {
     if (this.#inFlight || this.#pending.length === 0) return
+    const wait = this.#firstAt + this.#lingerMs - Date.now()
+    if (wait > 0 && this.#pending.length < this.#max && !this.#closing.signal.aborted) {
+      this.#linger ??= setTimeout(() => {
+        this.#linger = undefined
+        this.#pump()
+      }, wait)
+      return
+    }
+    clearTimeout(this.#linger)
+    this.#linger = undefined
     const batch = this.#pending.splice(0, this.#max)
+    // What stays is a full batch, or came later: it goes when this one is answered.
+    this.#firstAt = Date.now()
     this.#inFlight = this.#deliver(batch).finally(() => {
       this.#inFlight = undefined
       this.#pump()

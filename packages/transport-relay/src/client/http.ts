@@ -3,7 +3,12 @@
  * signing needs, relay error bodies turned into {@link AgentMsgError}s, and network failures
  * told apart from the caller's own abort.
  */
-import { AgentMsgError, ERROR_STATUS, type ErrorCode, isAgentMsgError } from '@agentmsg/core'
+import {
+  AgentMsgError,
+  ERROR_STATUS,
+  type ErrorCode,
+  isAgentMsgError,
+} from '@agentmsg/core/message'
 
 /** The codes a relay status means when its body names none we know (PROFILE §6 table). */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {

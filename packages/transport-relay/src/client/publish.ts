@@ -12,7 +12,7 @@ import {
   type Message,
   type RelayPreference,
   validateMessage,
-} from '@agentmsg/core'
+} from '@agentmsg/core/message'
 import { DEFAULT_TIMEOUT_MS, exchange, readJson, relayEndpoint } from './http.js'
 
 /** The largest message a sender sends: `JCS(message without trace)` (PROFILE §6). */

@@ -4,17 +4,34 @@
  * client (./relay-client.ts) adds publish, retrieve and drain; the relay transport uses only
  * this, so a browser agent's bundle carries no page parsing it never runs.
  */
-import { type AbortOptions, AgentMsgError, assertRelayUrl, parseAgentId } from '@agentmsg/core'
+
 import { utf8Encode } from '@agentmsg/core/encoding'
-import { signRequest } from '@agentmsg/core/http-signature'
-import { WebSocket as PlatformWebSocket } from '#relay-ws'
+import { signRequest } from '@agentmsg/core/http-signature/sign'
+import {
+  type AbortOptions,
+  AgentMsgError,
+  assertRelayUrl,
+  parseAgentId,
+} from '@agentmsg/core/message'
 import type { AckEntry } from './ack-batch.js'
 import { DEFAULT_TIMEOUT_MS, exchange, readJson, relayEndpoint } from './http.js'
 import type { RelayClientOptions, SubscribeOptions } from './relay-client-types.js'
 import { sseConnector } from './sse.js'
 import { runStream } from './stream.js'
-import type { AckFn, RelayStreamHandler, StreamHandle, StreamOptions } from './stream-types.js'
-import { type WebSocketConstructor, wsConnector } from './ws-stream.js'
+import type {
+  AckFn,
+  Connector,
+  RelayStreamHandler,
+  StreamHandle,
+  StreamOptions,
+} from './stream-types.js'
+import type { WebSocketConstructor } from './ws-stream.js'
+
+/**
+ * WebSocket streams are imported on first use: the default mode is SSE, so most agents never
+ * load them (issue 12: a browser agent's bundle).
+ */
+const loadWs = () => import('./ws-lazy.js')
 
 /** SSE: the relay comments at least every 15 s (PROFILE §9); three missed ones end the wait. */
 export const DEFAULT_STREAM_IDLE_MS = 45_000
@@ -108,6 +125,27 @@ export function relayCore(options: RelayClientOptions): RelayCore {
     })
   }
 
+  /** One WebSocket connector per stream (it keeps acks across reconnects), loaded on first connect. */
+  const lazyWsConnector = (): Connector => {
+    let loading: Promise<Connector> | undefined
+    return async (ctx) => {
+      const current = (loading ??= loadWs().then(({ wsConnector, PlatformWebSocket }) =>
+        wsConnector({
+          relayUrl,
+          agent,
+          signer,
+          WebSocket: options.WebSocket ?? (PlatformWebSocket as unknown as WebSocketConstructor),
+          httpAck,
+        }),
+      ))
+      // A chunk that failed to load is tried again on the next connect (the stream backs off).
+      current.catch(() => {
+        if (loading === current) loading = undefined
+      })
+      return (await current)(ctx)
+    }
+  }
+
   return {
     relayUrl,
     agent,
@@ -144,14 +182,7 @@ export function relayCore(options: RelayClientOptions): RelayCore {
       const mode = opts.mode ?? 'sse'
       const connect =
         mode === 'ws'
-          ? wsConnector({
-              relayUrl,
-              agent,
-              signer,
-              WebSocket:
-                options.WebSocket ?? (PlatformWebSocket as unknown as WebSocketConstructor),
-              httpAck,
-            })
+          ? lazyWsConnector()
           : sseConnector({
               relayUrl,
               agent,

@@ -14,14 +14,20 @@ import {
   type TransportComponents,
   type TransportFactory,
   type TransportSendOptions,
-} from '@agentmsg/core'
+} from '@agentmsg/core/message'
 import type { BackoffOptions } from './backoff.js'
-import { MailboxListener } from './mailbox-listener.js'
+import type { MailboxListener } from './mailbox-listener.js'
 import { publishWithFailover } from './publish.js'
-import { relayCore } from './relay-core.js'
 import { relayError } from './relay-error.js'
 import type { StreamMode } from './stream.js'
 import type { WebSocketConstructor } from './ws-stream.js'
+
+/**
+ * Streams, acknowledgements and envelope parsing are imported when `listen` is first called:
+ * sending needs none of them, and a browser agent starts sending before its streams are up
+ * (issue 12: what it loads up front).
+ */
+const loadListening = () => import('./listen.js')
 
 /** Options for {@link relayTransport}. */
 export interface RelayTransportOptions {
@@ -136,6 +142,18 @@ function createRelayTransport(
       if (closed) throw new TypeError('listen: the relay transport is closed')
       if (listening) throw new TypeError('listen: the relay transport is listening already')
       listening = true
+      let loaded: Awaited<ReturnType<typeof loadListening>>
+      try {
+        loaded = await loadListening()
+      } catch (error) {
+        // A chunk that did not download: a later listen may try again.
+        listening = false
+        throw error
+      }
+      // Closed or aborted while loading: nothing was started, nothing to stop.
+      if (closed) return
+      listenOptions.signal?.throwIfAborted()
+      const { MailboxListener, relayCore } = loaded
       const relays = [...new Set(options.relays ?? components.relays)]
       for (const relayUrl of relays) {
         let client

@@ -4,9 +4,10 @@
  * read with `fetch` and a byte-level parser (./sse-parser.ts) that caps each event at
  * 1 MiB + 64 KiB (PROFILE §4); an idle watchdog replaces an overall timeout.
  */
-import type { Signer } from '@agentmsg/core'
-import { signRequest } from '@agentmsg/core/http-signature'
-import { readMessage } from './envelope.js'
+
+import { signRequest } from '@agentmsg/core/http-signature/sign'
+import type { Signer } from '@agentmsg/core/message'
+import { readMessageAsync } from './envelope-message.js'
 import { errorFromResponse, MAX_EVENT_BYTES, relayEndpoint, relayFetch } from './http.js'
 import { SseEventTooLarge, SseParser } from './sse-parser.js'
 import { protocolError } from './stream.js'
@@ -100,7 +101,7 @@ export function sseConnector(input: SseConnectorInput): Connector {
             clearTimeout(idle)
             // SSE data is one message: strict UTF-8 and I-JSON from its own top level, or
             // handed over as its text for the receive pipeline to refuse (PROFILE §9).
-            await ctx.deliver(event.id || undefined, readMessage(event.data), 'batch')
+            await ctx.deliver(event.id || undefined, await readMessageAsync(event.data), 'batch')
             if (ctx.signal.aborted) return
             watch()
           }

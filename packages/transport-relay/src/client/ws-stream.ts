@@ -3,8 +3,9 @@
  * resume cursor as `after`) → message frames → `ack` frames. Auth is in the first frame because
  * browsers cannot put headers on a WebSocket handshake.
  */
-import { AgentMsgError, ERROR_STATUS, type ErrorCode, type Signer } from '@agentmsg/core'
+
 import { signWsAuth } from '@agentmsg/core/http-signature'
+import { AgentMsgError, ERROR_STATUS, type ErrorCode, type Signer } from '@agentmsg/core/message'
 import { type EnvelopeMessage, parseFrame } from './envelope.js'
 import { MAX_EVENT_BYTES } from './http.js'
 import { protocolError } from './stream.js'

@@ -1,0 +1,211 @@
+/**
+ * Publish→push latency, server / publisher / subscriber in separate processes (issue 12).
+ * Paced publishes of ~1 KB signed direct messages over keep-alive https (publisher.mjs); one
+ * subscriber reads through the relay client's stream (`ws` or `sse`) into an agent's receive
+ * pipeline (subscriber.mjs). Latency = the receiver's `onMessage` − the publisher's send, both
+ * on CLOCK_MONOTONIC. Baseline: node:https POST → `ws` push of the body to a raw `ws` client
+ * that JSON-parses it (relay-common.mjs `startBare`), same certificate, bytes and pacing.
+ */
+import { join } from 'node:path'
+import { loadAverage, median, percentile, scratch, spawnRole } from './harness.mjs'
+import { agentFromSeed, newSeeds, signedItems, writeItems } from './workload.mjs'
+
+const SENDERS = 8
+/** Seconds measured per run, after the warm-up (the first `WARMUP_S` seconds are not counted). */
+const MEASURED_S = 4
+const WARMUP_S = 0.5
+
+/**
+ * One paced run: `server` config; `mode` 'ws' | 'sse' (relay client), 'raw' (bare ws) or
+ * 'none' (publishes only); `verify: false` skips the subscriber's receive pipeline; `seed` the
+ * subscriber's. → `{p50, p99, sent, delivered, duplicates, statuses, cpuUs, threads}`.
+ */
+export async function latencyRun({
+  server: serverConfig,
+  mode,
+  rate,
+  seed,
+  workload,
+  ca,
+  verify = true,
+}) {
+  const warmup = Math.round(WARMUP_S * rate)
+  const count = warmup + Math.round(MEASURED_S * rate)
+  const server = await spawnRole('server', serverConfig, { profile: true })
+  const stops = [() => server.stop()]
+  try {
+    const url = server.info.url
+    const sub = await spawnRole('subscriber', { relayUrl: url, ca })
+    stops.unshift(() => sub.stop())
+    if (mode === 'raw') await sub.call('rawws', { url })
+    else {
+      await sub.call('subscribe', { seeds: [seed] })
+      // 'none': the mailbox is open but nobody reads it (the publish half alone).
+      if (mode !== 'none') await sub.call('stream', { seeds: [seed], mode, verify })
+    }
+    const pub = await spawnRole('publisher', {
+      url: `${url}/relay/publish`,
+      ca,
+      workload,
+      maxSockets: 64,
+    })
+    stops.unshift(() => pub.stop())
+    // A ping (item 0) shows the stream is live before the clock starts.
+    await pub.call('paced', { from: 0, to: 1, rate })
+    const live = mode === 'none' ? 1 : await sub.call('waitFor', { n: 1, timeoutMs: 15_000 })
+    if (live < 1) {
+      throw new Error(`${serverConfig.kind} ${mode}: the ping never arrived`)
+    }
+    await sub.call('collect')
+    const cpu0 = await server.call('cpu')
+    const threads0 = await server.call('threads')
+    const sent = await pub.call('paced', { from: 1, to: 1 + count, rate })
+    if (mode !== 'none') await sub.call('waitFor', { n: count, timeoutMs: 30_000 })
+    const cpu1 = await server.call('cpu')
+    const threads1 = await server.call('threads')
+    // CPU µs per message by thread (main, the SQLite writer, libuv pool…), to see where it goes.
+    const threads = {}
+    for (const [name, ms] of Object.entries(threads1)) {
+      const d = ms - (threads0[name] ?? 0)
+      if (d > 0) threads[name] = Math.round((d * 1000) / count)
+    }
+    const got = await sub.call('collect')
+    const arrivedAt = new Map(got.ids.map((id, i) => [id, got.arrivalNs[i]]))
+    const lat = []
+    for (let i = warmup; i < sent.ids.length; i++) {
+      const at = arrivedAt.get(sent.ids[i])
+      if (at !== undefined) lat.push((at - sent.sentNs[i]) / 1e6)
+    }
+    lat.sort((a, b) => a - b)
+    const delivered = sent.ids.filter((id) => arrivedAt.has(id)).length
+    if (got.errorCount > 0) console.log(`${serverConfig.kind} ${mode} errors:`, got.errors)
+    return {
+      p50: percentile(lat, 50),
+      p99: percentile(lat, 99),
+      sent: count,
+      delivered,
+      duplicates: got.deliveries - got.ids.length,
+      statuses: sent.statuses,
+      cpuUs: (cpu1 - cpu0) / count,
+      threads,
+      acks: got.acks,
+    }
+  } finally {
+    for (const stop of stops) await stop()
+  }
+}
+
+const only202 = (r) => Object.keys(r.statuses).every((s) => s === '202')
+
+/** The latency rows: WebSocket 500/s and 1,000/s, SSE 500/s, each beside its baseline. */
+export async function latencyRows({ tls, ca, runs = 3, verbose = false }) {
+  const seed = newSeeds(1)[0]
+  const subscriber = await agentFromSeed(seed)
+  const senders = await Promise.all(newSeeds(SENDERS).map(agentFromSeed))
+  const tmp = scratch()
+  try {
+    const workload = join(tmp.dir, 'latency.ndjson')
+    const most = 1 + Math.round((WARMUP_S + MEASURED_S) * 1000)
+    writeItems(workload, await signedItems(senders, () => subscriber.id, most))
+    const relay = { kind: 'relay', tls }
+    const bare = { kind: 'push-bare', tls }
+    const cases = {
+      bare500: () => latencyRun({ server: bare, mode: 'raw', rate: 500, seed, workload, ca }),
+      ws500: () => latencyRun({ server: relay, mode: 'ws', rate: 500, seed, workload, ca }),
+      sse500: () => latencyRun({ server: relay, mode: 'sse', rate: 500, seed, workload, ca }),
+      bare1000: () => latencyRun({ server: bare, mode: 'raw', rate: 1000, seed, workload, ca }),
+      ws1000: () => latencyRun({ server: relay, mode: 'ws', rate: 1000, seed, workload, ca }),
+    }
+    const rounds = []
+    for (let i = 0; i < runs; i++) {
+      const load = loadAverage()
+      const names = Object.keys(cases)
+      const order = i % 2 === 0 ? names : [...names].reverse()
+      const round = { load }
+      for (const name of order) round[name] = await cases[name]()
+      rounds.push(round)
+      if (verbose) console.log('latency round', i, round)
+    }
+    const m = (f) => median(rounds.map(f))
+    const bareName = 'bare https POST → ws push'
+    const wsP99 = m((r) => r.ws500.p99)
+    const ws1000p50 = m((r) => r.ws1000.p50)
+    const no503 = rounds.every((r) => only202(r.ws1000))
+    const sseAll = rounds.every((r) => r.sse500.delivered === r.sse500.sent && only202(r.sse500))
+    const sseRatio = m((r) => r.sse500.p50 / r.ws500.p50)
+    const verdict = (ok) => (ok ? 'met' : 'missed')
+    return {
+      rounds,
+      rows: [
+        {
+          name: `publish→push p50, WebSocket, 500/s (relay client → receiver; median of ${runs})`,
+          value: m((r) => r.ws500.p50),
+          unit: 'ms',
+          baseline: m((r) => r.bare500.p50),
+          baselineName: bareName,
+          ratio: m((r) => r.ws500.p50 / r.bare500.p50),
+          target: '≤ 5.0×',
+        },
+        {
+          name: 'publish→push p99, WebSocket, 500/s',
+          value: wsP99,
+          unit: 'ms',
+          baseline: m((r) => r.bare500.p99),
+          baselineName: bareName,
+          ratio: m((r) => r.ws500.p99 / r.bare500.p99),
+          target: 'p99 ≤ 50 ms',
+          verdict: verdict(wsP99 <= 50),
+        },
+        {
+          name: 'publish→push p50, WebSocket, 1,000/s sustained',
+          value: ws1000p50,
+          unit: 'ms',
+          baseline: m((r) => r.bare1000.p50),
+          baselineName: bareName,
+          ratio: m((r) => r.ws1000.p50 / r.bare1000.p50),
+          target: 'p50 ≤ 10 ms, no 503',
+          verdict: verdict(ws1000p50 <= 10 && no503),
+        },
+        {
+          name: 'publish→push p99, WebSocket, 1,000/s',
+          value: m((r) => r.ws1000.p99),
+          unit: 'ms',
+          baseline: m((r) => r.bare1000.p99),
+          baselineName: bareName,
+          ratio: m((r) => r.ws1000.p99 / r.bare1000.p99),
+          target: 'context',
+        },
+        {
+          name: `publish→push p50, SSE, 500/s (delivered ${rounds.map((r) => `${r.sse500.delivered}/${r.sse500.sent}`).join(', ')}; acked in ${rounds.map((r) => `${r.sse500.acks.batches} POST /relay/ack + ${r.sse500.acks.deletes} DELETE`).join(', ')})`,
+          value: m((r) => r.sse500.p50),
+          unit: 'ms',
+          baseline: m((r) => r.ws500.p50),
+          baselineName: 'WebSocket, same run',
+          ratio: sseRatio,
+          target: 'all delivered, ≤ 2.0×',
+          verdict: verdict(sseAll && sseRatio <= 2),
+        },
+        {
+          name: 'publish→push p99, SSE, 500/s',
+          value: m((r) => r.sse500.p99),
+          unit: 'ms',
+          baseline: wsP99,
+          baselineName: 'WebSocket, same run',
+          ratio: m((r) => r.sse500.p99 / r.ws500.p99),
+          target: 'context',
+        },
+        {
+          name: 'relay server CPU per pushed message, SSE vs WebSocket, 500/s (publish + push + ack)',
+          value: m((r) => r.sse500.cpuUs),
+          unit: 'µs/msg',
+          baseline: m((r) => r.ws500.cpuUs),
+          baselineName: 'WebSocket, same run',
+          ratio: m((r) => r.sse500.cpuUs / r.ws500.cpuUs),
+          target: 'context (was 2×)',
+        },
+      ],
+    }
+  } finally {
+    tmp.cleanup()
+  }
+}

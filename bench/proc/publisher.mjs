@@ -1,0 +1,95 @@
+/**
+ * The load generator in its own process (see harness.mjs): POSTs the bodies of a workload file
+ * (workload.mjs) over keep-alive https connections that trust the dev CA.
+ * - `closed {from, to, concurrency, maxMs}`: `concurrency` requests in flight until the slice is
+ *   sent or `maxMs` passed; → `{n, ms, statuses}`.
+ * - `paced {from, to, rate}`: one request every 1/rate s (on a 1 ms timer, catching up in
+ *   bursts); → `{ids, sentNs, statuses}` with each send time on the machine's monotonic clock.
+ */
+import { Agent, request } from 'node:https'
+import { monoNs, serveCommands } from './harness.mjs'
+import { readItems } from './workload.mjs'
+
+let items
+let agent
+let target
+
+function send(body) {
+  return new Promise((resolve) => {
+    const req = request(
+      target,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'content-length': body.length,
+        },
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode))
+      },
+    )
+    req.on('error', () => resolve(0))
+    req.end(body)
+  })
+}
+
+function tally(statuses, status) {
+  statuses[status] = (statuses[status] ?? 0) + 1
+}
+
+async function closed({ from, to, concurrency, maxMs = 60_000 }) {
+  const statuses = {}
+  let next = from
+  const end = performance.now() + maxMs
+  const worker = async () => {
+    while (next < to && performance.now() < end) tally(statuses, await send(items[next++].body))
+  }
+  const start = performance.now()
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  return { n: next - from, ms: performance.now() - start, statuses }
+}
+
+async function paced({ from, to, rate }) {
+  const statuses = {}
+  const count = to - from
+  const sentNs = new Float64Array(count)
+  const ids = items.slice(from, to).map((item) => item.id)
+  const sends = []
+  await new Promise((resolve) => {
+    let i = 0
+    const t0 = performance.now()
+    const tick = () => {
+      const due = Math.min(count, Math.floor(((performance.now() - t0) * rate) / 1000) + 1)
+      while (i < due) {
+        const item = items[from + i]
+        sentNs[i] = monoNs()
+        i++
+        sends.push(send(item.body).then((s) => tally(statuses, s)))
+      }
+      if (i < count) setTimeout(tick, 1)
+      else resolve()
+    }
+    tick()
+  })
+  await Promise.all(sends)
+  return { ids, sentNs, statuses }
+}
+
+serveCommands({
+  init({ config }) {
+    items = readItems(config.workload).map((item) => ({
+      id: item.id,
+      body: Buffer.from(item.body),
+    }))
+    agent = new Agent({ keepAlive: true, maxSockets: config.maxSockets ?? 64, ca: config.ca })
+    target = config.url
+    return { items: items.length }
+  },
+  closed,
+  paced,
+  close: () => agent?.destroy(),
+})

@@ -1,0 +1,63 @@
+/**
+ * URL agents' identity documents (PROFILE §4) for the agent: core's `IdentityDocumentCache`,
+ * imported with the identity fetcher the first time a URL agent is involved. An agent that only
+ * meets did:key agents never loads document validation (issue 12: a browser agent's bundle).
+ */
+import type {
+  IdentityDocument,
+  IdentityDocumentCache,
+  IdentityDocumentResolverOptions,
+} from '@agentmsg/core/identity'
+import { type AbortOptions, parseAgentId } from '@agentmsg/core/message'
+import type { KeyLookup, KeyResolution, KeyResolver } from '@agentmsg/core/receive'
+
+/** What the router, the sealing and the receiver ask of the documents. */
+export interface Documents extends KeyResolver {
+  document(agentId: string, options?: AbortOptions): Promise<IdentityDocument | KeyResolution>
+}
+
+/** An {@link IdentityDocumentCache} built on first use. */
+export function lazyDocuments(options: IdentityDocumentResolverOptions): Documents {
+  let loading: Promise<IdentityDocumentCache> | undefined
+  const cache = (): Promise<IdentityDocumentCache> => {
+    const current = (loading ??= import('@agentmsg/core/identity').then((m) =>
+      m.identityDocumentResolver(options),
+    ))
+    // A chunk that did not download is tried again on the next need.
+    current.catch(() => {
+      if (loading === current) loading = undefined
+    })
+    return current
+  }
+  return {
+    async document(agentId, opts) {
+      return (await cache()).document(agentId, opts)
+    },
+    async resolve(lookup: KeyLookup, opts?: AbortOptions): Promise<KeyResolution> {
+      // The cache's own answers for what it never fetches, given without loading it: a key
+      // that is not Ed25519, or an agent that is not a URL agent (a did:key agent: every
+      // message of one asks this resolver first).
+      if (lookup.alg !== 'ed25519')
+        return { status: 'not_found', reason: 'identity documents hold Ed25519 keys only' }
+      let kind: string
+      try {
+        kind = parseAgentId(lookup.agent).kind
+      } catch {
+        return { status: 'not_found', reason: 'not an agent id' }
+      }
+      if (kind !== 'url') return { status: 'not_found', reason: 'not a URL agent' }
+      let documents: IdentityDocumentCache
+      try {
+        documents = await cache()
+      } catch {
+        // The chunk did not download: a failure for now, never a verdict (PROFILE §4).
+        return {
+          status: 'unavailable',
+          reason: 'identity document support could not be loaded',
+          retryAfter: 30,
+        }
+      }
+      return documents.resolve(lookup, opts)
+    },
+  }
+}

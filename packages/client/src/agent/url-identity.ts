@@ -1,0 +1,47 @@
+/**
+ * A URL agent's own identity document (PROFILE §4): made (or checked) when the identity is
+ * created, and kept in step with the configured relays. Imported by ./identity.ts only for URL
+ * agents, with core's identity documents (issue 12: a did:key browser agent loads neither).
+ */
+import { base64urlEncode } from '@agentmsg/core/encoding'
+import { createIdentityDocument, validateIdentityDocument } from '@agentmsg/core/identity'
+import { type IdentityDocument, type KeyPair, parseAgentId } from '@agentmsg/core/message'
+import type { SelfRecord } from './identity.js'
+import type { AgentOptions } from './types.js'
+
+/** The record of a new URL agent identity, its document made or checked. */
+export function urlSelf(
+  o: NonNullable<AgentOptions['identity']>,
+  keys: KeyPair,
+  relays: string[],
+): SelfRecord {
+  const { id, kind } = parseAgentId(o.agentId!, 'identity.agentId')
+  if (kind !== 'url') throw new TypeError('identity.agentId must be a URL agent id (https://…)')
+  const document = o.document
+    ? validateIdentityDocument(o.document, { expectedAgentId: id })
+    : createIdentityDocument({
+        agentId: id,
+        publicKey: keys.publicKey,
+        ...(o.display ? { display: o.display } : {}),
+        ...(relays.length ? { relays } : {}),
+      })
+  const pk = base64urlEncode(keys.publicKey)
+  const active = document.keys.find((k) => k.status === 'active' && k.public_key === pk)
+  if (!active) throw new TypeError("identity.document has no active key matching the seed's")
+  return {
+    agentId: id,
+    active: active.key_id,
+    seeds: { [active.key_id]: base64urlEncode(keys.secretKey) },
+    document,
+  }
+}
+
+/** `document` with `relay.urls` set to `relays` (the same object when nothing changes). */
+export function withRelays(document: IdentityDocument, relays: string[]): IdentityDocument {
+  const current = document.relay?.urls ?? []
+  if (current.join('\n') === relays.join('\n')) return document
+  const { relay: _relay, ...rest } = document
+  return (
+    relays.length ? { ...rest, relay: { urls: relays, preference: 'any' } } : rest
+  ) as IdentityDocument
+}

@@ -1,0 +1,67 @@
+/**
+ * One message of an envelope or an SSE event (PROFILE §9): parsed strictly on its own, or handed
+ * over as its text with what a lenient reading finds to acknowledge it by. Apart from
+ * ./envelope.ts (pages and WebSocket frames), so an SSE stream loads the strict parser's exact
+ * path only for a message its fast path cannot prove (issue 12).
+ */
+import {
+  INTEGER_MEMBERS,
+  parseStrictJsonAsync,
+  type StrictJsonOptions,
+} from '@agentmsg/core/receive'
+
+/** One message cut out of an envelope (or an SSE event's data). */
+export interface EnvelopeMessage {
+  /** The parsed value when the message is I-JSON on its own; else its text, unchanged. */
+  value: unknown
+  /** `message_id` as delivered (read leniently when the message is not I-JSON). */
+  messageId?: string
+  /** `from.agent` as delivered (read leniently when the message is not I-JSON). */
+  from?: string
+}
+
+/** `message_id` and `from.agent` of a value, when readable (unauthenticated: what acks name). */
+export function entryNames(value: unknown): { messageId?: string; from?: string } {
+  if (typeof value !== 'object' || value === null) return {}
+  const r = value as { message_id?: unknown; from?: { agent?: unknown } }
+  const out: { messageId?: string; from?: string } = {}
+  if (typeof r.message_id === 'string') out.messageId = r.message_id
+  if (typeof r.from === 'object' && r.from !== null && typeof r.from.agent === 'string') {
+    out.from = r.from.agent
+  }
+  return out
+}
+
+/**
+ * How one message of an envelope is parsed: the default depth, 64 from its own top level; an
+ * integer field written with a fraction or exponent (PROFILE §1) is marked on the value, so the
+ * receive pipeline refuses that message alone, with the member named.
+ */
+export const MESSAGE_PARSE: StrictJsonOptions = {
+  integerMembers: INTEGER_MEMBERS,
+  onNonInteger: 'mark',
+}
+
+/** An entry handed over as its text, with what a lenient reading finds to acknowledge it by. */
+export function textMessage(text: string): EnvelopeMessage {
+  let lenient: unknown
+  try {
+    lenient = JSON.parse(text)
+  } catch {
+    // not JSON at all: nothing names it, so it can only be skipped by its cursor
+  }
+  return { value: text, ...entryNames(lenient) }
+}
+
+/**
+ * One message's JSON text (or UTF-8 bytes), parsed strictly on its own, as `readMessage` in
+ * ./envelope.ts does; the exact parser is imported only when the fast path cannot prove it.
+ */
+export async function readMessageAsync(raw: string | Uint8Array): Promise<EnvelopeMessage> {
+  try {
+    const value = await parseStrictJsonAsync(raw, MESSAGE_PARSE)
+    return { value, ...entryNames(value) }
+  } catch {
+    return textMessage(typeof raw === 'string' ? raw : new TextDecoder().decode(raw))
+  }
+}
