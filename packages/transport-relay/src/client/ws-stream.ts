@@ -152,6 +152,9 @@ export function wsConnector(input: WsConnectorInput): Connector {
 
   function connectOnce(ctx: Parameters<Connector>[0]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      // Aborted already: open nothing. A socket closed while still connecting makes `ws` emit
+      // an 'error' event, which would be unhandled before the listeners below are attached.
+      if (ctx.signal.aborted) return resolve()
       let ws: WebSocketLike
       try {
         ws = new input.WebSocket(relayWebSocketUrl(input.relayUrl), undefined, {
@@ -195,7 +198,6 @@ export function wsConnector(input: WsConnectorInput): Connector {
         void chain.then(() => (failure === undefined ? resolve() : reject(failure)))
       }
       const onAbort = () => stop()
-      if (ctx.signal.aborted) return stop()
       ctx.signal.addEventListener('abort', onAbort, { once: true })
 
       const ack: AckFn = async (messageId, from) => {
