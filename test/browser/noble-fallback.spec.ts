@@ -16,18 +16,24 @@
  *   (`createAgent`, IndexedDB) exchanges messages with a Node agent through a real relay
  *   (SQLite), as in `sealed-relay.spec.ts`: relay auth, signing and verifying all on noble.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { type Agent, createAgent, type ReceivedMessage } from '@agentmsg/client'
 import { memoryStorage } from '@agentmsg/core'
-import { type RelayServer, serveRelay } from '@agentmsg/relay'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
+import type { RelayServer } from '@agentmsg/relay'
+import type { DevCertificate } from '@agentmsg/transport-https/node'
 import { type Browser, expect, type Page, test } from '@playwright/test'
 import { build } from 'esbuild'
 import type { FallbackProbe, FallbackSeen } from './entries/noble-fallback.js'
 import { repoRoot, vectorsDir } from './harness.js'
-import { launchTrusting, nodeRelayTransport, TEST_PATH, testPageHtml } from './relay-page.js'
+import {
+  launchTrusting,
+  nodeRelayTransport,
+  pageFailures,
+  startTestRelay,
+  TEST_PATH,
+  testPageHtml,
+} from './relay-page.js'
 
 const HTML = testPageHtml('agentmsg noble fallback')
 
@@ -120,37 +126,17 @@ test.describe('WebCrypto without Ed25519: the noble fallback in Chromium, throug
   const atNode: ReceivedMessage[] = []
   const nodeErrors: string[] = []
   const relayErrors: string[] = []
-  const problems: string[] = []
   /** Chunks the page fetched, in order. */
   const fetched: string[] = []
-  let failed: Promise<never>
 
-  const inPage = <T>(call: Promise<T>): Promise<T> => Promise.race([call, failed])
+  /** Page calls fail at once on the first page error, console error or bad request. */
+  const { problems, report, inPage } = pageFailures('noble-fallback')
 
   test.beforeAll(async () => {
-    let fail: (e: Error) => void = () => {}
-    failed = new Promise<never>((_, reject) => {
-      fail = reject
-    })
-    failed.catch(() => {})
-    const report = (problem: string) => {
-      problems.push(problem)
-      fail(new Error(`noble-fallback page: ${problem}`))
-    }
-
     bundle = await bundleSplit()
-    cert = await createDevCertificate()
-    dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-browser-noble-'))
-    relay = await serveRelay({
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      tls: { cert: cert.cert, key: cert.key },
-      allowPrivate: ['127.0.0.1'],
-      closeTimeoutMs: 1_000,
-      onError: (e) => relayErrors.push(e instanceof Error ? (e.stack ?? e.message) : String(e)),
-    })
-    const origin = new URL(relay.url).origin
+    const started = await startTestRelay('agentmsg-browser-noble-', relayErrors)
+    ;({ cert, dataDir, relay } = started)
+    const origin = started.origin
 
     node = await createAgent({
       storage: memoryStorage(),

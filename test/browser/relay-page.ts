@@ -4,7 +4,16 @@
  * page and relay are same-origin), and the Node side's transport options for that certificate.
  */
 import { createHash, X509Certificate } from 'node:crypto'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { type RelayServer, serveRelay } from '@agentmsg/relay'
+import {
+  createAddressPolicy,
+  createDevCertificate,
+  createNodeFetch,
+  type DevCertificate,
+} from '@agentmsg/transport-https/node'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
 import { type Browser, chromium, type Page } from '@playwright/test'
 import { WebSocket as NodeWebSocket } from 'ws'
@@ -99,4 +108,48 @@ export function nodeRelayTransport(ca: string): {
       }
     } as unknown as WebSocketConstructor,
   }
+}
+
+/**
+ * Page problems as a race: `report(problem)` records it and fails every `inPage(call)` at once,
+ * so a page error, console error or bad request ends the test with its cause, not a timeout.
+ */
+export function pageFailures(label: string): {
+  problems: string[]
+  report: (problem: string) => void
+  inPage: <T>(call: Promise<T>) => Promise<T>
+} {
+  const problems: string[] = []
+  let fail: (e: Error) => void = () => {}
+  const failed = new Promise<never>((_, reject) => {
+    fail = reject
+  })
+  failed.catch(() => {})
+  return {
+    problems,
+    report: (problem) => {
+      problems.push(problem)
+      fail(new Error(`${label} page: ${problem}`))
+    },
+    inPage: (call) => Promise.race([call, failed]),
+  }
+}
+
+/** A real relay on SQLite in a new temporary directory, https on 127.0.0.1 with a dev certificate. */
+export async function startTestRelay(
+  prefix: string,
+  relayErrors: string[],
+): Promise<{ cert: DevCertificate; dataDir: string; relay: RelayServer; origin: string }> {
+  const cert = await createDevCertificate()
+  const dataDir = await mkdtemp(path.join(tmpdir(), prefix))
+  const relay = await serveRelay({
+    host: '127.0.0.1',
+    port: 0,
+    dataDir,
+    tls: { cert: cert.cert, key: cert.key },
+    allowPrivate: ['127.0.0.1'],
+    closeTimeoutMs: 1_000,
+    onError: (e) => relayErrors.push(e instanceof Error ? (e.stack ?? e.message) : String(e)),
+  })
+  return { cert, dataDir, relay, origin: new URL(relay.url).origin }
 }

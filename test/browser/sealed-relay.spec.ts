@@ -14,20 +14,21 @@
  *   where messages are kept), its text never is.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { type Agent, createAgent, type ReceivedMessage } from '@agentmsg/client'
 import { memoryStorage } from '@agentmsg/core'
-import { type RelayServer, serveRelay } from '@agentmsg/relay'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
+import type { RelayServer } from '@agentmsg/relay'
+import type { DevCertificate } from '@agentmsg/transport-https/node'
 import { type Browser, expect, type Page, test } from '@playwright/test'
 import type { SealedSeen, SealedStart } from './entries/sealed-relay.js'
 import { bundleEntry } from './harness.js'
 import {
   launchTrusting,
   nodeRelayTransport,
+  pageFailures,
   routeTestPage,
+  startTestRelay,
   TEST_PATH,
   testPageHtml,
 } from './relay-page.js'
@@ -74,37 +75,16 @@ test.describe('sealed by default: Chromium agent ↔ Node agent through a real r
   const atNode: ReceivedMessage[] = []
   const nodeErrors: string[] = []
   const relayErrors: string[] = []
-  const problems: string[] = []
   /** Each test's message: its id and the marker of its text. */
   const sent: Array<{ messageId: string; marker: string }> = []
-  let failed: Promise<never>
 
-  /** Run a page call, failing at once on the first page error, console error or bad request. */
-  const inPage = <T>(call: Promise<T>): Promise<T> => Promise.race([call, failed])
+  /** Page calls fail at once on the first page error, console error or bad request. */
+  const { problems, report, inPage } = pageFailures('sealed-relay')
 
   test.beforeAll(async () => {
-    let fail: (e: Error) => void = () => {}
-    failed = new Promise<never>((_, reject) => {
-      fail = reject
-    })
-    failed.catch(() => {})
-    const report = (problem: string) => {
-      problems.push(problem)
-      fail(new Error(`sealed-relay page: ${problem}`))
-    }
-
-    cert = await createDevCertificate()
-    dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-browser-sealed-'))
-    relay = await serveRelay({
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      tls: { cert: cert.cert, key: cert.key },
-      allowPrivate: ['127.0.0.1'],
-      closeTimeoutMs: 1_000,
-      onError: (e) => relayErrors.push(e instanceof Error ? (e.stack ?? e.message) : String(e)),
-    })
-    const origin = new URL(relay.url).origin
+    const started = await startTestRelay('agentmsg-browser-sealed-', relayErrors)
+    ;({ cert, dataDir, relay } = started)
+    const origin = started.origin
 
     node = await createAgent({
       storage: memoryStorage(),
