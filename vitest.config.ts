@@ -10,14 +10,50 @@ import { defineConfig } from 'vitest/config'
  */
 const SOURCE = '@agentmsg/source'
 
+/**
+ * PostgreSQL (issue 13): `.ci/run` always sets AGENTMSG_TEST_POSTGRES_URL after making sure the
+ * server is up. With it, the PostgreSQL store tests run and the relay's HTTP-level tests run a
+ * second time as the project `relay-on-postgres`, unchanged, against the PostgreSQL store.
+ * Without it they are not run, and `npm test` says so in one line (scripts/test-summary.mjs).
+ */
+const postgres = process.env.AGENTMSG_TEST_POSTGRES_URL !== undefined
+
+/** The relay's HTTP-level tests: every file that serves a relay through test/helpers.ts. */
+const RELAY_HTTP_TESTS = [
+  'packages/relay/test/server-*.test.ts',
+  'packages/relay/test/attack-*.test.ts',
+  'packages/relay/test/node-publish.test.ts',
+  'packages/relay/test/serve-intercept.test.ts',
+]
+
 export default defineConfig({
   resolve: { conditions: [SOURCE, 'module', 'browser', 'development|production'] },
   ssr: { resolve: { conditions: [SOURCE, 'module', 'node', 'development|production'] } },
   test: {
-    include: [
-      'packages/*/test/**/*.test.ts',
-      'test/tooling/**/*.test.ts',
-      'test/docs/**/*.test.ts',
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'node',
+          include: [
+            'packages/*/test/**/*.test.ts',
+            'test/tooling/**/*.test.ts',
+            'test/docs/**/*.test.ts',
+          ],
+        },
+      },
+      ...(postgres
+        ? [
+            {
+              extends: true as const,
+              test: {
+                name: 'relay-on-postgres',
+                include: RELAY_HTTP_TESTS,
+                env: { AGENTMSG_RELAY_TEST_STORE: 'postgres' },
+              },
+            },
+          ]
+        : []),
     ],
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -47,5 +47,5 @@ export function runStages({ stages, root, env = process.env, chromium, log = con
       break
     }
   }
-  return printSummary(failed, { root, notRun, log })
+  return printSummary(failed, { root, notRun, log, env })
 }

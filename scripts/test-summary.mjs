@@ -21,8 +21,13 @@ const read = (root, file) => {
  * `notRun` the stages left out (`[{ stage, reason }]`). Returns whether the run passed: nothing
  * stopped it, nothing was left out, no test failed, and some test ran.
  */
-export function printSummary(failed, { root = ROOT, notRun = [], log = console.log } = {}) {
+export function printSummary(
+  failed,
+  { root = ROOT, notRun = [], log = console.log, env = process.env } = {},
+) {
   const v = read(root, REPORTS.vitest)
+  const postgres = postgresNote(v, env)
+  if (postgres.line) log(postgres.line)
   const p = read(root, REPORTS.playwright)?.stats
   const passed = (v?.numPassedTests ?? 0) + (p?.expected ?? 0)
   const failures = (v?.numFailedTests ?? 0) + (p?.unexpected ?? 0) + (p?.flaky ?? 0)
@@ -38,5 +43,30 @@ export function printSummary(failed, { root = ROOT, notRun = [], log = console.l
   if (failed) log(`stopped at ${failed.stage} (${failed.reason})`)
   for (const n of notRun) log(`did not run: ${n.stage} (${n.reason})`)
   log(`${passed} passed, ${failures} failed${skipped ? `, ${skipped} skipped` : ''}`)
-  return !failed && notRun.length === 0 && failures === 0 && passed > 0
+  return !failed && notRun.length === 0 && failures === 0 && passed > 0 && postgres.ok
+}
+
+/**
+ * The PostgreSQL tests (issue 13: files named *postgres*, and the relay's HTTP-level tests
+ * again on PostgreSQL) need AGENTMSG_TEST_POSTGRES_URL. Without it they are not run, said in
+ * one line, and the run can still pass; with it (`.ci/run` always sets it) they must have run.
+ */
+function postgresNote(v, env) {
+  if (!v) return { ok: true }
+  if (env.AGENTMSG_TEST_POSTGRES_URL === undefined) {
+    return {
+      ok: true,
+      line: 'not run here: the PostgreSQL tests (relay store, relay nodes, relay HTTP tests on PostgreSQL): AGENTMSG_TEST_POSTGRES_URL is not set (.ci/run sets it)',
+    }
+  }
+  const ran = (v.testResults ?? [])
+    .filter((file) => /postgres/.test(path.basename(file.name)))
+    .flatMap((file) => file.assertionResults ?? [])
+    .filter((test) => test.status === 'passed').length
+  return ran > 0
+    ? { ok: true, line: `PostgreSQL: ${ran} tests of the PostgreSQL store and relay nodes passed` }
+    : {
+        ok: false,
+        line: 'PostgreSQL: AGENTMSG_TEST_POSTGRES_URL is set but no PostgreSQL test passed: the run fails',
+      }
 }

@@ -27,20 +27,26 @@ function scratch() {
     args: ['-e', `require('fs').writeFileSync(${JSON.stringify(name)}, ''); process.exit(${code})`],
     browser,
   })
-  const vitest = {
+  const vitestReport = (testResults: unknown[] = []) => ({
     name: 'vitest',
     command: process.execPath,
     args: [
       '-e',
-      `require('fs').writeFileSync('.tmp/vitest.json', JSON.stringify({ numPassedTests: 7, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, numTotalTestSuites: 2 }))`,
+      `require('fs').writeFileSync('.tmp/vitest.json', JSON.stringify({ numPassedTests: 7, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, numTotalTestSuites: 2, testResults: ${JSON.stringify(testResults)} }))`,
     ],
-  }
+  })
+  const vitest = vitestReport()
+  // The environment of a machine without PostgreSQL (the CI one sets the URL).
+  const env: Record<string, string | undefined> = { ...process.env }
+  delete env.AGENTMSG_TEST_POSTGRES_URL
   const lines: string[] = []
   const log = (line: string) => void lines.push(line)
   return {
     root,
     stage,
     vitest,
+    vitestReport,
+    env,
     lines,
     log,
     ran: (name: string) => existsSync(path.join(root, name)),
@@ -56,6 +62,7 @@ describe('npm test stages', () => {
     const passed = runStages({
       stages: [s.stage('lint'), s.stage('build'), s.vitest, s.stage('playwright', 0, true)],
       root: s.root,
+      env: s.env,
       chromium: fake,
       log: s.log,
     })
@@ -78,6 +85,7 @@ describe('npm test stages', () => {
     const passed = runStages({
       stages: [s.stage('lint'), s.stage('build', 3), s.vitest, s.stage('playwright', 0, true)],
       root: s.root,
+      env: s.env,
       chromium: process.execPath,
       log: s.log,
     })
@@ -93,6 +101,7 @@ describe('npm test stages', () => {
     const passed = runStages({
       stages: [s.stage('lint'), s.vitest, s.stage('playwright', 0, true)],
       root: s.root,
+      env: s.env,
       chromium: process.execPath,
       log: s.log,
     })
@@ -100,5 +109,38 @@ describe('npm test stages', () => {
     expect(s.ran('playwright')).toBe(true)
     expect(s.lines.some((l) => l.includes('Chromium not found'))).toBe(false)
     expect(s.lines.at(-1)).toBe('7 passed, 0 failed')
+  })
+
+  it('PostgreSQL: without the URL one line says its tests were not run and the run passes; with it they must have run', () => {
+    const without = scratch()
+    expect(
+      runStages({
+        stages: [without.vitest],
+        root: without.root,
+        env: without.env,
+        log: without.log,
+      }),
+    ).toBe(true)
+    expect(
+      without.lines.filter((l) => l.startsWith('not run here: the PostgreSQL tests')),
+    ).toHaveLength(1)
+
+    const url = 'postgres://postgres@127.0.0.1:5432/test'
+    const none = scratch()
+    const env = { ...none.env, AGENTMSG_TEST_POSTGRES_URL: url }
+    expect(runStages({ stages: [none.vitest], root: none.root, env, log: none.log })).toBe(false)
+    expect(none.lines.some((l) => l.includes('no PostgreSQL test passed'))).toBe(true)
+
+    const ran = scratch()
+    const report = ran.vitestReport([
+      {
+        name: '/x/packages/relay/test/store-postgres.test.ts',
+        assertionResults: [{ status: 'passed' }],
+      },
+    ])
+    expect(runStages({ stages: [report], root: ran.root, env, log: ran.log })).toBe(true)
+    expect(ran.lines).toContain(
+      'PostgreSQL: 1 tests of the PostgreSQL store and relay nodes passed',
+    )
   })
 })

@@ -6,6 +6,7 @@
  *                  [--max-storage SIZE] [--rate-limit N|unlimited] [--burst N]
  *                  [--sender-rate-limit N|unlimited] [--sender-burst N]
  *                  [--max-reads-per-address N] [--streams-per-agent N]
+ *                  [--store postgres://… [--store-schema NAME]]
  *
  * The `agentmsg` bin dispatches `relay` here with the arguments after the command name. Errors
  * are the CLI's: one line `agentmsg: <code>: <message — what to do>`, exit 2 for usage and
@@ -16,14 +17,23 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadDevCertificate } from '@agentmsg/transport-https/node'
 import { LIMIT_FLAGS, LIMITS_USAGE, limitsFromFlags } from './cli-limits.js'
+import {
+  describeStore,
+  openStoreFromFlags,
+  type PostgresStoreFlags,
+  storeFromFlags,
+} from './cli-store.js'
 import { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
+import type { RelayStore } from './store/types.js'
 
 export const RELAY_USAGE = `usage: agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
                       (--dev-tls | --tls-cert F --tls-key F) [--ca F ...]
                       [--allow-private LIST] [--max-storage SIZE] [rate limits]
+                      [--store postgres://USER@HOST/DB [--store-schema NAME]]
 
-Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite. Ctrl-C
-(SIGINT) or SIGTERM stop it cleanly (exit 0).
+Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite, or on a
+PostgreSQL database that several relay processes share. Ctrl-C (SIGINT) or SIGTERM stop it
+cleanly (exit 0).
   --port P          default 8443; --host H: default 127.0.0.1
   --public-url URL  its public base URL (default https://<host>:<port>)
   --dev-tls         a development certificate for localhost, 127.0.0.1 and ::1, issued by this
@@ -35,6 +45,10 @@ Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite. 
   --allow-private   hosts or ranges on private or loopback addresses it may fetch from (a URL
                     agent on 127.0.0.1 needs --allow-private 127.0.0.1)
   --max-storage     what all mailboxes hold together (bytes, or e.g. 512MiB, 10GiB; default 10GiB)
+  --store URL       keep mailboxes in PostgreSQL (postgres:// or postgresql:// URL) instead of
+                    DIR/relay.sqlite: every relay process given the same URL and schema serves
+                    the same mailboxes (DIR still holds --dev-tls files)
+  --store-schema N  the PostgreSQL schema of the tables (default agentmsg_relay)
 ${LIMITS_USAGE}
 
 examples:
@@ -94,11 +108,14 @@ export interface RelayCommandIo {
   onListening?: (server: RelayServer) => void
 }
 
+/** Parsed `relay` flags: {@link serveRelay}'s options and the PostgreSQL store, if any. */
+export type RelayCommandOptions = ServeRelayOptions & { postgres?: PostgresStoreFlags }
+
 /** Parsed `relay` flags, ready for {@link serveRelay}. */
 export async function relayOptionsFromArgs(
   argv: string[],
   log: (text: string) => void,
-): Promise<ServeRelayOptions | undefined> {
+): Promise<RelayCommandOptions | undefined> {
   let parsed
   try {
     parsed = parseArgs({
@@ -114,6 +131,8 @@ export async function relayOptionsFromArgs(
         'allow-private': { type: 'string', multiple: true },
         ca: { type: 'string', multiple: true },
         'max-storage': { type: 'string' },
+        store: { type: 'string' },
+        'store-schema': { type: 'string' },
         ...LIMIT_FLAGS,
         help: { type: 'boolean', short: 'h' },
       },
@@ -167,11 +186,13 @@ export async function relayOptionsFromArgs(
     .flatMap((v) => v.split(','))
     .map((s) => s.trim())
     .filter(Boolean)
+  const postgres = storeFromFlags(values.store, values['store-schema'], usage)
   return {
     host,
     port,
     dataDir,
     tls,
+    ...(postgres ? { postgres } : {}),
     ...(values['public-url'] ? { publicUrl: values['public-url'] } : {}),
     ...(allowPrivate.length > 0 ? { allowPrivate } : {}),
     ...(ca.length > 0 ? { ca } : {}),
@@ -211,7 +232,7 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   // Held until the relay listens, so a failure to start stays one line.
   let early: string[] | undefined = []
   const note = (text: string) => (early ? void early.push(text) : log(text))
-  let options: ServeRelayOptions | undefined
+  let options: RelayCommandOptions | undefined
   try {
     options = await relayOptionsFromArgs(argv, note)
   } catch (e) {
@@ -223,9 +244,13 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
     return 0
   }
   let server: RelayServer
+  const { postgres, ...serveOptions } = options
+  let store: RelayStore | undefined
   try {
-    server = await serveRelay(options)
+    if (postgres) store = await openStoreFromFlags(postgres, serveOptions.quota)
+    server = await serveRelay({ ...serveOptions, ...(store ? { store } : {}) })
   } catch (e) {
+    await store?.close().catch(() => undefined)
     const code = (e as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE')
       return fail(
@@ -237,7 +262,8 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   }
   for (const line of early ?? []) log(line)
   early = undefined
-  log(`listening on ${server.url} (data in ${path.resolve(options.dataDir)}); Ctrl-C stops`)
+  const where = postgres ? describeStore(postgres) : `data in ${path.resolve(options.dataDir)}`
+  log(`listening on ${server.url} (${where}); Ctrl-C stops`)
   io.onListening?.(server)
   const signal = await (io.stopSignal ?? signals)(server)
   log(`${signal}: stopping`)

@@ -14,14 +14,10 @@
  * keys, so the relay's per-address (100 burst, 10/s) and per-sender (20 burst, 1/s) rate limits
  * do not turn the stream into a stream of 429s. A 429 is counted and is not a 202.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { Agent, request as httpsRequest } from 'node:https'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import {
   createKeyResolver,
   createMessage,
@@ -36,8 +32,14 @@ import {
 import { signRequest } from '@agentmsg/core/http-signature'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-const CLI = fileURLToPath(new URL('../../cli/dist/cli.js', import.meta.url))
+import {
+  freePort,
+  isRunning,
+  killHard,
+  type RelayProcess,
+  requireBuiltCli,
+  startRelayProcess,
+} from './relay-process.js'
 
 // Bounds (every loop has a cap; the whole test stays well under 90 s on a loaded 2-core box).
 const ROUNDS = 5
@@ -51,7 +53,6 @@ const KILL_DELAY_MAX_MS = 1500
 /** Round 2+ re-sends this many ids that already got a 202. */
 const RESENDS_PER_ROUND = 12
 const REQUEST_TIMEOUT_MS = 15_000
-const START_TIMEOUT_MS = 20_000
 const FIRST_ACK_TIMEOUT_MS = 15_000
 const MAX_PAGES = 100
 const PAGE_LIMIT = 500
@@ -66,81 +67,6 @@ function prng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-interface Relay {
-  child: ChildProcess
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-  output: () => string
-}
-
-/** Start the relay bin; resolves once it printed "listening on" (with the cert path seen). */
-function startRelay(dataDir: string, port: number): Promise<Relay & { certFile: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      CLI,
-      'relay',
-      '--data',
-      dataDir,
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--dev-tls',
-      '--allow-private',
-      '127.0.0.1',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  let out = ''
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  )
-  return new Promise((resolve, reject) => {
-    let certFile: string | undefined
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`relay did not listen within ${START_TIMEOUT_MS} ms:\n${out}`))
-    }, START_TIMEOUT_MS)
-    const onData = (d: Buffer) => {
-      out += d
-      const cert = /development CA: (.+?) \(/.exec(out)
-      if (cert) certFile = cert[1]
-      if (/listening on /.test(out) && certFile !== undefined) {
-        clearTimeout(timer)
-        resolve({ child, exited, output: () => out, certFile })
-      }
-    }
-    child.stdout!.on('data', onData)
-    child.stderr!.on('data', onData)
-    child.on('error', (e) => {
-      clearTimeout(timer)
-      reject(e)
-    })
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer)
-      reject(new Error(`relay exited (code ${code}, signal ${signal}) before listening:\n${out}`))
-    })
-  })
-}
-
-async function killHard(relay: Relay): Promise<void> {
-  if (relay.child.exitCode === null && relay.child.signalCode === null) relay.child.kill('SIGKILL')
-  const { signal, code } = await relay.exited
-  if (signal !== 'SIGKILL')
-    throw new Error(`relay exited with code ${code} before the SIGKILL:\n${relay.output()}`)
 }
 
 type PublishOutcome = { status: number } | { error: string }
@@ -178,17 +104,16 @@ interface Sent {
   body: Buffer
 }
 
-let relay: Relay | undefined
+let relay: RelayProcess | undefined
 let dataDir: string
 
 beforeAll(async () => {
-  if (!existsSync(CLI))
-    throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  requireBuiltCli()
   dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-crash-'))
 })
 
 afterAll(async () => {
-  if (relay && relay.child.exitCode === null && relay.child.signalCode === null) {
+  if (relay && isRunning(relay)) {
     relay.child.kill('SIGKILL')
     await relay.exited
   }
@@ -228,7 +153,7 @@ describe('relay crash (SIGKILL) durability', () => {
 
     let ca = ''
     for (let round = 1; round <= ROUNDS; round++) {
-      const r = await startRelay(dataDir, port)
+      const r = await startRelayProcess(dataDir, port)
       relay = r
       ca ||= await readFile(r.certFile, 'utf8')
       const base = `https://127.0.0.1:${port}`
@@ -381,7 +306,7 @@ describe('relay crash (SIGKILL) durability', () => {
     }
 
     // Restart once more and read the whole mailbox, page by page.
-    const r = await startRelay(dataDir, port)
+    const r = await startRelayProcess(dataDir, port)
     relay = r
     const fetch = createNodeFetch({
       ca,

@@ -17,6 +17,9 @@ import {
 } from '@agentmsg/transport-https/node'
 import { afterEach, expect } from 'vitest'
 import { type RelayServer, type ServeRelayOptions, serveRelay } from '../src/server/serve.js'
+import { openPostgresRelayStore } from '../src/store/postgres.js'
+import type { RelayStore } from '../src/store/types.js'
+import { dropPostgresSchema, freshPostgresSchema, POSTGRES_TEST_URL } from './postgres-helpers.js'
 
 let cert: Promise<DevCertificate> | undefined
 
@@ -71,7 +74,9 @@ export async function startRelay(
   const dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-relay-'))
   const { clientNow, ...rest } = options
   const errors: unknown[] = []
+  const postgres = rest.store === undefined ? await postgresStoreForTests(rest) : undefined
   const server = await serveRelay({
+    ...(postgres ? { store: postgres.store } : {}),
     dataDir,
     tls: { cert: c.cert, key: c.key },
     allowPrivate: ['127.0.0.1'],
@@ -90,9 +95,31 @@ export async function startRelay(
     dataDir,
     async stop() {
       await server.close()
+      await postgres?.drop()
       await rm(dataDir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * With `AGENTMSG_RELAY_TEST_STORE=postgres` (the vitest project `relay-on-postgres`), relays
+ * that the test does not give a store of its own keep their mailboxes in PostgreSQL, in a fresh
+ * schema dropped at stop: the relay's HTTP-level tests run unchanged against that store.
+ */
+async function postgresStoreForTests(
+  options: Partial<ServeRelayOptions>,
+): Promise<{ store: RelayStore; drop(): Promise<void> } | undefined> {
+  if (process.env.AGENTMSG_RELAY_TEST_STORE !== 'postgres') return undefined
+  const url = POSTGRES_TEST_URL
+  if (url === undefined)
+    throw new Error('AGENTMSG_RELAY_TEST_STORE=postgres needs AGENTMSG_TEST_POSTGRES_URL')
+  const schema = freshPostgresSchema()
+  const store = await openPostgresRelayStore({
+    connectionString: url,
+    schema,
+    ...(options.quota ? { quota: options.quota } : {}),
+  })
+  return { store, drop: () => dropPostgresSchema(url, schema) }
 }
 
 /** The relays of a test file, one per test: see {@link relayPerTest}. */

@@ -14,6 +14,7 @@ import {
   checkKeyId,
   checkNonce,
   MAX_CREATED_SKEW_MS,
+  NONCE_RETENTION_MS,
   SIGNATURE_LABEL,
   SIGNATURE_PARAMS,
   signatureBase,
@@ -45,6 +46,12 @@ export interface VerifyRequestInput {
   nonces: NonceMemory
   /** The client-address bucket of the request: its nonce counts against that bucket's share. */
   bucket?: string
+  /**
+   * A nonce memory shared by several relay processes, asked after `nonces` found the pair
+   * fresh, so a request replayed to another process is refused too (PROFILE §9). Records the
+   * pair until `expiresAt` (epoch ms) and answers whether it was already held.
+   */
+  sharedNonces?: (keyId: string, nonce: string, expiresAt: number) => Promise<'fresh' | 'replay'>
   /** The agent named in the request (whose mailbox or subscription it touches). */
   expectedAgent?: string
   /** Epoch ms, for the `created` window, key usability and the nonce memory. @default Date.now() */
@@ -219,6 +226,12 @@ export async function verifyRequest(input: VerifyRequestInput): Promise<Verified
 
   if (
     input.nonces.checkAndRemember(params.keyid, params.nonce, input.now, input.bucket) === 'replay'
+  ) {
+    throw invalid('this nonce was already used with this key')
+  }
+  if (
+    input.sharedNonces !== undefined &&
+    (await input.sharedNonces(params.keyid, params.nonce, now + NONCE_RETENTION_MS)) === 'replay'
   ) {
     throw invalid('this nonce was already used with this key')
   }

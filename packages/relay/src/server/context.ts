@@ -20,6 +20,12 @@ export interface RelayContext {
   readonly store: RelayStore
   readonly resolver: KeyResolver
   readonly nonces: NonceMemory
+  /** The store's nonce memory when several relay processes share the store. */
+  readonly sharedNonces?: (
+    keyId: string,
+    nonce: string,
+    expiresAt: number,
+  ) => Promise<'fresh' | 'replay'>
   readonly notifier: Notifier
   readonly feed: FeedContext
   readonly now: () => number
@@ -114,6 +120,8 @@ export async function authenticate(
     ...(body !== undefined ? { body } : {}),
     resolver: ctx.resolver,
     nonces: ctx.nonces,
+    // Several relay processes on one store share its nonce memory (PROFILE §9).
+    ...(ctx.sharedNonces !== undefined ? { sharedNonces: ctx.sharedNonces } : {}),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
     ...(bucket !== undefined ? { bucket } : {}),
     ...(expectedAgent !== undefined ? { expectedAgent } : {}),

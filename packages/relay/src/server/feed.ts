@@ -39,6 +39,11 @@ export class Notifier {
     for (const listener of [...set]) listener()
   }
 
+  /** Wake every listener: signals from other relay processes may have been lost. */
+  notifyAll(): void {
+    for (const mailbox of [...this.#listeners.keys()]) this.notify(mailbox)
+  }
+
   /** Mailboxes with listeners (for tests). */
   get size(): number {
     return this.#listeners.size

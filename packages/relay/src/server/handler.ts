@@ -88,6 +88,7 @@ class Relay implements RelayServerHandler {
   readonly #streams = new Map<string, number>()
   readonly #maxStreams: number
   readonly #expireTimer: ReturnType<typeof setInterval>
+  readonly #unwatch: (() => void) | undefined
   #inFlight = 0
   #idle: (() => void) | undefined
   #closing = false
@@ -124,6 +125,12 @@ class Relay implements RelayServerHandler {
       store: o.store,
       resolver: this.resolver,
       nonces: new NonceMemory({ now }),
+      ...(o.store.rememberNonce !== undefined
+        ? {
+            sharedNonces: (keyId: string, nonce: string, expiresAt: number) =>
+              o.store.rememberNonce!(keyId, nonce, expiresAt, now()),
+          }
+        : {}),
       notifier,
       feed: { store: o.store, notifier, now, onError },
       now,
@@ -132,6 +139,11 @@ class Relay implements RelayServerHandler {
       track: (closer) => this.track(closer),
       claimStream: (agent) => this.claimStream(agent),
     }
+    // A store shared by several relay processes signals entries another process added, so a
+    // stream here gets a message published there without polling (issue 13).
+    this.#unwatch = o.store.watch?.((mailbox) =>
+      mailbox === undefined ? notifier.notifyAll() : notifier.notify(mailbox),
+    )
     const maxKeys = limits.maxTrackedKeys ?? 100_000
     this.#clients = new ClientLimits(
       { ...limits, ...(o.trustedProxies ? { trustedProxies: o.trustedProxies } : {}), now },
@@ -248,6 +260,7 @@ class Relay implements RelayServerHandler {
     this.#closed ??= (async () => {
       this.#closing = true
       clearInterval(this.#expireTimer)
+      this.#unwatch?.()
       if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#idle = resolve))
       for (const close of [...this.#connections]) {
         try {

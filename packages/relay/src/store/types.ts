@@ -216,5 +216,26 @@ export interface RelayStore {
    * mailbox, the relay-wide bytes stored (a topic message once) and messages stored.
    */
   usage(mailbox?: string, from?: string): Promise<{ messages: number; bytes: number }>
+  /**
+   * Optional, for a store shared by several relay processes: call `listener` with a mailbox
+   * whenever entries were added to it by any process (this one included, possibly after the
+   * publish resolved), and with `undefined` when such signals may have been lost (a dropped
+   * connection), meaning "every mailbox may have changed". Returns the function that stops it.
+   * The relay wakes its feeds with it; a feed reads after its own cursor, so a repeated or late
+   * signal is harmless. A store used by one process need not implement it.
+   */
+  watch?(listener: (mailbox: string | undefined) => void): () => void
+  /**
+   * Optional, for a store shared by several relay processes: the RFC 9421 nonce memory of agent
+   * auth (PROFILE §9), so a request replayed to another process is refused too. Records
+   * (keyId, nonce) until `expiresAt` unless it is held unexpired at `now`.
+   * @returns `'fresh'` (now remembered) or `'replay'`.
+   */
+  rememberNonce?(
+    keyId: string,
+    nonce: string,
+    expiresAt: number,
+    now: number,
+  ): Promise<'fresh' | 'replay'>
   close(): Promise<void>
 }

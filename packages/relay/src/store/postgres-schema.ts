@@ -1,0 +1,191 @@
+/**
+ * The PostgreSQL relay store's schema and its versioned migration. Every relay process opening
+ * the store runs `migratePostgresSchema`; a transaction-scoped advisory lock makes concurrent
+ * opens take turns, so exactly one of them creates or migrates the schema and the others find
+ * it done.
+ *
+ * Times (received, expires, forget, created) are `double precision`: they are JavaScript numbers
+ * (epoch ms), stored and read back exactly. Identifiers (agents, ids, topics) use the "C"
+ * collation: compared byte for byte like the SQLite store's, and cheaper to index.
+ */
+import { createHash } from 'node:crypto'
+import type pg from 'pg'
+import { postgresFunctions } from './postgres-functions.js'
+
+/** The schema version this code writes (the row of `<schema>.schema_version`). */
+export const POSTGRES_SCHEMA_VERSION = 1
+
+/** The default schema holding the store's tables. */
+export const DEFAULT_POSTGRES_SCHEMA = 'agentmsg_relay'
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
+
+/** Validate a schema name and return it quoted as an identifier. */
+export function quoteSchema(schema: string): string {
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new RangeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)}`)
+  }
+  return `"${schema}"`
+}
+
+/**
+ * The channel of the store's "new entries" notifications: named after the schema, so two
+ * stores in one database (two schemas) never hear each other. Channel names are identifiers
+ * (at most 63 bytes): a long schema name is cut and completed with a hash of the whole.
+ */
+export function postgresChannel(schema: string): string {
+  const channel = `${schema}:entries`
+  if (channel.length <= 63) return channel
+  const hash = createHash('sha256').update(schema).digest('hex').slice(0, 16)
+  return `${schema.slice(0, 46)}:${hash}`
+}
+
+/** Version 1: the tables, then the write functions (postgres-functions.ts). */
+function schemaV1(s: string): string {
+  return `
+CREATE TABLE ${s}.relay_state (
+  id integer PRIMARY KEY CHECK (id = 1),
+  next_cursor bigint NOT NULL,
+  messages bigint NOT NULL,
+  bytes bigint NOT NULL
+);
+INSERT INTO ${s}.relay_state (id, next_cursor, messages, bytes) VALUES (1, 1, 0, 0);
+
+CREATE TABLE ${s}.messages (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  from_agent text COLLATE "C" NOT NULL,
+  message_id text COLLATE "C" NOT NULL,
+  json text NOT NULL,
+  json_bytes integer NOT NULL,
+  bytes bigint NOT NULL,
+  received_at double precision NOT NULL,
+  expires_at double precision NOT NULL,
+  forget_at double precision NOT NULL
+);
+CREATE INDEX messages_expires ON ${s}.messages (expires_at);
+
+CREATE TABLE ${s}.entries (
+  cursor bigint PRIMARY KEY,
+  mailbox text COLLATE "C" NOT NULL,
+  message_ref bigint NOT NULL REFERENCES ${s}.messages (id),
+  from_agent text COLLATE "C" NOT NULL,
+  message_id text COLLATE "C" NOT NULL,
+  bytes bigint NOT NULL,
+  -- The message's, repeated so that a full mailbox finds its expired entries by index.
+  expires_at double precision NOT NULL,
+  CONSTRAINT entries_triple UNIQUE (mailbox, message_id, from_agent)
+);
+CREATE INDEX entries_mailbox_cursor ON ${s}.entries (mailbox, cursor);
+CREATE INDEX entries_mailbox_expires ON ${s}.entries (mailbox, expires_at);
+CREATE INDEX entries_message ON ${s}.entries (message_ref);
+
+CREATE TABLE ${s}.mailboxes (
+  agent text COLLATE "C" PRIMARY KEY,
+  state text NOT NULL CHECK (state IN ('none', 'open', 'closed')),
+  messages bigint NOT NULL DEFAULT 0,
+  bytes bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE ${s}.senders (
+  mailbox text COLLATE "C" NOT NULL,
+  from_agent text COLLATE "C" NOT NULL,
+  messages bigint NOT NULL,
+  bytes bigint NOT NULL,
+  PRIMARY KEY (mailbox, from_agent)
+);
+
+CREATE TABLE ${s}.seen (
+  mailbox text COLLATE "C" NOT NULL,
+  message_id text COLLATE "C" NOT NULL,
+  from_agent text COLLATE "C" NOT NULL,
+  forget_at double precision NOT NULL,
+  PRIMARY KEY (mailbox, message_id, from_agent)
+);
+CREATE INDEX seen_forget ON ${s}.seen (forget_at);
+
+CREATE TABLE ${s}.subscriptions (
+  id text COLLATE "C" PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  agent text COLLATE "C" NOT NULL,
+  topics text[] NOT NULL,
+  webhook_url text,
+  webhook_verified boolean NOT NULL DEFAULT false,
+  created double precision NOT NULL
+);
+CREATE INDEX subscriptions_agent ON ${s}.subscriptions (agent);
+
+CREATE TABLE ${s}.subscription_topics (
+  topic text COLLATE "C" NOT NULL,
+  subscription_id text COLLATE "C" NOT NULL
+    REFERENCES ${s}.subscriptions (id) ON DELETE CASCADE,
+  PRIMARY KEY (topic, subscription_id)
+);
+CREATE INDEX subscription_topics_subscription ON ${s}.subscription_topics (subscription_id);
+
+-- RFC 9421 nonces of agent auth, shared by every relay process (PROFILE §9).
+CREATE TABLE ${s}.nonces (
+  key_id text COLLATE "C" NOT NULL,
+  nonce text COLLATE "C" NOT NULL,
+  expires_at double precision NOT NULL,
+  PRIMARY KEY (key_id, nonce)
+);
+CREATE INDEX nonces_expires ON ${s}.nonces (expires_at);
+`
+}
+
+/** Migrations by the version they reach; each runs in the migration's transaction. */
+function migrations(schema: string): Array<{ version: number; sql: string }> {
+  const s = quoteSchema(schema)
+  return [
+    { version: 1, sql: schemaV1(s) + postgresFunctions(s, postgresChannel(schema)) },
+    // Later versions: { version: 2, sql: ALTER …, CREATE OR REPLACE FUNCTION … }, …
+  ]
+}
+
+/**
+ * Create the schema, or migrate it to {@link POSTGRES_SCHEMA_VERSION}; refuse a newer one.
+ * Runs in one transaction holding an advisory lock named after the schema, so concurrent
+ * opens (several relay processes starting at once) never race: the first creates, the others
+ * wait and then find the current version.
+ */
+export async function migratePostgresSchema(client: pg.ClientBase, schema: string): Promise<void> {
+  const s = quoteSchema(schema)
+  await client.query('BEGIN')
+  try {
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+      `agentmsg-relay-schema:${schema}`,
+    ])
+    // Checked before creating: CREATE … IF NOT EXISTS needs the privilege to create even when
+    // the object exists (a schema an administrator made for the relay).
+    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])
+    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${s}`)
+    const table = await client.query('SELECT to_regclass($1) AS t', [`${s}.schema_version`])
+    if (table.rows[0].t === null) {
+      await client.query(
+        `CREATE TABLE ${s}.schema_version (id integer PRIMARY KEY CHECK (id = 1), ` +
+          'version integer NOT NULL, migrated_at timestamptz NOT NULL DEFAULT now())',
+      )
+    }
+    const row = await client.query(`SELECT version FROM ${s}.schema_version WHERE id = 1`)
+    const version: number = row.rows[0]?.version ?? 0
+    if (version > POSTGRES_SCHEMA_VERSION) {
+      throw new Error(
+        `relay database schema ${schema} version ${version} is newer than this relay (${POSTGRES_SCHEMA_VERSION})`,
+      )
+    }
+    if (version < POSTGRES_SCHEMA_VERSION) {
+      for (const step of migrations(schema)) {
+        if (step.version > version) await client.query(step.sql)
+      }
+      await client.query(
+        `INSERT INTO ${s}.schema_version (id, version) VALUES (1, $1) ` +
+          'ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, migrated_at = now()',
+        [POSTGRES_SCHEMA_VERSION],
+      )
+    }
+    await client.query('COMMIT')
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined)
+    throw error
+  }
+}
