@@ -2,10 +2,13 @@
 // machine-readable summary in .tmp/bench-summary.json. Run after `npm run build` (the npm
 // script does it): benchmarks import the built packages.
 //
-//   npm run bench [-- SECTION ...]   sections: core sealed-box inbox relay load
+//   npm run bench [-- SECTION ...]   sections: core sealed-box inbox relay postgres load
 //                                    (the one-process benches: inbox-inprocess relay-inprocess)
 //   BENCH_RUNS=N         rounds of each separate-process row (default 3; medians reported)
 //   BENCH_LOAD_SECONDS=S duration of the relay load test (default 60)
+//   BENCH_PG_RUNS=N      rounds of the postgres section (default 2: it runs 6 cases a round)
+//   AGENTMSG_TEST_POSTGRES_URL  the postgres section's server (default
+//                        postgres://postgres@127.0.0.1:5432/test; a fresh schema per run)
 //
 // The inbox and relay rows run server, publisher and subscribers as separate processes
 // (bench/proc/): the costs a user pays. Read the ratios, not the absolutes: the host is shared.
@@ -17,7 +20,7 @@ import { printTable, targetVerdict } from './lib.mjs'
 import { benchSignVerify } from './sign-verify.mjs'
 
 const only = process.argv.slice(2)
-const DEFAULT = ['core', 'sealed-box', 'inbox', 'relay', 'load']
+const DEFAULT = ['core', 'sealed-box', 'inbox', 'relay', 'postgres', 'load']
 const want = (name) => (only.length === 0 ? DEFAULT.includes(name) : only.includes(name))
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const load = () =>
@@ -106,6 +109,15 @@ if (want('relay')) {
   const { benchProcRelay } = await import('./proc/relay-proc.mjs')
   const { rows } = await benchProcRelay({ runs })
   table('relay over HTTPS — server, publisher and subscriber in separate processes', rows)
+}
+
+if (want('postgres')) {
+  const { benchProcPostgres } = await import('./proc/postgres-proc.mjs')
+  const pg = await benchProcPostgres({ runs: Number(process.env.BENCH_PG_RUNS ?? 2) })
+  const where = 'relay, publisher and subscriber in separate processes'
+  table(`relay on PostgreSQL vs SQLite, 1 and 3 nodes: durable publish (${where})`, pg.publishRows)
+  table('relay on PostgreSQL vs SQLite, 1 and 3 nodes: publish→push latency', pg.latencyRows)
+  summary.postgresRounds = pg.rounds
 }
 
 if (want('relay-inprocess')) {

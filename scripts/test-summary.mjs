@@ -1,13 +1,20 @@
 // Prints one closing line for the whole `npm test` run ("N passed, N failed"), summing the
-// vitest and Playwright JSON reports of this run, so CI logs end with a count a person (or a
-// machine) can read without knowing either runner's format. A stage that stopped the run is
-// named, and so is a runner that did not get to run, and why.
+// vitest, runtime-matrix and Playwright JSON reports of this run, so CI logs end with a count a
+// person (or a machine) can read without knowing any runner's format. A stage that stopped the
+// run is named, and so is a runner that did not get to run, and why.
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-/** Report files, relative to the repository root (Playwright's is set in playwright.config.ts). */
-export const REPORTS = { vitest: '.tmp/vitest.json', playwright: '.tmp/playwright.json' }
+/**
+ * Report files, relative to the repository root (Playwright's is set in playwright.config.ts,
+ * the runtime matrix's in test/runtimes/run.mjs, which reads it from here).
+ */
+export const REPORTS = {
+  vitest: '.tmp/vitest.json',
+  runtimes: '.tmp/report-runtimes.json',
+  playwright: '.tmp/playwright.json',
+}
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -29,8 +36,10 @@ export function printSummary(
   const postgres = postgresNote(v, env)
   if (postgres.line) log(postgres.line)
   const p = read(root, REPORTS.playwright)?.stats
-  const passed = (v?.numPassedTests ?? 0) + (p?.expected ?? 0)
-  const failures = (v?.numFailedTests ?? 0) + (p?.unexpected ?? 0) + (p?.flaky ?? 0)
+  const r = read(root, REPORTS.runtimes)
+  const passed = (v?.numPassedTests ?? 0) + (r?.stats.passed ?? 0) + (p?.expected ?? 0)
+  const failures =
+    (v?.numFailedTests ?? 0) + (r?.stats.failed ?? 0) + (p?.unexpected ?? 0) + (p?.flaky ?? 0)
   const skipped = (v ? v.numPendingTests + v.numTodoTests : 0) + (p?.skipped ?? 0)
   const why = (stage) => notRun.find((n) => n.stage === stage)?.reason
   const vitest = v
@@ -40,10 +49,20 @@ export function printSummary(
     ? `${p.expected} passed`
     : `not run${why('playwright') ? ` (${why('playwright')})` : ''}`
   log(`\nvitest: ${vitest}; playwright: ${playwright}`)
+  // Each runtime of the matrix with its own count (a runtime that could not start counts as one
+  // failure in the total).
+  if (r) log(`runtimes: ${r.runtimes.map(runtimeCount).join('; ')}`)
   if (failed) log(`stopped at ${failed.stage} (${failed.reason})`)
   for (const n of notRun) log(`did not run: ${n.stage} (${n.reason})`)
   log(`${passed} passed, ${failures} failed${skipped ? `, ${skipped} skipped` : ''}`)
   return !failed && notRun.length === 0 && failures === 0 && passed > 0 && postgres.ok
+}
+
+/** `deno 2.9.6: 11 passed, 0 failed`, or `workerd: cannot start`. */
+function runtimeCount(r) {
+  return r.error
+    ? `${r.name}: cannot start`
+    : `${r.name} ${r.version}: ${r.passed} passed, ${r.failed} failed`
 }
 
 /**

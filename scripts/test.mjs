@@ -9,6 +9,7 @@
  *   build      tsup + the bundle-size/publint guard (scripts/check-build.mjs)
  *   typecheck  the Node and the browser tsconfig
  *   vitest     unit and integration tests, against the sources
+ *   runtimes   the built isomorphic packages in Deno, Bun and workerd (test/runtimes/run.mjs)
  *   playwright the browser suite, against the built dist/, in Chromium (CHROMIUM_PATH or
  *              /usr/bin/chromium, as playwright.config.ts)
  */
@@ -33,6 +34,8 @@ const stages = [
     command: 'vitest',
     args: ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${REPORTS.vitest}`],
   },
+  // The built packages in Deno, Bun and workerd (test/runtimes/run.mjs): one count per runtime.
+  { name: 'runtimes', command: process.execPath, args: ['test/runtimes/run.mjs'] },
   { name: 'playwright', command: 'playwright', args: ['test'], browser: true },
 ]
 

@@ -1,6 +1,7 @@
 /**
  * The load generator in its own process (see harness.mjs): POSTs the bodies of a workload file
- * (workload.mjs) over keep-alive https connections that trust the dev CA.
+ * (workload.mjs) over keep-alive https connections that trust the dev CA, to `config.url` or
+ * round-robin to each of `config.urls`.
  * - `closed {from, to, concurrency, maxMs}`: `concurrency` requests in flight until the slice is
  *   sent or `maxMs` passed; → `{n, ms, statuses}`.
  * - `paced {from, to, rate}`: one request every 1/rate s (on a 1 ms timer, catching up in
@@ -12,12 +13,13 @@ import { readItems } from './workload.mjs'
 
 let items
 let agent
-let target
+let targets
+let turn = 0
 
 function send(body) {
   return new Promise((resolve) => {
     const req = request(
-      target,
+      targets[turn++ % targets.length],
       {
         method: 'POST',
         agent,
@@ -86,7 +88,8 @@ serveCommands({
       body: Buffer.from(item.body),
     }))
     agent = new Agent({ keepAlive: true, maxSockets: config.maxSockets ?? 64, ca: config.ca })
-    target = config.url
+    // `urls`: several relay nodes, taken in turn request by request (issue 13).
+    targets = config.urls ?? [config.url]
     return { items: items.length }
   },
   closed,

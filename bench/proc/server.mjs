@@ -1,7 +1,8 @@
 /**
  * A benchmark server in its own process (see harness.mjs). `config.kind`:
  * - `relay`: `serveRelay` with its SQLite store in a scratch directory, the per-address and
- *   per-sender limits lifted (the load generator is one address and a few senders).
+ *   per-sender limits lifted (the load generator is one address and a few senders); with
+ *   `config.postgres` `{connectionString, schema}`, on that PostgreSQL store instead.
  * - `relay-bare`: the relay publish baseline — node:https, `JSON.parse`, one raw node:crypto
  *   verify, then an INSERT into SQLite (WAL, synchronous=FULL) group-committed per event-loop
  *   turn (setImmediate: BEGIN, the inserts queued since the last commit, COMMIT), then 202.
@@ -119,6 +120,12 @@ const relayModule = () =>
     ? import(process.env.BENCH_RELAY_MODULE)
     : import('@agentmsg/relay')
 
+/** `config.postgres` `{connectionString, schema}`: the shared PostgreSQL store (issue 13). */
+async function postgresStore(options) {
+  const { openPostgresRelayStore } = await import('@agentmsg/relay/postgres')
+  return openPostgresRelayStore(options)
+}
+
 async function start(config) {
   const { tls } = config
   const counts = { processed: 0 }
@@ -129,13 +136,15 @@ async function start(config) {
       // The relay's own store, counted: how many writes each group commit carried.
       counts.commits = 0
       counts.writes = 0
-      const store = sqliteRelayStore({
-        path: join(dir.dir, 'relay.sqlite'),
-        onCommit: (info) => {
-          counts.commits++
-          counts.writes += info.size
-        },
-      })
+      const store = config.postgres
+        ? await postgresStore(config.postgres)
+        : sqliteRelayStore({
+            path: join(dir.dir, 'relay.sqlite'),
+            onCommit: (info) => {
+              counts.commits++
+              counts.writes += info.size
+            },
+          })
       const relay = await serveRelay({
         dataDir: dir.dir,
         store,

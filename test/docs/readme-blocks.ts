@@ -5,8 +5,10 @@
  *
  * Every ```ts / ```js block of README.md and packages/*\/README.md (packages/cli/README.md's
  * examples are shell commands, run by the CLI's own tests) is one {@link ReadmeBlock}. A block
- * that imports `@agentmsg/storage-indexeddb` runs in a browser (IndexedDB); every other block
- * runs on Node.
+ * that imports `@agentmsg/storage-indexeddb` runs in a browser (IndexedDB); a block whose first
+ * line is a comment naming another runtime (`// deno …`, `// bun …`, `// workerd …`) is a file
+ * of test/runtimes/examples, run there by the runtime matrix (test/runtimes/examples.mjs checks
+ * that the block equals it); every other block runs on Node.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
@@ -28,7 +30,17 @@ export interface ReadmeBlock {
   /** The `## ` section the block is in ('' before the first one). */
   section: string
   code: string
-  runtime: 'node' | 'browser'
+  runtime: 'node' | 'browser' | OtherRuntime
+}
+
+/** Runtimes whose README blocks the runtime matrix runs (test/runtimes). */
+type OtherRuntime = 'deno' | 'bun' | 'workerd'
+
+/** Where a block runs: see the file comment. */
+function runtimeOf(code: string): ReadmeBlock['runtime'] {
+  const other = /^\/\/ (deno|bun|workerd)\b/.exec(code)?.[1] as OtherRuntime | undefined
+  if (other) return other
+  return code.includes("from '@agentmsg/storage-indexeddb'") ? 'browser' : 'node'
 }
 
 /** Every README of the repository, relative to its root, the root one first. */
@@ -77,7 +89,7 @@ export function readmeBlocks(readme: string): ReadmeBlock[] {
       index,
       section: f.section,
       code: f.code,
-      runtime: f.code.includes("from '@agentmsg/storage-indexeddb'") ? 'browser' : 'node',
+      runtime: runtimeOf(f.code),
     }))
 }
 

@@ -7,22 +7,34 @@
  *                  [--sender-rate-limit N|unlimited] [--sender-burst N]
  *                  [--max-reads-per-address N] [--streams-per-agent N]
  *                  [--store postgres://… [--store-schema NAME]]
+ *                  [--config FILE] [--metrics-port P [--metrics-host H]] [--log-level L]
+ *                  [--shutdown-timeout S]
  *
  * The `agentmsg` bin dispatches `relay` here with the arguments after the command name. Errors
  * are the CLI's: one line `agentmsg: <code>: <message — what to do>`, exit 2 for usage and
- * input errors, 1 when the relay cannot start.
+ * input errors (one line per problem of a config file), 1 when the relay cannot start. Once it
+ * listens, it logs JSON lines (pino) on stderr.
  */
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadDevCertificate } from '@agentmsg/transport-https/node'
+import {
+  loadRelayConfig,
+  mergeLimits,
+  RelayConfigError,
+  parseSize as sizeOf,
+} from './cli-config.js'
 import { LIMIT_FLAGS, LIMITS_USAGE, limitsFromFlags } from './cli-limits.js'
+import { OPS_FLAGS, OPS_USAGE, opsFromFlags } from './cli-ops.js'
 import {
   describeStore,
   openStoreFromFlags,
   type PostgresStoreFlags,
   storeFromFlags,
 } from './cli-store.js'
+import { createRelayLogger } from './server/relay-log.js'
+import { MetricsListenError } from './server/relay-metrics.js'
 import { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
 import type { RelayStore } from './store/types.js'
 
@@ -30,10 +42,12 @@ export const RELAY_USAGE = `usage: agentmsg relay --data DIR [--host H] [--port 
                       (--dev-tls | --tls-cert F --tls-key F) [--ca F ...]
                       [--allow-private LIST] [--max-storage SIZE] [rate limits]
                       [--store postgres://USER@HOST/DB [--store-schema NAME]]
+                      [--config FILE] [--metrics-port P] [--log-level L]
 
 Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite, or on a
 PostgreSQL database that several relay processes share. Ctrl-C (SIGINT) or SIGTERM stop it
-cleanly (exit 0).
+cleanly: new publishes get 503, those in flight are stored and answered, streams are told to
+reconnect, the store is flushed, exit 0 (a second signal stops at once).
   --port P          default 8443; --host H: default 127.0.0.1
   --public-url URL  its public base URL (default https://<host>:<port>)
   --dev-tls         a development certificate for localhost, 127.0.0.1 and ::1, issued by this
@@ -50,6 +64,7 @@ cleanly (exit 0).
                     the same mailboxes (DIR still holds --dev-tls files)
   --store-schema N  the PostgreSQL schema of the tables (default agentmsg_relay)
 ${LIMITS_USAGE}
+${OPS_USAGE}
 
 examples:
   agentmsg relay --data ./relay --port 9443 --dev-tls \\
@@ -89,13 +104,12 @@ async function readPem(flag: string, file: string, marker: string): Promise<stri
   return text
 }
 
-const SIZE_UNITS: Record<string, number> = { '': 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }
-
 /** A size: an integer number of bytes, or one with a KiB, MiB or GiB suffix. */
 function parseSize(text: string): number {
-  const match = /^([0-9]{1,15})(KiB|MiB|GiB)?$/.exec(text.trim())
-  if (!match) throw usage(`--max-storage ${text} is not a size (bytes, KiB, MiB or GiB)`)
-  return Number(match[1]) * SIZE_UNITS[match[2] ?? '']!
+  const bytes = sizeOf(text)
+  if (bytes === undefined)
+    throw usage(`--max-storage ${text} is not a size (bytes, KiB, MiB or GiB)`)
+  return bytes
 }
 
 /** Where the command writes and how it waits; replaceable for tests. */
@@ -106,10 +120,18 @@ export interface RelayCommandIo {
   stopSignal?: (server: RelayServer) => Promise<string>
   /** Called once the relay listens. */
   onListening?: (server: RelayServer) => void
+  /** Ends the process when a stop overran `--shutdown-timeout`. @default process.exit */
+  exit?: (code: number) => void
 }
 
-/** Parsed `relay` flags: {@link serveRelay}'s options and the PostgreSQL store, if any. */
-export type RelayCommandOptions = ServeRelayOptions & { postgres?: PostgresStoreFlags }
+/**
+ * Parsed `relay` flags: {@link serveRelay}'s options, the PostgreSQL store if any, and how long
+ * a stop may take.
+ */
+export type RelayCommandOptions = ServeRelayOptions & {
+  postgres?: PostgresStoreFlags
+  shutdownTimeoutMs: number
+}
 
 /** Parsed `relay` flags, ready for {@link serveRelay}. */
 export async function relayOptionsFromArgs(
@@ -134,6 +156,7 @@ export async function relayOptionsFromArgs(
         store: { type: 'string' },
         'store-schema': { type: 'string' },
         ...LIMIT_FLAGS,
+        ...OPS_FLAGS,
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -158,9 +181,15 @@ export async function relayOptionsFromArgs(
       'relay needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
     )
   }
+  const ops = opsFromFlags(values, usage)
   const maxStorage = values['max-storage']
-  const quota = maxStorage === undefined ? undefined : { totalBytes: parseSize(maxStorage) }
-  const limits = limitsFromFlags(values, usage)
+  const flagLimits = limitsFromFlags(values, usage)
+  // After the flags' own checks: a usage error is told before the file's problems.
+  const config = ops.configFile === undefined ? {} : await loadRelayConfig(ops.configFile)
+  const { limits: fileLimits, quota: fileQuota, ...fileOptions } = config
+  const quota =
+    maxStorage === undefined ? fileQuota : { ...fileQuota, totalBytes: parseSize(maxStorage) }
+  const limits = mergeLimits(fileLimits, flagLimits)
   let tls: { cert: string; key: string }
   if (values['dev-tls']) {
     // In the data directory, made on first use and kept across restarts (key 0600); the
@@ -192,13 +221,18 @@ export async function relayOptionsFromArgs(
     port,
     dataDir,
     tls,
+    ...fileOptions,
+    logLevel: ops.logLevel,
+    shutdownTimeoutMs: ops.shutdownTimeoutMs,
+    // Connections still open halfway through the bound are cut, leaving time for the store.
+    closeTimeoutMs: ops.shutdownTimeoutMs / 2,
+    ...(ops.metrics ? { metrics: ops.metrics } : {}),
     ...(postgres ? { postgres } : {}),
     ...(values['public-url'] ? { publicUrl: values['public-url'] } : {}),
     ...(allowPrivate.length > 0 ? { allowPrivate } : {}),
     ...(ca.length > 0 ? { ca } : {}),
     ...(quota ? { quota } : {}),
     ...(limits ? { limits } : {}),
-    onError: (e: unknown) => log(`error: ${e instanceof Error ? e.message : String(e)}`),
   }
 }
 
@@ -223,19 +257,22 @@ function signals(): Promise<string> {
 export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): Promise<number> {
   const out = io.stdout ?? ((t: string) => process.stdout.write(t))
   const err = io.stderr ?? ((t: string) => process.stderr.write(t))
-  const log = (text: string) => err(`agentmsg: relay: ${text}\n`)
   // One line whatever the error says: `agentmsg: <code>: <message>` (no stack trace).
   const fail = (code: string, message: string, exitCode: number) => {
     err(`agentmsg: ${code}: ${message.replace(/\s*\n\s*/g, ' ')}\n`)
     return exitCode
   }
   // Held until the relay listens, so a failure to start stays one line.
-  let early: string[] | undefined = []
-  const note = (text: string) => (early ? void early.push(text) : log(text))
+  const early: string[] = []
   let options: RelayCommandOptions | undefined
   try {
-    options = await relayOptionsFromArgs(argv, note)
+    options = await relayOptionsFromArgs(argv, (text) => void early.push(text))
   } catch (e) {
+    if (e instanceof RelayConfigError) {
+      // One line per problem, so all of them are fixed in one go.
+      for (const problem of e.problems) fail('invalid_config', `${e.file}: ${problem}`, 2)
+      return 2
+    }
     if (e instanceof RelayCommandError) return fail(e.code, e.message, e.exitCode)
     return fail('failed', e instanceof Error ? e.message : String(e), 1)
   }
@@ -243,14 +280,26 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
     out(RELAY_USAGE)
     return 0
   }
+  const { postgres, shutdownTimeoutMs, logLevel, ...serveOptions } = options
+  // From here on, JSON lines (pino) on the command's stderr.
+  const logger = createRelayLogger({
+    ...(logLevel !== undefined ? { level: logLevel } : {}),
+    destination: { write: (line: string) => void err(line) },
+  })
   let server: RelayServer
-  const { postgres, ...serveOptions } = options
   let store: RelayStore | undefined
   try {
     if (postgres) store = await openStoreFromFlags(postgres, serveOptions.quota)
-    server = await serveRelay({ ...serveOptions, ...(store ? { store } : {}) })
+    server = await serveRelay({ ...serveOptions, logger, ...(store ? { store } : {}) })
   } catch (e) {
     await store?.close().catch(() => undefined)
+    if (e instanceof MetricsListenError && e.code === 'EADDRINUSE') {
+      return fail(
+        'port_in_use',
+        `${e.message} — stop what holds it, or pass another --metrics-port`,
+        1,
+      )
+    }
     const code = (e as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE')
       return fail(
@@ -260,14 +309,57 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
       )
     return fail('failed', e instanceof Error ? e.message : String(e), 1)
   }
-  for (const line of early ?? []) log(line)
-  early = undefined
+  for (const line of early) logger.info(line)
   const where = postgres ? describeStore(postgres) : `data in ${path.resolve(options.dataDir)}`
-  log(`listening on ${server.url} (${where}); Ctrl-C stops`)
+  const metrics = server.metrics ? `; metrics on ${server.metrics.url}` : ''
+  logger.info(`listening on ${server.url} (${where})${metrics}; Ctrl-C stops`)
+  if (server.metrics && !isLoopback(server.metrics.host)) {
+    logger.warn(
+      `metrics listener on ${server.metrics.host}: plain HTTP without auth, keep it private`,
+    )
+  }
   io.onListening?.(server)
   const signal = await (io.stopSignal ?? signals)(server)
-  log(`${signal}: stopping`)
-  await server.close()
-  log('stopped')
+  logger.info(`${signal}: stopping`)
+  const outcome = await stopWithin(server, shutdownTimeoutMs)
+  if (outcome !== 'stopped') {
+    if (outcome === 'timeout') {
+      logger.error(
+        `did not stop within ${shutdownTimeoutMs / 1000} s (--shutdown-timeout): exiting 1`,
+      )
+    } else {
+      logger.error({ err: outcome.error }, 'stop failed: exiting 1')
+    }
+    // Whatever did not stop may hold the event loop: end the process.
+    ;(io.exit ?? ((code: number) => process.exit(code)))(1)
+    return 1
+  }
+  logger.info('stopped')
   return 0
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+}
+
+/** Close `server` within `ms`: `stopped`, `timeout`, or the error the close failed with. */
+async function stopWithin(
+  server: RelayServer,
+  ms: number,
+): Promise<'stopped' | 'timeout' | { error: unknown }> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms)
+  })
+  try {
+    return await Promise.race([
+      server.close().then(
+        () => 'stopped' as const,
+        (error: unknown) => ({ error }),
+      ),
+      late,
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
 }

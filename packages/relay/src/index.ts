@@ -18,16 +18,27 @@ export {
   MAX_PAGE_BYTES,
   MAX_PAGE_LIMIT,
 } from './server/handler.js'
+export type { RelayLogger, RelayLoggerOptions } from './server/relay-log.js'
+// Operations (issue 14): metrics and logs, as observers of the relay
+export { createRelayLogger, logObserver } from './server/relay-log.js'
+export type { MetricsListener, RelayMetricsOptions } from './server/relay-metrics.js'
+export { listenMetrics, MetricsListenError, RelayMetrics } from './server/relay-metrics.js'
+export { combineObservers } from './server/relay-report.js'
 export type { RelayServer, ServeRelayOptions } from './server/serve.js'
 export { serveRelay } from './server/serve.js'
 export type {
+  DeliveryMode,
   Feed,
   FeedSink,
+  RateLimitScope,
+  RefusedRequest,
   RelayHandlerOptions,
   RelayLimits,
+  RelayObserver,
   RelayRequestInfo,
   RelayServerHandler,
   RelayWebhookOptions,
+  StreamKind,
 } from './server/types.js'
 export type { RelayWebSocket, RelayWebSocketOptions } from './server/ws.js'
 export { createRelayWebSocket } from './server/ws.js'

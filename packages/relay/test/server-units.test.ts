@@ -91,7 +91,10 @@ describe('SseChannel', () => {
     ch.close()
     const { text, error } = await readAll(ch.stream)
     expect(error).toBeUndefined()
-    expect(text).toBe(': agentmsg relay stream\n\nid: 7\nevent: message\ndata: {"x":1}\n\n')
+    // Closed by the relay: the reconnect hint (SSE `retry:`) last (issue 14).
+    expect(text).toBe(
+      ': agentmsg relay stream\n\nid: 7\nevent: message\ndata: {"x":1}\n\n: relay restarting\nretry: 1000\n\n',
+    )
     expect(ended).toBe(1)
     expect(await ch.ready()).toBe(false)
   })

@@ -14,6 +14,7 @@ import {
 import { NonceMemory } from '@agentmsg/core/http-signature'
 import {
   ClientLimits,
+  discardBody,
   errorReply,
   type HttpReply,
   TokenBuckets,
@@ -32,20 +33,26 @@ import {
   DEFAULT_STREAMS_PER_AGENT,
   DEFAULT_SUBSCRIPTIONS_PER_AGENT,
   type RelayContext,
+  type RelayReply,
   ResponseReply,
 } from './context.js'
-import { Notifier, startFeed } from './feed.js'
+import { type FeedContext, Notifier, startFeed } from './feed.js'
+import { type HealthPath, healthPath, healthReply, Readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
 import { NODE_PUBLISH, type NodePublishTarget } from './node-publish.js'
+import { deliveryContexts, timedStore } from './observed-store.js'
 import { Publisher, type PublishRequest, webPublishRequest } from './publish.js'
+import { type RequestTrace, reportRefused, reportReply } from './relay-report.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
 import { Subscriptions } from './subscriptions.js'
 import type {
   Feed,
   FeedSink,
   RelayHandlerOptions,
+  RelayObserver,
   RelayRequestInfo,
   RelayServerHandler,
+  StreamKind,
 } from './types.js'
 
 export { DEFAULT_STREAMS_PER_AGENT, DEFAULT_SUBSCRIPTIONS_PER_AGENT } from './context.js'
@@ -83,6 +90,10 @@ class Relay implements RelayServerHandler {
   readonly #publisher: Publisher
   readonly #subscriptions: Subscriptions
   readonly #endpoints: RelayEndpoints
+  readonly #observer: RelayObserver | undefined
+  readonly #readiness: Readiness
+  /** The feeds of WebSocket streams: their entries count as `ws` deliveries. */
+  readonly #wsFeed: FeedContext
   readonly #connections = new Set<() => void>()
   /** Open streams per agent (PROFILE §9 stream cap). */
   readonly #streams = new Map<string, number>()
@@ -99,7 +110,11 @@ class Relay implements RelayServerHandler {
     this.baseUrl = normalizeAgentUrl(o.baseUrl)
     const base = new URL(this.baseUrl)
     this.#basePath = base.pathname === '/' ? '' : base.pathname
-    this.#store = o.store
+    const observer = o.observer
+    this.#observer = observer
+    // Publishes and acknowledgements timed to their durable commit (metrics), when observed.
+    const store = observer ? timedStore(o.store, observer) : o.store
+    this.#store = store
     const now = o.now ?? Date.now
     const onError = o.onError ?? ((error) => console.error('agentmsg relay:', error))
     this.#onError = onError
@@ -122,7 +137,7 @@ class Relay implements RelayServerHandler {
       baseUrl: this.baseUrl,
       origin: base.origin,
       options: o,
-      store: o.store,
+      store,
       resolver: this.resolver,
       nonces: new NonceMemory({ now }),
       ...(o.store.rememberNonce !== undefined
@@ -132,7 +147,7 @@ class Relay implements RelayServerHandler {
           }
         : {}),
       notifier,
-      feed: { store: o.store, notifier, now, onError },
+      feed: { store, notifier, now, onError },
       now,
       onError,
       closing: () => this.#closing,
@@ -166,16 +181,20 @@ class Relay implements RelayServerHandler {
       this.#sender,
       fetchFn,
       limits.subscriptionsPerAgent ?? DEFAULT_SUBSCRIPTIONS_PER_AGENT,
+      observer,
     )
     const ctx = this.#ctx
+    const modes = deliveryContexts(ctx, observer, (agent) => this.claimStream(agent, 'sse'))
+    this.#wsFeed = modes.wsFeed
+    this.#readiness = new Readiness(store, { closing: () => this.#closing, ...o.readyCheck })
     this.#endpoints = {
-      publish: (request) => this.#publish(webPublishRequest(request)),
+      publish: (request, trace) => this.#publish(webPublishRequest(request), trace),
       subscribe: (request, url) => this.#subscriptions.subscribe(request, url),
       unsubscribe: (request, url, id) => this.#subscriptions.unsubscribe(request, url, id),
-      retrieve: (request, url) => retrieveMessages(ctx, request, url),
+      retrieve: (request, url) => retrieveMessages(modes.retrieve, request, url),
       acknowledge: (request, url, id) => acknowledgeMessage(ctx, request, url, id),
       acknowledgeMany: (request, url) => acknowledgeMany(ctx, request, url),
-      stream: (request, url) => streamMessages(ctx, request, url),
+      stream: (request, url) => streamMessages(modes.sse, request, url),
     }
     this.#expireTimer = setInterval(() => {
       this.#store.expire(now()).catch(onError)
@@ -185,13 +204,31 @@ class Relay implements RelayServerHandler {
   }
 
   readonly fetch = async (request: Request, info: RelayRequestInfo = {}): Promise<Response> => {
+    const probe = healthPath(request.url, this.#basePath)
+    if (probe !== undefined) return toResponse(await this.#probe(probe, request))
+    const trace: RequestTrace = { route: 'unknown' }
+    let reply: RelayReply
     try {
-      const client = { limits: this.#clients, address: info.clientAddress }
-      const reply = await dispatch(request, this.#basePath, this.#endpoints, client)
-      return reply instanceof ResponseReply ? reply.response : toResponse(reply)
+      const client = { limits: this.#clients, address: info.clientAddress, trace }
+      reply = await dispatch(request, this.#basePath, this.#endpoints, client)
     } catch (error) {
-      return toResponse(this.#failure(error))
+      reply = this.#failure(error)
     }
+    if (reply instanceof ResponseReply) return reply.response
+    if (this.#observer !== undefined) {
+      if (reply.status >= 400 && trace.bucket === undefined) {
+        trace.bucket = this.bucketOf(info.clientAddress, request.headers.get('x-forwarded-for'))
+      }
+      reportReply(this.#observer, request.method, trace, reply)
+    }
+    return toResponse(reply)
+  }
+
+  /** `/healthz`, `/readyz` (health.ts): not routed, not rate limited, not reported. */
+  async #probe(probe: HealthPath, request: Request): Promise<HttpReply> {
+    discardBody(request.body)
+    const ok = probe === 'healthz' || (await this.#readiness.ready())
+    return healthReply(ok, request.method)
   }
 
   /** The Node fast path of publish (node-publish.ts), for `serveRelay`. */
@@ -199,8 +236,11 @@ class Relay implements RelayServerHandler {
     return {
       basePath: this.#basePath,
       clients: this.#clients,
-      publish: (request) => this.#publish(request),
+      publish: (request, trace) => this.#publish(request, trace),
       failure: (error) => this.#failure(error),
+      report: (trace, reply) => {
+        if (this.#observer !== undefined) reportReply(this.#observer, 'POST', trace, reply)
+      },
     }
   }
 
@@ -213,7 +253,24 @@ class Relay implements RelayServerHandler {
       this.#onError(error)
       return 1
     }
-    return this.#clients.take(bucket)
+    const wait = this.#clients.take(bucket)
+    if (wait > 0 && this.#observer !== undefined) {
+      const refused = { code: 'rate_limited', status: 429, route: 'ws', method: 'GET' }
+      reportRefused(
+        this.#observer,
+        bucket === undefined ? refused : { ...refused, bucket },
+        'address',
+      )
+    }
+    return wait
+  }
+
+  bucketOf(address: string | undefined, forwardedFor: string | null = null): string | undefined {
+    try {
+      return this.#clients.bucket(address, () => forwardedFor)
+    } catch {
+      return undefined
+    }
   }
 
   openFeed(
@@ -222,17 +279,20 @@ class Relay implements RelayServerHandler {
     sink: FeedSink,
     onClose?: (error?: unknown) => void,
   ): Feed {
-    return startFeed(this.#ctx.feed, agent, after, sink, onClose)
+    return startFeed(this.#wsFeed, agent, after, sink, onClose)
   }
 
-  claimStream(agent: string): (() => void) | undefined {
+  claimStream(agent: string, kind?: StreamKind): (() => void) | undefined {
     const open = this.#streams.get(agent) ?? 0
     if (open >= this.#maxStreams) return undefined
     this.#streams.set(agent, open + 1)
+    const observer = kind === undefined ? undefined : this.#observer
+    observer?.streamOpened?.(kind!)
     let released = false
     return () => {
       if (released) return
       released = true
+      observer?.streamClosed?.(kind!)
       const left = (this.#streams.get(agent) ?? 1) - 1
       if (left > 0) this.#streams.set(agent, left)
       else this.#streams.delete(agent)
@@ -278,14 +338,14 @@ class Relay implements RelayServerHandler {
   }
 
   /** Publishes in flight are stored and answered before `close()` goes on (PROFILE §9 202). */
-  async #publish(request: PublishRequest): Promise<HttpReply> {
+  async #publish(request: PublishRequest, trace?: RequestTrace): Promise<HttpReply> {
     if (this.#closing) {
       request.discardBody()
       return errorReply('unavailable', 'the relay is shutting down', { retryAfter: 5 })
     }
     this.#inFlight++
     try {
-      return await this.#publisher.publish(request)
+      return await this.#publisher.publish(request, trace)
     } finally {
       if (--this.#inFlight === 0) this.#idle?.()
     }

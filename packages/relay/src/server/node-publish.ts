@@ -15,15 +15,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { invalidFormat } from '@agentmsg/core'
 import { type ClientLimits, errorReply, type HttpReply } from '@agentmsg/transport-https/http-kit'
 import type { PublishRequest } from './publish.js'
+import type { RequestTrace } from './relay-report.js'
 
 /** What the fast path needs of the relay (handler.ts). */
 export interface NodePublishTarget {
   basePath: string
   clients: ClientLimits
-  /** The relay's publish endpoint (refuses with 503 while closing). */
-  publish(request: PublishRequest): Promise<HttpReply>
+  /** The relay's publish endpoint (refuses with 503 while closing); `trace` learns of duplicates. */
+  publish(request: PublishRequest, trace?: RequestTrace): Promise<HttpReply>
   /** An error thrown by the endpoint as its answer (the relay's `fetch` does the same). */
   failure(error: unknown): HttpReply
+  /** The answer given, for metrics and logs (relay-report.ts). */
+  report?(trace: RequestTrace, reply: HttpReply): void
 }
 
 /** Where a relay handler offers its {@link NodePublishTarget}. */
@@ -94,19 +97,28 @@ function bodyDeadline(req: IncomingMessage, res: ServerResponse, timeoutMs: numb
   res.once('close', clear)
 }
 
-async function answer(target: NodePublishTarget, req: IncomingMessage): Promise<HttpReply> {
+async function answer(
+  target: NodePublishTarget,
+  req: IncomingMessage,
+  trace: RequestTrace,
+): Promise<HttpReply> {
   try {
     const limits = target.clients
     // Per-address limits before a byte of the body is read (routes.ts step 2).
     const bucket = limits.bucket(req.socket.remoteAddress, () => header(req, 'x-forwarded-for'))
+    trace.bucket = bucket
     const wait = limits.take(bucket)
     if (wait > 0) {
+      trace.scope = 'address'
       return errorReply('rate_limited', `too many requests from this address; retry in ${wait} s`, {
         retryAfter: wait,
       })
     }
     const start = limits.startRead(bucket)
-    if (typeof start !== 'function') return start
+    if (typeof start !== 'function') {
+      trace.scope = 'reads'
+      return start
+    }
     let released = false
     const release = () => {
       if (released) return
@@ -114,11 +126,14 @@ async function answer(target: NodePublishTarget, req: IncomingMessage): Promise<
       start()
     }
     try {
-      return await target.publish({
-        header: (name) => header(req, name),
-        readBody: (limit) => readBody(req, limit, release),
-        discardBody: release,
-      })
+      return await target.publish(
+        {
+          header: (name) => header(req, name),
+          readBody: (limit) => readBody(req, limit, release),
+          discardBody: release,
+        },
+        trace,
+      )
     } finally {
       release()
     }
@@ -153,13 +168,15 @@ export function nodePublishRoute(
     if ((q < 0 ? url : url.slice(0, q)) !== path) return false
     if (req.socket.destroyed) return true
     bodyDeadline(req, res, options.bodyTimeoutMs)
-    void answer(target, req).then((reply) => {
+    const trace: RequestTrace = { route: 'publish' }
+    void answer(target, req, trace).then((reply) => {
       try {
         writeReply(req, res, reply)
       } catch (error) {
         options.onError(error)
         res.destroy()
       }
+      target.report?.(trace, reply)
     })
     return true
   }

@@ -101,7 +101,8 @@ export class Publisher {
     }
   }
 
-  async publish(request: PublishRequest): Promise<HttpReply> {
+  /** `outcome.duplicate` is set when the answer is a 202 for a copy already stored (metrics). */
+  async publish(request: PublishRequest, outcome?: { duplicate?: boolean }): Promise<HttpReply> {
     // 3. Content-Type.
     if (!isJsonContentType(request.header('content-type'))) {
       request.discardBody()
@@ -140,7 +141,10 @@ export class Publisher {
       return errorReply(error.code, error.message, { retryAfter: error.retryAfter })
     }
     const message = result.message
-    if (result.status === 'duplicate') return acceptedReply(message.message_id)
+    if (result.status === 'duplicate') {
+      if (outcome) outcome.duplicate = true
+      return acceptedReply(message.message_id)
+    }
     // 11. Mailboxes: told only now, after the signature verified.
     targets ??= await this.#targets(message)
     const { mailboxes, topic } = targets
@@ -148,7 +152,7 @@ export class Publisher {
       return errorReply('not_found', `this relay holds no open mailbox for ${message.to.agent}`)
     }
     if (mailboxes.length === 0) return acceptedReply(message.message_id)
-    return this.#store(message, mailboxes, topic, receivedAt)
+    return this.#store(message, mailboxes, topic, receivedAt, outcome)
   }
 
   /** Where a message goes (see {@link Targets}). */
@@ -171,6 +175,7 @@ export class Publisher {
     mailboxes: string[],
     topic: boolean,
     receivedAt: number,
+    outcome: { duplicate?: boolean } | undefined,
   ): Promise<HttpReply> {
     const from = message.from.agent
     const entry: TraceEntry = {
@@ -212,6 +217,8 @@ export class Publisher {
       throw error
     }
     for (const r of results) if (!r.duplicate && !r.full) this.#ctx.notifier.notify(r.mailbox)
+    // Two copies raced past `isDuplicate`: the store kept one; the other is the duplicate.
+    if (outcome && results.length > 0 && results.every((r) => r.duplicate)) outcome.duplicate = true
     return acceptedReply(message.message_id)
   }
 }

@@ -13,6 +13,7 @@ import {
 } from '@agentmsg/transport-https/http-kit'
 import { setRequestBucket } from './buckets.js'
 import { decodeSegment, type RelayReply } from './context.js'
+import type { RequestTrace } from './relay-report.js'
 
 const POST_ONLY = 'POST, OPTIONS'
 const GET_ONLY = 'GET, OPTIONS'
@@ -20,7 +21,8 @@ const DELETE_ONLY = 'DELETE, OPTIONS'
 
 /** The endpoints a route leads to. */
 export interface RelayEndpoints {
-  publish(request: Request): Promise<RelayReply>
+  /** `trace` learns whether the 202 was for a duplicate. */
+  publish(request: Request, trace?: RequestTrace): Promise<RelayReply>
   subscribe(request: Request, url: URL): Promise<RelayReply>
   unsubscribe(request: Request, url: URL, subscriptionId: string): Promise<RelayReply>
   retrieve(request: Request, url: URL): Promise<RelayReply>
@@ -30,30 +32,54 @@ export interface RelayEndpoints {
 }
 
 interface Route {
+  /** The endpoint's name, for logs and metrics (never the path: it names agents and messages). */
+  name: string
   allow: string
   run: () => Promise<RelayReply>
 }
 
 /** The route of a path below the base path, or undefined (404). */
-function match(path: string, request: Request, url: URL, e: RelayEndpoints): Route | undefined {
+function match(
+  path: string,
+  request: Request,
+  url: URL,
+  e: RelayEndpoints,
+  trace: RequestTrace | undefined,
+): Route | undefined {
   const below = (prefix: string) =>
     path.startsWith(prefix) && path.length > prefix.length
       ? decodeSegment(path.slice(prefix.length))
       : undefined
-  if (path === '/relay/publish') return { allow: POST_ONLY, run: () => e.publish(request) }
-  if (path === '/relay/subscribe') return { allow: POST_ONLY, run: () => e.subscribe(request, url) }
-  if (path === '/relay/messages') return { allow: GET_ONLY, run: () => e.retrieve(request, url) }
-  if (path === '/relay/stream') return { allow: GET_ONLY, run: () => e.stream(request, url) }
+  if (path === '/relay/publish') {
+    return { name: 'publish', allow: POST_ONLY, run: () => e.publish(request, trace) }
+  }
+  if (path === '/relay/subscribe') {
+    return { name: 'subscribe', allow: POST_ONLY, run: () => e.subscribe(request, url) }
+  }
+  if (path === '/relay/messages') {
+    return { name: 'retrieve', allow: GET_ONLY, run: () => e.retrieve(request, url) }
+  }
+  if (path === '/relay/stream') {
+    return { name: 'stream', allow: GET_ONLY, run: () => e.stream(request, url) }
+  }
   if (path === '/relay/ack') {
-    return { allow: POST_ONLY, run: () => e.acknowledgeMany(request, url) }
+    return { name: 'ack', allow: POST_ONLY, run: () => e.acknowledgeMany(request, url) }
   }
   const subscription = below('/relay/subscribe/')
   if (subscription !== undefined) {
-    return { allow: DELETE_ONLY, run: () => e.unsubscribe(request, url, subscription) }
+    return {
+      name: 'unsubscribe',
+      allow: DELETE_ONLY,
+      run: () => e.unsubscribe(request, url, subscription),
+    }
   }
   const messageId = below('/relay/messages/')
   if (messageId !== undefined) {
-    return { allow: DELETE_ONLY, run: () => e.acknowledge(request, url, messageId) }
+    return {
+      name: 'acknowledge',
+      allow: DELETE_ONLY,
+      run: () => e.acknowledge(request, url, messageId),
+    }
   }
   return undefined
 }
@@ -64,6 +90,8 @@ export interface RequestClient {
   limits: ClientLimits
   /** The connection's peer address, as the server adapter gave it. */
   address: string | undefined
+  /** Filled in as the request is routed and limited, for reports (relay-report.ts). */
+  trace?: RequestTrace
 }
 
 /**
@@ -83,9 +111,11 @@ export async function dispatch(
     if (!path.startsWith(`${basePath}/`)) return notFound(request)
     path = path.slice(basePath.length)
   }
-  const route = match(path, request, url, endpoints)
+  const { trace } = client
+  const route = match(path, request, url, endpoints, trace)
   if (route === undefined) return notFound(request)
-  const { allow } = route
+  const { allow, name } = route
+  if (trace) trace.route = name
   const method = request.method
   // 1. Method.
   if (method === 'OPTIONS') {
@@ -101,8 +131,10 @@ export async function dispatch(
   // 2. Per-address limits, before a byte of the body is read.
   const { limits } = client
   const bucket = limits.bucket(client.address, () => request.headers.get('x-forwarded-for'))
+  if (trace) trace.bucket = bucket
   const wait = limits.take(bucket)
   if (wait > 0) {
+    if (trace) trace.scope = 'address'
     discardBody(request.body)
     return errorReply('rate_limited', `too many requests from this address; retry in ${wait} s`, {
       retryAfter: wait,
@@ -113,6 +145,7 @@ export async function dispatch(
   // A read slot, ended as soon as the endpoint has read or discarded the body (or answered).
   const release = limits.startRead(bucket)
   if (typeof release !== 'function') {
+    if (trace) trace.scope = 'reads'
     discardBody(request.body)
     return release
   }

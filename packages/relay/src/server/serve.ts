@@ -1,7 +1,8 @@
 /**
  * The relay on `node:https` (TLS ≥ 1.2) with its SQLite store in a data directory, the
  * WebSocket endpoint on the `upgrade` event, the slow-client timeouts of PROFILE §6 (headers
- * in 10 s, a body 30 s after them, else the connection is closed), and a graceful close.
+ * in 10 s, a body 30 s after them, else the connection is closed), and a graceful close; with
+ * its operations (issue 14): Prometheus metrics on a listener of their own, JSON logs.
  */
 import { mkdir } from 'node:fs/promises'
 import { createServer } from 'node:https'
@@ -19,6 +20,9 @@ import { sqliteRelayStore } from '../store/sqlite.js'
 import type { RelayStore } from '../store/types.js'
 import { createRelayHandler } from './handler.js'
 import { NODE_PUBLISH, type NodePublishTarget, nodePublishRoute } from './node-publish.js'
+import { createRelayLogger, logObserver, type RelayLogger } from './relay-log.js'
+import { listenMetrics, type MetricsListener, RelayMetrics } from './relay-metrics.js'
+import { combineObservers } from './relay-report.js'
 import type { RelayHandlerOptions, RelayRequestInfo, RelayServerHandler } from './types.js'
 import { createRelayWebSocket, type RelayWebSocketOptions } from './ws.js'
 
@@ -52,6 +56,19 @@ export interface ServeRelayOptions
    * upgrades and is not rate limited by the relay: keep it to cheap, fixed answers.
    */
   intercept?: (request: Request) => Response | undefined | Promise<Response | undefined>
+  /**
+   * Prometheus metrics on their own plain-HTTP listener (`GET /metrics`), never on the relay's
+   * port. `host` @default '127.0.0.1' (keep it on loopback or a private network). Off unless
+   * given.
+   */
+  metrics?: { port: number; host?: string }
+  /**
+   * A pino logger: one JSON line per refused request (relay-log.ts), and `onError` when none is
+   * given. @default a logger on stderr when `logLevel` is given, else no request logs
+   */
+  logger?: RelayLogger
+  /** Level of the default logger (fatal, error, warn, info, debug, trace, silent). */
+  logLevel?: string
 }
 
 /** A running relay. */
@@ -61,6 +78,10 @@ export interface RelayServer {
   port: number
   handler: RelayServerHandler
   store: RelayStore
+  /** The metrics listener, when `metrics` was given. */
+  metrics?: MetricsListener
+  /** The logger, when one was given or `logLevel` asked for one. */
+  logger?: RelayLogger
   /**
    * Stop accepting connections, let publishes in flight be stored, end streams and sockets,
    * then close the store.
@@ -90,6 +111,9 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     intercept,
     headersTimeoutMs,
     bodyTimeoutMs,
+    metrics: metricsOptions,
+    logger: givenLogger,
+    logLevel,
     ...handlerOptions
   } = options
   if (!tls) throw new TypeError('serveRelay needs tls {cert, key}: https only, also in development')
@@ -122,8 +146,21 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
   const actualPort = (server.address() as AddressInfo).port
   const hostPart = host.includes(':') ? `[${host}]` : host
   const url = normalizeAgentUrl(publicUrl ?? `https://${hostPart}:${actualPort}`)
-  const onError = handlerOptions.onError ?? ((e: unknown) => console.error('agentmsg relay:', e))
-  let handler: RelayServerHandler
+  const logger =
+    givenLogger ?? (logLevel !== undefined ? createRelayLogger({ level: logLevel }) : undefined)
+  const onError =
+    handlerOptions.onError ??
+    (logger
+      ? (e: unknown) => logger.error({ err: e }, 'relay error')
+      : (e: unknown) => console.error('agentmsg relay:', e))
+  const metrics = metricsOptions ? new RelayMetrics({ store }) : undefined
+  const observer = combineObservers(
+    handlerOptions.observer,
+    metrics,
+    logger ? logObserver(logger) : undefined,
+  )
+  let handler: RelayServerHandler | undefined
+  let metricsListener: MetricsListener | undefined
   try {
     handler = createRelayHandler({
       ...handlerOptions,
@@ -131,13 +168,20 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
       store,
       addressPolicy: createAddressPolicy({ allow: allowPrivate ?? [] }),
       onError,
+      ...(observer ? { observer } : {}),
     })
+    if (metrics && metricsOptions) metricsListener = await listenMetrics(metrics, metricsOptions)
   } catch (error) {
+    await handler?.close()
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await store.close()
     throw error
   }
-  const wss = createRelayWebSocket(handler, { onError, ...wsOptions })
+  const wss = createRelayWebSocket(handler, {
+    onError,
+    ...(observer ? { observer } : {}),
+    ...wsOptions,
+  })
   const basePath = new URL(url).pathname.replace(/\/$/, '')
   const served = intercept
     ? {
@@ -176,6 +220,8 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     port: actualPort,
     handler,
     store,
+    ...(metricsListener ? { metrics: metricsListener } : {}),
+    ...(logger ? { logger } : {}),
     close() {
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()))
@@ -190,6 +236,8 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
         } finally {
           clearTimeout(timer)
           await store.close()
+          // Last: a scrape during the drain still sees the final counts.
+          await metricsListener?.close()
         }
       })()
       return closing

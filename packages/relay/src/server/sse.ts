@@ -20,6 +20,13 @@ export interface SseChannelOptions {
   onEnd: () => void
 }
 
+/**
+ * Sent before the relay ends a stream because it is stopping: a comment and the SSE `retry:`
+ * field, so clients reconnect after a second (to this relay restarted, or another) and resume
+ * with `Last-Event-ID`.
+ */
+export const SSE_RESTART_HINT = ': relay restarting\nretry: 1000\n\n'
+
 /** Format one SSE event of a mailbox entry. The stored JSON never holds a raw LF. */
 export function sseEvent(entry: MailboxEntry): string {
   return `id: ${entry.cursor}\nevent: message\ndata: ${entry.json}\n\n`
@@ -91,9 +98,10 @@ export class SseChannel implements FeedSink {
     return new Promise((resolve) => this.#readyWaiters.push(resolve))
   }
 
-  /** End the stream normally (relay closing). */
+  /** End the stream normally (relay closing), after the reconnect hint. */
   close(): void {
     if (this.#ended) return
+    this.push(SSE_RESTART_HINT)
     this.#end(true)
   }
 

@@ -24,7 +24,7 @@ import {
   unsupportedMediaType,
 } from './context.js'
 import { startFeed } from './feed.js'
-import type { Feed } from './types.js'
+import type { Feed, RelayObserver } from './types.js'
 import { checkWebhookUrl, verifyWebhook, WebhookSink } from './webhook.js'
 
 /** Largest subscribe request body. */
@@ -34,6 +34,11 @@ const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
 const MAX_TOPICS = 100
 /** `Retry-After` of a subscribe beyond the cap: room comes only when the agent deletes one. */
 const SUBSCRIPTION_CAP_RETRY_AFTER = 60
+/**
+ * How often the relay process that leads webhook pushes on a shared store re-reads the
+ * subscriptions, for those another process added or deleted.
+ */
+export const WEBHOOK_RESYNC_MS = 5_000
 
 function object(value: unknown, field: string | undefined): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -63,16 +68,34 @@ export class Subscriptions {
   readonly #sender: HttpsSender
   readonly #fetch: typeof fetch
   readonly #max: number
+  readonly #observer: RelayObserver | undefined
   /** Webhook feeds by subscription id. */
   readonly #webhooks = new Map<string, { feed: Feed; sink: WebhookSink }>()
   /** Per agent, the last subscribe in progress: an agent's subscribes run one at a time. */
   readonly #queues = new Map<string, Promise<unknown>>()
+  /**
+   * On a store shared by several relay processes, one of them (elected by the store) runs every
+   * webhook feed, so a message is pushed once, not once per process.
+   */
+  readonly #shared: boolean
+  #leading = false
+  #resync: ReturnType<typeof setInterval> | undefined
+  #unlead: (() => void) | undefined
 
-  constructor(ctx: RelayContext, sender: HttpsSender, fetchFn: typeof fetch, max: number) {
+  /** `observer` is told of each message a webhook took (2xx). */
+  constructor(
+    ctx: RelayContext,
+    sender: HttpsSender,
+    fetchFn: typeof fetch,
+    max: number,
+    observer?: RelayObserver,
+  ) {
     this.#ctx = ctx
     this.#sender = sender
     this.#fetch = fetchFn
     this.#max = max
+    this.#observer = observer
+    this.#shared = ctx.store.lead !== undefined
   }
 
   async subscribe(request: Request, url: URL): Promise<HttpReply> {
@@ -142,25 +165,52 @@ export class Subscriptions {
     }
   }
 
-  /** Start the webhook feeds of the stored subscriptions (after a restart). */
+  /**
+   * Start the webhook feeds of the stored subscriptions (after a restart). On a shared store,
+   * only once this process leads webhook pushes (the store says when).
+   */
   async load(): Promise<void> {
-    for (const s of await this.#ctx.store.subscriptions()) {
-      if (s.webhook?.verified) this.#startWebhook(s)
-    }
+    const lead = this.#ctx.store.lead?.bind(this.#ctx.store)
+    if (lead === undefined) return this.#sync()
+    this.#unlead = lead('webhooks', (leading) => this.#setLeading(leading))
   }
 
   /** Stop every webhook feed. */
   close(): void {
-    for (const { feed, sink } of this.#webhooks.values()) {
-      sink.close()
-      feed.close()
+    this.#unlead?.()
+    this.#setLeading(false)
+  }
+
+  /** Run the feeds of the verified webhook subscriptions stored, and only those. */
+  async #sync(): Promise<void> {
+    const held = new Set<string>()
+    for (const s of await this.#ctx.store.subscriptions()) {
+      if (!s.webhook?.verified) continue
+      held.add(s.id)
+      this.#startWebhook(s)
     }
-    this.#webhooks.clear()
+    for (const id of [...this.#webhooks.keys()]) if (!held.has(id)) this.#stopWebhook(id)
+  }
+
+  #setLeading(leading: boolean): void {
+    this.#leading = leading
+    clearInterval(this.#resync)
+    this.#resync = undefined
+    if (!leading) {
+      for (const id of [...this.#webhooks.keys()]) this.#stopWebhook(id)
+      return
+    }
+    const sync = () => void this.#sync().catch(this.#ctx.onError)
+    sync()
+    this.#resync = setInterval(sync, WEBHOOK_RESYNC_MS)
+    this.#resync.unref?.()
   }
 
   #startWebhook(subscription: Subscription): void {
     const url = subscription.webhook?.url
     if (url === undefined || this.#ctx.closing() || this.#webhooks.has(subscription.id)) return
+    // Another process leads the pushes on a shared store: it picks this one up.
+    if (this.#shared && !this.#leading) return
     const agent = subscription.agent
     const sink = new WebhookSink({
       sender: this.#sender,
@@ -169,6 +219,7 @@ export class Subscriptions {
       ack: (entry: MailboxEntry) => this.#ctx.store.ack(agent, entry.messageId, entry.from),
       maxInFlight: this.#ctx.options.webhook?.maxInFlight ?? 64,
       onError: this.#ctx.onError,
+      onDelivered: () => this.#observer?.delivered?.('webhook', 1),
     })
     const feed = startFeed(this.#ctx.feed, agent, undefined, sink)
     this.#webhooks.set(subscription.id, { feed, sink })

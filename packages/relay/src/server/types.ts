@@ -83,6 +83,60 @@ export interface RelayHandlerOptions {
   /** `Retry-After` seconds when a mailbox, a sender's share of it or the relay is full. @default 60 */
   mailboxFullRetryAfter?: number
   webhook?: RelayWebhookOptions
+  /** Told what the relay refuses, stores and delivers: metrics and logs (relay-metrics.ts, relay-log.ts). */
+  observer?: RelayObserver
+  /**
+   * `GET /readyz`: a store check slower than `timeoutMs` fails it; an answer is reused for
+   * `cacheMs` (one check at a time whatever the probe rate). @default 2000 and 1000
+   */
+  readyCheck?: { timeoutMs?: number; cacheMs?: number }
+}
+
+/** PROFILE §6 limit, or PROFILE §9 cap, that refused a request with 429 `rate_limited`. */
+export type RateLimitScope = 'address' | 'reads' | 'sender' | 'streams' | 'subscriptions'
+
+/** How a message left the relay: pushed on a stream or webhook, or read with a retrieve. */
+export type DeliveryMode = 'ws' | 'sse' | 'webhook' | 'retrieve'
+
+/** A stream kind (PROFILE §9: both count against the per-agent stream cap). */
+export type StreamKind = 'sse' | 'ws'
+
+/**
+ * A refused request, as an operator may see it: never its body, headers, signature or path
+ * (paths name agents and messages), and the client only as its address bucket (PROFILE §6).
+ */
+export interface RefusedRequest {
+  /** The PROFILE §6 error code. */
+  code: string
+  /** The HTTP status of that code (also for a WebSocket refused after the upgrade). */
+  status: number
+  /** The endpoint's name: publish, subscribe, unsubscribe, retrieve, acknowledge, ack, stream, ws, or unknown. */
+  route: string
+  method: string
+  /** The client-address bucket (an IPv6 address per /64), when one is known. */
+  bucket?: string
+}
+
+/**
+ * What the relay reports as it runs (issue 14: metrics and logs). Every method is optional and
+ * must not throw; they are called on the request path, so they must be cheap.
+ */
+export interface RelayObserver {
+  /** A request answered with an error (4xx, 5xx), or a WebSocket refused. */
+  refused?(request: RefusedRequest): void
+  /** A publish answered: `accepted`, `duplicate` (202 without storing), or its error code. */
+  published?(outcome: string): void
+  /** Agent auth or a message signature refused (a 401 or 403 code). */
+  authFailed?(code: string): void
+  /** A 429 `rate_limited`, by the limit that gave it. */
+  rateLimited?(scope: RateLimitScope): void
+  /** Messages handed to a stream or webhook target, or returned by a retrieve. */
+  delivered?(mode: DeliveryMode, count: number): void
+  /** A stream opened, or one it reported before closed. */
+  streamOpened?(kind: StreamKind): void
+  streamClosed?(kind: StreamKind): void
+  /** A store write (publish, acknowledgement) took this long from request to durable commit. */
+  storeWrite?(op: 'publish' | 'ack', seconds: number): void
 }
 
 /** Where a feed sends the entries of a mailbox (an SSE stream, a WebSocket, a webhook). */
@@ -131,8 +185,14 @@ export interface RelayServerHandler {
    * Take one of `agent`'s stream slots (PROFILE §9: at most `limits.streamsPerAgent` open SSE
    * and WebSocket streams per agent). Returns the function that gives it back (idempotent), or
    * undefined when the agent has every slot open: refuse the stream (WebSocket close 1013).
+   * `kind`, when given, is reported to the observer (open streams by kind).
    */
-  claimStream(agent: string): (() => void) | undefined
+  claimStream(agent: string, kind?: StreamKind): (() => void) | undefined
+  /**
+   * The client-address bucket of a connection (PROFILE §6), for reports; undefined when
+   * per-address limiting is off or the address is unknown. Never throws.
+   */
+  bucketOf?(clientAddress: string | undefined, forwardedFor?: string | null): string | undefined
   /** Open streams (SSE and WebSocket) of one agent, or of every agent. */
   openStreams(agent?: string): number
   /**

@@ -89,6 +89,7 @@ export class WebhookSink implements FeedSink {
   readonly #ack: (entry: MailboxEntry) => Promise<unknown>
   readonly #maxInFlight: number
   readonly #onError: (error: unknown) => void
+  readonly #onDelivered: (() => void) | undefined
   #inFlight = 0
   #closed = false
   #waiters: Array<(ok: boolean) => void> = []
@@ -101,12 +102,15 @@ export class WebhookSink implements FeedSink {
     ack: (entry: MailboxEntry) => Promise<unknown>
     maxInFlight: number
     onError: (error: unknown) => void
+    /** A message was taken by the webhook (2xx), before it is acknowledged (metrics). */
+    onDelivered?: () => void
   }) {
     this.#sender = options.sender
     this.#target = { kind: 'inbox', agent: options.agent, urls: [options.url] }
     this.#ack = options.ack
     this.#maxInFlight = options.maxInFlight
     this.#onError = options.onError
+    this.#onDelivered = options.onDelivered
   }
 
   send(entry: MailboxEntry): void {
@@ -122,7 +126,10 @@ export class WebhookSink implements FeedSink {
     this.#sender
       .send(message, this.#target)
       .then(
-        () => this.#ack(entry),
+        () => {
+          this.#onDelivered?.()
+          return this.#ack(entry)
+        },
         (error: unknown) => {
           // Refused (4xx) or undeliverable after 24 h: it stays in the mailbox for retrieval.
           if (!isAgentMsgError(error)) this.#onError(error)

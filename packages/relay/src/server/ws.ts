@@ -14,7 +14,8 @@ import { isAgentMsgError, parseAgentId } from '@agentmsg/core'
 import { createChallenge, verifyWsAuth } from '@agentmsg/core/http-signature'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { MailboxEntry } from '../store/types.js'
-import type { Feed, FeedSink, RelayServerHandler } from './types.js'
+import { codeStatus, knownCode, reportRefused } from './relay-report.js'
+import type { Feed, FeedSink, RelayObserver, RelayServerHandler } from './types.js'
 
 /** Options of {@link createRelayWebSocket}. */
 export interface RelayWebSocketOptions {
@@ -28,6 +29,13 @@ export interface RelayWebSocketOptions {
   maxPayload?: number
   now?: () => number
   onError?: (error: unknown) => void
+  /** Told of refused connections (auth, the stream cap), as the HTTP endpoints report theirs. */
+  observer?: RelayObserver
+  /**
+   * On `close()`, connections get this long to finish the closing handshake (close code 1012,
+   * so clients reconnect, perhaps elsewhere) before they are cut. @default 1000
+   */
+  closeGraceMs?: number
 }
 
 /** The WebSocket endpoint of a relay handler. */
@@ -40,8 +48,9 @@ export interface RelayWebSocket {
 
 /** Close codes. */
 const POLICY = 1008
-const GOING_AWAY = 1001
 const INTERNAL = 1011
+/** Service restart: the relay is stopping; reconnect (RFC 6455 registry). */
+const SERVICE_RESTART = 1012
 const TRY_AGAIN_LATER = 1013
 
 class WsSink implements FeedSink {
@@ -91,6 +100,26 @@ export function createRelayWebSocket(
   const authTimeoutMs = options.authTimeoutMs ?? 10_000
   const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024
   const stallTimeoutMs = options.stallTimeoutMs ?? 60_000
+  const closeGraceMs = options.closeGraceMs ?? 1000
+  const observer = options.observer
+  /** Client-address buckets of the connections, for reports. */
+  const buckets = new WeakMap<WebSocket, string>()
+  const report = (ws: WebSocket, code: string, scope?: 'streams') => {
+    if (observer === undefined) return
+    const known = knownCode(code)
+    const bucket = buckets.get(ws)
+    reportRefused(
+      observer,
+      {
+        code: known,
+        status: codeStatus(known) ?? 500,
+        route: 'ws',
+        method: 'GET',
+        ...(bucket !== undefined ? { bucket } : {}),
+      },
+      scope,
+    )
+  }
 
   const connection = (ws: WebSocket) => {
     let feed: Feed | undefined
@@ -98,15 +127,19 @@ export function createRelayWebSocket(
     let agent: string | undefined
     let state: 'auth' | 'checking' | 'open' = 'auth'
     const untrack = handler.track(() => {
-      ws.close(GOING_AWAY, 'relay shutting down')
-      setTimeout(() => ws.terminate(), 1000).unref()
+      ws.close(SERVICE_RESTART, 'relay restarting')
+      setTimeout(() => ws.terminate(), closeGraceMs).unref()
     })
     const challenge = createChallenge()
     ws.send(JSON.stringify(challenge))
-    const timer = setTimeout(() => ws.close(POLICY, 'auth timeout'), authTimeoutMs)
+    const timer = setTimeout(() => {
+      report(ws, 'unauthorized')
+      ws.close(POLICY, 'auth timeout')
+    }, authTimeoutMs)
     timer.unref()
     const refuse = (code: string, message: string) => {
       if (ws.readyState !== WebSocket.OPEN) return
+      report(ws, code)
       ws.send(JSON.stringify({ type: 'error', code, message }))
       ws.close(POLICY, code)
     }
@@ -140,8 +173,9 @@ export function createRelayWebSocket(
               refuse('invalid_format', 'mailboxes exist only for did:key and URL agents')
               return
             }
-            release = handler.claimStream(verified.agent)
+            release = handler.claimStream(verified.agent, 'ws')
             if (release === undefined) {
+              report(ws, 'rate_limited', 'streams')
               ws.send(
                 JSON.stringify({
                   type: 'error',
@@ -214,9 +248,35 @@ export function createRelayWebSocket(
         )
         return
       }
-      wss.handleUpgrade(req, socket, head, connection)
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        const bucket = handler.bucketOf?.(
+          req.socket.remoteAddress,
+          headerOf(req, 'x-forwarded-for'),
+        )
+        if (bucket !== undefined) buckets.set(ws, bucket)
+        connection(ws)
+      })
     },
-    close() {
+    async close() {
+      // Sockets the relay's close() did not end (none tracked them) are asked to reconnect too;
+      // each gets `closeGraceMs` for the closing handshake before it is cut.
+      const open = [...wss.clients]
+      const closed = open.map(
+        (ws) =>
+          new Promise<void>((resolve) => {
+            if (ws.readyState === WebSocket.CLOSED) return resolve()
+            ws.once('close', () => resolve())
+            if (ws.readyState === WebSocket.OPEN) ws.close(SERVICE_RESTART, 'relay restarting')
+          }),
+      )
+      let timer: ReturnType<typeof setTimeout> | undefined
+      await Promise.race([
+        Promise.all(closed),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, closeGraceMs)
+        }),
+      ])
+      clearTimeout(timer)
       for (const ws of wss.clients) ws.terminate()
       return new Promise((resolve) => wss.close(() => resolve()))
     },

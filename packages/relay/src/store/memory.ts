@@ -290,6 +290,18 @@ export function memoryRelayStore(options: MemoryRelayStoreOptions = {}): MemoryR
       return mailboxes.get(agent)?.usage(from) ?? { messages: 0, bytes: 0 }
     },
 
+    async checkWritable() {
+      // Memory always takes a write while open.
+      assertOpen()
+    },
+
+    async countMailboxes() {
+      assertOpen()
+      let n = 0
+      for (const mailbox of mailboxes.values()) if (mailbox.state !== 'none') n++
+      return n
+    },
+
     async close() {
       closed = true
     },

@@ -45,6 +45,8 @@ export type SqliteWriteOp =
     }
   | { op: 'unsubscribe'; id: string; agent: string }
   | { op: 'setWebhookVerified'; id: string; verified: boolean }
+  /** Readiness (`checkWritable`): a write statement that changes nothing, in the batch's transaction. */
+  | { op: 'check' }
 
 /** What each kind of write resolves with. */
 export interface SqliteWriteResults {
@@ -54,6 +56,7 @@ export interface SqliteWriteResults {
   subscribe: undefined
   unsubscribe: boolean
   setWebhookVerified: undefined
+  check: undefined
 }
 
 export type SqliteWriteKind = SqliteWriteOp['op']

@@ -35,6 +35,8 @@ export interface SqliteReads {
   ): MailboxPage
   isDuplicate(query: DuplicateQuery): boolean
   usage(mailbox?: string, from?: string): { messages: number; bytes: number }
+  /** Mailboxes opened by a subscription (open or closed since). */
+  countMailboxes(): number
 }
 
 function readSubscription(row: SubscriptionRow): Subscription {
@@ -76,6 +78,7 @@ export function sqliteReads(db: Database.Database): SqliteReads {
     'SELECT * FROM subscriptions WHERE agent = ? ORDER BY created, rowid',
   )
   const stateOf = db.prepare('SELECT state FROM mailboxes WHERE agent = ?').pluck()
+  const mailboxCount = db.prepare("SELECT COUNT(*) FROM mailboxes WHERE state != 'none'").pluck()
   const subscribersOf = db
     .prepare(
       'SELECT DISTINCT s.agent FROM subscription_topics t JOIN subscriptions s ON s.id = t.subscription_id ' +
@@ -144,6 +147,10 @@ export function sqliteReads(db: Database.Database): SqliteReads {
             : senderUsage.get(mailbox, from)
       ) as { messages: number; bytes: number } | undefined
       return { messages: row?.messages ?? 0, bytes: row?.bytes ?? 0 }
+    },
+
+    countMailboxes() {
+      return mailboxCount.get() as number
     },
   }
 }

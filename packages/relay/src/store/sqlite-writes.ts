@@ -50,6 +50,7 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota): Sqlit
     'SELECT messages, bytes FROM senders WHERE mailbox = ? AND from_agent = ?',
   )
   const totalBytes = db.prepare('SELECT bytes FROM totals WHERE id = 1').pluck()
+  const touchTotals = db.prepare('UPDATE totals SET messages = messages WHERE id = 1')
   const addMailbox = db.prepare(
     "INSERT INTO mailboxes (agent, state, messages, bytes) VALUES (?, 'none', 1, ?) " +
       'ON CONFLICT (agent) DO UPDATE SET messages = messages + 1, bytes = bytes + excluded.bytes',
@@ -197,6 +198,11 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota): Sqlit
         return true
       case 'setWebhookVerified':
         setVerified.run(op.verified ? 1 : 0, op.id)
+        return undefined
+      case 'check':
+        // A write statement: refused on a read-only database or file system (SQLite writes no
+        // page for it, so no fsync); the batch's BEGIN IMMEDIATE already took the write lock.
+        touchTotals.run()
         return undefined
       default:
         throw new Error(`unknown relay store op ${(op as { op: unknown }).op}`)

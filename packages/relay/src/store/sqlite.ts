@@ -196,6 +196,16 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
       return reads.usage(mailbox, from)
     },
 
+    checkWritable() {
+      // A round trip through the writer: its write lock and connection, not just the thread.
+      return writes.enqueue({ op: 'check' })
+    },
+
+    async countMailboxes() {
+      assertOpen()
+      return reads.countMailboxes()
+    },
+
     close() {
       if (gone !== undefined) return gone
       gone = writes.close().then(() => {

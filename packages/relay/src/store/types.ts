@@ -237,5 +237,24 @@ export interface RelayStore {
     expiresAt: number,
     now: number,
   ): Promise<'fresh' | 'replay'>
+  /**
+   * Optional, for a store shared by several relay processes: elect one process to run `job`
+   * (webhook pushes, so each message is pushed once). Calls `listener(true)` when this process
+   * becomes the one, `listener(false)` when it stops being it (a dropped connection); at most
+   * one process leads at a time. Returns the function that gives the job up.
+   */
+  lead?(job: string, listener: (leading: boolean) => void): () => void
+  /**
+   * Optional: resolves once a write could be made now, rejects when it cannot (the SQLite
+   * writer is gone, the database is read-only or locked past its busy timeout, the connection is
+   * lost). For `GET /readyz`; a store without it is asked a read (`usage()`) instead. Stores
+   * nothing.
+   */
+  checkWritable?(): Promise<void>
+  /**
+   * Optional: how many mailboxes exist (opened by a subscription, open or closed since), for
+   * the relay's metrics. Called on a metrics scrape, so it should be one cheap query.
+   */
+  countMailboxes?(): Promise<number>
   close(): Promise<void>
 }

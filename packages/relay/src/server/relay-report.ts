@@ -1,0 +1,107 @@
+/**
+ * How a relay answer becomes observer reports (issue 14): the error code of a reply, which limit
+ * gave a 429, and which 401/403 codes are auth failures. Used by the generic handler, the Node
+ * publish fast path and the WebSocket endpoint, so the three report alike.
+ */
+import { ERROR_STATUS, type ErrorCode } from '@agentmsg/core'
+import type { HttpReply } from '@agentmsg/transport-https/http-kit'
+import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
+
+/** The status PROFILE §6 gives a code, or undefined for a code it does not name. */
+export function codeStatus(code: string): number | undefined {
+  return Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : undefined
+}
+
+/** What one request did, filled in as it is answered (routes.ts, node-publish.ts). */
+export interface RequestTrace {
+  /** The endpoint's name (`unknown` until routed). */
+  route: string
+  /** The client-address bucket, once computed. */
+  bucket?: string | undefined
+  /** The limit that refused it before its endpoint ran. */
+  scope?: RateLimitScope
+  /** A publish answered 202 without storing: a duplicate (PROFILE §9). */
+  duplicate?: boolean
+}
+
+/** A 429 refused by an endpoint: the per-route cap (PROFILE §6 per-sender, §9 caps). */
+const ROUTE_SCOPE: Readonly<Record<string, RateLimitScope>> = {
+  publish: 'sender',
+  stream: 'streams',
+  subscribe: 'subscriptions',
+}
+
+/** The error code of an error reply's JSON body (`{"status":"error","code":…}`). */
+export function replyCode(body: string | null | undefined): string {
+  const match = body ? /"code":"([a-z_]{1,40})"/.exec(body) : null
+  const code = match?.[1]
+  return code !== undefined ? knownCode(code) : 'other'
+}
+
+/** A known code, or `other`: label values stay within the PROFILE's set. */
+export function knownCode(code: string): string {
+  return codeStatus(code) !== undefined ? code : 'other'
+}
+
+/** Report a refusal: the log line, an auth failure (401/403), a rate-limit hit. */
+export function reportRefused(
+  observer: RelayObserver,
+  refused: RefusedRequest,
+  scope?: RateLimitScope,
+): void {
+  observer.refused?.(refused)
+  if (refused.status === 401 || refused.status === 403) observer.authFailed?.(refused.code)
+  if (refused.code === 'rate_limited') {
+    const by = scope ?? ROUTE_SCOPE[refused.route]
+    if (by !== undefined) observer.rateLimited?.(by)
+  }
+}
+
+/** Report the answer `reply` to one HTTP request. */
+export function reportReply(
+  observer: RelayObserver,
+  method: string,
+  trace: RequestTrace,
+  reply: Pick<HttpReply, 'status' | 'body'>,
+): void {
+  const { status } = reply
+  const code = status >= 400 ? replyCode(reply.body) : undefined
+  if (trace.route === 'publish' && method === 'POST') {
+    observer.published?.(code ?? (trace.duplicate ? 'duplicate' : 'accepted'))
+  }
+  if (code === undefined) return
+  reportRefused(
+    observer,
+    {
+      code,
+      status,
+      route: trace.route,
+      method,
+      ...(trace.bucket !== undefined ? { bucket: trace.bucket } : {}),
+    },
+    trace.scope,
+  )
+}
+
+/** One observer that tells each of `observers` (skipping undefined ones), or undefined. */
+export function combineObservers(
+  ...observers: Array<RelayObserver | undefined>
+): RelayObserver | undefined {
+  const list = observers.filter((o): o is RelayObserver => o !== undefined)
+  if (list.length <= 1) return list[0]
+  const each =
+    <K extends keyof RelayObserver>(key: K) =>
+    (...args: Parameters<NonNullable<RelayObserver[K]>>) => {
+      for (const o of list) (o[key] as ((...a: typeof args) => void) | undefined)?.(...args)
+    }
+  return {
+    refused: each('refused'),
+    published: each('published'),
+    authFailed: each('authFailed'),
+    rateLimited: each('rateLimited'),
+    delivered: each('delivered'),
+    streamOpened: each('streamOpened'),
+    streamClosed: each('streamClosed'),
+    storeWrite: each('storeWrite'),
+  }
+}

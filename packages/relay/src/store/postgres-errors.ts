@@ -1,0 +1,64 @@
+/**
+ * PostgreSQL failures that mean "the database cannot be reached now" — not a defect of the
+ * request or of the relay — become `unavailable` (503 with Retry-After, PROFILE §7), so that
+ * clients retry (another node, or later) instead of reading a 500. The operator still hears the
+ * original error through the store's `onError`.
+ */
+import { AgentMsgError } from '@agentmsg/core'
+
+/** Seconds a client is told to wait before retrying while the database is unreachable. */
+export const STORE_UNAVAILABLE_RETRY_AFTER = 5
+
+/** Node socket errors of a connection that failed or broke. */
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+])
+
+/**
+ * SQLSTATE classes and codes of an unreachable or unwritable server: 08 connection exception,
+ * 53 insufficient resources (too many connections), 57P01–57P03 shut down / starting up,
+ * 25006 read-only transaction (a standby during a failover).
+ */
+function isUnavailableState(code: string): boolean {
+  return (
+    code.startsWith('08') ||
+    code.startsWith('53') ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    code === '25006'
+  )
+}
+
+/** node-postgres's own messages for a connection it lost or could not get. */
+const DRIVER_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Connection refused',
+]
+
+/** True when `error` says the database is unreachable (or not writable) right now. */
+export function isPostgresUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const code = (error as { code?: unknown }).code
+  if (typeof code === 'string' && (SOCKET_CODES.has(code) || isUnavailableState(code))) return true
+  if (error instanceof AggregateError) return error.errors.some(isPostgresUnavailable)
+  return DRIVER_MESSAGES.some((m) => error.message.includes(m))
+}
+
+/** `error` as the relay should see it: `unavailable` when the database is unreachable. */
+export function asStoreError(error: unknown, onError: (error: unknown) => void): unknown {
+  if (!isPostgresUnavailable(error)) return error
+  onError(error)
+  return new AgentMsgError('unavailable', 'the relay store is unavailable; retry later', {
+    retryAfter: STORE_UNAVAILABLE_RETRY_AFTER,
+  })
+}

@@ -1,0 +1,169 @@
+/**
+ * The reads of the PostgreSQL relay store, each one statement on a pooled connection. A read
+ * sees what was committed when it started, never a write in progress: a publish whose promise
+ * has not resolved yet may be invisible, as the relay has not answered for it either (PROFILE
+ * §9). Every write transaction commits in cursor order (postgres-functions.ts), so a page read
+ * after a cursor never misses an entry that commits later.
+ */
+import type pg from 'pg'
+import { checkRetrieveOptions, parseAfter } from './common.js'
+import type { DuplicateQuery, MailboxEntry, MailboxPage, Subscription } from './types.js'
+
+interface SubscriptionRow {
+  id: string
+  agent: string
+  topics: string[]
+  webhook_url: string | null
+  webhook_verified: boolean
+  created: number
+}
+
+interface PageRow {
+  cursor: string
+  from_agent: string
+  message_id: string
+  json: string
+  /** Entries due after `after` within `limit` (the page may be cut by bytes before that). */
+  due: number
+}
+
+export interface PostgresReads {
+  subscriptions(agent?: string): Promise<Subscription[]>
+  mailboxState(agent: string): Promise<'open' | 'closed' | 'none'>
+  topicSubscribers(topic: string): Promise<string[]>
+  retrieve(
+    mailbox: string,
+    options: { after?: string; limit: number; maxBytes: number; now: number },
+  ): Promise<MailboxPage>
+  isDuplicate(query: DuplicateQuery): Promise<boolean>
+  usage(mailbox?: string, from?: string): Promise<{ messages: number; bytes: number }>
+  /** Mailboxes opened by a subscription (open or closed since). */
+  countMailboxes(): Promise<number>
+  /** Messages stored (a topic message once). */
+  storedMessages(): Promise<number>
+}
+
+function readSubscription(row: SubscriptionRow): Subscription {
+  const subscription: Subscription = {
+    id: row.id,
+    agent: row.agent,
+    topics: row.topics,
+    created: row.created,
+  }
+  if (row.webhook_url !== null) {
+    subscription.webhook = { url: row.webhook_url, verified: row.webhook_verified }
+  }
+  return subscription
+}
+
+/** The reads of the store whose tables are in the quoted schema `s`. */
+export function postgresReads(pool: pg.Pool, s: string): PostgresReads {
+  const subscriptionColumns = 'id, agent, topics, webhook_url, webhook_verified, created'
+  // Pages are sized by the stored text (PROFILE §9: at most 8 MiB), quotas by `bytes`. The
+  // running sum picks the entries that fit in maxBytes (always the first), on the server, so
+  // that a page of large messages does not fetch `limit` of them; `due` says whether bytes cut it.
+  const page =
+    'SELECT cursor::text AS cursor, from_agent, message_id, json, due::integer AS due ' +
+    'FROM (SELECT p.*, row_number() OVER w AS n, sum(p.json_bytes) OVER w AS running, ' +
+    'count(*) OVER () AS due ' +
+    'FROM (SELECT e.cursor, e.from_agent, e.message_id, m.json, m.json_bytes ' +
+    `FROM ${s}.entries e JOIN ${s}.messages m ON m.id = e.message_ref ` +
+    'WHERE e.mailbox = $1 AND e.cursor > $2::bigint AND e.expires_at > $3::float8 ' +
+    'ORDER BY e.cursor LIMIT $4::bigint) p ' +
+    'WINDOW w AS (ORDER BY p.cursor ROWS UNBOUNDED PRECEDING)) q ' +
+    'WHERE n = 1 OR running <= $5::float8 ORDER BY q.cursor'
+  const holds =
+    // Every mailbox holds the triple or remembers it (an empty list is answered in JS).
+    'SELECT NOT EXISTS (SELECT 1 FROM unnest($1::text[]) AS b(mailbox) ' +
+    `WHERE NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.mailbox = b.mailbox ` +
+    'AND e.message_id = $2 AND e.from_agent = $3) ' +
+    `AND NOT EXISTS (SELECT 1 FROM ${s}.seen x WHERE x.mailbox = b.mailbox ` +
+    'AND x.message_id = $2 AND x.from_agent = $3 AND x.forget_at > $4::float8)) AS held'
+
+  async function usageRow(text: string, values: unknown[]) {
+    const { rows } = await pool.query(text, values)
+    const row = rows[0] as { messages: string; bytes: string } | undefined
+    return { messages: Number(row?.messages ?? 0), bytes: Number(row?.bytes ?? 0) }
+  }
+
+  return {
+    async subscriptions(agent) {
+      const { rows } =
+        agent === undefined
+          ? await pool.query(
+              `SELECT ${subscriptionColumns} FROM ${s}.subscriptions ORDER BY created, seq`,
+            )
+          : await pool.query(
+              `SELECT ${subscriptionColumns} FROM ${s}.subscriptions WHERE agent = $1 ` +
+                'ORDER BY created, seq',
+              [agent],
+            )
+      return (rows as SubscriptionRow[]).map(readSubscription)
+    },
+
+    async mailboxState(agent) {
+      const { rows } = await pool.query(`SELECT state FROM ${s}.mailboxes WHERE agent = $1`, [
+        agent,
+      ])
+      return (rows[0]?.state as 'open' | 'closed' | 'none' | undefined) ?? 'none'
+    },
+
+    async topicSubscribers(topic) {
+      const { rows } = await pool.query(
+        `SELECT DISTINCT s.agent FROM ${s}.subscription_topics t ` +
+          `JOIN ${s}.subscriptions s ON s.id = t.subscription_id WHERE t.topic = $1 ORDER BY s.agent`,
+        [topic],
+      )
+      return rows.map((row: { agent: string }) => row.agent)
+    },
+
+    async retrieve(mailbox, opts) {
+      checkRetrieveOptions(opts)
+      const after = parseAfter(opts.after)
+      const { rows } = await pool.query(page, [mailbox, after, opts.now, opts.limit, opts.maxBytes])
+      const entries: MailboxEntry[] = (rows as PageRow[]).map((row) => ({
+        cursor: row.cursor,
+        from: row.from_agent,
+        messageId: row.message_id,
+        json: row.json,
+      }))
+      const last = entries[entries.length - 1]
+      const result: MailboxPage = { entries, cursor: last === undefined ? opts.after : last.cursor }
+      // Only said of pages with entries: an empty page ends a feed's reading anyway.
+      const cut = rows.length > 0 && entries.length < (rows[0] as PageRow).due
+      if (last !== undefined && !cut && entries.length < opts.limit) result.complete = true
+      return result
+    },
+
+    async isDuplicate({ mailboxes, from, messageId, now }) {
+      if (mailboxes.length === 0) return false
+      const { rows } = await pool.query(holds, [mailboxes, messageId, from, now])
+      return rows[0].held === true
+    },
+
+    usage(mailbox, from) {
+      if (mailbox === undefined) {
+        return usageRow(`SELECT messages, bytes FROM ${s}.relay_state WHERE id = 1`, [])
+      }
+      if (from === undefined) {
+        return usageRow(`SELECT messages, bytes FROM ${s}.mailboxes WHERE agent = $1`, [mailbox])
+      }
+      return usageRow(
+        `SELECT messages, bytes FROM ${s}.senders WHERE mailbox = $1 AND from_agent = $2`,
+        [mailbox, from],
+      )
+    },
+
+    async countMailboxes() {
+      const { rows } = await pool.query(
+        `SELECT count(*)::integer AS n FROM ${s}.mailboxes WHERE state <> 'none'`,
+      )
+      return rows[0].n as number
+    },
+
+    async storedMessages() {
+      const { rows } = await pool.query(`SELECT count(*)::integer AS n FROM ${s}.messages`)
+      return rows[0].n as number
+    },
+  }
+}
