@@ -28,7 +28,8 @@ import { pathToFileURL } from 'node:url'
 import { createDevCertificate } from '@agentmsg/transport-https/node'
 import { printTable } from '../lib.mjs'
 import { cpuBetween, cpuSnapshot, POSTGRES_URL, postgresQuery, startCluster } from './cluster.mjs'
-import { loadAverage, median, percentile, scratch, spawnRole } from './harness.mjs'
+import { loadAverage, percentile, scratch, spawnRole } from './harness.mjs'
+import { latencyRows, publishRows } from './postgres-rows.mjs'
 import { agentFromSeed, newSeeds, signedItems, writeItems } from './workload.mjs'
 
 const PUBLISH_CONCURRENCY = 64
@@ -164,113 +165,6 @@ async function rounds(runs, run, verbose, label) {
   return out
 }
 
-/** How busy the machine was in case `c`, and how much of that was not this benchmark. */
-function busyText(rs, c) {
-  const busy = median(rs.map((r) => r[c].machineBusy))
-  const other = median(rs.map((r) => r[c].otherCores))
-  return `${Math.round(busy * 100)}% (${other.toFixed(2)} cores not ours)`
-}
-
-function publishRows(rs, bytes) {
-  const m = (f) => median(rs.map(f))
-  const busy = (c) => busyText(rs, c)
-  const cores = (c) => m((r) => r[c].postgresCores).toFixed(2)
-  const sqliteName = 'SQLite, 1 relay process'
-  const pg1Name = 'PostgreSQL, 1 relay process'
-  return [
-    {
-      name: `durable publish, ${bytes} B direct, ${PUBLISH_CONCURRENCY} in flight, PostgreSQL 1 node (median of ${rs.length}; machine busy ${busy('pg1')} vs ${busy('sqlite')})`,
-      value: m((r) => r.pg1.rps),
-      unit: 'msg/s',
-      baseline: m((r) => r.sqlite.rps),
-      baselineName: sqliteName,
-      ratio: m((r) => r.pg1.rps / r.sqlite.rps),
-      target: 'context',
-    },
-    {
-      name: `durable publish, PostgreSQL 3 nodes (requests round-robin; machine busy ${busy('pg3')})`,
-      value: m((r) => r.pg3.rps),
-      unit: 'msg/s',
-      baseline: m((r) => r.pg1.rps),
-      baselineName: pg1Name,
-      ratio: m((r) => r.pg3.rps / r.pg1.rps),
-      target: 'context (2 cores shared by all)',
-    },
-    {
-      name: 'relay processes CPU per publish (all nodes, all threads), PostgreSQL 1 node',
-      value: m((r) => r.pg1.relayUs),
-      unit: 'µs/msg',
-      baseline: m((r) => r.sqlite.relayUs),
-      baselineName: sqliteName,
-      ratio: m((r) => r.pg1.relayUs / r.sqlite.relayUs),
-      target: 'context (lower is better)',
-    },
-    {
-      name: 'relay processes CPU per publish, PostgreSQL 3 nodes',
-      value: m((r) => r.pg3.relayUs),
-      unit: 'µs/msg',
-      baseline: m((r) => r.pg1.relayUs),
-      baselineName: pg1Name,
-      ratio: m((r) => r.pg3.relayUs / r.pg1.relayUs),
-      target: 'context (lower is better)',
-    },
-    {
-      name: `PostgreSQL server CPU per publish, 3 nodes (${cores('pg3')} cores vs ${cores('pg1')})`,
-      value: m((r) => r.pg3.postgresUs),
-      unit: 'µs/msg',
-      baseline: m((r) => r.pg1.postgresUs),
-      baselineName: pg1Name,
-      ratio: m((r) => r.pg3.postgresUs / r.pg1.postgresUs),
-      target: 'context (lower is better)',
-    },
-    {
-      name: 'all CPU of the benchmark per publish (relays + PostgreSQL + load generator), 3 nodes',
-      value: m((r) => r.pg3.benchUs),
-      unit: 'µs/msg',
-      baseline: m((r) => r.pg1.benchUs),
-      baselineName: pg1Name,
-      ratio: m((r) => r.pg3.benchUs / r.pg1.benchUs),
-      target: 'context (what 2 cores must carry)',
-    },
-  ]
-}
-
-function latencyRows(rs, rate) {
-  const m = (f) => median(rs.map(f))
-  const got = (c) => rs.map((r) => `${r[c].delivered}/${r[c].sent}`).join(', ')
-  const busy = (c) => busyText(rs, c)
-  const row = (name, c, base, baseName, p) => ({
-    name,
-    value: m((r) => r[c][p]),
-    unit: 'ms',
-    baseline: m((r) => r[base][p]),
-    baselineName: baseName,
-    ratio: m((r) => r[c][p] / r[base][p]),
-    target: 'context',
-  })
-  const sqliteName = 'SQLite, 1 node'
-  const pg1Name = 'PostgreSQL, 1 node'
-  const cross = `${rate}/s, PostgreSQL 3 nodes, published on nodes 1–2, streamed from node 0`
-  return [
-    row(
-      `publish→push p50, WebSocket, ${rate}/s, PostgreSQL 1 node (median of ${rs.length}; delivered ${got('pg1')}; machine busy ${busy('pg1')} vs ${busy('sqlite')})`,
-      'pg1',
-      'sqlite',
-      sqliteName,
-      'p50',
-    ),
-    row(`publish→push p99, ${rate}/s, PostgreSQL 1 node`, 'pg1', 'sqlite', sqliteName, 'p99'),
-    row(
-      `publish→push p50, ${cross} (delivered ${got('pg3')}; machine busy ${busy('pg3')})`,
-      'pg3',
-      'pg1',
-      pg1Name,
-      'p50',
-    ),
-    row(`publish→push p99, ${cross}`, 'pg3', 'pg1', pg1Name, 'p99'),
-  ]
-}
-
 /** Both tables' rows, and the rounds behind them. */
 export async function benchProcPostgres({ runs = 2, verbose = false } = {}) {
   let backend
@@ -316,7 +210,10 @@ export async function benchProcPostgres({ runs = 2, verbose = false } = {}) {
       )
     }
     return {
-      publishRows: publishRows(publish, Buffer.byteLength(items[0].body)),
+      publishRows: publishRows(publish, {
+        bytes: Buffer.byteLength(items[0].body),
+        concurrency: PUBLISH_CONCURRENCY,
+      }),
       latencyRows: RATES.flatMap((rate) => latencyRows(latency[rate], rate)),
       rounds: { publish, latency },
     }
