@@ -113,11 +113,21 @@ if (want('relay')) {
 
 if (want('postgres')) {
   const { benchProcPostgres } = await import('./proc/postgres-proc.mjs')
-  const pg = await benchProcPostgres({ runs: Number(process.env.BENCH_PG_RUNS ?? 2) })
-  const where = 'relay, publisher and subscriber in separate processes'
-  table(`relay on PostgreSQL vs SQLite, 1 and 3 nodes: durable publish (${where})`, pg.publishRows)
-  table('relay on PostgreSQL vs SQLite, 1 and 3 nodes: publish→push latency', pg.latencyRows)
-  summary.postgresRounds = pg.rounds
+  try {
+    const pg = await benchProcPostgres({ runs: Number(process.env.BENCH_PG_RUNS ?? 2) })
+    const where = 'relay, publisher and subscriber in separate processes'
+    table(
+      `relay on PostgreSQL vs SQLite, 1 and 3 nodes: durable publish (${where})`,
+      pg.publishRows,
+    )
+    table('relay on PostgreSQL vs SQLite, 1 and 3 nodes: publish→push latency', pg.latencyRows)
+    summary.postgresRounds = pg.rounds
+  } catch (error) {
+    // The other sections still run; the run fails.
+    console.log(`\n## relay on PostgreSQL: FAILED\n${error.stack ?? error}`)
+    summary.postgresError = String(error.message ?? error)
+    process.exitCode = 1
+  }
 }
 
 if (want('relay-inprocess')) {

@@ -1,8 +1,9 @@
 /**
  * The operations flags of `agentmsg relay` (issue 14): the config file, the metrics listener,
- * the log level and the shutdown bound.
+ * the log level and the shutdown bound; and the bounded stop.
  */
 import { isLogLevel, LOG_LEVELS } from './server/relay-log.js'
+import type { RelayServer } from './server/serve.js'
 
 /** The `parseArgs` options of these flags. */
 export const OPS_FLAGS = {
@@ -57,4 +58,31 @@ export function opsFromFlags(values: OpsValues, fail: (message: string) => Error
     ops.shutdownTimeoutMs = seconds * 1000
   }
   return ops
+}
+
+/** A loopback host: the metrics listener there is reachable from this machine only. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+}
+
+/** Close `server` within `ms`: `stopped`, `timeout`, or the error the close failed with. */
+export async function stopWithin(
+  server: RelayServer,
+  ms: number,
+): Promise<'stopped' | 'timeout' | { error: unknown }> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms)
+  })
+  try {
+    return await Promise.race([
+      server.close().then(
+        () => 'stopped' as const,
+        (error: unknown) => ({ error }),
+      ),
+      late,
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
 }

@@ -26,7 +26,7 @@ import {
   parseSize as sizeOf,
 } from './cli-config.js'
 import { LIMIT_FLAGS, LIMITS_USAGE, limitsFromFlags } from './cli-limits.js'
-import { OPS_FLAGS, OPS_USAGE, opsFromFlags } from './cli-ops.js'
+import { isLoopback, OPS_FLAGS, OPS_USAGE, opsFromFlags, stopWithin } from './cli-ops.js'
 import {
   describeStore,
   openStoreFromFlags,
@@ -336,30 +336,4 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   }
   logger.info('stopped')
   return 0
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.')
-}
-
-/** Close `server` within `ms`: `stopped`, `timeout`, or the error the close failed with. */
-async function stopWithin(
-  server: RelayServer,
-  ms: number,
-): Promise<'stopped' | 'timeout' | { error: unknown }> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms)
-  })
-  try {
-    return await Promise.race([
-      server.close().then(
-        () => 'stopped' as const,
-        (error: unknown) => ({ error }),
-      ),
-      late,
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
 }

@@ -133,20 +133,25 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('PostgreSQL relay store', () => 
       const schema = schemaForTest()
       const errors: unknown[] = []
       const store = await node(schema, { onError: (error) => errors.push(error) })
+      // Another process publishes: a store does not pass on its own publishes' signals.
+      const other = await node(schema)
       const heard: Array<string | undefined> = []
       store.watch((mailbox) => heard.push(mailbox))
-      await store.publish(message(['alice']))
+      await store.publish(message(['own']))
+      await other.publish(message(['alice']))
       await waitFor(() => heard.includes('alice'))
+      expect(heard).not.toContain('own')
       expect(heard).not.toContain(undefined)
       const killed = await adminQuery(
         'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity ' +
           'WHERE application_name = $1 AND query = $2',
         [POSTGRES_LISTEN_APPLICATION, `LISTEN "${postgresChannel(schema)}"`],
       )
-      expect(killed).toEqual([{ ok: true }])
+      // Both stores' LISTEN connections (the publisher's too).
+      expect(killed).toEqual([{ ok: true }, { ok: true }])
       await waitFor(() => heard.includes(undefined))
       expect(errors.length).toBeGreaterThan(0)
-      await store.publish(message(['bob']))
+      await other.publish(message(['bob']))
       await waitFor(() => heard.includes('bob'))
     })
   })
@@ -162,7 +167,8 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('PostgreSQL relay store', () => 
       })
       try {
         const store = await openPostgresRelayStore({ pool, schema })
-        await expect(store.checkWritable()).rejects.toThrow(/read-only/)
+        // A standby refuses writes: `unavailable` (the relay answers 503), not a defect.
+        await expect(store.checkWritable()).rejects.toMatchObject({ code: 'unavailable' })
         await store.close()
         // The caller's pool stays open after close().
         expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])

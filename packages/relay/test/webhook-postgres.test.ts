@@ -81,7 +81,7 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('webhooks from relays sharing Po
       const bob = await fixtureAgent()
       // Subscribed through B, which does not push: A picks the subscription up from the store.
       await b.client.subscribe(bob, { push: { mode: 'webhook', url: hookUrl } })
-      const first = []
+      const first: string[] = []
       for (let i = 0; i < 10; i++) {
         const message = await signedMessage(alice, bob.id)
         const relay = i % 2 === 0 ? a : b
@@ -93,7 +93,7 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('webhooks from relays sharing Po
       await waitFor(async () => (await a.store.usage(bob.id)).messages === 0)
 
       await a.stop()
-      const second = []
+      const second: string[] = []
       for (let i = 0; i < 10; i++) {
         const message = await signedMessage(carol, bob.id)
         expect((await b.client.publish(message)).status).toBe(202)
@@ -105,7 +105,7 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('webhooks from relays sharing Po
       // A comes back while B leads: both know the subscription now, and still only one pushes.
       const again = await relayOnSchema()
       restarted = again
-      const third = []
+      const third: string[] = []
       for (let i = 0; i < 20; i++) {
         const message = await signedMessage(dave, bob.id)
         const relay = i % 2 === 0 ? again : b

@@ -18,6 +18,12 @@ export interface PostgresWatchOptions {
   channel: string
   /** Connection trouble, and listeners that threw. */
   onError: (error: unknown) => void
+  /**
+   * True for the server process id of one of this store's own connections: its notifications
+   * are not passed on (the relay wakes its own feeds after its own publishes; hearing them again
+   * would cost every feed here a second, empty read per message).
+   */
+  fromSelf?: (processId: number) => boolean
   /** First reconnect delay, doubled on each failure up to `maxDelayMs`. @default 100 */
   minDelayMs?: number
   /** @default 5000 */
@@ -63,8 +69,9 @@ export async function startPostgresWatch(options: PostgresWatchOptions): Promise
   async function connect(): Promise<pg.Client> {
     const next = new pg.Client(config)
     next.on('notification', (message) => {
+      if (message.channel !== channel || options.fromSelf?.(message.processId) === true) return
       // '' stands for a mailbox name too long for a payload: any mailbox may have changed.
-      if (message.channel === channel) emit(message.payload || undefined)
+      emit(message.payload || undefined)
     })
     next.on('error', (error) => lost(next, error))
     next.on('end', () => lost(next))

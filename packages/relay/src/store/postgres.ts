@@ -140,6 +140,20 @@ export async function openPostgresRelayStore(
     pool.on('error', onError)
   }
 
+  // The server process ids of this store's pooled connections, whose publishes this process
+  // already signalled to its own feeds (see `watch`).
+  const ownBackends = new Set<number>()
+  const processIdOf = (client: pg.PoolClient) =>
+    (client as pg.PoolClient & { processID?: number }).processID
+  pool.on('connect', (client) => {
+    const id = processIdOf(client)
+    if (id !== undefined) ownBackends.add(id)
+  })
+  pool.on('remove', (client) => {
+    const id = processIdOf(client)
+    if (id !== undefined) ownBackends.delete(id)
+  })
+
   let watcher: Awaited<ReturnType<typeof startPostgresWatch>>
   try {
     const client = await pool.connect()
@@ -156,6 +170,7 @@ export async function openPostgresRelayStore(
       config: clientConfigOf(pool),
       channel: postgresChannel(schema),
       onError,
+      fromSelf: (processId) => ownBackends.has(processId),
     })
   } catch (error) {
     if (owned) await pool.end().catch(() => undefined)

@@ -218,9 +218,10 @@ export interface RelayStore {
   usage(mailbox?: string, from?: string): Promise<{ messages: number; bytes: number }>
   /**
    * Optional, for a store shared by several relay processes: call `listener` with a mailbox
-   * whenever entries were added to it by any process (this one included, possibly after the
-   * publish resolved), and with `undefined` when such signals may have been lost (a dropped
-   * connection), meaning "every mailbox may have changed". Returns the function that stops it.
+   * whenever another process added entries to it (this process's own publishes may be signalled
+   * too, or not: the relay wakes its feeds itself after them), and with `undefined` when such
+   * signals may have been lost (a dropped connection), meaning "every mailbox may have
+   * changed". Returns the function that stops it.
    * The relay wakes its feeds with it; a feed reads after its own cursor, so a repeated or late
    * signal is harmless. A store used by one process need not implement it.
    */
