@@ -7,6 +7,7 @@
  * The file's shape is a table ({@link SHAPE}): each leaf parses one value.
  */
 import { readFile } from 'node:fs/promises'
+import { AddressSet } from '@agentmsg/transport-https/http-kit'
 import type { RelayLimits } from './server/types.js'
 import type { RelayQuota } from './store/common.js'
 
@@ -18,6 +19,7 @@ export interface RelayConfig {
   mailboxFullRetryAfter?: number
   headersTimeoutMs?: number
   bodyTimeoutMs?: number
+  trustedProxies?: string[]
 }
 
 /** A config file that cannot be used: one problem per line, `<path>: <what is wrong>`. */
@@ -78,6 +80,19 @@ const retentionDays: Leaf = (v) =>
 
 const rateLimit: Shape = { rate, burst: whole }
 
+// Load balancers and proxies whose X-Forwarded-For is believed (PROFILE §6).
+const trustedProxies: Leaf = (v) => {
+  if (!Array.isArray(v) || v.length > 1000 || !v.every((e) => typeof e === 'string')) {
+    return { problem: 'must be an array of IP addresses or CIDR ranges' }
+  }
+  try {
+    new AddressSet(v)
+  } catch (e) {
+    return { problem: (e as Error).message }
+  }
+  return { value: v }
+}
+
 /** The config file: every key it may hold. */
 const SHAPE: Shape = {
   limits: {
@@ -99,6 +114,7 @@ const SHAPE: Shape = {
   timeouts: { headersSeconds: seconds, bodySeconds: seconds },
   retentionDays,
   mailboxFullRetryAfter: whole,
+  trustedProxies,
 }
 
 /** Parse `value` against `shape`, pushing one problem per bad key; returns what parsed. */
@@ -144,6 +160,7 @@ interface ParsedFile {
   timeouts?: { headersSeconds?: number; bodySeconds?: number }
   retentionDays?: number
   mailboxFullRetryAfter?: number
+  trustedProxies?: string[]
 }
 
 function rateLimitOf(given: ParsedRate | undefined): RelayLimits['perSender'] {
@@ -178,6 +195,7 @@ export function relayConfigFrom(file: string, json: unknown): RelayConfig {
   if (parsed.mailboxFullRetryAfter !== undefined) {
     config.mailboxFullRetryAfter = parsed.mailboxFullRetryAfter
   }
+  if (parsed.trustedProxies !== undefined) config.trustedProxies = parsed.trustedProxies
   return config
 }
 

@@ -18,6 +18,7 @@
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
+import { AddressSet } from '@agentmsg/transport-https/http-kit'
 import { loadDevCertificate } from '@agentmsg/transport-https/node'
 import {
   loadRelayConfig,
@@ -58,6 +59,9 @@ reconnect, the store is flushed, exit 0 (a second signal stops at once).
                     webhooks (a dev inbox's: the dev CA; no NODE_EXTRA_CA_CERTS needed)
   --allow-private   hosts or ranges on private or loopback addresses it may fetch from (a URL
                     agent on 127.0.0.1 needs --allow-private 127.0.0.1)
+  --trusted-proxies LIST   load balancer / proxy addresses or CIDR ranges whose
+                    X-Forwarded-For the per-address limits believe (several relay nodes behind
+                    one balancer: its addresses)
   --max-storage     what all mailboxes hold together (bytes, or e.g. 512MiB, 10GiB; default 10GiB)
   --store URL       keep mailboxes in PostgreSQL (postgres:// or postgresql:// URL) instead of
                     DIR/relay.sqlite: every relay process given the same URL and schema serves
@@ -151,6 +155,7 @@ export async function relayOptionsFromArgs(
         'tls-key': { type: 'string' },
         'dev-tls': { type: 'boolean' },
         'allow-private': { type: 'string', multiple: true },
+        'trusted-proxies': { type: 'string', multiple: true },
         ca: { type: 'string', multiple: true },
         'max-storage': { type: 'string' },
         store: { type: 'string' },
@@ -216,6 +221,7 @@ export async function relayOptionsFromArgs(
     .map((s) => s.trim())
     .filter(Boolean)
   const postgres = storeFromFlags(values.store, values['store-schema'], usage)
+  const trustedProxies = trustedProxiesFrom(values['trusted-proxies'], fileOptions.trustedProxies)
   return {
     host,
     port,
@@ -230,10 +236,32 @@ export async function relayOptionsFromArgs(
     ...(postgres ? { postgres } : {}),
     ...(values['public-url'] ? { publicUrl: values['public-url'] } : {}),
     ...(allowPrivate.length > 0 ? { allowPrivate } : {}),
+    ...(trustedProxies ? { trustedProxies } : {}),
     ...(ca.length > 0 ? { ca } : {}),
     ...(quota ? { quota } : {}),
     ...(limits ? { limits } : {}),
   }
+}
+
+/**
+ * `--trusted-proxies` (or the config file's `trustedProxies`; the flag wins): the load balancer
+ * or proxy addresses whose `X-Forwarded-For` the per-address limits believe (PROFILE §6).
+ */
+function trustedProxiesFrom(
+  flag: string[] | undefined,
+  file: string[] | undefined,
+): string[] | undefined {
+  if (flag === undefined) return file
+  const list = flag
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean)
+  try {
+    new AddressSet(list)
+  } catch (e) {
+    throw usage(`--trusted-proxies: ${(e as Error).message}`)
+  }
+  return list
 }
 
 function signals(): Promise<string> {

@@ -67,3 +67,43 @@ describe('agentmsg relay limits', () => {
       expect(RELAY_USAGE).toContain(flag)
   })
 })
+
+describe('agentmsg relay --trusted-proxies and --store (several nodes behind a balancer)', () => {
+  it('takes proxy addresses and ranges, comma-separated or repeated; refuses anything else', async () => {
+    const given = await options(
+      '--trusted-proxies',
+      '10.0.0.1, 10.1.0.0/16',
+      '--trusted-proxies',
+      '::1',
+    )
+    expect(given?.trustedProxies).toEqual(['10.0.0.1', '10.1.0.0/16', '::1'])
+    for (const bad of ['lb.example', '10.0.0.0/33', '10.0.0.1/x']) {
+      await expect(options('--trusted-proxies', bad)).rejects.toMatchObject({
+        code: 'usage',
+        exitCode: 2,
+      })
+    }
+    expect(RELAY_USAGE).toContain('--trusted-proxies')
+  })
+
+  it('takes a postgres:// store URL and schema; refuses other URLs and bad schema names', async () => {
+    const given = await options(
+      '--store',
+      'postgres://relay@db.internal:5432/agentmsg',
+      '--store-schema',
+      'relay_a',
+    )
+    expect(given?.postgres).toEqual({
+      url: 'postgres://relay@db.internal:5432/agentmsg',
+      schema: 'relay_a',
+    })
+    for (const bad of [
+      ['--store', 'mysql://db/x'],
+      ['--store', 'not a url'],
+      ['--store', 'postgres://db/x', '--store-schema', 'Bad-Name'],
+      ['--store-schema', 'relay_a'],
+    ]) {
+      await expect(options(...bad)).rejects.toMatchObject({ code: 'usage', exitCode: 2 })
+    }
+  })
+})

@@ -153,7 +153,7 @@ describe('relay --config', () => {
       `${at} quota.totalBytes: must be a positive number of bytes, or a size such as "256MiB" (KiB, MiB, GiB)`,
       `${at} timeouts: must be a JSON object`,
       `${at} retentionDays: must be a number of days from 7 (PROFILE §9) to 3650`,
-      `${at} port: unknown key (expected one of limits, quota, timeouts, retentionDays, mailboxFullRetryAfter)`,
+      `${at} port: unknown key (expected one of limits, quota, timeouts, retentionDays, mailboxFullRetryAfter, trustedProxies)`,
     ])
   })
 
