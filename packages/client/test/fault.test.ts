@@ -25,6 +25,7 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { seededRandom } from '@agentmsg/conformance'
 import { memoryStorage, type Storage } from '@agentmsg/core'
 import { memoryRelayStore, type RelayServer, serveRelay } from '@agentmsg/relay'
 import { fsStorage } from '@agentmsg/storage-fs'
@@ -47,18 +48,6 @@ const CONVERGE_TIMEOUT_MS = 25_000
 const SETTLE_MS = 400
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/fault-child.ts', import.meta.url))
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 async function bundleChild(dir: string): Promise<string> {
   const outfile = path.join(dir, 'fault-child.mjs')
@@ -235,7 +224,7 @@ describe('agent under SIGKILL (durable outbox, ack after handling, persisted rep
       ? Number(process.env.FAULT_SEED)
       : (Date.now() ^ (process.pid << 8)) >>> 0
     console.log(`fault test seed: ${seed} (rerun with FAULT_SEED=${seed})`)
-    const random = prng(seed)
+    const random = seededRandom(seed)
     const started = Date.now()
 
     const childDir = path.join(work, 'child')

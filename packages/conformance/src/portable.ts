@@ -11,6 +11,7 @@ export type { MemoryHub } from './examples/memory-transport.js'
 export { createMemoryHub, MEMORY_KIND, memoryTransport } from './examples/memory-transport.js'
 export type { FixtureAgent, FixtureSignOptions } from './fixtures.js'
 export { fixtureAgent, sealedMessage, signedMessage } from './fixtures.js'
+export { seededRandom } from './seeded-random.js'
 export type { RunStorageContractOptions, StorageCheckResult } from './storage/run.js'
 export { runStorageContract, storageCheckNames } from './storage/run.js'
 export type {

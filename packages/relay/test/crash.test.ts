@@ -18,6 +18,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { Agent, request as httpsRequest } from 'node:https'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { seededRandom } from '@agentmsg/conformance'
 import {
   createKeyResolver,
   createMessage,
@@ -56,18 +57,6 @@ const REQUEST_TIMEOUT_MS = 15_000
 const FIRST_ACK_TIMEOUT_MS = 15_000
 const MAX_PAGES = 100
 const PAGE_LIMIT = 500
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 type PublishOutcome = { status: number } | { error: string }
 
@@ -128,7 +117,7 @@ describe('relay crash (SIGKILL) durability', () => {
       ? Number(process.env.CRASH_SEED)
       : (Date.now() ^ (process.pid << 8)) >>> 0
     console.log(`crash test seed: ${seed} (rerun with CRASH_SEED=${seed})`)
-    const random = prng(seed)
+    const random = seededRandom(seed)
     const started = Date.now()
 
     const port = await freePort()

@@ -16,6 +16,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { seededRandom } from '@agentmsg/conformance'
 import {
   createMessage,
   didKeyFromPublicKey,
@@ -54,18 +55,6 @@ const KILL_AFTER_ACKS_MAX = 200
 const TOPIC = 'multi-node/test'
 /** How long the subscribers get, after the last round, to receive everything acknowledged. */
 const DELIVERY_DEADLINE_MS = 30_000
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -113,7 +102,7 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('relay nodes on one PostgreSQL',
       ? Number(process.env.MULTI_NODE_SEED)
       : (Date.now() ^ (process.pid << 8)) >>> 0
     console.log(`multi-node test seed: ${seed} (rerun with MULTI_NODE_SEED=${seed})`)
-    const random = prng(seed)
+    const random = seededRandom(seed)
 
     const flags = [
       ...['--store', url, '--store-schema', schema],

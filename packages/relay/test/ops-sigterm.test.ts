@@ -9,76 +9,45 @@
  * A second case stops the relay while a publish cannot finish (its sender's host never answers):
  * the relay gives up at its bound with exit 1 and a line saying so.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { Agent, request as httpsRequest } from 'node:https'
 import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { ed25519Signer, generateKeyPair, type Message } from '@agentmsg/core'
 import { signWsAuth } from '@agentmsg/core/http-signature'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { relayClient, until } from './helpers.js'
+import { freePort, type RelayProcess, requireBuiltCli, startRelayProcess } from './relay-process.js'
 
-const CLI = fileURLToPath(new URL('../../cli/dist/cli.js', import.meta.url))
 const CONCURRENCY = 16
 /** SIGTERM once this many publishes got a 202. */
 const SIGTERM_AFTER = 150
 /** Publish attempts per worker at most. */
 const MAX_ATTEMPTS = 200
-const START_TIMEOUT_MS = 20_000
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 interface RelayChild {
   child: ChildProcess
   url: string
   ca: string
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  exited: RelayProcess['exited']
   stderr: () => string
 }
 
-/** Start `agentmsg relay`; resolves once it logged that it listens. */
+/** Start `agentmsg relay` (relay-process.ts); resolves once it logged that it listens. */
 async function startRelay(dataDir: string, port: number, flags: string[]): Promise<RelayChild> {
-  const args = ['relay', '--data', dataDir, '--port', String(port), '--dev-tls', ...flags]
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
-  let err = ''
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  )
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`relay did not listen within ${START_TIMEOUT_MS} ms:\n${err}`))
-    }, START_TIMEOUT_MS)
-    child.stderr!.on('data', (d) => {
-      err += d
-      const listening = /"msg":"listening on (https:\/\/[^ ]+) /.exec(err)
-      if (listening) {
-        clearTimeout(timer)
-        resolve(listening[1]!)
-      }
-    })
-    void exited.then(({ code }) => {
-      clearTimeout(timer)
-      reject(new Error(`relay exited (${code}) before listening:\n${err}`))
-    })
-  })
-  const caFile = /"msg":"development CA: (.+?) \(/.exec(err)![1]!
-  return { child, url, ca: await readFile(caFile, 'utf8'), exited, stderr: () => err }
+  const r = await startRelayProcess(dataDir, port, flags)
+  const ca = await readFile(r.certFile, 'utf8')
+  return {
+    child: r.child,
+    url: `https://127.0.0.1:${port}`,
+    ca,
+    exited: r.exited,
+    stderr: r.output,
+  }
 }
 
 /** POST a publish over `agent`: its status, or the connection error's code. */
@@ -103,8 +72,7 @@ function publish(agent: Agent, url: string, body: string): Promise<number | stri
 const running: RelayChild[] = []
 let dir: string
 beforeAll(async () => {
-  if (!existsSync(CLI))
-    throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  requireBuiltCli()
   dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-sigterm-'))
 })
 afterAll(async () => {

@@ -3,9 +3,6 @@ import { createIdentityDocument, createKeyResolver, generateKeyPair } from '@age
 import { createInboxHandler } from '@agentmsg/transport-https'
 
 let inbox // one per isolate, made on the first request (env comes with it)
-const handled = async () => {
-  while (inbox.pending > 0) await new Promise((r) => setTimeout(r, 5))
-}
 export default {
   async fetch(request, env, ctx) {
     inbox ??= createInboxHandler({
@@ -20,7 +17,7 @@ export default {
     const response = await inbox.fetch(request, {
       clientAddress: request.headers.get('CF-Connecting-IP'),
     })
-    ctx.waitUntil(handled()) // the message is handled after the 202: keep the request until then
+    ctx.waitUntil(inbox.idle()) // the message is handled after the 202: keep the request until then
     return response
   },
 }

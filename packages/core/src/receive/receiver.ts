@@ -107,6 +107,10 @@ class AgentReceiver implements Receiver {
     return this.#queue.pending
   }
 
+  idle(): Promise<void> {
+    return this.#queue.drain()
+  }
+
   /** Bound, so a transport can be handed `receiver.receive` alone. */
   readonly receive = async (delivery: InboundDelivery): Promise<DeliveryOutcome> => {
     if (this.#closed) return this.#shuttingDown()

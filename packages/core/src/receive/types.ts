@@ -239,6 +239,11 @@ export interface Receiver {
   readonly authLevels: AuthLevelTracker
   /** Accepted messages not yet processed. */
   readonly pending: number
+  /**
+   * Resolves once no accepted message waits for `onMessage` or is inside it (at once when
+   * none): e.g. a Worker's `ctx.waitUntil(receiver.idle())`, whose request ends with its answer.
+   */
+  idle(): Promise<void>
   /** Settles once messages persisted by an earlier run have been queued again. */
   readonly ready: Promise<void>
   /** Refuse new deliveries (`unavailable`) and, unless `drain: false`, wait for the queue. */

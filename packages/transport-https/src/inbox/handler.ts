@@ -183,6 +183,12 @@ class Inbox implements InboxHandler, ExchangeHandler {
     }
   }
 
+  async idle(): Promise<void> {
+    if (this.#receiver) return this.#receiver.idle()
+    if (this.#delivering === 0) return
+    await new Promise<void>((resolve) => this.#idle.push(resolve))
+  }
+
   async close(options: InboxCloseOptions = {}): Promise<void> {
     this.#closed = true
     if (this.#receiver) return this.#receiver.close(options)

@@ -216,6 +216,11 @@ export interface InboxHandler {
    */
   readonly pending: number
   /**
+   * Resolves once `pending` is 0 (at once when it is). A Worker's request ends with its answer,
+   * and the message is handled after the 202 (PROFILE §6): `ctx.waitUntil(inbox.idle())`.
+   */
+  idle(): Promise<void>
+  /**
    * Settles once messages persisted by an earlier run have been queued again (at once with
    * `receive`: the receiver restores its own).
    */
