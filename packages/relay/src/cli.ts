@@ -15,106 +15,26 @@
  * input errors (one line per problem of a config file), 1 when the relay cannot start. Once it
  * listens, it logs JSON lines (pino) on stderr.
  */
-import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { AddressSet } from '@agentmsg/transport-https/http-kit'
 import { loadDevCertificate } from '@agentmsg/transport-https/node'
-import {
-  loadRelayConfig,
-  mergeLimits,
-  RelayConfigError,
-  parseSize as sizeOf,
-} from './cli-config.js'
-import { LIMIT_FLAGS, LIMITS_USAGE, limitsFromFlags } from './cli-limits.js'
-import { isLoopback, OPS_FLAGS, OPS_USAGE, opsFromFlags, stopWithin } from './cli-ops.js'
+import { loadRelayConfig, mergeLimits, RelayConfigError } from './cli-config.js'
+import { parseSize, readPem, trustedProxiesFrom } from './cli-flags.js'
+import { LIMIT_FLAGS, limitsFromFlags } from './cli-limits.js'
+import { isLoopback, OPS_FLAGS, opsFromFlags, stopWithin } from './cli-ops.js'
 import {
   describeStore,
   openStoreFromFlags,
   type PostgresStoreFlags,
   storeFromFlags,
 } from './cli-store.js'
+import { RELAY_USAGE, RelayCommandError, usage } from './cli-usage.js'
 import { createRelayLogger } from './server/relay-log.js'
 import { MetricsListenError } from './server/relay-metrics.js'
 import { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
 import type { RelayStore } from './store/types.js'
 
-export const RELAY_USAGE = `usage: agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
-                      (--dev-tls | --tls-cert F --tls-key F) [--ca F ...]
-                      [--allow-private LIST] [--max-storage SIZE] [rate limits]
-                      [--store postgres://USER@HOST/DB [--store-schema NAME]]
-                      [--config FILE] [--metrics-port P] [--log-level L]
-
-Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite, or on a
-PostgreSQL database that several relay processes share. Ctrl-C (SIGINT) or SIGTERM stop it
-cleanly: new publishes get 503, those in flight are stored and answered, streams are told to
-reconnect, the store is flushed, exit 0 (a second signal stops at once).
-  --port P          default 8443; --host H: default 127.0.0.1
-  --public-url URL  its public base URL (default https://<host>:<port>)
-  --dev-tls         a development certificate for localhost, 127.0.0.1 and ::1, issued by this
-                    machine's dev CA ($AGENTMSG_HOME/dev-ca/ca.pem, made on first use): clients
-                    trust that one file
-  --tls-cert F --tls-key F   a real certificate and its key (PEM)
-  --ca F            trust this CA too when fetching URL agents' identity documents and calling
-                    webhooks (a dev inbox's: the dev CA; no NODE_EXTRA_CA_CERTS needed)
-  --allow-private   hosts or ranges on private or loopback addresses it may fetch from (a URL
-                    agent on 127.0.0.1 needs --allow-private 127.0.0.1)
-  --trusted-proxies LIST   load balancer / proxy addresses or CIDR ranges whose
-                    X-Forwarded-For the per-address limits believe (several relay nodes behind
-                    one balancer: its addresses)
-  --max-storage     what all mailboxes hold together (bytes, or e.g. 512MiB, 10GiB; default 10GiB)
-  --store URL       keep mailboxes in PostgreSQL (postgres:// or postgresql:// URL) instead of
-                    DIR/relay.sqlite: every relay process given the same URL and schema serves
-                    the same mailboxes (DIR still holds --dev-tls files)
-  --store-schema N  the PostgreSQL schema of the tables (default agentmsg_relay)
-${LIMITS_USAGE}
-${OPS_USAGE}
-
-examples:
-  agentmsg relay --data ./relay --port 9443 --dev-tls \\
-      --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
-  agentmsg relay --data ./load --dev-tls --rate-limit unlimited --sender-rate-limit unlimited
-      (a load test from this machine: one address, a few senders)
-`
-
-/** A failure of the command: its code and exit code (2: usage or input). */
-export class RelayCommandError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly exitCode: 1 | 2 = 2,
-  ) {
-    super(message)
-  }
-}
-
-const usage = (message: string) =>
-  new RelayCommandError('usage', `${message} — see agentmsg relay --help`)
-
-/** Read a PEM file named by a flag (exit 2 when it cannot be read or is not PEM). */
-async function readPem(flag: string, file: string, marker: string): Promise<string> {
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (e) {
-    throw new RelayCommandError(
-      'invalid_input',
-      `${flag} ${file}: ${(e as Error).message} — pass a PEM file`,
-    )
-  }
-  if (text.length > 1_048_576 || !text.includes(marker)) {
-    throw new RelayCommandError('invalid_input', `${flag} ${file}: not a PEM file with ${marker}`)
-  }
-  return text
-}
-
-/** A size: an integer number of bytes, or one with a KiB, MiB or GiB suffix. */
-function parseSize(text: string): number {
-  const bytes = sizeOf(text)
-  if (bytes === undefined)
-    throw usage(`--max-storage ${text} is not a size (bytes, KiB, MiB or GiB)`)
-  return bytes
-}
+export { RELAY_USAGE, RelayCommandError } from './cli-usage.js'
 
 /** Where the command writes and how it waits; replaceable for tests. */
 export interface RelayCommandIo {
@@ -241,27 +161,6 @@ export async function relayOptionsFromArgs(
     ...(quota ? { quota } : {}),
     ...(limits ? { limits } : {}),
   }
-}
-
-/**
- * `--trusted-proxies` (or the config file's `trustedProxies`; the flag wins): the load balancer
- * or proxy addresses whose `X-Forwarded-For` the per-address limits believe (PROFILE §6).
- */
-function trustedProxiesFrom(
-  flag: string[] | undefined,
-  file: string[] | undefined,
-): string[] | undefined {
-  if (flag === undefined) return file
-  const list = flag
-    .flatMap((v) => v.split(','))
-    .map((v) => v.trim())
-    .filter(Boolean)
-  try {
-    new AddressSet(list)
-  } catch (e) {
-    throw usage(`--trusted-proxies: ${(e as Error).message}`)
-  }
-  return list
 }
 
 function signals(): Promise<string> {

@@ -2,7 +2,7 @@
  * Helpers shared by the relay stores (SQLite, memory): defaults, cursor syntax, input checks.
  */
 import { randomBytes } from 'node:crypto'
-import type { PublishInput } from './types.js'
+import type { PublishInput, StorePublishResult } from './types.js'
 
 /** Quotas of PROFILE §9 (all configurable). */
 export interface RelayQuota {
@@ -101,4 +101,45 @@ export function uniqueTopics(topics: string[]): string[] {
 /** A random subscription id (128 bits, base64url). */
 export function newSubscriptionId(): string {
   return randomBytes(16).toString('base64url')
+}
+
+/**
+ * The writes a queued store (SQLite, PostgreSQL) carries besides publish and ack, whose shapes
+ * differ per store.
+ */
+export type QueuedSubscriptionWrite =
+  | { op: 'expire'; now: number }
+  | {
+      op: 'subscribe'
+      id: string
+      agent: string
+      topics: string[]
+      webhookUrl: string | null
+      verified: boolean
+      created: number
+    }
+  | { op: 'unsubscribe'; id: string; agent: string }
+  | { op: 'setWebhookVerified'; id: string; verified: boolean }
+  /** Readiness (`checkWritable`): a write turn that changes nothing. */
+  | { op: 'check' }
+
+/**
+ * `RelayStore.publish` of a queued store: the input checked and its mailboxes deduplicated, then
+ * queued by `enqueue`; no mailboxes resolves `[]` at once (a closed store still refuses).
+ */
+export function queuePublish(
+  input: PublishInput,
+  closed: boolean,
+  enqueue: (mailboxes: string[]) => Promise<StorePublishResult[]>,
+): Promise<StorePublishResult[]> {
+  let mailboxes: string[]
+  try {
+    mailboxes = publishMailboxes(input)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+  if (mailboxes.length === 0) {
+    return closed ? Promise.reject(new Error('relay store is closed')) : Promise.resolve([])
+  }
+  return enqueue(mailboxes)
 }

@@ -14,7 +14,7 @@
  * answered as a duplicate if it did).
  */
 import pg from 'pg'
-import { forgetAtOf, type ResolvedQuota } from './common.js'
+import { forgetAtOf, type QueuedSubscriptionWrite, type ResolvedQuota } from './common.js'
 import type { PostgresBatchRunner, PostgresSettlement } from './postgres-queue.js'
 import {
   MailboxFullError,
@@ -39,20 +39,7 @@ export type PostgresWriteOp =
       skipFull: boolean
     }
   | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
-  | { op: 'expire'; now: number }
-  | {
-      op: 'subscribe'
-      id: string
-      agent: string
-      topics: string[]
-      webhookUrl: string | null
-      verified: boolean
-      created: number
-    }
-  | { op: 'unsubscribe'; id: string; agent: string }
-  | { op: 'setWebhookVerified'; id: string; verified: boolean }
-  /** Readiness (`checkWritable`): takes the writers' lock, changes nothing. */
-  | { op: 'check' }
+  | QueuedSubscriptionWrite
 
 /** The publish op of an input whose mailboxes were checked and deduplicated. */
 export function publishOp(input: PublishInput, mailboxes: string[]): PostgresWriteOp {

@@ -15,7 +15,7 @@
 import pg from 'pg'
 import {
   newSubscriptionId,
-  publishMailboxes,
+  queuePublish,
   type RelayQuota,
   resolveQuota,
   uniqueTopics,
@@ -237,20 +237,10 @@ export async function openPostgresRelayStore(
     mailboxState: (agent) => open(() => reads.mailboxState(agent)),
     topicSubscribers: (topic) => open(() => reads.topicSubscribers(topic)),
 
-    publish(input: PublishInput) {
-      let mailboxes: string[]
-      try {
-        mailboxes = publishMailboxes(input)
-      } catch (error) {
-        return Promise.reject(error)
-      }
-      if (mailboxes.length === 0) {
-        return writes.closed
-          ? Promise.reject(new Error('relay store is closed'))
-          : Promise.resolve([])
-      }
-      return enqueue<StorePublishResult[]>(publishOp(input, mailboxes))
-    },
+    publish: (input: PublishInput) =>
+      queuePublish(input, writes.closed, (mailboxes) =>
+        enqueue<StorePublishResult[]>(publishOp(input, mailboxes)),
+      ),
 
     isDuplicate: (query) => open(() => reads.isDuplicate(query)),
     retrieve: (mailbox, opts) => open(() => reads.retrieve(mailbox, opts)),

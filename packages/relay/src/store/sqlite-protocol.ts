@@ -8,7 +8,7 @@
  * Writer → main: `done` with one outcome per op, in order, and the COMMITs it made (one, or one
  * per op after a rollback); `closed` after the connection closed.
  */
-import type { ResolvedQuota } from './common.js'
+import type { QueuedSubscriptionWrite, ResolvedQuota } from './common.js'
 import type { PublishInput, StorePublishResult } from './types.js'
 
 /** What a batch of the group commit did, for metrics and benchmarks. */
@@ -33,20 +33,7 @@ export interface SqliteWriterData {
 export type SqliteWriteOp =
   | { op: 'publish'; input: PublishInput; mailboxes: string[] }
   | { op: 'ack'; mailbox: string; messageId: string; from: string | undefined }
-  | { op: 'expire'; now: number }
-  | {
-      op: 'subscribe'
-      id: string
-      agent: string
-      topics: string[]
-      webhookUrl: string | null
-      verified: boolean
-      created: number
-    }
-  | { op: 'unsubscribe'; id: string; agent: string }
-  | { op: 'setWebhookVerified'; id: string; verified: boolean }
-  /** Readiness (`checkWritable`): a write statement that changes nothing, in the batch's transaction. */
-  | { op: 'check' }
+  | QueuedSubscriptionWrite
 
 /** What each kind of write resolves with. */
 export interface SqliteWriteResults {

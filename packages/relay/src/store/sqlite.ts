@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
   newSubscriptionId,
-  publishMailboxes,
+  queuePublish,
   type RelayQuota,
   resolveQuota,
   uniqueTopics,
@@ -154,20 +154,10 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
       return reads.topicSubscribers(topic)
     },
 
-    publish(input: PublishInput) {
-      let mailboxes: string[]
-      try {
-        mailboxes = publishMailboxes(input)
-      } catch (error) {
-        return Promise.reject(error)
-      }
-      if (mailboxes.length === 0) {
-        return writes.closed
-          ? Promise.reject(new Error('relay store is closed'))
-          : Promise.resolve([])
-      }
-      return writes.enqueue({ op: 'publish', input, mailboxes })
-    },
+    publish: (input: PublishInput) =>
+      queuePublish(input, writes.closed, (mailboxes) =>
+        writes.enqueue({ op: 'publish', input, mailboxes }),
+      ),
 
     async isDuplicate(query) {
       assertOpen()
