@@ -15,43 +15,7 @@
  * Each answers the first message it is handed with `re: <text>` and reports what it saw.
  */
 import { createAgent } from '@agentmsg/client'
-import { createInboxHandler, httpsTransport } from '@agentmsg/transport-https'
-
-/**
- * The https transport plus an inbox for a runtime that serves requests itself: `listen` builds
- * the web-standard handler over the agent's one receive pipeline (as the Node transport does for
- * `node:https`) and hands it to `mount`, whose server then calls `handler.fetch(request)`.
- */
-export function webInboxTransport(mount) {
-  return {
-    protocol: 'https',
-    async create(components) {
-      const sending = await httpsTransport().create(components)
-      let handler
-      return {
-        protocol: 'https',
-        kinds: ['inbox'],
-        send: (message, target, options) => sending.send(message, target, options),
-        async listen(receive) {
-          handler = createInboxHandler({
-            agentId: components.agentId,
-            identityDocument: () => components.identityDocument(),
-            receive,
-            encryption: components.encryption ?? [],
-            onError: (error) => components.onError(error),
-            now: () => components.now(),
-          })
-          mount(handler)
-        },
-        async close() {
-          mount(undefined)
-          await handler?.close()
-          await sending.close()
-        },
-      }
-    },
-  }
-}
+import { httpsTransport } from '@agentmsg/transport-https'
 
 /**
  * Start the agents of one session: `mount(handler)` receives the inbox agent's handler;
@@ -65,7 +29,8 @@ export async function startAgents({ agentId, relayUrl, modes, mount, report }) {
     report({ type: 'error', leg, error: error?.stack ?? String(error) })
   legs.inbox = await createAgent({
     identity: { agentId },
-    transports: [webInboxTransport(mount)],
+    // The inbox handler goes to the runtime's own server (`webInbox.mount`).
+    transports: [httpsTransport({ webInbox: { mount } })],
     onError: onError('inbox'),
   })
   for (const mode of modes) {

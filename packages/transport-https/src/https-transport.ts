@@ -3,6 +3,8 @@
  * recipient's inbox through the durable outbox kept in the agent's transport storage.
  */
 import type {
+  AbortOptions,
+  DeliveryHandler,
   DeliveryReceipt,
   DeliveryTarget,
   Message,
@@ -12,6 +14,8 @@ import type {
   TransportSendOptions,
 } from '@agentmsg/core'
 import { type Clock, systemClock } from './clock.js'
+import { createInboxHandler } from './inbox/handler.js'
+import type { InboxHandler, InboxLimits } from './inbox/types.js'
 import type { OutboxEntry } from './outbox.js'
 import { Sender } from './sender.js'
 
@@ -31,9 +35,27 @@ export interface HttpsTransportOptions {
   random?: () => number
   /** Retries stop this long after the first attempt. @default 86_400_000 (24 h, PROFILE §6) */
   deadlineMs?: number
+  /**
+   * Serve the agent's inbox from your runtime's own HTTPS server (`Deno.serve`, `Bun.serve`, a
+   * Worker's `fetch`, any server that speaks `Request`/`Response`): once the agent listens,
+   * `mount` gets the web-standard inbox handler to route requests to; on close, `undefined`.
+   */
+  webInbox?: WebInboxOptions
 }
 
-/** The https {@link Transport}: sends to `inbox` targets. */
+/** The inbox {@link HttpsTransportOptions.webInbox} serves. */
+export interface WebInboxOptions {
+  /** Route requests to `handler.fetch(request, { clientAddress })` while it is set. */
+  mount(handler: InboxHandler | undefined): void
+  /** Path of the agent's base URL (`/agents/bob` for `https://host/agents/bob`). @default '' */
+  basePath?: string
+  /** The inbox's HTTP limits (per address, concurrent reads; per sender in capabilities). */
+  limits?: InboxLimits
+  /** Reverse proxies whose `X-Forwarded-For` is believed. @default [] */
+  trustedProxies?: readonly string[]
+}
+
+/** The https {@link Transport}: sends to `inbox` targets (and with `webInbox`, receives). */
 export interface HttpsTransport extends Transport {
   readonly protocol: 'https'
   readonly kinds: readonly ['inbox']
@@ -125,11 +147,56 @@ export function createHttpsTransport(
     throw first.error
   }
 
-  return {
+  const transport: HttpsTransport = {
     protocol: 'https',
     kinds: ['inbox'],
     send,
     pending: () => sender.pending(),
     close: () => sender.close(),
+  }
+  if (options.webInbox) mountWebInbox(transport, options.webInbox, components)
+  return transport
+}
+
+/**
+ * `listen(receive)` of a transport with `webInbox`: the inbox handler hands every message to the
+ * agent's receive pipeline (PROFILE §6), and the application's server routes requests to it.
+ */
+function mountWebInbox(
+  transport: HttpsTransport,
+  inbox: WebInboxOptions,
+  components: TransportComponents,
+): void {
+  let handler: InboxHandler | undefined
+  let closed = false
+  transport.listen = async (receive: DeliveryHandler, listenOptions: AbortOptions = {}) => {
+    listenOptions.signal?.throwIfAborted()
+    if (closed) throw new TypeError('listen: the transport is closed')
+    if (handler) throw new TypeError('listen: the inbox is already served')
+    handler = createInboxHandler({
+      agentId: components.agentId,
+      identityDocument: () => components.identityDocument(),
+      receive,
+      encryption: components.encryption ?? [],
+      onError: (error) => components.onError(error),
+      ...(inbox.basePath ? { basePath: inbox.basePath } : {}),
+      ...(inbox.limits ? { limits: inbox.limits } : {}),
+      ...(inbox.trustedProxies ? { trustedProxies: inbox.trustedProxies } : {}),
+      now: () => components.now(),
+    })
+    inbox.mount(handler)
+    listenOptions.signal?.addEventListener('abort', () => unmount(), { once: true })
+  }
+  const unmount = async () => {
+    const served = handler
+    if (!served) return
+    inbox.mount(undefined)
+    await served.close()
+  }
+  const closeSending = transport.close
+  transport.close = async () => {
+    closed = true
+    await unmount()
+    await closeSending()
   }
 }

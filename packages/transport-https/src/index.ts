@@ -25,6 +25,7 @@ export type {
   HttpsTransport,
   HttpsTransportFactory,
   HttpsTransportOptions,
+  WebInboxOptions,
 } from './https-transport.js'
 // Transport and sender
 export { httpsTransport } from './https-transport.js'

@@ -85,6 +85,7 @@ function createNodeHttpsTransport(
   components: TransportComponents,
 ): NodeHttpsTransport {
   const { ca, addressPolicy, inbox, ...rest } = options
+  if (inbox && rest.webInbox) throw new TypeError('give inbox (node:https) or webInbox, not both')
   const fetch =
     rest.fetch ??
     createNodeFetch({
@@ -138,6 +139,8 @@ function createNodeHttpsTransport(
     },
     send: (message, target, sendOptions) => sending.send(message, target, sendOptions),
     pending: () => sending.pending(),
+    // With `webInbox` instead of `inbox`, the isomorphic transport serves it.
+    ...(sending.listen ? { listen: sending.listen } : {}),
     async close(): Promise<void> {
       closed = true
       await listening?.catch(() => {})
