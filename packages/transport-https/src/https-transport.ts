@@ -159,6 +159,29 @@ export function createHttpsTransport(
 }
 
 /**
+ * An agent's inbox handler: its id and current identity document, every message handed to its
+ * receive pipeline (`receive`), sealed bodies advertised as the agent opens them. Shared with the
+ * Node transport's `inbox`.
+ */
+export function agentInboxHandler(
+  components: TransportComponents,
+  receive: DeliveryHandler,
+  inbox: Pick<WebInboxOptions, 'basePath' | 'limits' | 'trustedProxies'>,
+): InboxHandler {
+  return createInboxHandler({
+    agentId: components.agentId,
+    identityDocument: () => components.identityDocument(),
+    receive,
+    encryption: components.encryption ?? [],
+    onError: (error) => components.onError(error),
+    ...(inbox.basePath ? { basePath: inbox.basePath } : {}),
+    ...(inbox.limits ? { limits: inbox.limits } : {}),
+    ...(inbox.trustedProxies ? { trustedProxies: inbox.trustedProxies } : {}),
+    now: () => components.now(),
+  })
+}
+
+/**
  * `listen(receive)` of a transport with `webInbox`: the inbox handler hands every message to the
  * agent's receive pipeline (PROFILE §6), and the application's server routes requests to it.
  */
@@ -173,17 +196,7 @@ function mountWebInbox(
     listenOptions.signal?.throwIfAborted()
     if (closed) throw new TypeError('listen: the transport is closed')
     if (handler) throw new TypeError('listen: the inbox is already served')
-    handler = createInboxHandler({
-      agentId: components.agentId,
-      identityDocument: () => components.identityDocument(),
-      receive,
-      encryption: components.encryption ?? [],
-      onError: (error) => components.onError(error),
-      ...(inbox.basePath ? { basePath: inbox.basePath } : {}),
-      ...(inbox.limits ? { limits: inbox.limits } : {}),
-      ...(inbox.trustedProxies ? { trustedProxies: inbox.trustedProxies } : {}),
-      now: () => components.now(),
-    })
+    handler = agentInboxHandler(components, receive, inbox)
     inbox.mount(handler)
     listenOptions.signal?.addEventListener('abort', () => unmount(), { once: true })
   }

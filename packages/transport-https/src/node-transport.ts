@@ -11,11 +11,11 @@ import type {
 } from '@agentmsg/core'
 import type { AddressPolicy } from './address-policy.js'
 import {
+  agentInboxHandler,
   createHttpsTransport,
   type HttpsTransport,
   type HttpsTransportOptions,
 } from './https-transport.js'
-import { createInboxHandler } from './inbox/handler.js'
 import type { InboxLimits } from './inbox/types.js'
 import { createNodeFetch, type NodeFetchOptions } from './node-fetch.js'
 import { type InboxServer, serveInbox } from './node-server.js'
@@ -103,17 +103,7 @@ function createNodeHttpsTransport(
     receive: DeliveryHandler,
     signal?: AbortSignal,
   ): Promise<void> => {
-    const handler = createInboxHandler({
-      agentId: components.agentId,
-      identityDocument: () => components.identityDocument(),
-      receive,
-      encryption: components.encryption ?? [],
-      onError: (error) => components.onError(error),
-      ...(inbox.basePath ? { basePath: inbox.basePath } : {}),
-      ...(inbox.limits ? { limits: inbox.limits } : {}),
-      ...(inbox.trustedProxies ? { trustedProxies: inbox.trustedProxies } : {}),
-      now: () => components.now(),
-    })
+    const handler = agentInboxHandler(components, receive, inbox)
     const served = await serveInbox(handler, {
       port: inbox.port ?? 0,
       host: inbox.host ?? '127.0.0.1',
