@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openPostgresRelayStore } from '../src/store/postgres.js'
-import { POSTGRES_LEAD_APPLICATION } from '../src/store/postgres-lead.js'
+import { POSTGRES_LEAD_APPLICATION, postgresLeadKey } from '../src/store/postgres-lead.js'
 import { startRelay, type TestRelay, testCertificate } from './helpers.js'
 import {
   adminQuery,
@@ -27,12 +27,17 @@ afterAll(async () => {
   if (POSTGRES_TEST_URL !== undefined) await dropPostgresSchema(POSTGRES_TEST_URL, schema)
 })
 
-/** Leadership connections of this test's schema holding their advisory lock. */
+/**
+ * Leadership connections holding this test's webhook lock (other tests' relays, running at the
+ * same time on other schemas, hold locks of their own): an advisory lock's 64-bit key is split
+ * into `classid` (high half) and `objid` (low half).
+ */
 async function leadersHeld(): Promise<number> {
   const rows = await adminQuery(
     `SELECT count(*)::integer AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = $1`,
-    [POSTGRES_LEAD_APPLICATION],
+      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = $1
+        AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($2, 0)`,
+    [POSTGRES_LEAD_APPLICATION, postgresLeadKey(schema, 'webhooks')],
   )
   return rows[0]!.n as number
 }
@@ -65,10 +70,9 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('webhooks from relays sharing Po
     await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve))
     const hookUrl = `https://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`
 
-    const before = await leadersHeld()
     // A starts first and leads; B waits for the lock.
     const a = await relayOnSchema()
-    await waitFor(async () => (await leadersHeld()) === before + 1)
+    await waitFor(async () => (await leadersHeld()) === 1)
     const b = await relayOnSchema()
     let restarted: TestRelay | undefined
     try {
