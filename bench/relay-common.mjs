@@ -4,18 +4,13 @@
  * publisher, and small waiting helpers.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { Agent, createServer, request } from 'node:https'
+import { Agent, createServer } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import {
-  createMessage,
-  didKeyFromPublicKey,
-  ed25519Signer,
-  generateKeyPair,
-  signMessage,
-} from '@agentmsg/core'
+import { didKeyFromPublicKey, ed25519Signer, generateKeyPair } from '@agentmsg/core'
 import { serveRelay } from '@agentmsg/relay'
 import { WebSocket, WebSocketServer } from 'ws'
+import { padLengthFor, postJson, signRoundRobin } from './publish-common.mjs'
 
 const TARGET_BYTES = 1024
 export const RUN_TIMEOUT_MS = 60_000
@@ -34,38 +29,16 @@ export async function makeAgent() {
   return { id, signer: ed25519Signer(keys) }
 }
 
-const SENTENCE = 'Could you check the calendar for next week and propose two slots? '
 let padLength
 
 /** Signed messages of ~TARGET_BYTES, round-robin over `senders`, to `to(i)`. */
 export async function signedMessages(senders, to, count) {
-  const build = (sender, i, text) =>
-    signMessage(
-      createMessage({
-        from: sender.id,
-        to: to(i),
-        conversationId: `c-${i % senders.length}`,
-        sequence: i,
-        phase: 'request',
-        ttlSeconds: 86_400,
-        parts: [{ type: 'text', text }],
-      }),
-      sender.signer,
-    )
-  if (padLength === undefined) {
-    const probe = Buffer.byteLength(JSON.stringify(await build(senders[0], 0, '')))
-    padLength = Math.max(0, TARGET_BYTES - probe)
-  }
-  const text = SENTENCE.repeat(Math.ceil(padLength / SENTENCE.length)).slice(0, padLength)
-  const out = []
-  for (let i = 0; i < count; i += 256) {
-    const batch = Array.from({ length: Math.min(256, count - i) }, async (_, j) => {
-      const signed = await build(senders[(i + j) % senders.length], i + j, text)
-      return { id: signed.message_id, body: Buffer.from(JSON.stringify(signed)) }
-    })
-    out.push(...(await Promise.all(batch)))
-  }
-  return out
+  // Sized by the first workload: every later one pads its messages the same.
+  if (padLength === undefined) padLength = await padLengthFor(senders, to, TARGET_BYTES)
+  return signRoundRobin(senders, to, count, padLength, (signed) => ({
+    id: signed.message_id,
+    body: Buffer.from(JSON.stringify(signed)),
+  }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -128,27 +101,7 @@ export async function startBare(tls, { wrap = false } = {}) {
 export function publisher(url, ca, maxSockets) {
   const agent = new Agent({ keepAlive: true, maxSockets, ca })
   const target = `${url}/relay/publish`
-  const send = (body) =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        target,
-        {
-          method: 'POST',
-          agent,
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json',
-            'content-length': body.length,
-          },
-        },
-        (res) => {
-          res.resume()
-          res.on('end', () => resolve(res.statusCode))
-        },
-      )
-      req.on('error', reject)
-      req.end(body)
-    })
+  const send = (body) => postJson(target, agent, body)
   return { send, close: () => agent.destroy() }
 }
 

@@ -153,3 +153,64 @@ export const loadAverage = () =>
     .loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')
+
+/**
+ * `runs` rounds, each `{load, [name]: await cases[name]()}` over every case, the order
+ * reversed every other round so a drift in the machine's load hits every case alike.
+ */
+export async function alternatingRounds(runs, cases, { verbose = false, label = 'round' } = {}) {
+  const names = Object.keys(cases)
+  const out = []
+  for (let i = 0; i < runs; i++) {
+    const round = { load: loadAverage() }
+    for (const name of i % 2 === 0 ? names : [...names].reverse()) round[name] = await cases[name]()
+    out.push(round)
+    if (verbose) console.log(label, i, round)
+  }
+  return out
+}
+
+/**
+ * A table row (lib.mjs `printTable`) of case `c` beside case `base` over `rounds`, on figure
+ * `key` of each: both medians, and the ratio as the median of the rounds' paired ratios.
+ * `row` gives `{name, unit, baselineName, target}` and an optional `verdict`.
+ */
+export function pairedRow(rounds, c, base, key, { name, unit, baselineName, target, verdict }) {
+  const m = (f) => median(rounds.map(f))
+  return {
+    name,
+    value: m((r) => r[c][key]),
+    unit,
+    baseline: m((r) => r[base][key]),
+    baselineName,
+    ratio: m((r) => r[c][key] / r[base][key]),
+    target,
+    ...(verdict === undefined ? {} : { verdict }),
+  }
+}
+
+/** CPU µs per item by thread between two {@link threadCpu} readings, threads that ran only. */
+export function threadCpuPer(before, after, n) {
+  const out = {}
+  for (const [name, ms] of Object.entries(after)) {
+    const d = ms - (before[name] ?? 0)
+    if (d > 0) out[name] = Math.round((d * 1000) / n)
+  }
+  return out
+}
+
+/**
+ * Sorted publish→arrival latencies in ms of the paced sends `sent` ({ids, sentNs}) from index
+ * `from` on, matched by id with the subscriber's `got` ({ids, arrivalNs}); and the arrival
+ * times by id, to count what was delivered.
+ */
+export function pushLatencies(sent, got, from) {
+  const arrivedAt = new Map(got.ids.map((id, i) => [id, got.arrivalNs[i]]))
+  const lat = []
+  for (let i = from; i < sent.ids.length; i++) {
+    const at = arrivedAt.get(sent.ids[i])
+    if (at !== undefined) lat.push((at - sent.sentNs[i]) / 1e6)
+  }
+  lat.sort((a, b) => a - b)
+  return { lat, arrivedAt }
+}

@@ -14,7 +14,14 @@ import { pathToFileURL } from 'node:url'
 import { didKeyFromPublicKey, generateKeyPair } from '@agentmsg/core'
 import { createDevCertificate } from '@agentmsg/transport-https/node'
 import { printTable } from '../lib.mjs'
-import { loadAverage, median, scratch, spawnRole } from './harness.mjs'
+import {
+  alternatingRounds,
+  loadAverage,
+  pairedRow,
+  scratch,
+  spawnRole,
+  threadCpuPer,
+} from './harness.mjs'
 import { agentFromSeed, newSeeds, signedItems, writeItems } from './workload.mjs'
 
 export const CONCURRENCY = 32
@@ -61,11 +68,7 @@ export async function closedLoopRun({
       throw new Error(`${serverConfig.kind}: answers ${JSON.stringify(r.statuses)}`)
     const result = { rps: (r.n * 1000) / r.ms, cpuUs: (cpu1 - cpu0) / r.n, n: r.n }
     // CPU µs per request by thread (main, SQLite writer, libuv pool, V8 helpers).
-    result.threads = {}
-    for (const [name, ms] of Object.entries(threads1)) {
-      const d = ms - (threads0[name] ?? 0)
-      if (d > 0) result.threads[name] = Math.round((d * 1000) / r.n)
-    }
+    result.threads = threadCpuPer(threads0, threads1, r.n)
     // The relay's group commit: writes per COMMIT over the measured part.
     if (s1.commits !== undefined)
       result.perCommit = (s1.writes - s0.writes) / (s1.commits - s0.commits)
@@ -74,6 +77,37 @@ export async function closedLoopRun({
     await publisher?.stop()
     await server.stop()
   }
+}
+
+const INBOX_ROWS = {
+  what: 'inbox over HTTPS',
+  detail: `${SENDERS} senders, ${CONCURRENCY} in flight`,
+  cpu: 'inbox server CPU per request (all threads)',
+  unit: 'req',
+  baselineName: 'https + JSON.parse + raw verify',
+  targets: ['≥ 1.0×', '≤ 1.2×'],
+}
+
+/**
+ * The two rows of a closed-loop section from rounds of `{ours, bare}` {@link closedLoopRun}
+ * results: throughput (`what, bytes B, detail`), then server CPU per `unit` (`cpu`).
+ */
+export function oursVsBareRows(rounds, { what, bytes, detail, runs, cpu, unit, baselineName, targets }) {
+  const [rpsTarget, cpuTarget] = targets
+  return [
+    pairedRow(rounds, 'ours', 'bare', 'rps', {
+      name: `${what}, ${bytes} B, ${detail} (separate processes, median of ${runs})`,
+      unit: `${unit}/s`,
+      baselineName,
+      target: rpsTarget,
+    }),
+    pairedRow(rounds, 'ours', 'bare', 'cpuUs', {
+      name: cpu,
+      unit: `µs/${unit}`,
+      baselineName,
+      target: cpuTarget,
+    }),
+  ]
 }
 
 export async function benchProcInbox({ runs = 3, verbose = false } = {}) {
@@ -96,41 +130,14 @@ export async function benchProcInbox({ runs = 3, verbose = false } = {}) {
         warmup: WARMUP,
         measured: MEASURED,
       })
-    const rounds = []
-    for (let i = 0; i < runs; i++) {
-      const load = loadAverage()
-      const order = i % 2 === 0 ? ['inbox-bare', 'inbox'] : ['inbox', 'inbox-bare']
-      const got = {}
-      for (const kind of order) got[kind] = await run(kind)
-      rounds.push({ ours: got.inbox, bare: got['inbox-bare'], load })
-      if (verbose) console.log('inbox round', i, rounds.at(-1))
-    }
-    const m = (f) => median(rounds.map(f))
+    // The bare server first in even rounds, then in turn.
+    const rounds = await alternatingRounds(
+      runs,
+      { bare: () => run('inbox-bare'), ours: () => run('inbox') },
+      { verbose, label: 'inbox round' },
+    )
     const bytes = Buffer.byteLength(items[0].body)
-    const base = 'https + JSON.parse + raw verify'
-    return {
-      rounds,
-      rows: [
-        {
-          name: `inbox over HTTPS, ${bytes} B, ${SENDERS} senders, ${CONCURRENCY} in flight (separate processes, median of ${runs})`,
-          value: m((r) => r.ours.rps),
-          unit: 'req/s',
-          baseline: m((r) => r.bare.rps),
-          baselineName: base,
-          ratio: m((r) => r.ours.rps / r.bare.rps),
-          target: '≥ 1.0×',
-        },
-        {
-          name: 'inbox server CPU per request (all threads)',
-          value: m((r) => r.ours.cpuUs),
-          unit: 'µs/req',
-          baseline: m((r) => r.bare.cpuUs),
-          baselineName: base,
-          ratio: m((r) => r.ours.cpuUs / r.bare.cpuUs),
-          target: '≤ 1.2×',
-        },
-      ],
-    }
+    return { rounds, rows: oursVsBareRows(rounds, { ...INBOX_ROWS, bytes, runs }) }
   } finally {
     tmp.cleanup()
   }

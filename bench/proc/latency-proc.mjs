@@ -7,7 +7,16 @@
  * that JSON-parses it (relay-common.mjs `startBare`), same certificate, bytes and pacing.
  */
 import { join } from 'node:path'
-import { loadAverage, median, percentile, scratch, spawnRole } from './harness.mjs'
+import {
+  alternatingRounds,
+  median,
+  pairedRow,
+  percentile,
+  pushLatencies,
+  scratch,
+  spawnRole,
+  threadCpuPer,
+} from './harness.mjs'
 import { agentFromSeed, newSeeds, signedItems, writeItems } from './workload.mjs'
 
 const SENDERS = 8
@@ -64,19 +73,9 @@ export async function latencyRun({
     const cpu1 = await server.call('cpu')
     const threads1 = await server.call('threads')
     // CPU µs per message by thread (main, the SQLite writer, libuv pool…), to see where it goes.
-    const threads = {}
-    for (const [name, ms] of Object.entries(threads1)) {
-      const d = ms - (threads0[name] ?? 0)
-      if (d > 0) threads[name] = Math.round((d * 1000) / count)
-    }
+    const threads = threadCpuPer(threads0, threads1, count)
     const got = await sub.call('collect')
-    const arrivedAt = new Map(got.ids.map((id, i) => [id, got.arrivalNs[i]]))
-    const lat = []
-    for (let i = warmup; i < sent.ids.length; i++) {
-      const at = arrivedAt.get(sent.ids[i])
-      if (at !== undefined) lat.push((at - sent.sentNs[i]) / 1e6)
-    }
-    lat.sort((a, b) => a - b)
+    const { lat, arrivedAt } = pushLatencies(sent, got, warmup)
     const delivered = sent.ids.filter((id) => arrivedAt.has(id)).length
     if (got.errorCount > 0) console.log(`${serverConfig.kind} ${mode} errors:`, got.errors)
     return {
@@ -116,18 +115,16 @@ export async function latencyRows({ tls, ca, runs = 3, verbose = false }) {
       bare1000: () => latencyRun({ server: bare, mode: 'raw', rate: 1000, seed, workload, ca }),
       ws1000: () => latencyRun({ server: relay, mode: 'ws', rate: 1000, seed, workload, ca }),
     }
-    const rounds = []
-    for (let i = 0; i < runs; i++) {
-      const load = loadAverage()
-      const names = Object.keys(cases)
-      const order = i % 2 === 0 ? names : [...names].reverse()
-      const round = { load }
-      for (const name of order) round[name] = await cases[name]()
-      rounds.push(round)
-      if (verbose) console.log('latency round', i, round)
-    }
+    const rounds = await alternatingRounds(runs, cases, { verbose, label: 'latency round' })
     const m = (f) => median(rounds.map(f))
-    const bareName = 'bare https POST → ws push'
+    const sameRun = 'WebSocket, same run'
+    // Latency rows in ms beside the bare server unless told otherwise.
+    const row = (c, base, key, fields) =>
+      pairedRow(rounds, c, base, key, {
+        unit: 'ms',
+        baselineName: 'bare https POST → ws push',
+        ...fields,
+      })
     const wsP99 = m((r) => r.ws500.p99)
     const ws1000p50 = m((r) => r.ws1000.p50)
     const no503 = rounds.every((r) => only202(r.ws1000))
@@ -137,72 +134,41 @@ export async function latencyRows({ tls, ca, runs = 3, verbose = false }) {
     return {
       rounds,
       rows: [
-        {
+        row('ws500', 'bare500', 'p50', {
           name: `publish→push p50, WebSocket, 500/s (relay client → receiver; median of ${runs})`,
-          value: m((r) => r.ws500.p50),
-          unit: 'ms',
-          baseline: m((r) => r.bare500.p50),
-          baselineName: bareName,
-          ratio: m((r) => r.ws500.p50 / r.bare500.p50),
           target: '≤ 5.0×',
-        },
-        {
+        }),
+        row('ws500', 'bare500', 'p99', {
           name: 'publish→push p99, WebSocket, 500/s',
-          value: wsP99,
-          unit: 'ms',
-          baseline: m((r) => r.bare500.p99),
-          baselineName: bareName,
-          ratio: m((r) => r.ws500.p99 / r.bare500.p99),
           target: 'p99 ≤ 50 ms',
           verdict: verdict(wsP99 <= 50),
-        },
-        {
+        }),
+        row('ws1000', 'bare1000', 'p50', {
           name: 'publish→push p50, WebSocket, 1,000/s sustained',
-          value: ws1000p50,
-          unit: 'ms',
-          baseline: m((r) => r.bare1000.p50),
-          baselineName: bareName,
-          ratio: m((r) => r.ws1000.p50 / r.bare1000.p50),
           target: 'p50 ≤ 10 ms, no 503',
           verdict: verdict(ws1000p50 <= 10 && no503),
-        },
-        {
+        }),
+        row('ws1000', 'bare1000', 'p99', {
           name: 'publish→push p99, WebSocket, 1,000/s',
-          value: m((r) => r.ws1000.p99),
-          unit: 'ms',
-          baseline: m((r) => r.bare1000.p99),
-          baselineName: bareName,
-          ratio: m((r) => r.ws1000.p99 / r.bare1000.p99),
           target: 'context',
-        },
-        {
+        }),
+        row('sse500', 'ws500', 'p50', {
           name: `publish→push p50, SSE, 500/s (delivered ${rounds.map((r) => `${r.sse500.delivered}/${r.sse500.sent}`).join(', ')}; acked in ${rounds.map((r) => `${r.sse500.acks.batches} POST /relay/ack + ${r.sse500.acks.deletes} DELETE`).join(', ')})`,
-          value: m((r) => r.sse500.p50),
-          unit: 'ms',
-          baseline: m((r) => r.ws500.p50),
-          baselineName: 'WebSocket, same run',
-          ratio: sseRatio,
+          baselineName: sameRun,
           target: 'all delivered, ≤ 2.0×',
           verdict: verdict(sseAll && sseRatio <= 2),
-        },
-        {
+        }),
+        row('sse500', 'ws500', 'p99', {
           name: 'publish→push p99, SSE, 500/s',
-          value: m((r) => r.sse500.p99),
-          unit: 'ms',
-          baseline: wsP99,
-          baselineName: 'WebSocket, same run',
-          ratio: m((r) => r.sse500.p99 / r.ws500.p99),
+          baselineName: sameRun,
           target: 'context',
-        },
-        {
+        }),
+        row('sse500', 'ws500', 'cpuUs', {
           name: 'relay server CPU per pushed message, SSE vs WebSocket, 500/s (publish + push + ack)',
-          value: m((r) => r.sse500.cpuUs),
           unit: 'µs/msg',
-          baseline: m((r) => r.ws500.cpuUs),
-          baselineName: 'WebSocket, same run',
-          ratio: m((r) => r.sse500.cpuUs / r.ws500.cpuUs),
+          baselineName: sameRun,
           target: 'context (was 2×)',
-        },
+        }),
       ],
     }
   } finally {

@@ -7,7 +7,8 @@
  * - `paced {from, to, rate}`: one request every 1/rate s (on a 1 ms timer, catching up in
  *   bursts); → `{ids, sentNs, statuses}` with each send time on the machine's monotonic clock.
  */
-import { Agent, request } from 'node:https'
+import { Agent } from 'node:https'
+import { postJson } from '../publish-common.mjs'
 import { monoNs, serveCommands } from './harness.mjs'
 import { readItems } from './workload.mjs'
 
@@ -16,28 +17,8 @@ let agent
 let targets
 let turn = 0
 
-function send(body) {
-  return new Promise((resolve) => {
-    const req = request(
-      targets[turn++ % targets.length],
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json',
-          'content-length': body.length,
-        },
-      },
-      (res) => {
-        res.resume()
-        res.on('end', () => resolve(res.statusCode))
-      },
-    )
-    req.on('error', () => resolve(0))
-    req.end(body)
-  })
-}
+/** A failed request counts as status 0. */
+const send = (body) => postJson(targets[turn++ % targets.length], agent, body, 0)
 
 function tally(statuses, status) {
   statuses[status] = (statuses[status] ?? 0) + 1

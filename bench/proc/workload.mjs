@@ -8,14 +8,11 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import {
   buildSigningInput,
-  createMessage,
   didKeyFromPublicKey,
   ed25519Signer,
   keyPairFromSeed,
-  signMessage,
 } from '@agentmsg/core'
-
-const SENTENCE = 'Could you check the calendar for next week and propose two slots? '
+import { padLengthFor, signRoundRobin } from '../publish-common.mjs'
 
 export const newSeeds = (n) => Array.from({ length: n }, () => randomBytes(32).toString('hex'))
 
@@ -35,42 +32,20 @@ export async function agentFromSeed(seedHex) {
  * `to(i)` (an agent id). Each item: `{id, body, input, sig, pub}` (base64 for the binary parts).
  */
 export async function signedItems(senders, to, count, bytes = 1024) {
-  const build = (sender, i, text) =>
-    signMessage(
-      createMessage({
-        from: sender.id,
-        to: to(i),
-        conversationId: `c-${i % senders.length}`,
-        sequence: i,
-        phase: 'request',
-        ttlSeconds: 86_400,
-        parts: [{ type: 'text', text }],
-      }),
-      sender.signer,
-    )
-  const probe = Buffer.byteLength(JSON.stringify(await build(senders[0], 0, '')))
-  const pad = Math.max(0, bytes - probe)
-  const text = SENTENCE.repeat(Math.ceil(pad / SENTENCE.length)).slice(0, pad)
-  const items = []
-  for (let i = 0; i < count; i += 256) {
-    const batch = Array.from({ length: Math.min(256, count - i) }, async (_, j) => {
-      const sender = senders[(i + j) % senders.length]
-      const signed = await build(sender, i + j, text)
-      const sig = signed.security.signatures[0]
-      const { sig: encoded, ...params } = sig
-      return {
-        id: signed.message_id,
-        body: JSON.stringify(signed),
-        input: Buffer.from(buildSigningInput(signed, sig.signed_headers, true, params)).toString(
-          'base64',
-        ),
-        sig: encoded,
-        pub: Buffer.from(sender.publicKey).toString('base64'),
-      }
-    })
-    items.push(...(await Promise.all(batch)))
-  }
-  return items
+  const padLength = await padLengthFor(senders, to, bytes)
+  return signRoundRobin(senders, to, count, padLength, (signed, sender) => {
+    const sig = signed.security.signatures[0]
+    const { sig: encoded, ...params } = sig
+    return {
+      id: signed.message_id,
+      body: JSON.stringify(signed),
+      input: Buffer.from(buildSigningInput(signed, sig.signed_headers, true, params)).toString(
+        'base64',
+      ),
+      sig: encoded,
+      pub: Buffer.from(sender.publicKey).toString('base64'),
+    }
+  })
 }
 
 /** One item per line. */

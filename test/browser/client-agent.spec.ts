@@ -19,20 +19,20 @@
  *   stream from the stored cursor without subscribing again, and keeps numbering the
  *   conversation.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
-import { type Agent, createAgent, type ReceivedMessage } from '@agentmsg/client'
-import { memoryStorage } from '@agentmsg/core'
-import { type RelayServer, serveRelay } from '@agentmsg/relay'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
-import { type Browser, expect, type Page, test } from '@playwright/test'
+import { rm } from 'node:fs/promises'
+import type { ReceivedMessage } from '@agentmsg/client'
+import type { RelayServer } from '@agentmsg/relay'
+import type { DevCertificate } from '@agentmsg/transport-https/node'
+import { type Browser, expect, test } from '@playwright/test'
 import type { Mode, PageLog, StartInfo } from './entries/client-agent.js'
 import { bundleEntry } from './harness.js'
 import {
   launchTrusting,
-  nodeRelayTransport,
+  openTestPage,
+  pageFailures,
   routeTestPage,
+  startNodeAgent,
+  startTestRelay,
   TEST_PATH,
   testPageHtml,
 } from './relay-page.js'
@@ -49,18 +49,10 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
   const relayErrors: string[] = []
 
   test.beforeAll(async () => {
-    cert = await createDevCertificate()
-    dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-browser-client-'))
-    relay = await serveRelay({
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      tls: { cert: cert.cert, key: cert.key },
-      allowPrivate: ['127.0.0.1'],
-      closeTimeoutMs: 1_000,
-      onError: (e) => relayErrors.push(e instanceof Error ? (e.stack ?? e.message) : String(e)),
-    })
-    origin = new URL(relay.url).origin
+    ;({ cert, dataDir, relay, origin } = await startTestRelay(
+      'agentmsg-browser-client-',
+      relayErrors,
+    ))
     script = await bundleEntry('client-agent')
     browser = await launchTrusting(cert.cert)
   })
@@ -73,30 +65,14 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
 
   /** A fresh context and page on the relay's origin; problems fail `inPage` calls at once. */
   async function openPage() {
-    const problems: string[] = []
-    let fail: (e: Error) => void = () => {}
-    const failed = new Promise<never>((_, reject) => {
-      fail = reject
-    })
-    failed.catch(() => {})
-    const report = (problem: string) => {
-      problems.push(problem)
-      fail(new Error(`client-agent page: ${problem}`))
-    }
+    const { problems, report, inPage } = pageFailures('client-agent')
     /** Relay requests the page made, `METHOD /path?query`, per page load (1-based). */
     const requests: string[][] = [[]]
     /** Message ids acknowledged by `POST /relay/ack`, per page load. */
     const sseAcks: string[][] = [[]]
     let loads = 0
 
-    const context = await browser.newContext()
-    await context.grantPermissions(['local-network-access'], { origin })
-    const page: Page = await context.newPage()
-    page.on('pageerror', (err) => report(`page error: ${err.stack ?? err.message}`))
-    page.on('crash', () => report('page crashed'))
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') report(`console error: ${msg.text()}`)
-    })
+    const { context, page } = await openTestPage(browser, origin, report)
     page.on('request', (req) => {
       const url = new URL(req.url())
       if (url.pathname.startsWith(TEST_PATH)) {
@@ -136,29 +112,15 @@ test.describe('client Agent in Chromium (IndexedDB) ↔ Node Agent, across a pag
       })
     })
     await routeTestPage(page, origin, HTML, script, report)
-    const inPage = <T>(call: Promise<T>): Promise<T> => Promise.race([call, failed])
     return { context, page, problems, requests, acks, wsAuths, inPage }
-  }
-
-  /** The Node agent: relay-only, memory storage, trusting the dev certificate as its CA. */
-  function nodeAgent(mode: Mode): Promise<Agent> {
-    const ca = cert.ca
-    return createAgent({
-      storage: memoryStorage(),
-      relays: [relay.url],
-      mode,
-      ...nodeRelayTransport(ca),
-    })
   }
 
   for (const mode of ['sse', 'ws'] as const) {
     test(`${mode}: conversation with a Node agent continues after page.reload()`, async () => {
       const { context, page, problems, requests, acks, wsAuths, inPage } = await openPage()
-      const node = await nodeAgent(mode)
       const atNode: ReceivedMessage[] = []
       const nodeErrors: string[] = []
-      node.on('message', (m) => void atNode.push(m))
-      node.on('error', (e) => void nodeErrors.push(String(e.error)))
+      const node = await startNodeAgent(relay.url, cert.ca, atNode, nodeErrors, { mode })
       const dbName = `agentmsg-client-agent-${mode}`
       const start = () =>
         inPage(

@@ -18,8 +18,7 @@
  */
 import { readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
-import { type Agent, createAgent, type ReceivedMessage } from '@agentmsg/client'
-import { memoryStorage } from '@agentmsg/core'
+import type { Agent, ReceivedMessage } from '@agentmsg/client'
 import type { RelayServer } from '@agentmsg/relay'
 import type { DevCertificate } from '@agentmsg/transport-https/node'
 import { type Browser, expect, type Page, test } from '@playwright/test'
@@ -28,8 +27,10 @@ import type { FallbackProbe, FallbackSeen } from './entries/noble-fallback.js'
 import { repoRoot, vectorsDir } from './harness.js'
 import {
   launchTrusting,
-  nodeRelayTransport,
+  openTestPage,
   pageFailures,
+  routeTestPage,
+  startNodeAgent,
   startTestRelay,
   TEST_PATH,
   testPageHtml,
@@ -138,50 +139,23 @@ test.describe('WebCrypto without Ed25519: the noble fallback in Chromium, throug
     ;({ cert, dataDir, relay } = started)
     const origin = started.origin
 
-    node = await createAgent({
-      storage: memoryStorage(),
-      relays: [relay.url],
-      ...nodeRelayTransport(cert.ca),
-    })
-    node.on('message', (m) => void atNode.push(m))
-    node.on('error', (e) => void nodeErrors.push(String(e.error)))
+    node = await startNodeAgent(relay.url, cert.ca, atNode, nodeErrors)
 
     browser = await launchTrusting(cert.cert)
-    const context = await browser.newContext()
-    await context.grantPermissions(['local-network-access'], { origin })
-    page = await context.newPage()
+    ;({ page } = await openTestPage(browser, origin, report))
     await page.addInitScript(disableWebCryptoEd25519)
-    page.on('pageerror', (err) => report(`page error: ${err.stack ?? err.message}`))
-    page.on('crash', () => report('page crashed'))
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') report(`console error: ${msg.text()}`)
-    })
-    // Routes registered later take precedence: other origins are refused, the page and its
-    // chunks are served under TEST_PATH, everything else reaches the relay.
-    await page.route(
-      (url) => url.origin !== origin,
-      (route) => {
-        report(`unexpected request to ${route.request().url()}`)
-        return route.abort('blockedbyclient')
+    // The page's chunks are served one by one; note which it fetched.
+    await routeTestPage(
+      page,
+      origin,
+      HTML,
+      (name) => {
+        const file = bundle.files.get(name)
+        if (file !== undefined) fetched.push(name)
+        return file
       },
+      report,
     )
-    await page.route(`${origin}${TEST_PATH}/**`, (route) => {
-      const { pathname } = new URL(route.request().url())
-      if (pathname === `${TEST_PATH}/`) {
-        return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: HTML })
-      }
-      const file = bundle.files.get(pathname.slice(TEST_PATH.length + 1))
-      if (file === undefined) {
-        report(`no such test resource: ${pathname}`)
-        return route.fulfill({ status: 404, body: 'not found' })
-      }
-      fetched.push(path.basename(pathname))
-      return route.fulfill({
-        status: 200,
-        contentType: 'text/javascript; charset=utf-8',
-        body: file,
-      })
-    })
     await inPage(page.goto(`${origin}${TEST_PATH}/`).then(() => undefined))
     await inPage(page.waitForFunction(() => '__nobleFallback' in globalThis).then(() => undefined))
   })

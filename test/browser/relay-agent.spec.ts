@@ -19,9 +19,7 @@
  *   streams its own mailbox for the replies through core's `receive` pipeline, and checks their
  *   content and did:key signatures (level 3), then verifies them once more on its own.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
+import { rm } from 'node:fs/promises'
 import {
   createKeyResolver,
   createMessage,
@@ -36,8 +34,8 @@ import {
   type VerifyResult,
   verifyMessage,
 } from '@agentmsg/core'
-import { type RelayServer, serveRelay } from '@agentmsg/relay'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/transport-https/node'
+import type { RelayServer } from '@agentmsg/relay'
+import type { DevCertificate } from '@agentmsg/transport-https/node'
 import { createRelayClient, type RelayClient } from '@agentmsg/transport-relay'
 import { type Browser, expect, type Page, test } from '@playwright/test'
 import type { AgentInfo, Mode, PhaseResult } from './entries/relay-agent.js'
@@ -45,7 +43,10 @@ import { bundleEntry } from './harness.js'
 import {
   launchTrusting,
   nodeRelayTransport,
+  openTestPage,
+  pageFailures,
   routeTestPage,
+  startTestRelay,
   TEST_PATH,
   testPageHtml,
 } from './relay-page.js'
@@ -79,38 +80,15 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
   let nodeClient: RelayClient
   /** The page's mailbox subscription, as its agent stored it in the first phase. */
   let pageSubscription: unknown
-  const problems: string[] = []
   const relayErrors: string[] = []
-  let fail: (e: Error) => void = () => {}
-  let failed: Promise<never>
 
-  /** Run a page call, failing at once on the first page error, console error or bad request. */
-  function inPage<T>(call: Promise<T>): Promise<T> {
-    return Promise.race([call, failed])
-  }
+  /** Page calls fail at once on the first page error, console error or bad request. */
+  const { problems, report, inPage } = pageFailures('relay-agent')
 
   test.beforeAll(async () => {
-    failed = new Promise<never>((_, reject) => {
-      fail = reject
-    })
-    failed.catch(() => {})
-    const report = (problem: string) => {
-      problems.push(problem)
-      fail(new Error(`relay-agent page: ${problem}`))
-    }
-
-    cert = await createDevCertificate()
-    dataDir = await mkdtemp(path.join(tmpdir(), 'agentmsg-browser-relay-'))
-    relay = await serveRelay({
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      tls: { cert: cert.cert, key: cert.key },
-      allowPrivate: ['127.0.0.1'],
-      closeTimeoutMs: 1_000,
-      onError: (e) => relayErrors.push(e instanceof Error ? (e.stack ?? e.message) : String(e)),
-    })
-    const origin = new URL(relay.url).origin
+    const started = await startTestRelay('agentmsg-browser-relay-', relayErrors)
+    ;({ cert, dataDir, relay } = started)
+    const origin = started.origin
 
     // Node agent: relay-only as well, trusting the dev certificate as its CA.
     const keys = await generateKeyPair()
@@ -128,18 +106,8 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
 
     const script = await bundleEntry('relay-agent')
     browser = await launchTrusting(cert.cert)
-    const context = await browser.newContext()
-    // A document fulfilled by `page.route` has no remote address, so Chromium files it under
-    // the public address space even on the relay's origin. Same-origin `fetch` then passes, but
-    // its WebSocket to 127.0.0.1 is refused (ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_CHECKS) unless
-    // the origin holds the local-network-access permission: grant it to this origin only.
-    await context.grantPermissions(['local-network-access'], { origin })
-    page = await context.newPage()
-    page.on('pageerror', (err) => report(`page error: ${err.stack ?? err.message}`))
-    page.on('crash', () => report('page crashed'))
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') report(`console error: ${msg.text()}`)
-    })
+    // The local-network-access grant lets the page's WebSocket reach 127.0.0.1 (`openTestPage`).
+    ;({ page } = await openTestPage(browser, origin, report))
     await routeTestPage(page, origin, HTML, script, report)
 
     await inPage(page.goto(`${origin}${TEST_PATH}/`).then(() => undefined))

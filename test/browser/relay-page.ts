@@ -7,6 +7,8 @@ import { createHash, X509Certificate } from 'node:crypto'
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { type Agent, type AgentOptions, createAgent, type ReceivedMessage } from '@agentmsg/client'
+import { memoryStorage } from '@agentmsg/core'
 import { type RelayServer, serveRelay } from '@agentmsg/relay'
 import {
   createAddressPolicy,
@@ -15,7 +17,7 @@ import {
   type DevCertificate,
 } from '@agentmsg/transport-https/node'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
-import { type Browser, chromium, type Page } from '@playwright/test'
+import { type Browser, type BrowserContext, chromium, type Page } from '@playwright/test'
 import { WebSocket as NodeWebSocket } from 'ws'
 import config from '../../playwright.config.js'
 
@@ -57,16 +59,22 @@ export function launchTrusting(certPem: string): Promise<Browser> {
 }
 
 /**
- * Serve the test page and bundle under TEST_PATH on the relay's origin and refuse every other
- * origin (reported as a problem). Requests to the relay itself are untouched.
+ * Serve the test page and its scripts under TEST_PATH on the relay's origin and refuse every
+ * other origin (reported as a problem). Requests to the relay itself are untouched. `scripts` is
+ * the one bundle (served as `bundle.js`), or looks a file name under TEST_PATH up (chunks of a
+ * split bundle); a name it does not know is reported.
  */
 export async function routeTestPage(
   page: Page,
   origin: string,
   html: string,
-  script: string,
+  scripts: string | ((name: string) => string | undefined),
   report: (problem: string) => void,
 ): Promise<void> {
+  const script =
+    typeof scripts === 'string'
+      ? (name: string) => (name === 'bundle.js' ? scripts : undefined)
+      : scripts
   // Routes registered later take precedence.
   await page.route(
     (url) => url.origin !== origin,
@@ -80,16 +88,36 @@ export async function routeTestPage(
     if (pathname === `${TEST_PATH}/`) {
       return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html })
     }
-    if (pathname === `${TEST_PATH}/bundle.js`) {
-      return route.fulfill({
-        status: 200,
-        contentType: 'text/javascript; charset=utf-8',
-        body: script,
-      })
+    const body = script(pathname.slice(TEST_PATH.length + 1))
+    if (body === undefined) {
+      report(`no such test resource: ${pathname}`)
+      return route.fulfill({ status: 404, body: 'not found' })
     }
-    report(`no such test resource: ${pathname}`)
-    return route.fulfill({ status: 404, body: 'not found' })
+    return route.fulfill({ status: 200, contentType: 'text/javascript; charset=utf-8', body })
   })
+}
+
+/**
+ * A new context and page for `origin` whose page errors, crashes and console errors are
+ * reported. A document fulfilled by `page.route` has no remote address, so Chromium files it
+ * under the public address space even on the relay's origin: same-origin `fetch` passes, but a
+ * WebSocket to 127.0.0.1 is refused (ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_CHECKS) unless the
+ * origin holds the local-network-access permission, granted here to this origin only.
+ */
+export async function openTestPage(
+  browser: Browser,
+  origin: string,
+  report: (problem: string) => void,
+): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext()
+  await context.grantPermissions(['local-network-access'], { origin })
+  const page = await context.newPage()
+  page.on('pageerror', (err) => report(`page error: ${err.stack ?? err.message}`))
+  page.on('crash', () => report('page crashed'))
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') report(`console error: ${msg.text()}`)
+  })
+  return { context, page }
 }
 
 /** fetch, SSE fetch and WebSocket for a Node agent that trusts `ca` (verification stays on). */
@@ -108,6 +136,28 @@ export function nodeRelayTransport(ca: string): {
       }
     } as unknown as WebSocketConstructor,
   }
+}
+
+/**
+ * The Node agent of these specs: relay-only on `relayUrl`, memory storage, trusting `ca`; what it
+ * is handed goes to `received`, its error events to `errors`.
+ */
+export async function startNodeAgent(
+  relayUrl: string,
+  ca: string,
+  received: ReceivedMessage[],
+  errors: string[],
+  options: Partial<AgentOptions> = {},
+): Promise<Agent> {
+  const node = await createAgent({
+    storage: memoryStorage(),
+    relays: [relayUrl],
+    ...options,
+    ...nodeRelayTransport(ca),
+  })
+  node.on('message', (m) => void received.push(m))
+  node.on('error', (e) => void errors.push(String(e.error)))
+  return node
 }
 
 /**

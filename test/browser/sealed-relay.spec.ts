@@ -16,8 +16,7 @@
 import { randomBytes } from 'node:crypto'
 import { readdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
-import { type Agent, createAgent, type ReceivedMessage } from '@agentmsg/client'
-import { memoryStorage } from '@agentmsg/core'
+import type { Agent, ReceivedMessage } from '@agentmsg/client'
 import type { RelayServer } from '@agentmsg/relay'
 import type { DevCertificate } from '@agentmsg/transport-https/node'
 import { type Browser, expect, type Page, test } from '@playwright/test'
@@ -25,9 +24,10 @@ import type { SealedSeen, SealedStart } from './entries/sealed-relay.js'
 import { bundleEntry } from './harness.js'
 import {
   launchTrusting,
-  nodeRelayTransport,
+  openTestPage,
   pageFailures,
   routeTestPage,
+  startNodeAgent,
   startTestRelay,
   TEST_PATH,
   testPageHtml,
@@ -86,24 +86,11 @@ test.describe('sealed by default: Chromium agent ↔ Node agent through a real r
     ;({ cert, dataDir, relay } = started)
     const origin = started.origin
 
-    node = await createAgent({
-      storage: memoryStorage(),
-      relays: [relay.url],
-      ...nodeRelayTransport(cert.ca),
-    })
-    node.on('message', (m) => void atNode.push(m))
-    node.on('error', (e) => void nodeErrors.push(String(e.error)))
+    node = await startNodeAgent(relay.url, cert.ca, atNode, nodeErrors)
 
     const script = await bundleEntry('sealed-relay')
     browser = await launchTrusting(cert.cert)
-    const context = await browser.newContext()
-    await context.grantPermissions(['local-network-access'], { origin })
-    page = await context.newPage()
-    page.on('pageerror', (err) => report(`page error: ${err.stack ?? err.message}`))
-    page.on('crash', () => report('page crashed'))
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') report(`console error: ${msg.text()}`)
-    })
+    ;({ page } = await openTestPage(browser, origin, report))
     await routeTestPage(page, origin, HTML, script, report)
     await inPage(page.goto(`${origin}${TEST_PATH}/`).then(() => undefined))
     await inPage(page.waitForFunction(() => '__sealedRelay' in globalThis).then(() => undefined))

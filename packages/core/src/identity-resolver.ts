@@ -1,4 +1,4 @@
-import { parseAgentId } from './agent-id.js'
+import { nonDocumentLookup } from './document-lookup.js'
 import { isAgentMsgError } from './errors.js'
 import type { IdentityDocument } from './identity/document.js'
 import { publicKeyOf } from './identity/key-usability.js'
@@ -100,15 +100,8 @@ export class IdentityDocumentCache implements KeyResolver {
     lookup: Parameters<KeyResolver['resolve']>[0],
     options?: AbortOptions,
   ): Promise<KeyResolution> {
-    if (lookup.alg !== 'ed25519')
-      return { status: 'not_found', reason: 'identity documents hold Ed25519 keys only' }
-    let kind: string
-    try {
-      kind = parseAgentId(lookup.agent).kind
-    } catch {
-      return { status: 'not_found', reason: 'not an agent id' }
-    }
-    if (kind !== 'url') return { status: 'not_found', reason: 'not a URL agent' }
+    const refused = nonDocumentLookup(lookup)
+    if (refused) return refused
 
     const first = await this.#entry(lookup.agent, false, options)
     if ('status' in first) return first

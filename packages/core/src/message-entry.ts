@@ -28,6 +28,7 @@ export type { CreateMessageOptions } from './create-message.js'
 export { createMessage, createMessageId } from './create-message.js'
 export type { CryptoMode, CryptoProvider } from './crypto/provider.js'
 export { didKeyFragment, didKeyFromPublicKey, isDidKey, publicKeyFromDidKey } from './did-key.js'
+export { nonDocumentLookup } from './document-lookup.js'
 export type { AgentMsgErrorOptions, ErrorCode, ErrorPhaseCode } from './errors.js'
 export { AgentMsgError, ERROR_STATUS, invalidFormat, isAgentMsgError } from './errors.js'
 export type {

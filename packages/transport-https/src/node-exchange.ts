@@ -8,8 +8,12 @@ import { invalidFormat } from '@agentmsg/core'
 import type { InboxExchange } from './inbox/exchange.js'
 import type { HttpReply } from './inbox/responses.js'
 
-/** Read the body of `req`, counting as it streams; stop reading once past `limit`. */
-function readNodeBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined> {
+/**
+ * Read the body of `req`, counting as it streams; stop reading once past `limit` (→ undefined;
+ * the answer must close the connection). A body stream that fails is the client's problem
+ * (`invalid_format`). Shared with the relay's Node publish path.
+ */
+export function readNodeBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let total = 0

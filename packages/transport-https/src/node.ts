@@ -17,6 +17,7 @@ export { createDevCertificate, loadDevCertificate } from './dev-cert.js'
 export * from './index.js'
 export type { DevCa, LoadDevCaOptions, StoredDevCa } from './node-dev-ca.js'
 export { agentmsgHome, createDevCa, loadDevCa } from './node-dev-ca.js'
+export { readNodeBody } from './node-exchange.js'
 export type { NodeFetchOptions, NodeIdentityFetcherOptions } from './node-fetch.js'
 export { createNodeFetch, createNodeIdentityFetcher } from './node-fetch.js'
 export type {
@@ -27,6 +28,7 @@ export type {
   SlowClientTimeouts,
 } from './node-server.js'
 export { getRequestListener, serveInbox, slowClientServerOptions } from './node-server.js'
+export { bodyDeadline } from './node-timeouts.js'
 export type {
   HttpsInboxOptions,
   NodeHttpsTransport,

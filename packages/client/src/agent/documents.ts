@@ -8,7 +8,7 @@ import type {
   IdentityDocumentCache,
   IdentityDocumentResolverOptions,
 } from '@agentmsg/core/identity'
-import { type AbortOptions, parseAgentId } from '@agentmsg/core/message'
+import { type AbortOptions, nonDocumentLookup } from '@agentmsg/core/message'
 import type { KeyLookup, KeyResolution, KeyResolver } from '@agentmsg/core/receive'
 
 /** What the router, the sealing and the receiver ask of the documents. */
@@ -37,15 +37,8 @@ export function lazyDocuments(options: IdentityDocumentResolverOptions): Documen
       // The cache's own answers for what it never fetches, given without loading it: a key
       // that is not Ed25519, or an agent that is not a URL agent (a did:key agent: every
       // message of one asks this resolver first).
-      if (lookup.alg !== 'ed25519')
-        return { status: 'not_found', reason: 'identity documents hold Ed25519 keys only' }
-      let kind: string
-      try {
-        kind = parseAgentId(lookup.agent).kind
-      } catch {
-        return { status: 'not_found', reason: 'not an agent id' }
-      }
-      if (kind !== 'url') return { status: 'not_found', reason: 'not a URL agent' }
+      const refused = nonDocumentLookup(lookup)
+      if (refused) return refused
       let documents: IdentityDocumentCache
       try {
         documents = await cache()

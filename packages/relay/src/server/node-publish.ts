@@ -12,8 +12,8 @@
  * exactly `POST <base>/relay/publish` (a query aside) is left to the generic adapter.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { invalidFormat } from '@agentmsg/core'
 import { type ClientLimits, errorReply, type HttpReply } from '@agentmsg/transport-https/http-kit'
+import { bodyDeadline, readNodeBody } from '@agentmsg/transport-https/node'
 import type { PublishRequest } from './publish.js'
 import type { RequestTrace } from './relay-report.js'
 
@@ -36,65 +36,6 @@ export const NODE_PUBLISH: unique symbol = Symbol('agentmsg.relay.node-publish')
 function header(req: IncomingMessage, name: string): string | null {
   const values = req.headersDistinct[name]
   return values === undefined ? null : values.join(', ')
-}
-
-/** Read `req` to its end, or stop once past `limit` (→ undefined); `done` runs once either way. */
-function readBody(
-  req: IncomingMessage,
-  limit: number,
-  done: () => void,
-): Promise<Uint8Array | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let total = 0
-    const finish = () => {
-      req.off('data', onData)
-      req.off('end', onEnd)
-      req.off('close', onClose)
-      req.off('error', onClose)
-      done()
-    }
-    const onData = (chunk: Buffer) => {
-      total += chunk.length
-      if (total > limit) {
-        finish()
-        // Not another byte: the answer closes the connection.
-        req.pause()
-        resolve(undefined)
-        return
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => {
-      finish()
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total))
-    }
-    const onClose = () => {
-      if (req.complete) return
-      finish()
-      // As readLimited words it for a body stream that failed: the client's problem.
-      reject(invalidFormat('the request body could not be read'))
-    }
-    req.on('data', onData)
-    req.on('end', onEnd)
-    req.on('close', onClose)
-    req.on('error', onClose)
-  })
-}
-
-/** Close the connection when the body is not all in `timeoutMs` after the headers (PROFILE §6). */
-function bodyDeadline(req: IncomingMessage, res: ServerResponse, timeoutMs: number): void {
-  if (req.complete || !Number.isFinite(timeoutMs)) return
-  const length = req.headers['content-length']
-  if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0'))
-    return
-  const timer = setTimeout(() => {
-    if (!req.complete) req.socket.destroy()
-  }, timeoutMs)
-  timer.unref()
-  const clear = () => clearTimeout(timer)
-  req.once('end', clear)
-  res.once('close', clear)
 }
 
 async function answer(
@@ -129,7 +70,7 @@ async function answer(
       return await target.publish(
         {
           header: (name) => header(req, name),
-          readBody: (limit) => readBody(req, limit, release),
+          readBody: (limit) => readNodeBody(req, limit).finally(release),
           discardBody: release,
         },
         trace,
