@@ -11,8 +11,9 @@
  * - The page (`entries/client-agent.ts`) is a relay-only did:key agent made by `createAgent`
  *   with `indexedDbStorage`; it answers every message with `reply()`. It records what it was
  *   handed in `sessionStorage`, which survives the reload.
- * - The Node agent (`createAgent` here, memory storage, `createNodeFetch({ ca, addressPolicy })`,
- *   a `ws` WebSocket given `{ ca }`) sends, and checks each answer (level 3, did:key, sequence).
+ * - The Node agent (`startNodeAgent` in `relay-page.ts`: `createAgent`, memory storage,
+ *   `createNodeFetch({ ca, addressPolicy })`, a `ws` WebSocket given `{ ca }`) sends, and checks
+ *   each answer (level 3, did:key, sequence).
  * - Mid-conversation the page is reloaded. While the new page has no agent (hence no stream),
  *   the Node agent publishes the next message. The re-created agent has the same id, receives
  *   that message exactly once, never again the ones handled before the reload, resumes its

@@ -20,7 +20,6 @@ import { readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { Agent, ReceivedMessage } from '@agentmsg/client'
 import type { RelayServer } from '@agentmsg/relay'
-import type { DevCertificate } from '@agentmsg/transport-https/node'
 import { type Browser, expect, type Page, test } from '@playwright/test'
 import { build } from 'esbuild'
 import type { FallbackProbe, FallbackSeen } from './entries/noble-fallback.js'
@@ -116,7 +115,6 @@ async function bundleSplit(): Promise<SplitBundle> {
 test.describe('WebCrypto without Ed25519: the noble fallback in Chromium, through a real relay', () => {
   test.describe.configure({ mode: 'serial' })
 
-  let cert: DevCertificate
   let dataDir: string
   let relay: RelayServer
   let browser: Browser
@@ -136,8 +134,8 @@ test.describe('WebCrypto without Ed25519: the noble fallback in Chromium, throug
   test.beforeAll(async () => {
     bundle = await bundleSplit()
     const started = await startTestRelay('agentmsg-browser-noble-', relayErrors)
-    ;({ cert, dataDir, relay } = started)
-    const origin = started.origin
+    ;({ dataDir, relay } = started)
+    const { cert, origin } = started
 
     node = await startNodeAgent(relay.url, cert.ca, atNode, nodeErrors)
 

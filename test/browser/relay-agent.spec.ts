@@ -35,7 +35,6 @@ import {
   verifyMessage,
 } from '@agentmsg/core'
 import type { RelayServer } from '@agentmsg/relay'
-import type { DevCertificate } from '@agentmsg/transport-https/node'
 import { createRelayClient, type RelayClient } from '@agentmsg/transport-relay'
 import { type Browser, expect, type Page, test } from '@playwright/test'
 import type { AgentInfo, Mode, PhaseResult } from './entries/relay-agent.js'
@@ -68,7 +67,6 @@ interface Reply {
 test.describe('relay-only agent in Chromium ↔ Node agent through a real relay', () => {
   test.describe.configure({ mode: 'serial' })
 
-  let cert: DevCertificate
   let dataDir: string
   let relay: RelayServer
   let browser: Browser
@@ -87,8 +85,8 @@ test.describe('relay-only agent in Chromium ↔ Node agent through a real relay'
 
   test.beforeAll(async () => {
     const started = await startTestRelay('agentmsg-browser-relay-', relayErrors)
-    ;({ cert, dataDir, relay } = started)
-    const origin = started.origin
+    ;({ dataDir, relay } = started)
+    const { cert, origin } = started
 
     // Node agent: relay-only as well, trusting the dev certificate as its CA.
     const keys = await generateKeyPair()

@@ -18,7 +18,6 @@ import { readdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { Agent, ReceivedMessage } from '@agentmsg/client'
 import type { RelayServer } from '@agentmsg/relay'
-import type { DevCertificate } from '@agentmsg/transport-https/node'
 import { type Browser, expect, type Page, test } from '@playwright/test'
 import type { SealedSeen, SealedStart } from './entries/sealed-relay.js'
 import { bundleEntry } from './harness.js'
@@ -64,7 +63,6 @@ async function filesContaining(dir: string, needle: string): Promise<string[]> {
 test.describe('sealed by default: Chromium agent ↔ Node agent through a real relay (SQLite)', () => {
   test.describe.configure({ mode: 'serial' })
 
-  let cert: DevCertificate
   let dataDir: string
   let relay: RelayServer
   let relayClosed = false
@@ -83,8 +81,8 @@ test.describe('sealed by default: Chromium agent ↔ Node agent through a real r
 
   test.beforeAll(async () => {
     const started = await startTestRelay('agentmsg-browser-sealed-', relayErrors)
-    ;({ cert, dataDir, relay } = started)
-    const origin = started.origin
+    ;({ dataDir, relay } = started)
+    const { cert, origin } = started
 
     node = await startNodeAgent(relay.url, cert.ca, atNode, nodeErrors)
 

@@ -5,7 +5,6 @@
  * does — its key, its signatures, relay agent auth, verifying what it receives — must then go
  * through the `@agentmsg/noble` fallback, which `#crypto-default` imports lazily.
  */
-import { type Agent, createAgent, type SendResult } from '@agentmsg/client'
 import { webCryptoSupportsEd25519 } from '@agentmsg/core'
 import {
   createMessage,
@@ -16,11 +15,11 @@ import {
   signMessage,
 } from '@agentmsg/core/message'
 import { didKeyResolver, verifyMessage } from '@agentmsg/core/receive'
-import { indexedDbStorage } from '@agentmsg/storage-indexeddb'
 import {
   checkEd25519Vectors,
   type VectorCheckResult,
 } from '../../../packages/core/test/shared/ed25519-vectors.js'
+import { type RelayOnlyAgent, relayOnlyAgent } from './_relay-only-agent.js'
 
 export type { VectorCheckResult }
 
@@ -49,22 +48,19 @@ export interface FallbackSeen {
 
 declare global {
   // eslint-disable-next-line no-var
-  var __nobleFallback: {
+  var __nobleFallback: Omit<RelayOnlyAgent<FallbackSeen>, 'start'> & {
     probe(vectors: { rfc8032: unknown; wycheproof: unknown }): Promise<FallbackProbe>
     start(relayUrl: string, dbName: string): Promise<{ id: string; providerName: string }>
-    waitForMessages(n: number, timeoutMs?: number): Promise<FallbackSeen[]>
-    send(to: string, text: string): Promise<SendResult>
-    errors(): string[]
-    close(): Promise<void>
   }
 }
 
-let agent: Agent | undefined
-let relays: string[] = []
-const seen: FallbackSeen[] = []
-const errors: string[] = []
-
-const errorText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+const agent = relayOnlyAgent<FallbackSeen>((m) => ({
+  messageId: m.message.message_id,
+  from: m.from,
+  text: m.text,
+  sealed: m.sealed,
+  level: m.level,
+}))
 
 async function importKeyRefused(): Promise<boolean> {
   try {
@@ -118,46 +114,9 @@ globalThis.__nobleFallback = {
     }
   },
 
+  ...agent,
   async start(relayUrl, dbName) {
-    if (agent) throw new Error('already started')
-    relays = [relayUrl]
-    const a = await createAgent({
-      storage: await indexedDbStorage({ dbName }),
-      relays,
-      onError: (e) => void errors.push(`onError: ${errorText(e)}`),
-    })
-    agent = a
-    a.on('error', (e) => void errors.push(`error event: ${errorText(e.error)}`))
-    a.on('message', (m) => {
-      seen.push({
-        messageId: m.message.message_id,
-        from: m.from,
-        text: m.text,
-        sealed: m.sealed,
-        level: m.level,
-      })
-    })
+    const a = await agent.start(relayUrl, dbName)
     return { id: a.id, providerName: getDefaultCryptoProvider().name }
-  },
-
-  async waitForMessages(n, timeoutMs = 15_000) {
-    const until = Date.now() + timeoutMs
-    while (seen.length < n) {
-      if (Date.now() > until) throw new Error(`waited ${timeoutMs} ms for ${n} messages`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    return seen
-  },
-
-  async send(to, text) {
-    if (!agent) throw new Error('start() first')
-    return agent.send(to, text, { relays })
-  },
-
-  errors: () => errors,
-
-  async close() {
-    await agent?.close()
-    agent = undefined
   },
 }
