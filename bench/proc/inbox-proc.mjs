@@ -79,37 +79,6 @@ export async function closedLoopRun({
   }
 }
 
-const INBOX_ROWS = {
-  what: 'inbox over HTTPS',
-  detail: `${SENDERS} senders, ${CONCURRENCY} in flight`,
-  cpu: 'inbox server CPU per request (all threads)',
-  unit: 'req',
-  baselineName: 'https + JSON.parse + raw verify',
-  targets: ['≥ 1.0×', '≤ 1.2×'],
-}
-
-/**
- * The two rows of a closed-loop section from rounds of `{ours, bare}` {@link closedLoopRun}
- * results: throughput (`what, bytes B, detail`), then server CPU per `unit` (`cpu`).
- */
-export function oursVsBareRows(rounds, { what, bytes, detail, runs, cpu, unit, baselineName, targets }) {
-  const [rpsTarget, cpuTarget] = targets
-  return [
-    pairedRow(rounds, 'ours', 'bare', 'rps', {
-      name: `${what}, ${bytes} B, ${detail} (separate processes, median of ${runs})`,
-      unit: `${unit}/s`,
-      baselineName,
-      target: rpsTarget,
-    }),
-    pairedRow(rounds, 'ours', 'bare', 'cpuUs', {
-      name: cpu,
-      unit: `µs/${unit}`,
-      baselineName,
-      target: cpuTarget,
-    }),
-  ]
-}
-
 export async function benchProcInbox({ runs = 3, verbose = false } = {}) {
   const { cert, key, ca } = await createDevCertificate()
   const tls = { cert, key }
@@ -137,7 +106,24 @@ export async function benchProcInbox({ runs = 3, verbose = false } = {}) {
       { verbose, label: 'inbox round' },
     )
     const bytes = Buffer.byteLength(items[0].body)
-    return { rounds, rows: oursVsBareRows(rounds, { ...INBOX_ROWS, bytes, runs }) }
+    const baselineName = 'https + JSON.parse + raw verify'
+    return {
+      rounds,
+      rows: [
+        pairedRow(rounds, 'ours', 'bare', 'rps', {
+          name: `inbox over HTTPS, ${bytes} B, ${SENDERS} senders, ${CONCURRENCY} in flight (separate processes, median of ${runs})`,
+          unit: 'req/s',
+          baselineName,
+          target: '≥ 1.0×',
+        }),
+        pairedRow(rounds, 'ours', 'bare', 'cpuUs', {
+          name: 'inbox server CPU per request (all threads)',
+          unit: 'µs/req',
+          baselineName,
+          target: '≤ 1.2×',
+        }),
+      ],
+    }
   } finally {
     tmp.cleanup()
   }

@@ -28,7 +28,14 @@ import { pathToFileURL } from 'node:url'
 import { createDevCertificate } from '@agentmsg/transport-https/node'
 import { printTable } from '../lib.mjs'
 import { cpuBetween, cpuSnapshot, POSTGRES_URL, postgresQuery, startCluster } from './cluster.mjs'
-import { loadAverage, percentile, scratch, spawnRole } from './harness.mjs'
+import {
+  alternatingRounds,
+  loadAverage,
+  percentile,
+  pushLatencies,
+  scratch,
+  spawnRole,
+} from './harness.mjs'
 import { latencyRows, publishRows } from './postgres-rows.mjs'
 import { agentFromSeed, newSeeds, signedItems, writeItems } from './workload.mjs'
 
@@ -130,13 +137,7 @@ async function latencyRun({ store, nodes }, { rate, tls, ca, workload, seed }) {
     only202(sent.statuses, `${store} ×${nodes}`)
     const got = await sub.call('collect')
     if (got.errorCount > 0) console.log(`${store} ×${nodes} subscriber errors:`, got.errors)
-    const arrivedAt = new Map(got.ids.map((id, i) => [id, got.arrivalNs[i]]))
-    const lat = []
-    for (let i = warmup; i < sent.ids.length; i++) {
-      const at = arrivedAt.get(sent.ids[i])
-      if (at !== undefined) lat.push((at - sent.sentNs[i]) / 1e6)
-    }
-    lat.sort((x, y) => x - y)
+    const { lat, arrivedAt } = pushLatencies(sent, got, warmup)
     return {
       p50: percentile(lat, 50),
       p99: percentile(lat, 99),
@@ -151,18 +152,9 @@ async function latencyRun({ store, nodes }, { rate, tls, ca, workload, seed }) {
 }
 
 /** `runs` rounds of `run(case)` over every case, the order reversed every other round. */
-async function rounds(runs, run, verbose, label) {
-  const out = []
-  for (let i = 0; i < runs; i++) {
-    const names = Object.keys(CASES)
-    const round = { load: loadAverage() }
-    for (const name of i % 2 === 0 ? names : [...names].reverse()) {
-      round[name] = await run(CASES[name])
-    }
-    out.push(round)
-    if (verbose) console.log(label, i, round)
-  }
-  return out
+function rounds(runs, run, verbose, label) {
+  const cases = Object.fromEntries(Object.entries(CASES).map(([name, c]) => [name, () => run(c)]))
+  return alternatingRounds(runs, cases, { verbose, label })
 }
 
 /** Both tables' rows, and the rounds behind them. */

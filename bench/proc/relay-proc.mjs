@@ -19,7 +19,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createDevCertificate } from '@agentmsg/transport-https/node'
 import { printTable } from '../lib.mjs'
-import { loadAverage, median, scratch, spawnRole } from './harness.mjs'
+import { alternatingRounds, loadAverage, pairedRow, scratch, spawnRole } from './harness.mjs'
 import { closedLoopRun } from './inbox-proc.mjs'
 import { latencyRows } from './latency-proc.mjs'
 import { agentFromSeed, newSeeds, signedItems, writeItems } from './workload.mjs'
@@ -29,16 +29,26 @@ const SENDERS = 32
 const WARMUP = 1_000
 const MEASURED = 6_000
 
-/** One durable-publish run against the relay, its mailboxes opened by a subscriber process. */
-async function relayPublishRun({ tls, ca, workload, recipients }) {
+/** One durable-publish run against `server` (a server.mjs config), after `prepare(url)` if given. */
+function publishRun({ server, ca, workload, prepare }) {
   return closedLoopRun({
-    server: { kind: 'relay', tls },
+    server,
     path: '/relay/publish',
     workload,
     ca,
     concurrency: PUBLISH_CONCURRENCY,
     warmup: WARMUP,
     measured: MEASURED,
+    prepare,
+  })
+}
+
+/** Against the relay, its mailboxes opened by a subscriber process first. */
+function relayPublishRun({ tls, ca, workload, recipients }) {
+  return publishRun({
+    server: { kind: 'relay', tls },
+    ca,
+    workload,
     prepare: async (url) => {
       const sub = await spawnRole('subscriber', { relayUrl: url, ca })
       try {
@@ -59,56 +69,32 @@ export async function benchProcRelayPublish({ tls, ca, runs = 3, verbose = false
     const workload = join(tmp.dir, 'publish.ndjson')
     const items = await signedItems(senders, (i) => ids[i % ids.length], WARMUP + MEASURED)
     writeItems(workload, items)
-    const rounds = []
-    for (let i = 0; i < runs; i++) {
-      const load = loadAverage()
-      const bareRun = () =>
-        closedLoopRun({
-          server: { kind: 'relay-bare', tls, workload },
-          path: '/relay/publish',
-          workload,
-          ca,
-          concurrency: PUBLISH_CONCURRENCY,
-          warmup: WARMUP,
-          measured: MEASURED,
-        })
-      const oursRun = () => relayPublishRun({ tls, ca, workload, recipients })
-      let ours
-      let bare
-      if (i % 2 === 0) {
-        bare = await bareRun()
-        ours = await oursRun()
-      } else {
-        ours = await oursRun()
-        bare = await bareRun()
-      }
-      rounds.push({ ours, bare, load })
-      if (verbose) console.log('publish round', i, rounds.at(-1))
-    }
-    const m = (f) => median(rounds.map(f))
+    // The bare server first in even rounds, then in turn.
+    const rounds = await alternatingRounds(
+      runs,
+      {
+        bare: () => publishRun({ server: { kind: 'relay-bare', tls, workload }, ca, workload }),
+        ours: () => relayPublishRun({ tls, ca, workload, recipients }),
+      },
+      { verbose, label: 'publish round' },
+    )
     const bytes = Buffer.byteLength(items[0].body)
-    const base = 'https + parse + raw verify + group-committed SQLite insert'
+    const baselineName = 'https + parse + raw verify + group-committed SQLite insert'
     return {
       rounds,
       rows: [
-        {
+        pairedRow(rounds, 'ours', 'bare', 'rps', {
           name: `relay durable publish, ${bytes} B direct, ${PUBLISH_CONCURRENCY} in flight (separate processes, median of ${runs})`,
-          value: m((r) => r.ours.rps),
           unit: 'msg/s',
-          baseline: m((r) => r.bare.rps),
-          baselineName: base,
-          ratio: m((r) => r.ours.rps / r.bare.rps),
+          baselineName,
           target: '≥ 0.8×',
-        },
-        {
+        }),
+        pairedRow(rounds, 'ours', 'bare', 'cpuUs', {
           name: 'relay server CPU per publish (all threads)',
-          value: m((r) => r.ours.cpuUs),
           unit: 'µs/msg',
-          baseline: m((r) => r.bare.cpuUs),
-          baselineName: base,
-          ratio: m((r) => r.ours.cpuUs / r.bare.cpuUs),
+          baselineName,
           target: 'context (lower is better)',
-        },
+        }),
       ],
     }
   } finally {
