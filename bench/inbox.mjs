@@ -18,15 +18,9 @@
 import { createPublicKey, verify as nodeVerify } from 'node:crypto'
 import { Agent, createServer, request } from 'node:https'
 import { pathToFileURL } from 'node:url'
-import {
-  buildSigningInput,
-  createMessage,
-  didKeyFromPublicKey,
-  didKeyResolver,
-  ed25519Signer,
-  generateKeyPair,
-  signMessage,
-} from '@agentmsg/core'
+import { buildSigningInput } from '@agentmsg/core/encoding'
+import { createMessage, didKeyFromPublicKey, ed25519Signer, generateKeyPair, signMessage } from '@agentmsg/core'
+import { didKeyResolver } from '@agentmsg/core/receive'
 import { createInboxHandler } from '@agentmsg/transport-https'
 import { createDevCertificate, serveInbox } from '@agentmsg/transport-https/node'
 import { percentile, printTable } from './lib.mjs'

@@ -14,7 +14,7 @@
 import { createPublicKey, verify as nodeVerify } from 'node:crypto'
 import { createServer } from 'node:https'
 import { join } from 'node:path'
-import { didKeyResolver } from '@agentmsg/core'
+import { didKeyResolver } from '@agentmsg/core/receive'
 import { createInboxHandler } from '@agentmsg/transport-https'
 import { serveInbox } from '@agentmsg/transport-https/node'
 import Database from 'better-sqlite3'

@@ -6,10 +6,8 @@
  */
 import {
   AgentMsgError,
-  chainResolvers,
   createIdentityDocument,
   type DeliveryTarget,
-  didKeyResolver,
   generateKeyPair,
   type IdentityDocument,
   type Message,
@@ -17,6 +15,7 @@ import {
   type TransportFactory,
   verifyMessage,
 } from '@agentmsg/core'
+import { chainResolvers, didKeyResolver } from '@agentmsg/core/receive'
 import { openSealedBody } from '@agentmsg/core/sealed-box'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, type AgentOptions, createAgent } from '../src/index.js'

@@ -45,6 +45,10 @@ export interface AgentMsgErrorOptions {
   retryAfter?: number
   /** The message field the error is about, e.g. `from.agent` or `security.signatures[0].sig`. */
   field?: string
+  /** The status a peer answered, when the error reports its answer. */
+  peerStatus?: number
+  /** The `code` of the peer's error body, verbatim (it may be outside PROFILE §6). */
+  peerCode?: string
 }
 
 /**
@@ -65,6 +69,10 @@ export class AgentMsgError extends Error {
   readonly retryAfter: number | undefined
   /** The offending field, when the error is about one. */
   readonly field: string | undefined
+  /** The status a peer answered, when the error reports its answer. */
+  readonly peerStatus: number | undefined
+  /** The `code` of the peer's error body, verbatim. */
+  readonly peerCode: string | undefined
   readonly [BRAND] = true
 
   constructor(code: ErrorCode, message: string, options: AgentMsgErrorOptions = {}) {
@@ -73,9 +81,14 @@ export class AgentMsgError extends Error {
     this.status = ERROR_STATUS[code]
     this.retryAfter = options.retryAfter
     this.field = options.field
+    this.peerStatus = options.peerStatus
+    this.peerCode = options.peerCode
   }
 
-  /** True when the same request may succeed later (PROFILE §6 retry rules: 429, 5xx). */
+  /**
+   * True when the same request may succeed later (PROFILE §6 retry rules: 429, 5xx): the one
+   * retryability rule, for every transport and every kind of target.
+   */
   shouldRetry(): boolean {
     return this.status === 429 || this.status >= 500
   }
@@ -93,6 +106,21 @@ export function isAgentMsgError(value: unknown): value is AgentMsgError {
     value !== null &&
     (value as Record<symbol, unknown>)[BRAND] === true
   )
+}
+
+/**
+ * The PROFILE §6 code a peer's status means when its body names none (or one that does not go
+ * with the status): 3xx → `not_found` (redirects are never followed: the endpoint is not here),
+ * 408 → `unavailable` (the peer gave up waiting, try again), other 5xx → `unavailable`, other
+ * 4xx → `invalid_format`.
+ */
+export function codeForStatus(status: number): ErrorCode {
+  if (status === 401) return 'unauthorized'
+  // The first code of a status is its general one (invalid_format before stale_message).
+  const code = (Object.keys(ERROR_STATUS) as ErrorCode[]).find((c) => ERROR_STATUS[c] === status)
+  if (code) return code
+  if (status >= 300 && status < 400) return 'not_found'
+  return status === 408 || status >= 500 ? 'unavailable' : 'invalid_format'
 }
 
 /** Shorthand for the most common error: a structural problem with input. */

@@ -1,21 +1,52 @@
 /**
- * @agentmsg/core — agent ids, did:key, identity documents, RFC 8785 canonical form,
- * Ed25519/HMAC signatures, authentication levels, replay protection. Isomorphic: no Node
- * built-ins; the crypto provider is picked per platform through package conditions.
+ * @agentmsg/core — agent ids, did:key, identity documents, RFC 8785 canonical form, Ed25519 and
+ * HMAC signatures, the one receive pipeline, and the `Storage` / `Transport` contracts.
+ * Isomorphic: no Node built-ins; the crypto provider is picked per platform through package
+ * conditions. The other entries: `/receive` (the pipeline's parts, for servers and agents),
+ * `/http` (the HTTP toolkit and RFC 9421 agent auth), `/sealed-box`, `/encoding`, `/crypto`.
  *
  * @packageDocumentation
  */
 
-export { createWebCryptoProvider, webCryptoSupportsEd25519 } from './crypto/web.js'
-export type { ErrorMessageOptions } from './error-message.js'
-export { createErrorMessage, ErrorReplyGate } from './error-message.js'
-// The narrow entries (what a browser bundle loads lazily) and the rest; one list of names each.
-export * from './identity-entry.js'
-export { introductionFragment } from './introduction.js'
-export * from './message-entry.js'
-export * from './receive-entry.js'
-export type { ResolvedEd25519Key, ResolveEd25519KeyOptions } from './resolve-key.js'
-export { resolveEd25519Key } from './resolve-key.js'
-export { buildSigningInput } from './signing-input.js'
+export { agentEndpoints, normalizeAgentUrl, parseAgentId } from './agent-id.js'
+export { type CreateMessageOptions, createMessage, createMessageId } from './create-message.js'
+export { createKeyResolver } from './create-resolver.js'
+export { didKeyFragment, didKeyFromPublicKey, isDidKey, publicKeyFromDidKey } from './did-key.js'
+export type { AgentMsgErrorOptions, ErrorCode } from './errors.js'
+export { AgentMsgError, isAgentMsgError } from './errors.js'
+export type { IdentityDocument } from './identity/document.js'
+export {
+  createIdentityDocument,
+  revokeKey,
+  rotateKey,
+  validateIdentityDocument,
+} from './identity.js'
+export type { IdentityFetcher } from './identity-resolver.js'
+export type { AbortOptions } from './interfaces/abort.js'
+export type { Storage, StorageListOptions, StorageOp } from './interfaces/storage.js'
+export type {
+  DeliveryEvent,
+  DeliveryHandler,
+  DeliveryOutcome,
+  DeliveryReceipt,
+  DeliveryTarget,
+  InboundDelivery,
+  PeerRoute,
+  Transport,
+  TransportComponents,
+  TransportFactory,
+} from './interfaces/transport.js'
+export { createIntroductionToken, hmacSigner } from './introduction-token.js'
+export { canonicalize } from './jcs.js'
+export type { KeyPair, Signer } from './keys.js'
+export { ed25519Signer, generateKeyPair, keyPairFromSeed } from './keys.js'
+export { validateMessage } from './message.js'
+export { PROFILE } from './profile.js'
+export { createReceiver } from './receive/receiver.js'
+export type { ReceivedInfo, Receiver } from './receive/types.js'
+export type { KeyResolver } from './resolver.js'
+export { signMessage } from './sign.js'
 export { memoryStorage } from './storage/memory.js'
-export { parseStrictJson } from './strict-json.js'
+export { namespacedStorage } from './storage/namespace.js'
+export type { AuthLevel, BodyPart, JsonValue, Message, Phase, UnsignedMessage } from './types.js'
+export { verifyMessage } from './verify.js'

@@ -9,7 +9,8 @@
  * clock moves so that the quota, not the rate, is what refuses.
  */
 import { fixtureAgent } from '@agentmsg/conformance'
-import { canonicalizeToBytes, type Message } from '@agentmsg/core'
+import type { Message } from '@agentmsg/core'
+import { canonicalizeToBytes } from '@agentmsg/core/encoding'
 import { describe, expect, it } from 'vitest'
 import { clockedMessage, testClock } from './attack-relay-helpers.js'
 import { relayPerTest } from './helpers.js'

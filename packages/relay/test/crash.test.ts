@@ -30,7 +30,7 @@ import {
   signMessage,
   verifyMessage,
 } from '@agentmsg/core'
-import { signRequest } from '@agentmsg/core/http-signature'
+import { signRequest } from '@agentmsg/core/http'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {

@@ -8,7 +8,7 @@ import path from 'node:path'
 import { type FixtureAgent, fixtureAgent } from '@agentmsg/conformance'
 import type { Message } from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/encoding'
-import { signRequest } from '@agentmsg/core/http-signature'
+import { signRequest } from '@agentmsg/core/http'
 import {
   createAddressPolicy,
   createDevCertificate,

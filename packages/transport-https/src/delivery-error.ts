@@ -1,5 +1,6 @@
 /** Why a delivery to an inbox ended without a 202, as one coded error (PROFILE §6 codes). */
-import { AgentMsgError, type DeliveryTarget, ERROR_STATUS, type ErrorCode } from '@agentmsg/core'
+import { AgentMsgError, type DeliveryTarget, type ErrorCode } from '@agentmsg/core'
+import { ERROR_STATUS } from '@agentmsg/core/http'
 
 /** How a delivery ended without a 202. */
 export type DeliveryOutcomeKind = 'failed' | 'undeliverable' | 'closed' | 'retryable'

@@ -6,15 +6,9 @@
  *
  * @packageDocumentation
  */
-import {
-  agentEndpoints,
-  type IdentityFetcher,
-  type IdentityFetchResult,
-  INTEGER_MEMBERS,
-  isAgentMsgError,
-  parseAgentId,
-  parseStrictJson,
-} from '@agentmsg/core'
+import { agentEndpoints, type IdentityFetcher, isAgentMsgError, parseAgentId } from '@agentmsg/core'
+import { INTEGER_MEMBERS, parseStrictJson } from '@agentmsg/core/encoding'
+import type { IdentityFetchResult } from '@agentmsg/core/receive'
 import { isAddressRefusedError } from './address-policy.js'
 import { parseRetryAfter as parseRetryAfterMs } from './retry.js'
 

@@ -4,7 +4,7 @@
  * written straight to the socket, with no `Request`/`Response` objects in between.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { invalidFormat } from '@agentmsg/core'
+import { invalidFormat } from '@agentmsg/core/http'
 import type { InboxExchange } from './inbox/exchange.js'
 import type { HttpReply } from './inbox/responses.js'
 

@@ -7,7 +7,7 @@
  * million would take an hour of messages.
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { ReplayGuard } from '@agentmsg/core'
+import { ReplayGuard } from '@agentmsg/core/receive'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startInbox, stopInboxes, until } from './inbox-helpers.js'
 import { postFrom } from './slow-client-helpers.js'

@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { didKeyResolver } from '@agentmsg/core'
+import { didKeyResolver } from '@agentmsg/core/receive'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createInboxHandler } from '../src/inbox/handler.js'
 import type { InboxHandlerOptions } from '../src/inbox/types.js'

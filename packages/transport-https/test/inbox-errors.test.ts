@@ -11,7 +11,6 @@ import {
   ed25519Signer,
   generateKeyPair,
   type IdentityDocument,
-  IdentityDocumentCache,
   type IdentityFetcher,
   type KeyPair,
   type Message,
@@ -20,6 +19,7 @@ import {
   signMessage,
   type UnsignedMessage,
 } from '@agentmsg/core'
+import { IdentityDocumentCache } from '@agentmsg/core/receive'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ErrorReplyTarget, InboxHandlerOptions } from '../src/inbox/types.js'
 import { post, startInbox, stopInboxes, tableResolver, until } from './inbox-helpers.js'

@@ -4,13 +4,8 @@
  */
 
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import {
-  canonicalizeToBytes,
-  ed25519Signer,
-  generateKeyPair,
-  type Message,
-  memoryStorage,
-} from '@agentmsg/core'
+import { ed25519Signer, generateKeyPair, type Message, memoryStorage } from '@agentmsg/core'
+import { canonicalizeToBytes } from '@agentmsg/core/encoding'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   type ClientResponse,

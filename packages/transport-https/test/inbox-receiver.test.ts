@@ -8,13 +8,13 @@ import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
   createReceiver,
   type DeliveryHandler,
-  didKeyResolver,
   ed25519Signer,
   type InboundDelivery,
   type Message,
   type ReceivedInfo,
   type Receiver,
 } from '@agentmsg/core'
+import { didKeyResolver } from '@agentmsg/core/receive'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createInboxHandler } from '../src/inbox/handler.js'
 import type { InboxHandler, InboxHandlerOptions } from '../src/inbox/types.js'

@@ -1,6 +1,6 @@
 /** The inbox's building blocks, and the handler called directly (no server), as hono's app.request(). */
 
-import { didKeyResolver } from '@agentmsg/core'
+import { didKeyResolver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { AddressSet, addressBucket, clientAddress, parseIp } from '../src/inbox/address.js'
 import { readLimited } from '../src/inbox/body.js'

@@ -14,9 +14,9 @@ import {
   type JsonObject,
   type Message,
   memoryStorage,
-  parseStrictJson,
   type TransportComponents,
 } from '@agentmsg/core'
+import { parseStrictJson } from '@agentmsg/core/encoding'
 import { type MemoryRelayStore, memoryRelayStore } from '@agentmsg/relay'
 import { describe, expect, it } from 'vitest'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'

@@ -11,17 +11,8 @@
  * was acknowledged (the agent itself does not say).
  */
 import { type Agent, createAgent, STORAGE_KEYS } from '@agentmsg/client'
-import {
-  createKeyResolver,
-  didKeyFromPublicKey,
-  ed25519Signer,
-  generateKeyPair,
-  getDefaultCryptoProvider,
-  type KeyPair,
-  memoryStorage,
-  type Storage,
-  verifyMessage,
-} from '@agentmsg/core'
+import { createKeyResolver, didKeyFromPublicKey, ed25519Signer, generateKeyPair, type KeyPair, memoryStorage, type Storage, verifyMessage } from '@agentmsg/core'
+import { getDefaultCryptoProvider } from '@agentmsg/core/crypto'
 import { createRelayClient, relayTransport } from '@agentmsg/transport-relay'
 import {
   forbiddenWebSocket,

@@ -2,12 +2,7 @@
  * The Agent: its identity, contacts and events, sending through the router and receiving
  * through one Receiver that every transport feeds. Built by `createAgent` (create.ts).
  */
-import {
-  type IdentityDocument,
-  type Message,
-  parseAgentId,
-  type Transport,
-} from '@agentmsg/core/message'
+import { type IdentityDocument, type Message, parseAgentId, type Transport } from '@agentmsg/core'
 import type { Conversations } from './conversations.js'
 import type { AgentEmitter } from './events.js'
 import type { OwnKeys } from './identity.js'

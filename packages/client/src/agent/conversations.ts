@@ -7,7 +7,7 @@
  * using it must not move the numbers of our conversation with someone else (pushing them to
  * 2^53−1 would stop our sends to that peer).
  */
-import type { JsonValue, Storage } from '@agentmsg/core/message'
+import type { JsonValue, Storage } from '@agentmsg/core'
 import { STORAGE_KEYS } from './types.js'
 
 /** What `conv/<peer>/<conversation_id>` holds (URI-encoded components). */

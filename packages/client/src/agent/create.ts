@@ -11,7 +11,7 @@ import {
   type TransportComponents,
   type TransportFactory,
   type UnsignedMessage,
-} from '@agentmsg/core/message'
+} from '@agentmsg/core'
 import { AgentImpl } from './agent.js'
 import { createContacts } from './contacts.js'
 import { Conversations } from './conversations.js'
@@ -52,7 +52,7 @@ export async function openAgent(
   extras: AgentExtras = {},
 ): Promise<AgentImpl> {
   // The in-memory default is imported only when no storage is given (browsers pass IndexedDB).
-  const storage = options.storage ?? (await import('@agentmsg/core/storage')).memoryStorage()
+  const storage = options.storage ?? (await import('@agentmsg/core')).memoryStorage()
   const now = options.now ?? Date.now
   await migrateStorage(storage)
   const keys = await OwnKeys.load(storage, options, now)

@@ -3,13 +3,14 @@
  * imported with the identity fetcher the first time a URL agent is involved. An agent that only
  * meets did:key agents never loads document validation (issue 12: a browser agent's bundle).
  */
+import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
 import type {
-  IdentityDocument,
   IdentityDocumentCache,
   IdentityDocumentResolverOptions,
-} from '@agentmsg/core/identity'
-import { type AbortOptions, nonDocumentLookup } from '@agentmsg/core/message'
-import type { KeyLookup, KeyResolution, KeyResolver } from '@agentmsg/core/receive'
+  KeyLookup,
+  KeyResolution,
+} from '@agentmsg/core/receive'
+import { nonDocumentLookup } from '@agentmsg/core/receive'
 
 /** What the router, the sealing and the receiver ask of the documents. */
 export interface Documents extends KeyResolver {
@@ -20,7 +21,7 @@ export interface Documents extends KeyResolver {
 export function lazyDocuments(options: IdentityDocumentResolverOptions): Documents {
   let loading: Promise<IdentityDocumentCache> | undefined
   const cache = (): Promise<IdentityDocumentCache> => {
-    const current = (loading ??= import('@agentmsg/core/identity').then((m) =>
+    const current = (loading ??= import('@agentmsg/core/receive').then((m) =>
       m.identityDocumentResolver(options),
     ))
     // A chunk that did not download is tried again on the next need.

@@ -2,10 +2,9 @@
  * The agent's own identity: loaded from storage (or created and persisted the first time), the
  * key that signs now, and key rotation and revocation for URL agents (PROFILE §4).
  */
-import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
+
 import {
   AgentMsgError,
-  assertRelayUrl,
   didKeyFragment,
   didKeyFromPublicKey,
   ed25519Signer,
@@ -18,14 +17,16 @@ import {
   parseAgentId,
   type Signer,
   type Storage,
-} from '@agentmsg/core/message'
+} from '@agentmsg/core'
+import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
+import { assertRelayUrl } from '@agentmsg/core/http'
 import { type AgentOptions, type OwnIdentity, STORAGE_KEYS } from './types.js'
 
 /**
  * Identity documents (building, validation, rotation, revocation) are imported when a URL
  * agent's identity is created, loaded or changed: a did:key agent never needs them (issue 12).
  */
-const loadIdentityDocuments = () => import('@agentmsg/core/identity')
+const loadIdentityDocuments = () => import('@agentmsg/core/receive')
 const loadUrlIdentity = () => import('./url-identity.js')
 
 /** What `keys/self/identity` holds. */

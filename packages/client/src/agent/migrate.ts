@@ -3,7 +3,7 @@
  * storage keeps working. Transports now keep their state under their own namespace
  * (`<protocol>/…`); the relay's cursors and subscriptions were already under `relay/`.
  */
-import type { Storage, StorageOp } from '@agentmsg/core/message'
+import type { Storage, StorageOp } from '@agentmsg/core'
 
 /** Old prefix → new prefix. */
 const MOVES: ReadonlyArray<{ from: string; to: string }> = [

@@ -2,7 +2,9 @@
  * Where peers can be reached: relays remembered per agent (`peers/<agent>`), from the verified
  * `from.relays` of their messages, relays given to `send`, or pinned with a contact (PROFILE §9).
  */
-import { assertRelayUrl, type JsonValue, type Storage } from '@agentmsg/core/message'
+
+import type { JsonValue, Storage } from '@agentmsg/core'
+import { assertRelayUrl } from '@agentmsg/core/http'
 import { STORAGE_KEYS } from './types.js'
 
 /** What `peers/<agent>` holds. */

@@ -6,21 +6,21 @@
  * front), starting at once, so it is there when the first message arrives.
  */
 import {
+  createReceiver,
   type DeliveryHandler,
+  type KeyResolver,
   type Message,
   parseAgentId,
+  type ReceivedInfo,
+  type Receiver,
   type Storage,
-} from '@agentmsg/core/message'
+} from '@agentmsg/core'
 import {
   AuthLevelTracker,
   chainResolvers,
-  createReceiver,
   didKeyResolver,
   type ErrorReplySender,
-  type KeyResolver,
   KeyStore,
-  type ReceivedInfo,
-  type Receiver,
 } from '@agentmsg/core/receive'
 import type { Conversations } from './conversations.js'
 import type { Documents } from './documents.js'
@@ -158,7 +158,7 @@ async function dispatch(o: AgentReceiverOptions, message: Message, info: Receive
   if (info.level === 0 && message.phase === 'greeting') {
     try {
       // Identity documents are loaded only now, for a greeting that may carry one (PROFILE §5).
-      const { introducedIdentity } = await import('@agentmsg/core/identity')
+      const { introducedIdentity } = await import('@agentmsg/core/receive')
       const doc = introducedIdentity(message)
       if (doc && (await o.keyStore.addIntroducedKeys(doc)).length > 0) await reconcile(o, from)
     } catch (error) {

@@ -18,7 +18,7 @@ import {
   type Message,
   parseAgentId,
   type Transport,
-} from '@agentmsg/core/message'
+} from '@agentmsg/core'
 import type { Documents } from './documents.js'
 import type { PeerRelays } from './peers.js'
 

@@ -7,7 +7,6 @@
  * bundle whose agent never seals does not load it.
  */
 
-import { base64urlDecode } from '@agentmsg/core/encoding'
 import {
   AgentMsgError,
   type DeliveryTarget,
@@ -16,7 +15,8 @@ import {
   normalizeAgentUrl,
   publicKeyFromDidKey,
   type UnsignedMessage,
-} from '@agentmsg/core/message'
+} from '@agentmsg/core'
+import { base64urlDecode } from '@agentmsg/core/encoding'
 import type { KeyStore } from '@agentmsg/core/receive'
 import type { SealRecipient } from '@agentmsg/core/sealed-box'
 import type { Documents } from './documents.js'

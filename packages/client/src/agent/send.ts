@@ -15,7 +15,7 @@ import {
   type Storage,
   signMessage,
   type UnsignedMessage,
-} from '@agentmsg/core/message'
+} from '@agentmsg/core'
 import type { Conversations } from './conversations.js'
 import { type OwnKeys, relayList } from './identity.js'
 import type { PeerRelays } from './peers.js'

@@ -4,8 +4,12 @@
  * identity fetcher (with ky) are loaded with `import()` when first needed, so a relay-only
  * browser agent does not download them.
  */
-import type { IdentityFetcher } from '@agentmsg/core/identity'
-import type { Transport, TransportComponents, TransportFactory } from '@agentmsg/core/message'
+import type {
+  IdentityFetcher,
+  Transport,
+  TransportComponents,
+  TransportFactory,
+} from '@agentmsg/core'
 import { relayTransport } from '@agentmsg/transport-relay/transport'
 import type { AgentOptions } from './types.js'
 

@@ -7,12 +7,12 @@ import type {
   BodyPart,
   IdentityDocument,
   IdentityFetcher,
-  KeySource,
   Message,
   Phase,
   Storage,
   TransportFactory,
 } from '@agentmsg/core'
+import type { KeySource } from '@agentmsg/core/receive'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
 
 /**

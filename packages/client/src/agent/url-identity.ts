@@ -3,9 +3,15 @@
  * created, and kept in step with the configured relays. Imported by ./identity.ts only for URL
  * agents, with core's identity documents (issue 12: a did:key browser agent loads neither).
  */
+
+import {
+  createIdentityDocument,
+  type IdentityDocument,
+  type KeyPair,
+  parseAgentId,
+  validateIdentityDocument,
+} from '@agentmsg/core'
 import { base64urlEncode } from '@agentmsg/core/encoding'
-import { createIdentityDocument, validateIdentityDocument } from '@agentmsg/core/identity'
-import { type IdentityDocument, type KeyPair, parseAgentId } from '@agentmsg/core/message'
 import type { SelfRecord } from './identity.js'
 import type { AgentOptions } from './types.js'
 

@@ -18,12 +18,12 @@ import {
   type DeliveryHandler,
   type DeliveryReceipt,
   type DeliveryTarget,
-  invalidFormat,
   type Message,
   type Transport,
   type TransportComponents,
   type TransportFactory,
 } from '@agentmsg/core'
+import { invalidFormat } from '@agentmsg/core/http'
 
 /** Where the agents of one process find each other: agent id → its receive side. */
 export interface MemoryHub {

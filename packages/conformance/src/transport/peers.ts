@@ -8,7 +8,6 @@ import {
   type DeliveryOutcome,
   type DeliveryTarget,
   type InboundDelivery,
-  invalidFormat,
   type Message,
   memoryStorage,
   type Storage,
@@ -16,6 +15,7 @@ import {
   type TransportComponents,
 } from '@agentmsg/core'
 import { utf8Decode } from '@agentmsg/core/encoding'
+import { invalidFormat } from '@agentmsg/core/http'
 import { describeError, ok, show } from '../assert.js'
 import { type FixtureAgent, fixtureAgent } from '../fixtures.js'
 import type { TransportHarness } from './harness.js'

@@ -7,22 +7,49 @@ import type { AbortOptions } from './abort.js'
 import type { Storage } from './storage.js'
 
 /**
- * Where a message can be delivered. `inbox` (PROFILE §6) and `relay` (PROFILE §9) are the two
- * the protocol defines; a custom transport names its own kind (e.g. `memory`) and returns such
- * targets from {@link Transport.route}.
+ * What an agent knows of a peer when it routes a message to it: each transport turns this into
+ * the targets it can deliver to ({@link Transport.targets}).
  */
+export interface PeerRoute {
+  /** The peer's agent id. */
+  agent: string
+  /** Its identity document (a URL agent's, PROFILE §4), when it could be fetched. */
+  document?: IdentityDocument | undefined
+  /**
+   * Relays it can be reached through, in the order known: given to this send, pinned with the
+   * contact, learned from its verified `from.relays` (PROFILE §9). The document's come on top.
+   */
+  relays: readonly string[]
+  /** The inbox to use instead of the document's: an error reply goes to the one its sender's document names (PROFILE §7). */
+  inbox?: string | undefined
+}
+
+/** One place a transport can deliver a message for a peer. */
 export interface DeliveryTarget {
-  /** `inbox`, `relay`, or a custom transport's own kind. */
+  /** The transport's own name for this kind of target: `inbox`, `relay`, `memory`, … */
   kind: string
   /** The recipient's agent id (`to.agent`, or the topic's publisher for topic messages). */
   agent: string
-  /** The inbox URL (one), or the relay base URLs in the order to try; may be empty for custom kinds. */
+  /** The URLs behind it, in the order to try (an inbox's one, a peer's relays); may be empty. */
   urls: readonly string[]
-  /** `relay` targets: the recipient's `relay.preference` (PROFILE §9 failover). @default 'ordered' */
+  /** `direct`: to the peer itself; `relay`: kept for the peer by intermediaries that verify it (PROFILE §9). */
+  route: 'direct' | 'relay'
+  /**
+   * Only the peer can read what goes to this target (TLS to the peer itself, or intermediaries
+   * the agent trusts with bodies). A body sent anywhere else is sealed by default (PROFILE §8).
+   * @default false
+   */
+  confidential?: boolean
+  /**
+   * A delivery that failed for now is kept and retried on PROFILE §6's schedule (the agent's
+   * durable outbox), rather than reported at once. @default false
+   */
+  durable?: boolean
+  /** `relay` targets: the peer's `relay.preference` (PROFILE §9 failover). @default 'ordered' */
   preference?: 'any' | 'ordered'
 }
 
-/** What a transport reports after the peer accepted a message (202), or queued it durably. */
+/** What a transport reports after the peer (or a relay for it) accepted a message. */
 export interface DeliveryReceipt {
   /** The accepted message id as echoed by the peer. */
   messageId: string
@@ -30,22 +57,6 @@ export interface DeliveryReceipt {
   target: DeliveryTarget
   /** The URL that answered 202 (the relay that took it, for relay targets). */
   url?: string
-  /**
-   * `true` when the first attempt failed retryably and the message waits in a durable outbox
-   * (only with {@link TransportSendOptions.durable}); the transport reports the outcome later.
-   */
-  pending?: boolean
-}
-
-/** Options for {@link Transport.send}. */
-export interface TransportSendOptions extends AbortOptions {
-  /**
-   * After a first attempt that failed retryably (network error, 5xx, 429), keep the message in
-   * the transport's durable outbox and resolve with `pending: true` instead of rejecting
-   * (PROFILE §6 retries). Transports without an outbox ignore it and reject.
-   * @default false
-   */
-  durable?: boolean
 }
 
 /**
@@ -94,25 +105,24 @@ export type DeliveryHandler = (delivery: InboundDelivery) => Promise<DeliveryOut
 
 /**
  * The contract transports implement (transport-https, transport-relay, or your own). A
- * transport moves signed messages; verification, replay protection and auth levels happen in
- * the receive pipeline above it, the same for every transport.
+ * transport finds its targets for a peer and moves signed messages to them; verification,
+ * replay protection and auth levels happen in the receive pipeline above it, the same for
+ * every transport.
  */
 export interface Transport {
   /** Protocol name, e.g. `https`, `relay` or a custom transport's. */
   readonly protocol: string
-  /** The {@link DeliveryTarget.kind}s `send` accepts. */
-  readonly kinds: readonly string[]
   /**
-   * Targets this transport knows for `agent` by itself (e.g. an in-process hub), tried before
-   * the agent's inbox and relays. Omit when the transport only serves `inbox`/`relay` targets.
+   * Where this transport can deliver to `peer`, best first: from its identity document (an
+   * endpoint the transport knows), its relays, or what the transport knows by itself. None: `[]`.
    */
-  route?(agent: string): Promise<DeliveryTarget | undefined>
-  /** Deliver one signed message; resolves when the target answered 202 (or, `durable`, queued it). */
-  send(
-    message: Message,
-    target: DeliveryTarget,
-    options?: TransportSendOptions,
-  ): Promise<DeliveryReceipt>
+  targets?(peer: PeerRoute, options?: AbortOptions): DeliveryTarget[] | Promise<DeliveryTarget[]>
+  /**
+   * Deliver one signed message once; resolves when the target accepted it (202). A failure
+   * rejects with an `AgentMsgError` whose `shouldRetry()` says whether it may pass (a network
+   * error, 5xx, 429) and whose `retryAfter` says when; the agent's outbox does the retrying.
+   */
+  send(message: Message, target: DeliveryTarget, options?: AbortOptions): Promise<DeliveryReceipt>
   /**
    * Start receiving and resolve once started. Each inbound message goes to `receive`, one call
    * per message; what to do with the outcome is the transport's (see {@link DeliveryOutcome}).
@@ -134,6 +144,11 @@ export interface TransportComponents {
   readonly storage: Storage
   /** The agent's relays (its `from.relays`). */
   readonly relays: readonly string[]
+  /**
+   * Whether the agent trusts the intermediary at `url` (a relay) with message bodies (SPEC
+   * §5.7.2): a target through intermediaries it does not trust is not `confidential`.
+   */
+  trusts(url: string): boolean
   /** The agent's identity document (URL agents), current at each call. */
   identityDocument(): IdentityDocument | undefined
   /**
@@ -145,14 +160,9 @@ export interface TransportComponents {
   now(): number
   /** Failures nobody else sees. */
   onError(error: unknown): void
-  /**
-   * Report the outcome of a delivery the transport finished later (a `durable` send that was
-   * still pending): delivered, or undeliverable with the reason.
-   */
-  onOutcome?(event: DeliveryEvent): void
 }
 
-/** A later outcome of a `durable` send. */
+/** A later outcome of a send that was still pending (kept in the outbox). */
 export type DeliveryEvent =
   | { type: 'delivered'; messageId: string; target: DeliveryTarget }
   | {

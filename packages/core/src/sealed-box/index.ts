@@ -1,17 +1,15 @@
 /**
- * `@agentmsg/core/sealed-box` — libsodium-compatible sealed boxes and sealed message bodies
- * (PROFILE §8). A subpath of its own: X25519, XSalsa20-Poly1305 and BLAKE2b are only downloaded
- * by apps that seal or open.
+ * `@agentmsg/core/sealed-box` — sealed bodies (PROFILE §8) from noble primitives: seal a body
+ * for its recipients, open and check a sealed part; libsodium's `crypto_box_seal` and the
+ * Ed25519 → X25519 conversions under them. Loaded only when something is sealed or opened.
  *
  * @packageDocumentation
  */
-
-export type { SealableMessage, SealedBody, SealedBoxOpener, SealRecipient } from './body.js'
+export type { SealedBoxOpener, SealRecipient } from './body.js'
 export { isSealedBody, openSealedBody, sealBody } from './body.js'
 export {
   cryptoBoxSeal,
   cryptoBoxSealOpen,
   ed25519PublicKeyToX25519,
   ed25519SeedToX25519SecretKey,
-  SEALED_BOX_OVERHEAD,
 } from './primitives.js'

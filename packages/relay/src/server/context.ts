@@ -2,8 +2,9 @@
  * What the relay's endpoints share: the relay's state as one object, and the small request
  * helpers every endpoint uses (mailbox owners, cursors, path segments, 413).
  */
-import { invalidFormat, type KeyResolver, parseAgentId } from '@agentmsg/core'
-import { type NonceMemory, verifyRequest } from '@agentmsg/core/http-signature'
+
+import { type KeyResolver, parseAgentId } from '@agentmsg/core'
+import { invalidFormat, type NonceMemory, verifyRequest } from '@agentmsg/core/http'
 import { errorReply, type HttpReply } from '@agentmsg/transport-https/http-kit'
 import type { RelayStore } from '../store/types.js'
 import { requestBucket } from './buckets.js'

@@ -11,7 +11,7 @@ import {
   type KeyResolver,
   normalizeAgentUrl,
 } from '@agentmsg/core'
-import { NonceMemory } from '@agentmsg/core/http-signature'
+import { NonceMemory } from '@agentmsg/core/http'
 import {
   ClientLimits,
   discardBody,

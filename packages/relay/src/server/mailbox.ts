@@ -3,7 +3,10 @@
  * /relay/messages/{id}` and `POST /relay/ack` (acknowledge one, or many), `GET /relay/stream`
  * (Server-Sent Events). Each needs agent auth as the mailbox's owner.
  */
-import { invalidFormat, parseAgentId, parseStrictJson } from '@agentmsg/core'
+
+import { parseAgentId } from '@agentmsg/core'
+import { parseStrictJson } from '@agentmsg/core/encoding'
+import { invalidFormat } from '@agentmsg/core/http'
 import {
   CORS_RESPONSE_HEADERS,
   discardBody,

@@ -5,18 +5,11 @@
  * per-sender limit is charged), then what only a relay does: the mailbox lookup (after the
  * signature verified), the trace entry, the durable store within the quotas, 202.
  */
-import {
-  canonicalizeToBytes,
-  formatTimestamp,
-  invalidFormat,
-  type Message,
-  parseAgentId,
-  parseTimestamp,
-  type ReceiveContext,
-  ReplayGuard,
-  receive,
-  type TraceEntry,
-} from '@agentmsg/core'
+
+import { type Message, parseAgentId, type TraceEntry } from '@agentmsg/core'
+import { canonicalizeToBytes, formatTimestamp, parseTimestamp } from '@agentmsg/core/encoding'
+import { invalidFormat } from '@agentmsg/core/http'
+import { type ReceiveContext, ReplayGuard, receive } from '@agentmsg/core/receive'
 import {
   acceptedReply,
   discardBody,

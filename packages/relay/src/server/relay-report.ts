@@ -3,7 +3,9 @@
  * gave a 429, and which 401/403 codes are auth failures. Used by the generic handler, the Node
  * publish fast path and the WebSocket endpoint, so the three report alike.
  */
-import { ERROR_STATUS, type ErrorCode } from '@agentmsg/core'
+
+import type { ErrorCode } from '@agentmsg/core'
+import { ERROR_STATUS } from '@agentmsg/core/http'
 import type { HttpReply } from '@agentmsg/transport-https/http-kit'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
 

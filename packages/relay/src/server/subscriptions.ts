@@ -3,7 +3,9 @@
  * feeds of verified webhook subscriptions, restarted from the store after a restart. An agent
  * holds at most `limits.subscriptionsPerAgent` subscriptions (beyond → 429).
  */
-import { invalidFormat, parseStrictJson } from '@agentmsg/core'
+
+import { parseStrictJson } from '@agentmsg/core/encoding'
+import { invalidFormat } from '@agentmsg/core/http'
 import type { HttpsSender } from '@agentmsg/transport-https'
 import {
   CORS_RESPONSE_HEADERS,

@@ -6,8 +6,9 @@
  */
 
 import type { DeliveryTarget, Message } from '@agentmsg/core'
-import { AgentMsgError, invalidFormat, isAgentMsgError } from '@agentmsg/core'
+import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
 import { base64urlEncode, randomBytes } from '@agentmsg/core/encoding'
+import { invalidFormat } from '@agentmsg/core/http'
 import type { HttpsSender } from '@agentmsg/transport-https'
 import { readLimited } from '@agentmsg/transport-https/http-kit'
 import type { MailboxEntry } from '../store/types.js'

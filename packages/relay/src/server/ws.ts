@@ -11,7 +11,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { isAgentMsgError, parseAgentId } from '@agentmsg/core'
-import { createChallenge, verifyWsAuth } from '@agentmsg/core/http-signature'
+import { createChallenge, verifyWsAuth } from '@agentmsg/core/http'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { MailboxEntry } from '../store/types.js'
 import { codeStatus, knownCode, reportRefused } from './relay-report.js'

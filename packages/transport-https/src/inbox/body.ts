@@ -1,5 +1,5 @@
 /** Reading a request body with a size cap, counting while it streams (PROFILE §6). */
-import { invalidFormat } from '@agentmsg/core'
+import { invalidFormat } from '@agentmsg/core/http'
 
 /** Largest request body read: 1 MiB of message + 64 KiB for trace and whitespace (PROFILE §6). */
 export const MAX_BODY_BYTES = 1_048_576 + 65_536

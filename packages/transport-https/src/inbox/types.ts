@@ -1,17 +1,20 @@
 /** Options and contracts of the inbox handler. */
+
 import type {
-  AuthLevelTracker,
   DeliveryHandler,
-  ErrorReplySender,
   IdentityDocument,
   JsonObject,
   KeyResolver,
   Message,
   ReceivedInfo,
-  ReceiveOpener,
-  ReplayGuard,
   Storage,
 } from '@agentmsg/core'
+import type {
+  AuthLevelTracker,
+  ErrorReplySender,
+  ReceiveOpener,
+  ReplayGuard,
+} from '@agentmsg/core/receive'
 import type { RateLimit } from './rate-limit.js'
 
 export type { ErrorReplySender, ErrorReplyTarget } from '@agentmsg/core'

@@ -6,7 +6,8 @@
  * one.
  */
 
-import { isAgentId, isAgentMsgError } from '@agentmsg/core/message'
+import { isAgentMsgError } from '@agentmsg/core'
+import { isAgentId } from '@agentmsg/core/http'
 import { reconnectDelay, sleep } from './backoff.js'
 
 /** One entry to acknowledge: its `message_id` and `from.agent`. */

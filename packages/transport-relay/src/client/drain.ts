@@ -5,7 +5,7 @@
  * pipeline refuses it for good) and is acknowledged like the others, so it never stops the
  * ones behind it.
  */
-import type { AbortOptions } from '@agentmsg/core/message'
+import type { AbortOptions } from '@agentmsg/core'
 import { AckBatcher, type AckEntry, batchable } from './ack-batch.js'
 import type { RelayEntry, RelayStreamHandler } from './stream-types.js'
 

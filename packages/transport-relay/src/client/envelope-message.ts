@@ -8,7 +8,7 @@ import {
   INTEGER_MEMBERS,
   parseStrictJsonAsync,
   type StrictJsonOptions,
-} from '@agentmsg/core/receive'
+} from '@agentmsg/core/encoding'
 
 /** One message cut out of an envelope (or an SSE event's data). */
 export interface EnvelopeMessage {

@@ -8,8 +8,9 @@
  * for good) with the `message_id` and `from.agent` a lenient reading finds, so the stream can
  * skip it by its cursor and acknowledge it instead of retrying the same page forever.
  */
-import { invalidFormat } from '@agentmsg/core/message'
-import { parseStrictJson } from '@agentmsg/core/strict-json'
+
+import { parseStrictJson } from '@agentmsg/core/encoding'
+import { invalidFormat } from '@agentmsg/core/http'
 import { type EnvelopeMessage, entryNames, MESSAGE_PARSE, textMessage } from './envelope-message.js'
 
 export type { EnvelopeMessage } from './envelope-message.js'

@@ -3,12 +3,8 @@
  * signing needs, relay error bodies turned into {@link AgentMsgError}s, and network failures
  * told apart from the caller's own abort.
  */
-import {
-  AgentMsgError,
-  ERROR_STATUS,
-  type ErrorCode,
-  isAgentMsgError,
-} from '@agentmsg/core/message'
+import { AgentMsgError, type ErrorCode, isAgentMsgError } from '@agentmsg/core'
+import { ERROR_STATUS } from '@agentmsg/core/http'
 
 /** The codes a relay status means when its body names none we know (PROFILE §6 table). */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {

@@ -6,7 +6,7 @@
  * relays. A relay that refuses to open the mailbox at start (a 4xx other than 429: forbidden,
  * bad agent auth, an address the policy refuses) fails `start`: no retry changes that answer.
  */
-import { type DeliveryHandler, isAgentMsgError, type Storage } from '@agentmsg/core/message'
+import { type DeliveryHandler, isAgentMsgError, type Storage } from '@agentmsg/core'
 import { type BackoffOptions, reconnectDelay, sleep } from './backoff.js'
 import type { RelayCore } from './relay-core.js'
 import { isRefusal, relayError } from './relay-error.js'

@@ -5,14 +5,13 @@
 import {
   type AbortOptions,
   AgentMsgError,
-  assertRelayUrl,
-  canonicalizeToBytes,
-  invalidFormat,
   isAgentMsgError,
   type Message,
-  type RelayPreference,
   validateMessage,
-} from '@agentmsg/core/message'
+} from '@agentmsg/core'
+import { canonicalizeToBytes } from '@agentmsg/core/encoding'
+import { assertRelayUrl, invalidFormat } from '@agentmsg/core/http'
+import type { RelayPreference } from '@agentmsg/core/message'
 import { DEFAULT_TIMEOUT_MS, exchange, readJson, relayEndpoint } from './http.js'
 
 /** The largest message a sender sends: `JCS(message without trace)` (PROFILE §6). */

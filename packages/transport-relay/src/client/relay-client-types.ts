@@ -1,7 +1,7 @@
 /**
  * The relay client's options and interface (the implementation is ./relay-client.ts).
  */
-import type { AbortOptions, Message, Signer } from '@agentmsg/core/message'
+import type { AbortOptions, Message, Signer } from '@agentmsg/core'
 import type { AckEntry } from './ack-batch.js'
 import type { DrainOptions, DrainResult, RetrievedEntry } from './drain.js'
 import type { RelayPublishResult } from './publish.js'

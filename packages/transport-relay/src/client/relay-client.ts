@@ -4,7 +4,7 @@
  * to store and forward, not with integrity (SPEC §5.7.3), so the caller's receive pipeline
  * validates and verifies every message, as it does for every transport.
  */
-import { AgentMsgError, parseAgentId } from '@agentmsg/core/message'
+import { AgentMsgError, parseAgentId } from '@agentmsg/core'
 import { MAX_ACK_BATCH } from './ack-batch.js'
 import { drainMailbox, type RetrievedEntry } from './drain.js'
 import { parsePage } from './envelope.js'

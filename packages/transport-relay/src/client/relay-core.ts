@@ -5,14 +5,9 @@
  * this, so a browser agent's bundle carries no page parsing it never runs.
  */
 
+import { type AbortOptions, AgentMsgError, parseAgentId } from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/encoding'
-import { signRequest } from '@agentmsg/core/http-signature/sign'
-import {
-  type AbortOptions,
-  AgentMsgError,
-  assertRelayUrl,
-  parseAgentId,
-} from '@agentmsg/core/message'
+import { assertRelayUrl, signRequest } from '@agentmsg/core/http'
 import type { AckEntry } from './ack-batch.js'
 import { DEFAULT_TIMEOUT_MS, exchange, readJson, relayEndpoint } from './http.js'
 import type { RelayClientOptions, SubscribeOptions } from './relay-client-types.js'

@@ -2,7 +2,7 @@
  * Errors of listening on one of the agent's relays, named by the relay: an agent with several
  * relays reports each by its URL (PROFILE §9 client failover: the others keep working).
  */
-import { AgentMsgError, isAgentMsgError } from '@agentmsg/core/message'
+import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
 
 /**
  * A failure at one relay: its `code` (and `status`, `retryAfter`) is the underlying error's

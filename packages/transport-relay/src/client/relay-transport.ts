@@ -3,18 +3,18 @@
  * with client failover, `listen` streams the agent's own mailboxes into the receive pipeline.
  * It is also a worked example of the Transport contract for anyone writing their own.
  */
-import {
-  type AbortOptions,
-  type DeliveryHandler,
-  type DeliveryReceipt,
-  type DeliveryTarget,
-  invalidFormat,
-  type Message,
-  type Transport,
-  type TransportComponents,
-  type TransportFactory,
-  type TransportSendOptions,
-} from '@agentmsg/core/message'
+import type {
+  AbortOptions,
+  DeliveryHandler,
+  DeliveryReceipt,
+  DeliveryTarget,
+  Message,
+  Transport,
+  TransportComponents,
+  TransportFactory,
+} from '@agentmsg/core'
+import { invalidFormat } from '@agentmsg/core/http'
+import type { TransportSendOptions } from '@agentmsg/core/message'
 import type { BackoffOptions } from './backoff.js'
 import type { MailboxListener } from './mailbox-listener.js'
 import { publishWithFailover } from './publish.js'

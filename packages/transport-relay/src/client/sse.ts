@@ -5,8 +5,8 @@
  * 1 MiB + 64 KiB (PROFILE §4); an idle watchdog replaces an overall timeout.
  */
 
-import { signRequest } from '@agentmsg/core/http-signature/sign'
-import type { Signer } from '@agentmsg/core/message'
+import type { Signer } from '@agentmsg/core'
+import { signRequest } from '@agentmsg/core/http'
 import { readMessageAsync } from './envelope-message.js'
 import { errorFromResponse, MAX_EVENT_BYTES, relayEndpoint, relayFetch } from './http.js'
 import { SseEventTooLarge, SseParser } from './sse-parser.js'

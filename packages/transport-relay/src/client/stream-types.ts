@@ -2,7 +2,7 @@
  * The types of a relay stream: what a handler gets, the options, the running handle, and the
  * contract between the shared stream loop (./stream.ts) and its SSE and WebSocket connectors.
  */
-import type { AbortOptions } from '@agentmsg/core/message'
+import type { AbortOptions } from '@agentmsg/core'
 import type { BackoffOptions } from './backoff.js'
 import type { EnvelopeMessage } from './envelope-message.js'
 

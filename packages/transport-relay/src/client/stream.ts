@@ -6,7 +6,7 @@
  * pipeline's job (SPEC §5.7.3: the relay is not trusted with integrity), the same for every
  * transport.
  */
-import { AgentMsgError, isAgentMsgError } from '@agentmsg/core/message'
+import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
 import { AckBatcher, type AckManyFn, batchable, MAX_ACK_BATCH } from './ack-batch.js'
 import { DEFAULT_BACKOFF_CAP_MS, reconnectDelay, sleep } from './backoff.js'
 import type {

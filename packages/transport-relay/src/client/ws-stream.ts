@@ -4,8 +4,8 @@
  * browsers cannot put headers on a WebSocket handshake.
  */
 
-import { signWsAuth } from '@agentmsg/core/http-signature'
-import { AgentMsgError, ERROR_STATUS, type ErrorCode, type Signer } from '@agentmsg/core/message'
+import { AgentMsgError, type ErrorCode, type Signer } from '@agentmsg/core'
+import { ERROR_STATUS, signWsAuth } from '@agentmsg/core/http'
 import { type EnvelopeMessage, parseFrame } from './envelope.js'
 import { MAX_EVENT_BYTES } from './http.js'
 import { protocolError } from './stream.js'

@@ -22,7 +22,7 @@
  *
  * @packageDocumentation
  */
-import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
+import { AgentMsgError, isAgentMsgError } from '../errors.js'
 
 /** A parsed IP address: 4 or 16 bytes in network order. */
 export interface ParsedIp {

@@ -3,7 +3,7 @@
  * IPv4-mapped IPv6 counts as its IPv4 address, and `X-Forwarded-For` is believed only when the
  * connection comes from a configured trusted proxy. No Node built-ins: the handler is isomorphic.
  */
-import { parseIp as parseIpText } from '../address-policy.js'
+import { parseIp as parseIpText } from './address-policy.js'
 
 /**
  * An IPv4 or IPv6 address as 16 bytes (IPv4 as `::ffff:a.b.c.d`), or `undefined`. Brackets and

@@ -3,7 +3,7 @@
  * or written straight to a socket by the Node adapter: JSON bodies, the PROFILE §6 error body,
  * and the CORS headers every answer carries. Shared by the inbox and the relay.
  */
-import { ERROR_STATUS, type ErrorCode } from '@agentmsg/core'
+import { ERROR_STATUS, type ErrorCode } from '../errors.js'
 
 /** One HTTP answer (inbox or relay), before it becomes a `Response`. */
 export interface HttpReply {
@@ -66,4 +66,59 @@ export function acceptedReply(messageId: string): HttpReply {
 /** The web `Response` of an answer. */
 export function toResponse(reply: HttpReply): Response {
   return new Response(reply.body, { status: reply.status, headers: reply.headers })
+}
+
+/** The request headers a browser may send, exactly as PROFILE §6 lists them. */
+export const CORS_ALLOW_HEADERS =
+  'Content-Type, Accept, Idempotency-Key, Signature, Signature-Input, Content-Digest, Last-Event-ID'
+
+/**
+ * 204 answer to an `OPTIONS` preflight: any origin, the path's methods, PROFILE §6's header
+ * list, `Retry-After` exposed, no credentials (no `Access-Control-Allow-Credentials`).
+ *
+ * @param methods the path's methods, e.g. `POST, OPTIONS`
+ */
+export function preflightReply(methods: string): HttpReply {
+  return {
+    status: 204,
+    body: null,
+    headers: {
+      ...CORS_RESPONSE_HEADERS,
+      'access-control-allow-methods': methods,
+      'access-control-allow-headers': CORS_ALLOW_HEADERS,
+      // Browsers cap this (Chromium at 2 h); a day is the common ask.
+      'access-control-max-age': '86400',
+      allow: methods,
+    },
+  }
+}
+/**
+ * The inbox's Content-Type rule (PROFILE §6): `application/json`, optionally with
+ * `charset=utf-8`. Type, parameter name and charset value compare case-insensitively; optional
+ * whitespace (space, tab) may surround the `;`, and the charset value may be a quoted string
+ * (RFC 9110 §5.6.4, quoted-pairs included). Anything else, including no header, is refused.
+ */
+
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+// qdtext: HTAB, SP, 0x21, 0x23–0x5B, 0x5D–0x7E (obs-text is not needed for "utf-8").
+const QUOTED = '"((?:[\\t !#-\\[\\]-~]|\\\\[\\t -~])*)"'
+const JSON_TYPE = new RegExp(
+  `^[ \\t]*application/json[ \\t]*(?:;[ \\t]*charset=(?:(${TOKEN})|${QUOTED})[ \\t]*)?$`,
+  'i',
+)
+
+/**
+ * True when `value` (a Content-Type header value, or `null` when absent) is one the inbox
+ * accepts.
+ *
+ * @example
+ * isJsonContentType('Application/JSON ; Charset="UTF-8"') // true
+ * isJsonContentType('application/json; charset=latin1')  // false
+ */
+export function isJsonContentType(value: string | null | undefined): boolean {
+  if (!value) return false
+  const m = JSON_TYPE.exec(value)
+  if (!m) return false
+  const charset = m[1] ?? (m[2] === undefined ? undefined : m[2].replace(/\\(.)/g, '$1'))
+  return charset === undefined || charset.toLowerCase() === 'utf-8'
 }

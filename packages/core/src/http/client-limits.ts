@@ -7,7 +7,7 @@
  */
 import { AddressSet, addressBucket, clientAddress } from './address.js'
 import { type RateLimit, TokenBuckets } from './rate-limit.js'
-import { errorReply, type HttpReply } from './responses.js'
+import { errorReply, type HttpReply } from './replies.js'
 
 /** Options of {@link ClientLimits}. */
 export interface ClientLimitsOptions {

@@ -1,0 +1,62 @@
+/**
+ * `@agentmsg/core/http` — the HTTP toolkit every package uses (one outbound request with a
+ * deadline and capped reads, one body reader, PROFILE §6's `Retry-After` rule and backoff, one
+ * status ↔ code table) and relay agent auth (PROFILE §9): RFC 9421 request signatures and the
+ * WebSocket first-frame challenge. Isomorphic.
+ *
+ * @packageDocumentation
+ */
+export { assertRelayUrl, isAgentId } from './agent-id.js'
+export { codeForStatus, ERROR_STATUS, invalidFormat } from './errors.js'
+export { AddressSet, addressBucket, clientAddress } from './http/address.js'
+export {
+  type AddressPolicy,
+  type AddressPolicyOptions,
+  AddressRefusedError,
+  createAddressPolicy,
+  isAddressRefusedError,
+  isPublicUnicast,
+  parseIp,
+} from './http/address-policy.js'
+export { concat, discardBody, onBodyDone, type ReadBodyOptions, readBody } from './http/body.js'
+export {
+  ClientLimits,
+  type ClientLimitsOptions,
+  MissingClientAddressError,
+} from './http/client-limits.js'
+export { type RateLimit, TokenBuckets } from './http/rate-limit.js'
+export {
+  acceptedReply,
+  CORS_ALLOW_HEADERS,
+  errorReply,
+  type HttpReply,
+  isJsonContentType,
+  jsonReply,
+  preflightReply,
+  toResponse,
+} from './http/replies.js'
+export {
+  deadline,
+  describeError,
+  errorFromResponse,
+  type HttpRequestOptions,
+  httpRequest,
+  networkError,
+  readJson,
+} from './http/request.js'
+export { Backoff, type BackoffOptions, backoffDelay, parseRetryAfter, sleep } from './http/retry.js'
+export { NonceMemory, type NonceMemoryOptions } from './http-signature/nonces.js'
+export { type SignRequestInput, signRequest } from './http-signature/sign.js'
+export {
+  type VerifiedRequest,
+  type VerifyRequestInput,
+  verifyRequest,
+} from './http-signature/verify.js'
+export {
+  createChallenge,
+  type SignWsAuthInput,
+  signWsAuth,
+  type VerifiedWsAuth,
+  type VerifyWsAuthInput,
+  verifyWsAuth,
+} from './http-signature/ws-challenge.js'
