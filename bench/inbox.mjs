@@ -22,7 +22,8 @@ import { buildSigningInput } from '@agentmsg/core/encoding'
 import { createMessage, didKeyFromPublicKey, ed25519Signer, generateKeyPair, signMessage } from '@agentmsg/core'
 import { didKeyResolver } from '@agentmsg/core/receive'
 import { createInboxHandler } from '@agentmsg/transport-https'
-import { createDevCertificate, serveInbox } from '@agentmsg/transport-https/node'
+import { serveInbox } from '@agentmsg/transport-https/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { percentile, printTable } from './lib.mjs'
 
 const SENDERS = 200

@@ -29,7 +29,7 @@
  * Standalone (after `npm run build`): `node bench/relay.mjs` (`BENCH_VERBOSE=1` prints runs).
  */
 import { pathToFileURL } from 'node:url'
-import { createDevCertificate } from '@agentmsg/transport-https/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { printTable } from './lib.mjs'
 import { benchFanout, FANOUT, FANOUT_MESSAGES } from './relay-fanout.mjs'
 import { benchLatency, RATE } from './relay-latency.mjs'

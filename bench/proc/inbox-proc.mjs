@@ -12,7 +12,7 @@
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { didKeyFromPublicKey, generateKeyPair } from '@agentmsg/core'
-import { createDevCertificate } from '@agentmsg/transport-https/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { printTable } from '../lib.mjs'
 import {
   alternatingRounds,

@@ -25,7 +25,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { createDevCertificate } from '@agentmsg/transport-https/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { printTable } from '../lib.mjs'
 import { cpuBetween, cpuSnapshot, POSTGRES_URL, postgresQuery, startCluster } from './cluster.mjs'
 import {

@@ -9,7 +9,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { createDevCertificate } from '@agentmsg/transport-https/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { scratch } from './harness.mjs'
 import { agentFromSeed, newSeeds, signedItems, writeItems } from './workload.mjs'
 

@@ -17,7 +17,7 @@
  */
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { createDevCertificate } from '@agentmsg/transport-https/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { printTable } from '../lib.mjs'
 import { alternatingRounds, loadAverage, pairedRow, scratch, spawnRole } from './harness.mjs'
 import { closedLoopRun } from './inbox-proc.mjs'

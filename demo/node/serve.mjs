@@ -4,7 +4,7 @@
  * is a secure context), and the Node agent "Echo" the page can talk to.
  */
 import path from 'node:path'
-import { loadDevCertificate } from '@agentmsg/client/node'
+import { loadDevCertificate } from '@agentmsg/dev-tls'
 import { serveRelay } from '@agentmsg/relay'
 import { bundlePage } from './bundle.mjs'
 import { startEchoAgent } from './echo-agent.mjs'

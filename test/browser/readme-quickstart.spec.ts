@@ -15,13 +15,8 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import {
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeAgent,
-  type DevCertificate,
-  type NodeAgent,
-} from '@agentmsg/client/node'
+import { createAddressPolicy, createNodeAgent, type NodeAgent } from '@agentmsg/client/node'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { type RelayServer, serveRelay } from '@agentmsg/relay'
 import { type Browser, expect, type Page, test } from '@playwright/test'
 import { allBlocks, type ReadmeBlock, repoRoot } from '../docs/readme-blocks.js'

@@ -10,12 +10,8 @@ import path from 'node:path'
 import { type Agent, type AgentOptions, createAgent, type ReceivedMessage } from '@agentmsg/client'
 import { memoryStorage } from '@agentmsg/core'
 import { type RelayServer, serveRelay } from '@agentmsg/relay'
-import {
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeFetch,
-  type DevCertificate,
-} from '@agentmsg/transport-https/node'
+import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
 import { type Browser, type BrowserContext, chromium, type Page } from '@playwright/test'
 import { WebSocket as NodeWebSocket } from 'ws'

@@ -16,7 +16,8 @@ import https from 'node:https'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createAddressPolicy, createDevCertificate, createNodeAgent } from '@agentmsg/client/node'
+import { createAddressPolicy, createNodeAgent } from '@agentmsg/client/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { serveRelay } from '@agentmsg/relay'
 
 /** A port free right now on 127.0.0.1 (for servers whose URL must be known before they listen). */

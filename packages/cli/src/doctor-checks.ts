@@ -4,7 +4,8 @@
  * refused connection), so errors are unwrapped and put in a person's words.
  */
 import { agentEndpoints, type IdentityDocument, validateIdentityDocument } from '@agentmsg/core'
-import { agentmsgHome, isAddressRefusedError } from '@agentmsg/transport-https/node'
+import { isAddressRefusedError } from '@agentmsg/transport-https/node'
+import { agentmsgHome } from '@agentmsg/dev-tls'
 
 /** One line of the report. `skipped`: it could not run because an earlier check failed. */
 export interface CheckResult {

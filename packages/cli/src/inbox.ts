@@ -1,11 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import {
-  createAddressPolicy,
-  createNodeAgent,
-  loadDevCertificate,
-  type NodeAgent,
-} from '@agentmsg/client/node'
+import { createAddressPolicy, createNodeAgent, type NodeAgent } from '@agentmsg/client/node'
+import { loadDevCertificate } from '@agentmsg/dev-tls'
 import { openAgentDir } from './agent-dir.js'
 import {
   allowList,

@@ -7,7 +7,7 @@
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { loadDevCertificate } from '@agentmsg/transport-https/node'
+import { loadDevCertificate } from '@agentmsg/dev-tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   CLI,

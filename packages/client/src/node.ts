@@ -22,20 +22,8 @@ import { relayFactory } from './agent/transports.js'
 import type { Agent, AgentOptions } from './agent/types.js'
 import { nodeWebSocket } from './node-websocket.js'
 
-export type {
-  AddressPolicy,
-  AddressPolicyOptions,
-  DevCertificate,
-  DevCertificateOptions,
-  StoredDevCertificate,
-} from '@agentmsg/transport-https/node'
-export {
-  AddressRefusedError,
-  createAddressPolicy,
-  createDevCertificate,
-  isAddressRefusedError,
-  loadDevCertificate,
-} from '@agentmsg/transport-https/node'
+export type { AddressPolicy, AddressPolicyOptions } from '@agentmsg/core/http'
+export { createAddressPolicy } from '@agentmsg/core/http'
 export * from './index.js'
 
 /** Options for the agent's inbox server. */

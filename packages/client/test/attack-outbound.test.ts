@@ -12,14 +12,8 @@ import { fixtureAgent, signedMessage, socketDetail } from '@agentmsg/conformance
 import { ed25519Signer, generateKeyPair, memoryStorage } from '@agentmsg/core'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  type AgentErrorEvent,
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeAgent,
-  type DevCertificate,
-  type NodeAgent,
-} from '../src/node.js'
+import { type AgentErrorEvent, createAddressPolicy, createNodeAgent, type NodeAgent } from '../src/node.js'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { freePort } from './helpers.js'
 
 interface Listener {

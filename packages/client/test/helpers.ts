@@ -4,12 +4,8 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { memoryRelayStore, type RelayServer, serveRelay } from '@agentmsg/relay'
-import {
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeFetch,
-  type DevCertificate,
-} from '@agentmsg/transport-https/node'
+import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
 import { WebSocket as NodeWebSocket } from 'ws'
 import type { ReceivedMessage } from '../src/index.js'

@@ -9,15 +9,8 @@ import path from 'node:path'
 import { memoryStorage } from '@agentmsg/core'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import {
-  createAddressPolicy,
-  createNodeAgent,
-  isAddressRefusedError,
-  loadDevCertificate,
-  type NodeAgent,
-  type NodeAgentOptions,
-  type StoredDevCertificate,
-} from '../src/node.js'
+import { createAddressPolicy, createNodeAgent, isAddressRefusedError, type NodeAgent, type NodeAgentOptions } from '../src/node.js'
+import { loadDevCertificate, type StoredDevCertificate } from '@agentmsg/dev-tls'
 import { collect, freePort, removeTempDirs, tempDir } from './helpers.js'
 
 let tls: StoredDevCertificate

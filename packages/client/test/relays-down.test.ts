@@ -9,14 +9,8 @@ import { memoryRelayStore, type RelayServer, serveRelay } from '@agentmsg/relay'
 import { RelayError } from '@agentmsg/transport-relay'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { Agent, ReceivedMessage } from '../src/index.js'
-import {
-  type AddressPolicy,
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeAgent,
-  type DevCertificate,
-  type NodeAgentOptions,
-} from '../src/node.js'
+import { type AddressPolicy, createAddressPolicy, createNodeAgent, type NodeAgentOptions } from '../src/node.js'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { nodeWebSocket } from '../src/node-websocket.js'
 import { collect, freePort, removeTempDirs, sleep, tempDir } from './helpers.js'
 

@@ -9,11 +9,8 @@ import path from 'node:path'
 import { testTransport } from '@agentmsg/conformance'
 import type { TransportFactory } from '@agentmsg/core'
 import { type RelayServer, serveRelay } from '@agentmsg/relay'
-import {
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeFetch,
-} from '@agentmsg/transport-https/node'
+import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { relayTransport, type WebSocketConstructor } from '@agentmsg/transport-relay'
 import { afterAll, beforeAll } from 'vitest'
 import { WebSocket as NodeWebSocket } from 'ws'

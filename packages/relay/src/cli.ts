@@ -17,7 +17,7 @@
  */
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { loadDevCertificate } from '@agentmsg/transport-https/node'
+import { loadDevCertificate } from '@agentmsg/dev-tls'
 import { loadRelayConfig, mergeLimits, RelayConfigError } from './cli-config.js'
 import { parseSize, readPem, trustedProxiesFrom } from './cli-flags.js'
 import { LIMIT_FLAGS, limitsFromFlags } from './cli-limits.js'

@@ -11,7 +11,7 @@ import https from 'node:https'
 import net from 'node:net'
 import { fixtureAgent, signedMessage, socketDetail } from '@agentmsg/conformance'
 import { ed25519Signer, generateKeyPair } from '@agentmsg/core'
-import { createDevCertificate } from '@agentmsg/transport-https/node'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { afterEach, describe, expect, it } from 'vitest'
 import { relayPerTest, type TestRelay } from './helpers.js'
 

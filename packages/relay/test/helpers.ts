@@ -9,12 +9,8 @@ import { type FixtureAgent, fixtureAgent } from '@agentmsg/conformance'
 import type { Message } from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/encoding'
 import { signRequest } from '@agentmsg/core/http'
-import {
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeFetch,
-  type DevCertificate,
-} from '@agentmsg/transport-https/node'
+import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { afterEach, expect } from 'vitest'
 import { type RelayServer, type ServeRelayOptions, serveRelay } from '../src/server/serve.js'
 import { openPostgresRelayStore } from '../src/store/postgres.js'

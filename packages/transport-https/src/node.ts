@@ -7,16 +7,7 @@
  * @packageDocumentation
  */
 
-export type {
-  DevCertificate,
-  DevCertificateOptions,
-  LoadDevCertificateOptions,
-  StoredDevCertificate,
-} from './dev-cert.js'
-export { createDevCertificate, loadDevCertificate } from './dev-cert.js'
 export * from './index.js'
-export type { DevCa, LoadDevCaOptions, StoredDevCa } from './node-dev-ca.js'
-export { agentmsgHome, createDevCa, loadDevCa } from './node-dev-ca.js'
 export { readNodeBody } from './node-exchange.js'
 export type { NodeFetchOptions, NodeIdentityFetcherOptions } from './node-fetch.js'
 export { createNodeFetch, createNodeIdentityFetcher } from './node-fetch.js'

@@ -13,7 +13,7 @@ import {
 } from '@agentmsg/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAddressPolicy } from '../src/address-policy.js'
-import { createDevCertificate } from '../src/dev-cert.js'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { cacheLifetime, createIdentityFetcher, parseRetryAfter } from '../src/identity-fetcher.js'
 import { createNodeFetch, createNodeIdentityFetcher } from '../src/node-fetch.js'
 import { testCertificate } from './tls.js'

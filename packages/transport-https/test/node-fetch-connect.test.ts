@@ -5,7 +5,7 @@
 import tls from 'node:tls'
 import { describe, expect, it } from 'vitest'
 import { createAddressPolicy, isAddressRefusedError } from '../src/address-policy.js'
-import { createDevCertificate } from '../src/dev-cert.js'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '../src/node-fetch.js'
 import {
   allowLoopback,

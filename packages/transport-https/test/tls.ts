@@ -1,4 +1,4 @@
-import { createDevCertificate, type DevCertificate } from '../src/dev-cert.js'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 
 let cached: Promise<DevCertificate> | undefined
 

@@ -7,12 +7,8 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { FixtureAgent } from '@agentmsg/conformance'
 import { type RelayStore, serveRelay } from '@agentmsg/relay'
-import {
-  createAddressPolicy,
-  createDevCertificate,
-  createNodeFetch,
-  type DevCertificate,
-} from '@agentmsg/transport-https/node'
+import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 import { WebSocket as NodeWebSocket } from 'ws'
 import {

@@ -5,7 +5,7 @@
  */
 import { X509Certificate } from 'node:crypto'
 import { once } from 'node:events'
-import { loadDevCa } from '../src/node-dev-ca.js'
+import { loadDevCa } from '@agentmsg/dev-tls'
 
 process.stdout.write('ready\n')
 await once(process.stdin, 'data')

@@ -7,7 +7,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto'
 import { mkdir, mkdtemp, open, readFile, rename, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { type CertAndKey, makeDevCa } from './node-dev-x509.js'
+import { type CertAndKey, makeDevCa } from './x509.js'
 
 /** Validity of a new development CA, in days (like mkcert's: long-lived, local names only). */
 const CA_DAYS = 3650

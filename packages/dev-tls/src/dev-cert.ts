@@ -1,8 +1,8 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto'
 import { chmod, mkdir, open, readFile, rename } from 'node:fs/promises'
 import path from 'node:path'
-import { createDevCa, type DevCa, type LoadDevCaOptions, loadDevCa } from './node-dev-ca.js'
-import { issueLeaf, permittedName } from './node-dev-x509.js'
+import { createDevCa, type DevCa, type LoadDevCaOptions, loadDevCa } from './dev-ca.js'
+import { issueLeaf, permittedName } from './x509.js'
 
 /** A development server certificate, its key and the CA that issued it, PEM encoded. */
 export interface DevCertificate {

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { generate } from 'selfsigned'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
-import { createDevCertificate, loadDevCertificate } from '../src/dev-cert.js'
-import { createNodeFetch } from '../src/node-fetch.js'
+import { createAddressPolicy } from '@agentmsg/core/http'
+import { createDevCertificate, loadDevCertificate } from '@agentmsg/dev-tls'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {

@@ -15,11 +15,11 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as x509 from '@peculiar/x509'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
-import { createDevCertificate, loadDevCertificate } from '../src/dev-cert.js'
-import { agentmsgHome, loadDevCa } from '../src/node-dev-ca.js'
-import { issueLeaf } from '../src/node-dev-x509.js'
-import { createNodeFetch } from '../src/node-fetch.js'
+import { createAddressPolicy } from '@agentmsg/core/http'
+import { createDevCertificate, loadDevCertificate } from '@agentmsg/dev-tls'
+import { agentmsgHome, loadDevCa } from '@agentmsg/dev-tls'
+import { issueLeaf } from '../src/x509.js'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {
