@@ -4,13 +4,11 @@
  * there when signing is covered like any other extension member.
  */
 import { describe, expect, it } from 'vitest'
-import {
-  createKeyResolver,
-  type JsonValue,
-  parseStrictJson,
-  signMessage,
-  verifyMessage,
-} from '../src/index.js'
+import { createKeyResolver } from '../src/create-resolver.js'
+import { signMessage } from '../src/sign.js'
+import { parseStrictJson } from '../src/strict-json.js'
+import type { JsonValue } from '../src/types.js'
+import { verifyMessage } from '../src/verify.js'
 import { sampleMessage } from './fixtures.js'
 import { alice, bob, failure } from './sign-verify-helpers.js'
 

@@ -5,21 +5,18 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
+import { createKeyResolver } from '../src/create-resolver.js'
 import { callEnded, callStarted, callsInFlight } from '../src/crypto/in-flight.js'
 import { nodeCryptoProvider } from '../src/crypto/node.js'
 import { autoModeState, autoRunsInline, ranInline } from '../src/crypto/node-mode.js'
 import type { CryptoMode, CryptoProvider } from '../src/crypto/provider.js'
-import {
-  buildSigningInput,
-  canonicalize,
-  createKeyResolver,
-  formatTimestamp,
-  type Message,
-  type Signer,
-  signMessage,
-  verifyMessage,
-} from '../src/index.js'
-import { canonicalizeWithout } from '../src/jcs.js'
+import { canonicalize, canonicalizeWithout } from '../src/jcs.js'
+import type { Signer } from '../src/keys.js'
+import { signMessage } from '../src/sign.js'
+import { buildSigningInput } from '../src/signing-input.js'
+import { formatTimestamp } from '../src/timestamps.js'
+import type { Message } from '../src/types.js'
+import { verifyMessage } from '../src/verify.js'
 import { sampleMessage } from './fixtures.js'
 import { checkEd25519Vectors } from './shared/ed25519-vectors.js'
 import { alice, bob, clone, failure } from './sign-verify-helpers.js'

@@ -1,11 +1,11 @@
 import { Point } from '@noble/ed25519'
 import { base58btc } from 'multiformats/bases/base58'
 import { describe, expect, it } from 'vitest'
+import { base58btcEncode } from '../src/base58.js'
 import { base64urlEncode } from '../src/base64url.js'
 import { nobleCryptoProvider } from '../src/crypto/noble.js'
 import { nodeCryptoProvider } from '../src/crypto/node.js'
 import {
-  base58btcEncode,
   didKeyFragment,
   didKeyFromPublicKey,
   isDidKey,

@@ -1,5 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { base58btcDecode, base58btcEncode } from '../src/base58.js'
 import { base64Decode, base64Encode, base64urlDecode, base64urlEncode } from '../src/base64url.js'
 import {
   concatBytes,
@@ -10,7 +11,6 @@ import {
   utf8Decode,
   utf8Encode,
 } from '../src/bytes.js'
-import { base58btcDecode, base58btcEncode } from '../src/did-key.js'
 import { isAgentMsgError } from '../src/errors.js'
 import { checkEncodingVectors } from './shared/encoding-vectors.js'
 import { readVectorJson, readVectorText } from './vectors.node.js'

@@ -1,5 +1,6 @@
 /** Core's own test fixtures; the did:key agent and signed message are `@agentmsg/conformance`'s. */
-import { createMessage, type UnsignedMessage } from '../src/index.js'
+import { createMessage } from '../src/create-message.js'
+import type { UnsignedMessage } from '../src/types.js'
 
 /** A message of about `size` bytes of text from `from` to `to`. */
 export function sampleMessage(

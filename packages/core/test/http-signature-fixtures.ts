@@ -2,14 +2,15 @@
 
 import { fixtureAgent } from '@agentmsg/conformance'
 import { expect } from 'vitest'
-import { base64Encode, utf8Encode } from '../src/encoding.js'
-import {
-  NonceMemory,
-  signatureBase,
-  signRequest,
-  type VerifyRequestInput,
-} from '../src/http-signature/index.js'
-import { AgentMsgError, createKeyResolver, type Signer } from '../src/index.js'
+import { base64Encode } from '../src/base64url.js'
+import { utf8Encode } from '../src/bytes.js'
+import { createKeyResolver } from '../src/create-resolver.js'
+import { AgentMsgError } from '../src/errors.js'
+import { signatureBase } from '../src/http-signature/components.js'
+import { NonceMemory } from '../src/http-signature/nonces.js'
+import { signRequest } from '../src/http-signature/sign.js'
+import type { VerifyRequestInput } from '../src/http-signature/verify.js'
+import type { Signer } from '../src/keys.js'
 
 export const BASE = 'https://relay.example'
 export const T = 1_700_000_000 // seconds

@@ -7,8 +7,10 @@ import { createHash, createPublicKey } from 'node:crypto'
 import { stockSignedHeaders, stockSignerAgent } from '@agentmsg/conformance/stock-rfc9421'
 import { createVerifier, httpbis } from 'http-message-signatures'
 import { describe, expect, it } from 'vitest'
-import { utf8Encode } from '../src/encoding.js'
-import { NonceMemory, signRequest, verifyRequest } from '../src/http-signature/index.js'
+import { utf8Encode } from '../src/bytes.js'
+import { NonceMemory } from '../src/http-signature/nonces.js'
+import { signRequest } from '../src/http-signature/sign.js'
+import { verifyRequest } from '../src/http-signature/verify.js'
 import { alice, BASE, enc, rejects, resolver } from './http-signature-fixtures.js'
 
 const subscribeBody = (agent: string) => utf8Encode(JSON.stringify({ subscribe: { agent } }))

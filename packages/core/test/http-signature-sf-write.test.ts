@@ -6,9 +6,13 @@
 import fc from 'fast-check'
 import { serializeDictionary } from 'structured-headers'
 import { describe, expect, it } from 'vitest'
-import { COMPONENTS_WITH_BODY, COMPONENTS_WITHOUT_BODY } from '../src/http-signature/components.js'
-import { contentDigest, signRequest } from '../src/http-signature/index.js'
-import type { Signer } from '../src/index.js'
+import {
+  COMPONENTS_WITH_BODY,
+  COMPONENTS_WITHOUT_BODY,
+  contentDigest,
+} from '../src/http-signature/components.js'
+import { signRequest } from '../src/http-signature/sign.js'
+import type { Signer } from '../src/keys.js'
 
 const printable = fc
   .array(fc.integer({ min: 0x20, max: 0x7e }), { minLength: 1, maxLength: 30 })

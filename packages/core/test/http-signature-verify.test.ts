@@ -1,7 +1,8 @@
 /** Relay agent auth (PROFILE §9): what the verifier refuses — missing auth, tampering, extra signatures. */
 import { describe, expect, it } from 'vitest'
-import { utf8Encode } from '../src/encoding.js'
-import { contentDigest, verifyRequest } from '../src/http-signature/index.js'
+import { utf8Encode } from '../src/bytes.js'
+import { contentDigest } from '../src/http-signature/components.js'
+import { verifyRequest } from '../src/http-signature/verify.js'
 import {
   alice,
   BASE,

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest'
 import { base64urlEncode } from '../src/base64url.js'
 import { didKeyFragment } from '../src/did-key.js'
-import { createIdentityDocument, publicKeyOf } from '../src/identity.js'
+import { createIdentityDocument } from '../src/identity/create.js'
+import { publicKeyOf } from '../src/identity/key-usability.js'
 import { parseTimestamp } from '../src/timestamps.js'
 import { AGENT, DID, didDoc, didPk, ENDPOINTS, errorOf, pk1 } from './identity-helpers.js'
 

@@ -5,7 +5,8 @@
 import { generateKeyPairSync } from 'node:crypto'
 import { didKeyFromPublicKey } from '../src/did-key.js'
 import { isAgentMsgError } from '../src/errors.js'
-import { createIdentityDocument, type IdentityDocument } from '../src/identity.js'
+import { createIdentityDocument } from '../src/identity/create.js'
+import type { IdentityDocument } from '../src/identity/document.js'
 
 /** A fresh Ed25519 public key, made by node:crypto rather than the code under test. */
 export function newPublicKey(): Uint8Array {

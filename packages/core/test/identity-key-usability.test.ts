@@ -1,13 +1,12 @@
 /** `checkKeyUsable` (retired-key bounds, PROFILE §4) and `publicKeyOf`. */
 import { describe, expect, it } from 'vitest'
 import { base64urlEncode } from '../src/base64url.js'
+import { revokeKey, rotateKey } from '../src/identity/key-changes.js'
 import {
   checkKeyUsable,
   DEFAULT_TRANSITION_MS,
   publicKeyOf,
-  revokeKey,
-  rotateKey,
-} from '../src/identity.js'
+} from '../src/identity/key-usability.js'
 import { formatTimestamp } from '../src/timestamps.js'
 import { AGENT, errorOf, pk1, pk2, T0, urlDoc } from './identity-helpers.js'
 

@@ -4,20 +4,16 @@
  * packages/client/test/attack-introduction.test.ts.
  */
 import { describe, expect, it } from 'vitest'
-import {
-  createIdentityDocument,
-  createIntroductionToken,
-  createKeyResolver,
-  createMessage,
-  ed25519Signer,
-  generateKeyPair,
-  hmacSigner,
-  type IdentityFetcher,
-  KeyStore,
-  memoryStorage,
-  signMessage,
-  verifyMessage,
-} from '../src/index.js'
+import { createMessage } from '../src/create-message.js'
+import { createKeyResolver } from '../src/create-resolver.js'
+import { createIdentityDocument } from '../src/identity/create.js'
+import type { IdentityFetcher } from '../src/identity-resolver.js'
+import { createIntroductionToken, hmacSigner } from '../src/introduction-token.js'
+import { KeyStore } from '../src/key-store.js'
+import { ed25519Signer, generateKeyPair } from '../src/keys.js'
+import { signMessage } from '../src/sign.js'
+import { memoryStorage } from '../src/storage/memory.js'
+import { verifyMessage } from '../src/verify.js'
 import { sampleMessage } from './fixtures.js'
 import { alice, bob, failure } from './sign-verify-helpers.js'
 

@@ -1,26 +1,23 @@
 import { fixtureAgent } from '@agentmsg/conformance'
 import { describe, expect, it } from 'vitest'
-import { base64urlDecode } from '../src/encoding.js'
+import { AuthLevelTracker } from '../src/auth-level.js'
+import { base64urlDecode } from '../src/base64url.js'
+import { createMessage, createMessageId } from '../src/create-message.js'
+import { createKeyResolver } from '../src/create-resolver.js'
+import { createErrorMessage, ErrorReplyGate } from '../src/error-message.js'
+import { createIdentityDocument } from '../src/identity/create.js'
+import { introducedIdentity } from '../src/introduction.js'
 import {
-  AuthLevelTracker,
-  createErrorMessage,
-  createIdentityDocument,
   createIntroductionToken,
-  createKeyResolver,
-  createMessage,
-  createMessageId,
-  ErrorReplyGate,
-  ed25519Signer,
-  generateKeyPair,
   hmacSigner,
-  introducedIdentity,
   introductionFragment,
-  KeyStore,
-  type Message,
-  signMessage,
-  validateMessage,
-  verifyMessage,
-} from '../src/index.js'
+} from '../src/introduction-token.js'
+import { KeyStore } from '../src/key-store.js'
+import { ed25519Signer, generateKeyPair } from '../src/keys.js'
+import { validateMessage } from '../src/message.js'
+import { signMessage } from '../src/sign.js'
+import type { Message } from '../src/types.js'
+import { verifyMessage } from '../src/verify.js'
 
 const bob = await fixtureAgent()
 

@@ -1,6 +1,8 @@
 import { fixtureAgent } from '@agentmsg/conformance'
 import { describe, expect, it } from 'vitest'
-import { type AgentMsgError, createMessage, validateMessage } from '../src/index.js'
+import { createMessage } from '../src/create-message.js'
+import type { AgentMsgError } from '../src/errors.js'
+import { validateMessage } from '../src/message.js'
 
 const alice = await fixtureAgent()
 const base = () =>

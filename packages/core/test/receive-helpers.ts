@@ -4,24 +4,21 @@
  * from `@agentmsg/conformance` (`fixtureAgent`, `signedMessage`).
  */
 
-import { base64urlDecode, utf8Encode } from '../src/encoding.js'
+import { AuthLevelTracker } from '../src/auth-level.js'
+import { base64urlDecode } from '../src/base64url.js'
+import { utf8Encode } from '../src/bytes.js'
+import { didKeyResolver } from '../src/did-key-resolver.js'
 import {
-  AuthLevelTracker,
-  chainResolvers,
   createIntroductionToken,
-  didKeyResolver,
-  ed25519Signer,
-  generateKeyPair,
   hmacSigner,
   introductionFragment,
-  type KeyResolver,
-  type Message,
-  type ReceiveContext,
-  type ReceiveInput,
-  type ReceiveResult,
-  ReplayGuard,
-  receive,
-} from '../src/index.js'
+} from '../src/introduction-token.js'
+import { ed25519Signer, generateKeyPair } from '../src/keys.js'
+import { receive } from '../src/receive/pipeline.js'
+import type { ReceiveContext, ReceiveInput, ReceiveResult } from '../src/receive/types.js'
+import { ReplayGuard } from '../src/replay.js'
+import { chainResolvers, type KeyResolver } from '../src/resolver.js'
+import type { Message } from '../src/types.js'
 
 /** JSON bytes, as a transport would hand them over. */
 export function bytesOf(value: unknown): Uint8Array {

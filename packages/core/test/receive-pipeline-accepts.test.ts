@@ -4,7 +4,9 @@
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { describe, expect, it } from 'vitest'
-import { createMessage, receive, signMessage } from '../src/index.js'
+import { createMessage } from '../src/create-message.js'
+import { receive } from '../src/receive/pipeline.js'
+import { signMessage } from '../src/sign.js'
 import { bytesOf, carol, context, run, runInput, verdict } from './receive-helpers.js'
 
 describe('receive accepts', () => {

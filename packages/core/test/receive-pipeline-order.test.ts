@@ -1,13 +1,11 @@
 /** `receive` runs its steps in PROFILE §6's order, whatever else is wrong with a message. */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { describe, expect, it } from 'vitest'
-import {
-  AuthLevelTracker,
-  ed25519Signer,
-  type Message,
-  ReplayGuard,
-  receive,
-} from '../src/index.js'
+import { AuthLevelTracker } from '../src/auth-level.js'
+import { ed25519Signer } from '../src/keys.js'
+import { receive } from '../src/receive/pipeline.js'
+import { ReplayGuard } from '../src/replay.js'
+import type { Message } from '../src/types.js'
 import { bytesOf, carol, context, DAY, run, runInput } from './receive-helpers.js'
 
 describe('receive runs the steps in PROFILE §6 order', () => {

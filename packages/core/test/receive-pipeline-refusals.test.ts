@@ -1,16 +1,14 @@
 /** `receive` refuses, one test per PROFILE §6 step, at that step and with that code. */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { describe, expect, it } from 'vitest'
-import {
-  AuthLevelTracker,
-  canonicalizeToBytes,
-  ed25519Signer,
-  invalidFormat,
-  MAX_MESSAGE_BYTES,
-  type Message,
-  ReplayGuard,
-  receive,
-} from '../src/index.js'
+import { AuthLevelTracker } from '../src/auth-level.js'
+import { invalidFormat } from '../src/errors.js'
+import { canonicalizeToBytes } from '../src/jcs.js'
+import { ed25519Signer } from '../src/keys.js'
+import { receive } from '../src/receive/pipeline.js'
+import { MAX_MESSAGE_BYTES } from '../src/receive/steps.js'
+import { ReplayGuard } from '../src/replay.js'
+import type { Message } from '../src/types.js'
 import { bytesOf, carol, context, DAY, run, runInput, verdict } from './receive-helpers.js'
 
 describe('receive refuses, one test per step', () => {

@@ -5,23 +5,21 @@ import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
  * signatures, memory storage reused across "restarts").
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import {
-  createIdentityDocument,
-  createMessage,
-  createReceiver,
-  type DeliveryOutcome,
-  didKeyResolver,
-  type ErrorReplyTarget,
-  ed25519Signer,
-  generateKeyPair,
-  type Message,
-  memoryStorage,
-  type ReceivedInfo,
-  type Receiver,
-  type ReceiverOptions,
-  signMessage,
-  type UnsignedMessage,
-} from '../src/index.js'
+import { createMessage } from '../src/create-message.js'
+import { didKeyResolver } from '../src/did-key-resolver.js'
+import { createIdentityDocument } from '../src/identity/create.js'
+import type { DeliveryOutcome } from '../src/interfaces/transport.js'
+import { ed25519Signer, generateKeyPair } from '../src/keys.js'
+import { createReceiver } from '../src/receive/receiver.js'
+import type {
+  ErrorReplyTarget,
+  ReceivedInfo,
+  Receiver,
+  ReceiverOptions,
+} from '../src/receive/types.js'
+import { signMessage } from '../src/sign.js'
+import { memoryStorage } from '../src/storage/memory.js'
+import type { Message, UnsignedMessage } from '../src/types.js'
 import { bytesOf, carol, deferred, until } from './receive-helpers.js'
 
 const BOB = 'https://bob.example'

@@ -5,19 +5,16 @@ import { type FixtureAgent, fixtureAgent, sealedMessage } from '@agentmsg/confor
  * message, conversation or recipient. Real X25519 / XSalsa20-Poly1305, no mocks.
  */
 import { describe, expect, it } from 'vitest'
-import { base64urlDecode, base64urlEncode } from '../src/encoding.js'
-import {
-  createMessage,
-  createReceiver,
-  didKeyResolver,
-  type Message,
-  memoryStorage,
-  type ReceiveContext,
-  type ReceivedInfo,
-  ReplayGuard,
-  receive,
-  signMessage,
-} from '../src/index.js'
+import { base64urlDecode, base64urlEncode } from '../src/base64url.js'
+import { createMessage } from '../src/create-message.js'
+import { didKeyResolver } from '../src/did-key-resolver.js'
+import { receive } from '../src/receive/pipeline.js'
+import { createReceiver } from '../src/receive/receiver.js'
+import type { ReceiveContext, ReceivedInfo } from '../src/receive/types.js'
+import { ReplayGuard } from '../src/replay.js'
+import { signMessage } from '../src/sign.js'
+import { memoryStorage } from '../src/storage/memory.js'
+import type { Message } from '../src/types.js'
 import { bytesOf, until } from './receive-helpers.js'
 
 type To = string | { topic: string }

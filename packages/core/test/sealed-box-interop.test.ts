@@ -8,10 +8,9 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import {
   cryptoBoxSeal,
   cryptoBoxSealOpen,
-  ed25519PublicKeyToX25519,
-  ed25519SeedToX25519SecretKey,
   SEALED_BOX_OVERHEAD,
-} from '../src/sealed-box/index.js'
+} from '../src/sealed-box/primitives.js'
+import { ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey } from '../src/x25519.js'
 import { checkSealedBoxVectors } from './shared/sealed-box-vectors.js'
 import { readVectorJson } from './vectors.node.js'
 

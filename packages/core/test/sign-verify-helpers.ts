@@ -1,6 +1,6 @@
 /** Shared fixtures of the signing and verification tests: two did:key agents and small helpers. */
 import { fixtureAgent } from '@agentmsg/conformance'
-import type { AgentMsgError } from '../src/index.js'
+import type { AgentMsgError } from '../src/errors.js'
 
 export const alice = await fixtureAgent()
 export const bob = await fixtureAgent()

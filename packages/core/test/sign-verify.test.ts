@@ -4,18 +4,15 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { createKeyResolver } from '../src/create-resolver.js'
 import { nobleCryptoProvider } from '../src/crypto/noble.js'
 import { nodeCryptoProvider } from '../src/crypto/node.js'
-import {
-  createKeyResolver,
-  createWebCryptoProvider,
-  ed25519Signer,
-  formatTimestamp,
-  generateKeyPair,
-  type Message,
-  signMessage,
-  verifyMessage,
-} from '../src/index.js'
+import { createWebCryptoProvider } from '../src/crypto/web.js'
+import { ed25519Signer, generateKeyPair } from '../src/keys.js'
+import { signMessage } from '../src/sign.js'
+import { formatTimestamp } from '../src/timestamps.js'
+import type { Message } from '../src/types.js'
+import { verifyMessage } from '../src/verify.js'
 import { sampleMessage } from './fixtures.js'
 import { alice, bob, clone, failure } from './sign-verify-helpers.js'
 

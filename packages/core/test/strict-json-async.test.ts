@@ -4,8 +4,10 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { StrictJsonOptions } from '../src/strict-json.js'
-import { INTEGER_MEMBERS, parseStrictJson, parseStrictJsonAsync } from '../src/strict-json.js'
+import type { StrictJsonOptions } from '../src/strict-json/prepare.js'
+import { INTEGER_MEMBERS } from '../src/strict-json/prepare.js'
+import { parseStrictJson } from '../src/strict-json.js'
+import { parseStrictJsonAsync } from '../src/strict-json-async.js'
 
 const enc = (s: string) => new TextEncoder().encode(s)
 

@@ -6,8 +6,11 @@
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { INTEGER_MEMBERS, nonIntegerLiteral, parseStrictJson, receive } from '../src/index.js'
 import { canonicalize } from '../src/jcs.js'
+import { receive } from '../src/receive/pipeline.js'
+import { nonIntegerLiteral } from '../src/strict-json/integers.js'
+import { INTEGER_MEMBERS } from '../src/strict-json/prepare.js'
+import { parseStrictJson } from '../src/strict-json.js'
 import { context, verdict } from './receive-helpers.js'
 
 const utf8 = (s: string) => new TextEncoder().encode(s)

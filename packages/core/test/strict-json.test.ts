@@ -1,7 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { canonicalize } from '../src/jcs.js'
-import { isIJsonSafeNumber, parseStrictJson } from '../src/strict-json.js'
+import { isIJsonSafeNumber } from '../src/strict-json/numbers.js'
+import { parseStrictJson } from '../src/strict-json.js'
 import { looseJson } from './shared/jcs-vectors.js'
 
 /** The error `f` throws; fails the test when it does not throw. */

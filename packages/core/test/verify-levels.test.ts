@@ -1,16 +1,12 @@
 /** Key resolution and authentication levels of verified messages (PROFILE §4, §5, §11). */
 import { describe, expect, it } from 'vitest'
-import {
-  createIdentityDocument,
-  createIntroductionToken,
-  createKeyResolver,
-  ed25519Signer,
-  generateKeyPair,
-  hmacSigner,
-  KeyStore,
-  signMessage,
-  verifyMessage,
-} from '../src/index.js'
+import { createKeyResolver } from '../src/create-resolver.js'
+import { createIdentityDocument } from '../src/identity/create.js'
+import { createIntroductionToken, hmacSigner } from '../src/introduction-token.js'
+import { KeyStore } from '../src/key-store.js'
+import { ed25519Signer, generateKeyPair } from '../src/keys.js'
+import { signMessage } from '../src/sign.js'
+import { verifyMessage } from '../src/verify.js'
 import { sampleMessage } from './fixtures.js'
 import { alice, bob, clone, failure } from './sign-verify-helpers.js'
 

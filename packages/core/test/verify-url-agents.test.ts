@@ -3,19 +3,15 @@
  * (PROFILE §4).
  */
 import { describe, expect, it } from 'vitest'
-import {
-  createIdentityDocument,
-  createKeyResolver,
-  ed25519Signer,
-  generateKeyPair,
-  type IdentityDocument,
-  type IdentityFetchResult,
-  type KeyResolver,
-  revokeKey,
-  rotateKey,
-  signMessage,
-  verifyMessage,
-} from '../src/index.js'
+import { createKeyResolver } from '../src/create-resolver.js'
+import { createIdentityDocument } from '../src/identity/create.js'
+import type { IdentityDocument } from '../src/identity/document.js'
+import { revokeKey, rotateKey } from '../src/identity/key-changes.js'
+import type { IdentityFetchResult } from '../src/identity-resolver.js'
+import { ed25519Signer, generateKeyPair } from '../src/keys.js'
+import type { KeyResolver } from '../src/resolver.js'
+import { signMessage } from '../src/sign.js'
+import { verifyMessage } from '../src/verify.js'
 import { sampleMessage } from './fixtures.js'
 import { alice, failure } from './sign-verify-helpers.js'
 

@@ -1,21 +1,18 @@
 /** Relay agent auth over WebSocket (PROFILE §9): the challenge, the auth frame and its checks. */
 import { describe, expect, it } from 'vitest'
-import { base64urlDecode, base64urlEncode, utf8Decode } from '../src/encoding.js'
+import { base64urlDecode, base64urlEncode } from '../src/base64url.js'
+import { utf8Decode } from '../src/bytes.js'
+import { getDefaultCryptoProvider } from '../src/crypto/default.portable.js'
+import { signWsAuth, wsAuthPayload } from '../src/http-signature/ws-auth-sign.js'
 import {
   createChallenge,
-  signWsAuth,
   type VerifyWsAuthInput,
   verifyWsAuth,
-  wsAuthPayload,
-} from '../src/http-signature/index.js'
-import {
-  createIdentityDocument,
-  ed25519Signer,
-  generateKeyPair,
-  getDefaultCryptoProvider,
-  type KeyResolver,
-  revokeKey,
-} from '../src/index.js'
+} from '../src/http-signature/ws-challenge.js'
+import { createIdentityDocument } from '../src/identity/create.js'
+import { revokeKey } from '../src/identity/key-changes.js'
+import { ed25519Signer, generateKeyPair } from '../src/keys.js'
+import type { KeyResolver } from '../src/resolver.js'
 import { alice, bob, BASE as RELAY, rejects, resolver } from './http-signature-fixtures.js'
 
 const provider = getDefaultCryptoProvider()
