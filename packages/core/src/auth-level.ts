@@ -4,12 +4,9 @@ import { memoryStorage } from './storage/memory.js'
 import type { AuthLevel, JsonValue, SignatureAlg } from './types.js'
 
 /**
- * Where a verifying key came from; decides the signature's level (PROFILE §5):
- * - `shared-secret`: an HMAC introduction token → 0
- * - `introduction`: an Ed25519 key learned in an introduction, trust on first use → 1
- * - `identity-document`: from the agent's identity document over https → 2
- * - `pinned`: pinned after out-of-band confirmation → 2
- * - `did-key`: bound to the identifier itself (did:key) → 3
+ * Where a verifying key came from, which decides the level (PROFILE §5): `shared-secret` (an
+ * introduction token) 0, `introduction` (trust on first use) 1, `identity-document` and
+ * `pinned` 2, `did-key` 3.
  */
 export type KeySource =
   | 'shared-secret'
@@ -18,54 +15,42 @@ export type KeySource =
   | 'pinned'
   | 'did-key'
 
-/**
- * The authentication level of a signature whose key came from `source` (PROFILE §5's table).
- *
- * @example
- * levelForKeySource('identity-document') // 2
- */
+const LEVELS: Record<KeySource, AuthLevel> = {
+  'shared-secret': 0,
+  introduction: 1,
+  'identity-document': 2,
+  pinned: 2,
+  'did-key': 3,
+}
+
+/** The authentication level of a signature whose key came from `source` (PROFILE §5). */
 export function levelForKeySource(source: KeySource): AuthLevel {
-  switch (source) {
-    case 'shared-secret':
-      return 0
-    case 'introduction':
-      return 1
-    case 'identity-document':
-    case 'pinned':
-      return 2
-    case 'did-key':
-      return 3
-    default:
-      throw new TypeError(`unknown key source ${JSON.stringify(source satisfies never)}`)
-  }
+  const level = Object.hasOwn(LEVELS, source) ? LEVELS[source] : undefined
+  if (level === undefined) throw new TypeError(`unknown key source ${JSON.stringify(source)}`)
+  return level
 }
 
 /** How a peer became a known contact (PROFILE §5). */
 export type ContactSource = 'pinned' | 'introduced' | 'accepted'
 
-/** A known contact as stored. */
+/** A known contact as stored; `since` is when it was (last) marked, epoch ms. */
 export interface KnownContact {
   how: ContactSource
-  /** When it was (last) marked, epoch ms. */
   since: number
 }
 
 /** What {@link AuthLevelTracker.evaluate} needs to know about one verified message. */
 export interface AuthLevelInput {
-  /** `from.agent`. */
   from: string
-  /** `conversation_id`. */
   conversationId: string
-  /** `phase`; only a `greeting` can renegotiate. */
+  /** Only a `greeting` can renegotiate. */
   phase: string
   /**
-   * The message's `auth_level`, the level the sender asks for. It matters only for
-   * renegotiation: a greeting asking for less than the conversation's level, verified at ≥ that
-   * level, lowers it. Otherwise it is ignored: asking for more does not escalate (only a
-   * signature at a higher level does), and asking for less in any other message does not lower.
+   * The message's `auth_level`. It matters only for renegotiation (a greeting asking for less,
+   * verified at ≥ the conversation's level, lowers it); asking for more never escalates.
    */
   requestedLevel?: number
-  /** The highest level among the message's verified signatures. */
+  /** The highest level among the verified signatures. */
   level: AuthLevel
   /** The algorithms of the signatures that verified. */
   algs: SignatureAlg[]
@@ -75,33 +60,21 @@ export interface AuthLevelInput {
 export interface AuthDecision {
   from: string
   conversationId: string
-  /** The conversation's level before this message; `null` for a new conversation. */
+  /** `null` for a new conversation. */
   previousLevel: AuthLevel | null
-  /** The conversation's level after this message. */
   level: AuthLevel
-  /** The level the message was verified at. */
   messageLevel: AuthLevel
-  /** A greeting lowered the level explicitly. */
   renegotiated: boolean
   /** The message raised the level above where the conversation was (or would have started). */
   escalated: boolean
-  /** The peer's floor after this message. */
   peerFloor: AuthLevel
-}
-
-/** Options for {@link AuthLevelTracker}. */
-export interface AuthLevelTrackerOptions {
-  /** Where levels and contacts are kept; persistent storage keeps them across restarts. @default memoryStorage() */
-  storage?: Storage
-  /** The clock, in epoch ms (for contact timestamps). @default Date.now */
-  now?: () => number
 }
 
 interface ConversationRecord {
   level: AuthLevel
   /**
-   * The level of the greeting that last renegotiated the conversation down, while it stays at
-   * the renegotiated level. It is what lets HMAC messages back in after the peer floor rose.
+   * The level of the greeting that renegotiated the conversation down, while it stays there:
+   * what lets HMAC messages back in after the peer floor rose.
    */
   renegotiatedBy?: AuthLevel
 }
@@ -109,33 +82,24 @@ interface ConversationRecord {
 const CONV = 'auth/conv/'
 const FLOOR = 'auth/floor/'
 const CONTACT = 'auth/contact/'
-const HMAC: SignatureAlg = 'hmac-sha256'
+const CONTACT_SOURCES: ReadonlySet<unknown> = new Set(['pinned', 'introduced', 'accepted'])
 
 /**
- * Authentication-level state of SPEC §3.2 / PROFILE §5, kept per conversation and per peer and
- * persisted through {@link Storage}:
+ * Authentication levels (PROFILE §5), per conversation and per peer, persisted in a
+ * {@link Storage} (`auth/conv/<from>/<conversation_id>`, `auth/floor/<agent>`,
+ * `auth/contact/<agent>`, each part URI-encoded):
  *
- * - a conversation keeps the highest level it reached; a message below it is refused with 401
- *   `insufficient_auth_level`, except a `greeting` whose `auth_level` k is lower and that is
- *   itself verified at ≥ the current level: the explicit renegotiation, after which the level is k;
- * - once a peer was verified at level ≥ 2, new conversations with it start at that level (its
- *   *floor*) and messages verified only by `hmac-sha256` are refused, unless the conversation
- *   was renegotiated down to 0 by a greeting verified at ≥ the floor. A leaked introduction
- *   token then cannot open a fresh, weaker conversation;
- * - known contacts (pinned, introduced, accepted) are recorded separately: a level says how
- *   strongly a key is bound to an id, not whether the receiver knows the sender.
- *
- * Storage keys: `auth/conv/<from>/<conversation_id>`, `auth/floor/<agent>`,
- * `auth/contact/<agent>`, each part `encodeURIComponent`-encoded.
+ * - a conversation keeps the highest level it reached; a message below it is refused 401
+ *   `insufficient_auth_level`, except a `greeting` asking for a lower `auth_level` k and itself
+ *   verified at ≥ the current level: the explicit renegotiation to k;
+ * - once a peer was verified at ≥ 2, new conversations with it start there (its floor) and
+ *   HMAC-only messages are refused unless a greeting verified at ≥ the floor renegotiated the
+ *   conversation down to 0: a leaked introduction token cannot open a weaker conversation;
+ * - known contacts are recorded apart: a level says how strongly a key is bound to an id, not
+ *   whether the receiver knows the sender.
  *
  * @example
- * const levels = new AuthLevelTracker({ storage })
- * const result = await verifyMessage(message, resolver)
- * const decision = await levels.evaluate({
- *   from: message.from.agent, conversationId: message.conversation_id, phase: message.phase,
- *   requestedLevel: message.auth_level, level: result.level,
- *   algs: result.signatures.map((s) => s.alg),
- * }) // throws 401 insufficient_auth_level
+ * const decision = await levels.evaluate({ from, conversationId, phase, requestedLevel, level, algs })
  * // … persist the message, answer 202, then:
  * await levels.commit(decision)
  */
@@ -145,16 +109,16 @@ export class AuthLevelTracker {
   // Serialises read-modify-write of the stored state, so concurrent commits cannot lower a level.
   #queue: Promise<unknown> = Promise.resolve()
 
-  constructor(options: AuthLevelTrackerOptions = {}) {
+  constructor(options: { storage?: Storage; now?: () => number } = {}) {
     this.#storage = options.storage ?? memoryStorage()
     this.#now = options.now ?? Date.now
   }
 
   /**
-   * Decide whether a verified message may be admitted at its level, without changing anything.
+   * Whether a verified message may be admitted at its level; changes nothing.
    *
-   * @throws AgentMsgError `insufficient_auth_level` (401) when refused; `invalid_format` for an
-   *   `auth_level` that is not an integer 0–3.
+   * @throws AgentMsgError `insufficient_auth_level` (401); `invalid_format` for an `auth_level`
+   *   that is not an integer 0–3.
    */
   async evaluate(input: AuthLevelInput): Promise<AuthDecision> {
     const { from, conversationId, phase, requestedLevel, level, algs } = input
@@ -166,10 +130,8 @@ export class AuthLevelTracker {
     const conversation = await this.#conversation(from, conversationId)
     const floor = await this.peerFloor(from)
     const current = conversation?.level ?? null
-    // A new conversation starts at the peer floor; an existing one keeps its own level even if
-    // the floor rose later in another conversation (PROFILE §5 applies the floor to new ones).
+    // The floor applies to new conversations; an existing one keeps its level (PROFILE §5).
     const baseline = current ?? floor
-    const newFloor = level >= 2 && level > floor ? level : floor
     const decision = (to: AuthLevel, renegotiated: boolean): AuthDecision => ({
       from,
       conversationId,
@@ -178,9 +140,8 @@ export class AuthLevelTracker {
       messageLevel: level,
       renegotiated,
       escalated: to > baseline,
-      peerFloor: newFloor,
+      peerFloor: level >= 2 && level > floor ? level : floor,
     })
-
     if (
       phase === 'greeting' &&
       requestedLevel !== undefined &&
@@ -189,10 +150,8 @@ export class AuthLevelTracker {
     ) {
       return decision(requestedLevel as AuthLevel, true)
     }
-
-    // No signature other than HMAC verified (an empty list counts: nothing stronger vouched).
-    const hmacOnly = !algs.some((alg) => alg !== HMAC)
-    if (floor >= 2 && hmacOnly) {
+    // Nothing but HMAC verified (an empty list too: nothing stronger vouched).
+    if (floor >= 2 && algs.every((alg) => alg === 'hmac-sha256')) {
       const renegotiatedToZero =
         conversation !== undefined &&
         conversation.level <= 0 &&
@@ -207,7 +166,6 @@ export class AuthLevelTracker {
         )
       }
     }
-
     if (level < baseline) {
       const where =
         current === null
@@ -225,9 +183,8 @@ export class AuthLevelTracker {
   }
 
   /**
-   * Record an accepted message's decision: the conversation level and the peer floor. Call it
-   * only after the message was accepted. Levels never go down here except by a renegotiation,
-   * so commits that race (or arrive out of order) keep the highest level.
+   * Record an accepted message's decision. Levels only go down by a renegotiation, so commits
+   * that race or arrive out of order keep the highest level.
    */
   async commit(decision: AuthDecision): Promise<void> {
     await this.#exclusive(() => this.#commit(decision))
@@ -255,36 +212,26 @@ export class AuthLevelTracker {
 
   /** Record that the application knows `agent` (PROFILE §5 "known contact"). */
   async markKnownContact(agent: string, how: ContactSource): Promise<void> {
-    if (how !== 'pinned' && how !== 'introduced' && how !== 'accepted') {
+    if (!CONTACT_SOURCES.has(how)) {
       throw new TypeError(`AuthLevelTracker: unknown contact source ${JSON.stringify(how)}`)
     }
-    const contact: KnownContact = { how, since: this.#now() }
-    await this.#storage.put(CONTACT + encodeURIComponent(agent), { ...contact })
+    await this.#storage.put(CONTACT + encodeURIComponent(agent), { how, since: this.#now() })
   }
 
-  /** True when `agent` was marked as a known contact and not forgotten. */
   async isKnownContact(agent: string): Promise<boolean> {
     return (await this.knownContact(agent)) !== undefined
   }
 
-  /** How and when `agent` became a known contact, or `undefined`. */
   async knownContact(agent: string): Promise<KnownContact | undefined> {
     const value = await this.#storage.get(CONTACT + encodeURIComponent(agent))
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+    if (!isRecord(value)) return undefined
     const { how, since } = value
-    if (
-      (how !== 'pinned' && how !== 'introduced' && how !== 'accepted') ||
-      typeof since !== 'number'
-    ) {
-      return undefined
-    }
-    return { how, since }
+    return CONTACT_SOURCES.has(how) && typeof since === 'number'
+      ? { how: how as ContactSource, since }
+      : undefined
   }
 
-  /**
-   * Forget that `agent` is a known contact. Its levels and floor stay: they are protection
-   * against a leaked introduction token, which forgetting a contact should not weaken.
-   */
+  /** Forget a known contact; its levels and floor stay (they guard against a leaked token). */
   async forgetContact(agent: string): Promise<void> {
     await this.#storage.delete(CONTACT + encodeURIComponent(agent))
   }
@@ -293,22 +240,27 @@ export class AuthLevelTracker {
     checkLevel(decision.level, 'decision.level')
     checkLevel(decision.messageLevel, 'decision.messageLevel')
     checkLevel(decision.peerFloor, 'decision.peerFloor')
-    const key = convKey(decision.from, decision.conversationId)
     const stored = await this.#conversation(decision.from, decision.conversationId)
-    let next: ConversationRecord
+    let next: ConversationRecord | undefined
     if (decision.renegotiated) {
       next = { level: decision.level, renegotiatedBy: decision.messageLevel }
     } else if (stored === undefined || decision.level > stored.level) {
       next = { level: decision.level }
-    } else {
-      next = stored
     }
-    const floorKey = FLOOR + encodeURIComponent(decision.from)
-    const floor = await this.peerFloor(decision.from)
     const ops: Array<{ type: 'put'; key: string; value: JsonValue }> = []
-    if (next !== stored) ops.push({ type: 'put', key, value: { ...next } })
-    if (decision.peerFloor > floor)
-      ops.push({ type: 'put', key: floorKey, value: decision.peerFloor })
+    if (next)
+      ops.push({
+        type: 'put',
+        key: convKey(decision.from, decision.conversationId),
+        value: { ...next },
+      })
+    if (decision.peerFloor > (await this.peerFloor(decision.from))) {
+      ops.push({
+        type: 'put',
+        key: FLOOR + encodeURIComponent(decision.from),
+        value: decision.peerFloor,
+      })
+    }
     // One batch, so a crash cannot leave a raised floor without the level that raised it.
     if (ops.length > 0) await this.#storage.batch(ops)
   }
@@ -318,8 +270,7 @@ export class AuthLevelTracker {
     conversationId: string,
   ): Promise<ConversationRecord | undefined> {
     const value = await this.#storage.get(convKey(from, conversationId))
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
-    if (!isLevel(value.level)) return undefined
+    if (!isRecord(value) || !isLevel(value.level)) return undefined
     const record: ConversationRecord = { level: value.level }
     if (isLevel(value.renegotiatedBy)) record.renegotiatedBy = value.renegotiatedBy
     return record
@@ -327,15 +278,17 @@ export class AuthLevelTracker {
 
   #exclusive<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(task)
-    // The queue continues after a failure; the failure goes to this task's caller only.
+    // The queue goes on after a failure; the failure goes to this task's caller only.
     this.#queue = run.catch(() => undefined)
     return run
   }
 }
 
-function convKey(from: string, conversationId: string): string {
-  return `${CONV}${encodeURIComponent(from)}/${encodeURIComponent(conversationId)}`
-}
+const convKey = (from: string, conversationId: string) =>
+  `${CONV}${encodeURIComponent(from)}/${encodeURIComponent(conversationId)}`
+
+const isRecord = (value: unknown): value is Record<string, JsonValue> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
 
 function isLevel(value: unknown): value is AuthLevel {
   return value === 0 || value === 1 || value === 2 || value === 3

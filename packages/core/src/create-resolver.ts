@@ -1,8 +1,5 @@
-import {
-  didKeyResolver,
-  type IdentityFetcher,
-  identityDocumentResolver,
-} from './identity-resolver.js'
+import { didKeyResolver } from './did-key-resolver.js'
+import { type IdentityFetcher, identityDocumentResolver } from './identity-resolver.js'
 import type { KeyStore } from './key-store.js'
 import { chainResolvers, type KeyResolver } from './resolver.js'
 

@@ -1,10 +1,9 @@
 /**
- * One error family for the whole SDK. `code` is exactly a PROFILE §6 code, `status` its HTTP
- * status, so transports can answer with `error.toJSON()` and the status without a lookup table
- * of their own.
+ * One error family for the whole SDK: `code` is a PROFILE §6 code and `status` its HTTP status,
+ * so a transport answers with `error.toJSON()` and the status, without a table of its own.
  */
 
-/** Every wire error code of PROFILE §6, mapped to its HTTP status. */
+/** Every wire error code of PROFILE §6 and its HTTP status: the one status ↔ code table. */
 export const ERROR_STATUS = {
   invalid_format: 400,
   stale_message: 400,
@@ -39,11 +38,11 @@ const BRAND = Symbol.for('agentmsg.error')
 
 /** Options for {@link AgentMsgError}. */
 export interface AgentMsgErrorOptions {
-  /** The underlying error, kept for debugging; never serialised onto the wire. */
+  /** Kept for debugging; never serialised onto the wire. */
   cause?: unknown
-  /** Seconds the peer should wait before retrying (429 and 503). */
+  /** Seconds to wait before retrying (429 and 503). */
   retryAfter?: number
-  /** The message field the error is about, e.g. `from.agent` or `security.signatures[0].sig`. */
+  /** The message field at fault, e.g. `security.signatures[0].sig`. */
   field?: string
   /** The status a peer answered, when the error reports its answer. */
   peerStatus?: number
@@ -52,8 +51,8 @@ export interface AgentMsgErrorOptions {
 }
 
 /**
- * The SDK's error. Test with {@link isAgentMsgError} rather than `instanceof` when errors may
- * cross bundle or realm boundaries.
+ * The SDK's error. Test with {@link isAgentMsgError} rather than `instanceof`: errors may cross
+ * bundle or realm boundaries.
  *
  * @example
  * try { await verifyMessage(msg, resolver) }
@@ -61,17 +60,12 @@ export interface AgentMsgErrorOptions {
  */
 export class AgentMsgError extends Error {
   override readonly name = 'AgentMsgError'
-  /** The PROFILE §6 code. */
   readonly code: ErrorCode
-  /** The HTTP status that goes with `code`. */
+  /** The HTTP status of `code`. */
   readonly status: number
-  /** Seconds before a retry makes sense, for `rate_limited` and `unavailable`. */
   readonly retryAfter: number | undefined
-  /** The offending field, when the error is about one. */
   readonly field: string | undefined
-  /** The status a peer answered, when the error reports its answer. */
   readonly peerStatus: number | undefined
-  /** The `code` of the peer's error body, verbatim. */
   readonly peerCode: string | undefined
   readonly [BRAND] = true
 
@@ -85,15 +79,12 @@ export class AgentMsgError extends Error {
     this.peerCode = options.peerCode
   }
 
-  /**
-   * True when the same request may succeed later (PROFILE §6 retry rules: 429, 5xx): the one
-   * retryability rule, for every transport and every kind of target.
-   */
+  /** True when the same request may succeed later (429, 5xx): the one retryability rule. */
   shouldRetry(): boolean {
     return this.status === 429 || this.status >= 500
   }
 
-  /** The wire error body `{status:"error", code, message}` (SPEC §2.10). */
+  /** The wire error body `{status:"error", code, message}`. */
   toJSON(): { status: 'error'; code: ErrorCode; message: string } {
     return { status: 'error', code: this.code, message: this.message }
   }
@@ -109,10 +100,9 @@ export function isAgentMsgError(value: unknown): value is AgentMsgError {
 }
 
 /**
- * The PROFILE §6 code a peer's status means when its body names none (or one that does not go
- * with the status): 3xx → `not_found` (redirects are never followed: the endpoint is not here),
- * 408 → `unavailable` (the peer gave up waiting, try again), other 5xx → `unavailable`, other
- * 4xx → `invalid_format`.
+ * The code a peer's status means when its body names none: 3xx → `not_found` (redirects are
+ * never followed, so the endpoint is not here), 408 and 5xx → `unavailable`, other 4xx →
+ * `invalid_format`.
  */
 export function codeForStatus(status: number): ErrorCode {
   if (status === 401) return 'unauthorized'
@@ -123,7 +113,7 @@ export function codeForStatus(status: number): ErrorCode {
   return status === 408 || status >= 500 ? 'unavailable' : 'invalid_format'
 }
 
-/** Shorthand for the most common error: a structural problem with input. */
+/** `invalid_format` naming `field`: the most common error. */
 export function invalidFormat(message: string, field?: string): AgentMsgError {
   return new AgentMsgError('invalid_format', field ? `${field}: ${message}` : message, { field })
 }

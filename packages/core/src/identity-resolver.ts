@@ -1,8 +1,7 @@
 import { nonDocumentLookup } from './document-lookup.js'
 import { isAgentMsgError } from './errors.js'
 import type { IdentityDocument } from './identity/document.js'
-import { publicKeyOf } from './identity/key-usability.js'
-import { validateIdentityDocument } from './identity/validate.js'
+import { publicKeyOf, validateIdentityDocument } from './identity/document.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import type { KeyResolution, KeyResolver } from './resolver.js'
 

@@ -14,13 +14,9 @@ export { createKeyResolver } from './create-resolver.js'
 export { didKeyFragment, didKeyFromPublicKey, isDidKey, publicKeyFromDidKey } from './did-key.js'
 export type { AgentMsgErrorOptions, ErrorCode } from './errors.js'
 export { AgentMsgError, isAgentMsgError } from './errors.js'
+export { createIdentityDocument, revokeKey, rotateKey } from './identity/create.js'
 export type { IdentityDocument } from './identity/document.js'
-export {
-  createIdentityDocument,
-  revokeKey,
-  rotateKey,
-  validateIdentityDocument,
-} from './identity.js'
+export { validateIdentityDocument } from './identity/document.js'
 export type { IdentityFetcher } from './identity-resolver.js'
 export type { AbortOptions } from './interfaces/abort.js'
 export type { Storage, StorageListOptions, StorageOp } from './interfaces/storage.js'

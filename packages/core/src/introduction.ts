@@ -2,8 +2,7 @@ import { constantTimeEqual } from './bytes.js'
 import { isDidKey, publicKeyFromDidKey } from './did-key.js'
 import { invalidFormat } from './errors.js'
 import type { IdentityDocument } from './identity/document.js'
-import { publicKeyOf } from './identity/key-usability.js'
-import { validateIdentityDocument } from './identity/validate.js'
+import { publicKeyOf, validateIdentityDocument } from './identity/document.js'
 import type { Message } from './types.js'
 
 export {

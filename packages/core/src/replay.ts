@@ -1,78 +1,45 @@
 import { BucketShares } from './bucket-shares.js'
 import { AgentMsgError, invalidFormat } from './errors.js'
 import type { Storage } from './interfaces/storage.js'
+import { PROFILE } from './profile.js'
 import { memoryStorage } from './storage/memory.js'
-import { parseTimestamp } from './timestamps.js'
+import { duration, parseTimestamp } from './timestamps.js'
 
-const MINUTE = 60_000
-const DAY = 86_400_000
 const PREFIX = 'replay/'
-// Deletes per storage batch in `prune`, so one prune of a million ids is not one giant write.
+// Deletes per storage batch in `prune`, so pruning a million ids is not one giant write.
 const PRUNE_CHUNK = 1000
 
 /** Options for {@link ReplayGuard}. */
 export interface ReplayGuardOptions {
-  /**
-   * Where remembered ids are kept. Pass persistent storage so a restart does not forget them
-   * (PROFILE §6); namespace it if it is shared.
-   * @default memoryStorage()
-   */
+  /** Persistent storage keeps ids across restarts (PROFILE §6). @default memoryStorage() */
   storage?: Storage
-  /** The clock, in epoch ms; injectable for tests. @default Date.now */
   now?: () => number
-  /** A `date` older than this is stale: 7 days in a relay + 24 h of retries. @default 8 days */
+  /** @default PROFILE.dateWindowMs */
   maxAgeMs?: number
-  /** A `date` further ahead than this is stale (clock skew allowance). @default 5 minutes */
+  /** @default PROFILE.clockSkewMs */
   maxFutureMs?: number
-  /**
-   * How long an id is remembered after it was first accepted. Must exceed `maxAgeMs +
-   * maxFutureMs`, or a replay could outlive its id and still pass the date window.
-   * @default 8 days + 10 minutes
-   */
+  /** Must exceed `maxAgeMs + maxFutureMs`, or a replay could outlive its id. @default PROFILE.replayMemoryMs */
   retentionMs?: number
-  /**
-   * Most ids held at once, a bound on memory. When full, expired ids are pruned; if none have
-   * expired, new messages are refused with `unavailable` (503 + Retry-After). @default 1_000_000
-   */
+  /** Most ids held; when full of live ids, new messages get `unavailable`. @default 1_000_000 */
   maxEntries?: number
-  /**
-   * Most ids one client-address bucket may hold (ids remembered with a `bucket`), so a few
-   * addresses cannot fill the guard and make it refuse everyone. Past it, that bucket's new
-   * messages are refused with `rate_limited` (429 + Retry-After) until its ids expire; other
-   * buckets are not affected. Ids remembered without a bucket count only against `maxEntries`.
-   * @default maxEntries / 16 (62,500 of the default million)
-   */
+  /** Most ids one client-address bucket holds (then `rate_limited`). @default maxEntries / 16 */
   maxEntriesPerBucket?: number
   /**
-   * The shares apply once the guard holds this fraction of `maxEntries`: below it one address
-   * (a relay's webhook, many users behind one NAT) may use the room nobody else needs; above it
-   * nobody takes more than a share, so the room left stays for everyone else.
-   * @default 0.5
+   * Shares apply once this fraction of `maxEntries` is held: below it one address (a webhook,
+   * users behind one NAT) may use room nobody else needs. @default 0.5
    */
   shareThreshold?: number
 }
 
-/** The message members the guard reads. */
-export interface ReplayCheckInput {
-  from: { agent: string }
-  message_id: string
-  date: string
-  ttl_seconds?: number
-}
-
 /**
- * Replay protection (SPEC §5.5, PROFILE §6): the date window, TTL expiry, and duplicate
- * `message_id`s per sender, remembered for 8 days + 10 minutes and persisted through
- * {@link Storage} so a restart keeps them.
- *
- * Ids live in storage under `replay/<encodeURIComponent(from)>/<message_id>` with their expiry
- * (epoch ms) as the value. An in-memory index of them is loaded on first use, so checks cost no
- * storage read; this assumes one guard per storage at a time.
+ * Replay protection (PROFILE §6): the date window, TTL expiry, and duplicate `message_id`s per
+ * sender, persisted through {@link Storage} under `replay/<encodeURIComponent(from)>/<id>` with
+ * their expiry as value. An in-memory index is loaded on first use, so checks cost no storage
+ * read; this assumes one guard per storage at a time.
  *
  * @example
  * const guard = new ReplayGuard({ storage: namespacedStorage(fsStore, 'alice/') })
- * // after the message validated, before processing it:
- * if ((await guard.checkAndRemember(message)) === 'duplicate') return accepted() // 202, not again
+ * if ((await guard.checkAndRemember(message)) === 'duplicate') return accepted()
  */
 export class ReplayGuard {
   readonly #storage: Storage
@@ -81,26 +48,25 @@ export class ReplayGuard {
   readonly #maxFutureMs: number
   readonly #retentionMs: number
   readonly #maxEntries: number
-  // Storage key → the client-address bucket it counts against. In memory only: ids loaded from
-  // storage after a restart count against `maxEntries` alone.
+  // In memory only: ids loaded from storage after a restart count against `maxEntries` alone.
   readonly #shares: BucketShares<string>
   readonly #shareThreshold: number
   // Storage key → expiry (epoch ms).
   readonly #index = new Map<string, number>()
-  // Storage key → whether the claim that holds it succeeded (the id was persisted).
+  // Storage key → whether the claim holding it succeeded (the id was persisted).
   readonly #inFlight = new Map<string, Promise<boolean>>()
-  // Storage key → the pending batch that deletes it (see `prune`).
+  // Storage key → the pending batch deleting it (see `prune`).
   readonly #deleting = new Map<string, Promise<void>>()
   #loading: Promise<void> | undefined
-  // Earliest expiry left after the last prune: pruning again before then frees nothing.
+  // Earliest expiry left after the last prune: pruning before then frees nothing.
   #nextExpiry = -Infinity
 
   constructor(options: ReplayGuardOptions = {}) {
     this.#storage = options.storage ?? memoryStorage()
     this.#now = options.now ?? Date.now
-    this.#maxAgeMs = nonNegative(options.maxAgeMs ?? 8 * DAY, 'maxAgeMs')
-    this.#maxFutureMs = nonNegative(options.maxFutureMs ?? 5 * MINUTE, 'maxFutureMs')
-    this.#retentionMs = nonNegative(options.retentionMs ?? 8 * DAY + 10 * MINUTE, 'retentionMs')
+    this.#maxAgeMs = nonNegative(options.maxAgeMs ?? PROFILE.dateWindowMs, 'maxAgeMs')
+    this.#maxFutureMs = nonNegative(options.maxFutureMs ?? PROFILE.clockSkewMs, 'maxFutureMs')
+    this.#retentionMs = nonNegative(options.retentionMs ?? PROFILE.replayMemoryMs, 'retentionMs')
     this.#maxEntries = options.maxEntries ?? 1_000_000
     if (!Number.isInteger(this.#maxEntries) || this.#maxEntries < 1) {
       throw new RangeError(`ReplayGuard: maxEntries must be a positive integer`)
@@ -115,11 +81,10 @@ export class ReplayGuard {
   }
 
   /**
-   * Check the date window and TTL. `date` exactly `maxAgeMs` old or exactly `maxFutureMs` ahead
-   * still passes; a message is expired once `date + ttl_seconds` is in the past.
+   * The date window and TTL: a `date` exactly `maxAgeMs` old or `maxFutureMs` ahead passes; a
+   * message expires once `date + ttl_seconds` is past.
    *
-   * @throws AgentMsgError `invalid_format` for a malformed `date` or `ttl_seconds`,
-   *   `stale_message` when outside the window or expired.
+   * @throws AgentMsgError `invalid_format` (malformed `date` or `ttl_seconds`), `stale_message`.
    */
   checkFreshness(message: { date: string; ttl_seconds?: number }): void {
     const date = parseTimestamp(message.date, 'date')
@@ -129,30 +94,27 @@ export class ReplayGuard {
     }
     const now = this.#now()
     const age = now - date
+    const stale = (text: string, field = 'date') =>
+      new AgentMsgError('stale_message', text, { field })
     if (age > this.#maxAgeMs) {
-      throw new AgentMsgError(
-        'stale_message',
+      throw stale(
         `date ${message.date} is ${duration(age)} old; messages older than ${duration(this.#maxAgeMs)} are refused`,
-        { field: 'date' },
       )
     }
     if (-age > this.#maxFutureMs) {
-      throw new AgentMsgError(
-        'stale_message',
+      throw stale(
         `date ${message.date} is ${duration(-age)} in the future; at most ${duration(this.#maxFutureMs)} of clock skew is allowed`,
-        { field: 'date' },
       )
     }
     if (ttl !== undefined && date + ttl * 1000 < now) {
-      throw new AgentMsgError(
-        'stale_message',
+      throw stale(
         `message expired ${duration(now - date - ttl * 1000)} ago (date ${message.date} + ttl_seconds ${ttl})`,
-        { field: 'ttl_seconds' },
+        'ttl_seconds',
       )
     }
   }
 
-  /** True when `messageId` from `from` was remembered and has not expired, or is being claimed. */
+  /** True when the id was remembered and has not expired, or is being claimed. */
   async isDuplicate(from: string, messageId: string): Promise<boolean> {
     await this.#load()
     const key = replayKey(from, messageId)
@@ -160,11 +122,10 @@ export class ReplayGuard {
   }
 
   /**
-   * Remember `messageId` from `from` until now + `retentionMs`, in storage before resolving.
-   * `bucket`: the client-address bucket it came from, counted against its share.
+   * Remember the id (in storage before resolving); `bucket` is the client-address bucket it
+   * counts against.
    *
-   * @throws AgentMsgError `unavailable` (with `retryAfter`) when `maxEntries` live ids are held,
-   *   `rate_limited` when `bucket` holds its whole share.
+   * @throws AgentMsgError `unavailable` (full), `rate_limited` (`bucket` holds its share).
    */
   async remember(from: string, messageId: string, bucket?: string): Promise<void> {
     await this.#load()
@@ -172,14 +133,14 @@ export class ReplayGuard {
   }
 
   /**
-   * The whole check for an inbound message, in PROFILE §6's order: date window and TTL, then
-   * the duplicate id, remembering a new one. Concurrent calls for the same (from, id) yield
-   * exactly one `'new'`; a call that overlaps a claim still being persisted waits for it, and if
-   * that write fails, claims the id itself. `bucket`: as in {@link remember}.
-   *
-   * @throws AgentMsgError as {@link checkFreshness} and {@link remember}.
+   * The whole PROFILE §6 check: date window and TTL, then the duplicate id, remembering a new
+   * one. Concurrent calls for one (from, id) yield exactly one `'new'`; a call overlapping a
+   * claim still being persisted waits for it, and claims the id itself if that write fails.
    */
-  async checkAndRemember(message: ReplayCheckInput, bucket?: string): Promise<'new' | 'duplicate'> {
+  async checkAndRemember(
+    message: { from: { agent: string }; message_id: string; date: string; ttl_seconds?: number },
+    bucket?: string,
+  ): Promise<'new' | 'duplicate'> {
     this.checkFreshness(message)
     await this.#load()
     const key = replayKey(message.from.agent, message.message_id)
@@ -189,13 +150,15 @@ export class ReplayGuard {
       if (pending === undefined) break
       if (await pending) return 'duplicate'
     }
-    // Check-then-claim with no await in between: this is what makes the claim exclusive.
+    // No await between the check and the claim: that makes the claim exclusive.
     const claim = this.#store(key, bucket)
-    const done = claim.then(
-      () => true,
-      () => false,
+    this.#inFlight.set(
+      key,
+      claim.then(
+        () => true,
+        () => false,
+      ),
     )
-    this.#inFlight.set(key, done)
     try {
       await claim
       return 'new'
@@ -212,7 +175,7 @@ export class ReplayGuard {
     for (const [key, expiry] of this.#index) if (expiry <= now) expired.push(key)
     let removed = 0
     for (let i = 0; i < expired.length; i += PRUNE_CHUNK) {
-      // An id remembered again while an earlier chunk was being written is live: keep it.
+      // An id remembered again while an earlier chunk was written is live: keep it.
       const chunk = expired.slice(i, i + PRUNE_CHUNK).filter((key) => {
         const expiry = this.#index.get(key)
         return expiry !== undefined && expiry <= now
@@ -222,8 +185,7 @@ export class ReplayGuard {
         this.#shares.remove(key)
       }
       const write = this.#storage.batch(chunk.map((key) => ({ type: 'delete', key })))
-      // A remember of one of these ids waits for this delete, so the delete cannot land after
-      // the new expiry and erase it from storage.
+      // A remember of one of these ids waits for this delete, so it cannot erase the new expiry.
       for (const key of chunk) this.#deleting.set(key, write)
       try {
         await write
@@ -239,7 +201,7 @@ export class ReplayGuard {
     return removed
   }
 
-  /** Number of ids currently held in memory (live or not yet pruned). */
+  /** Ids held in memory (live or not yet pruned). */
   get size(): number {
     return this.#index.size
   }
@@ -250,8 +212,8 @@ export class ReplayGuard {
   }
 
   async #store(key: string, bucket: string | undefined): Promise<void> {
-    // A new id of a bucket takes a slot of its share now, so concurrent claims cannot overshoot
-    // it; an id already held keeps the slot (and the bucket) it has.
+    // A new id takes its bucket's slot now, so concurrent claims cannot overshoot the share; an
+    // id already held keeps its slot.
     const counted = bucket !== undefined && !this.#index.has(key)
     if (counted) {
       if (this.#shares.full(bucket) && this.#contended()) await this.#makeRoomIn(bucket)
@@ -271,28 +233,22 @@ export class ReplayGuard {
     }
   }
 
-  /** A bucket holds its whole share: prune if anything expired, else refuse it alone. */
   async #makeRoomIn(bucket: string): Promise<void> {
     if (this.#now() >= this.#nextExpiry) await this.prune()
     if (!this.#shares.full(bucket) || !this.#contended()) return
-    // Its oldest id expires no sooner than the guard's oldest: a lower bound, never too late.
-    const waitMs = Number.isFinite(this.#nextExpiry) ? this.#nextExpiry - this.#now() : 0
-    throw new AgentMsgError(
+    throw this.#full503(
       'rate_limited',
       `too many messages from this address are remembered (${this.#shares.max}); try again later`,
-      { retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) },
     )
   }
 
-  /** True when the guard holds enough that per-bucket shares apply. */
   #contended(): boolean {
     return this.#index.size + this.#inFlight.size >= this.#maxEntries * this.#shareThreshold
   }
 
-  /** True when storing `key` would exceed `maxEntries` (a stored key reuses its slot). */
   #full(key: string): boolean {
     if (this.#index.has(key)) return false
-    // Other ids being claimed count too, or concurrent claims could overshoot the bound.
+    // Other claims count too, or concurrent claims could overshoot the bound.
     const claims = this.#inFlight.size - (this.#inFlight.has(key) ? 1 : 0)
     return this.#index.size + claims >= this.#maxEntries
   }
@@ -300,29 +256,30 @@ export class ReplayGuard {
   async #makeRoom(key: string): Promise<void> {
     if (this.#now() >= this.#nextExpiry) await this.prune()
     if (!this.#full(key)) return
-    // Refuse rather than forget: an id dropped before its retention ends could be replayed
-    // within the date window and processed twice, silently. A 503 loses nothing, because the
-    // sender retries after Retry-After (PROFILE §6) and by then the oldest ids have expired.
-    // With nothing stored to expire, the slots are held by in-flight claims that end soon.
-    const waitMs = Number.isFinite(this.#nextExpiry) ? this.#nextExpiry - this.#now() : 0
-    throw new AgentMsgError(
+    // Refuse rather than forget: an id dropped early could be replayed within the date window.
+    // A 503 loses nothing: the sender retries after Retry-After, when the oldest ids expired.
+    throw this.#full503(
       'unavailable',
       `replay guard is full (${this.#maxEntries} message ids remembered); try again later`,
-      { retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) },
     )
+  }
+
+  // The oldest id held expires no later than any bucket's oldest: a lower bound on the wait.
+  #full503(code: 'unavailable' | 'rate_limited', text: string): AgentMsgError {
+    const waitMs = Number.isFinite(this.#nextExpiry) ? this.#nextExpiry - this.#now() : 0
+    return new AgentMsgError(code, text, { retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) })
   }
 
   #load(): Promise<void> {
     this.#loading ??= (async () => {
       for (const [key, value] of await this.#storage.list(PREFIX)) {
-        // Anything else under the prefix is not ours to interpret; a later remember overwrites it.
+        // Anything else under the prefix is not ours to read; a later remember overwrites it.
         if (typeof value !== 'number') continue
-        // max: an id remembered while the list was being read keeps its newer expiry.
+        // An id remembered while the list was read keeps its newer expiry.
         this.#index.set(key, Math.max(value, this.#index.get(key) ?? -Infinity))
       }
-      // Expired ids loaded here are dropped by the next prune, not now, to keep startup cheap.
     })().catch((error: unknown) => {
-      // Let the next call try again instead of caching the failure for the process's lifetime.
+      // The next call tries again instead of caching the failure.
       this.#loading = undefined
       throw error
     })
@@ -330,31 +287,13 @@ export class ReplayGuard {
   }
 }
 
-function replayKey(from: string, messageId: string): string {
-  // `from` is encoded so it cannot contain `/`: the first `/` after the prefix ends it.
-  return `${PREFIX}${encodeURIComponent(from)}/${messageId}`
-}
+// `from` is encoded so it holds no `/`: the first `/` after the prefix ends it.
+const replayKey = (from: string, messageId: string) =>
+  `${PREFIX}${encodeURIComponent(from)}/${messageId}`
 
 function nonNegative(value: number, name: string): number {
   if (!(Number.isFinite(value) && value >= 0)) {
     throw new RangeError(`ReplayGuard: ${name} must be a finite number ≥ 0`)
   }
   return value
-}
-
-/** `691200001` → `8 d 0 h 0 min 0.001 s`: exact, and still readable in an error message. */
-function duration(ms: number): string {
-  const parts: string[] = []
-  let rest = ms
-  for (const [unit, size] of [
-    ['d', DAY],
-    ['h', 3_600_000],
-    ['min', MINUTE],
-  ] as const) {
-    const n = Math.floor(rest / size)
-    if (n > 0 || parts.length > 0) parts.push(`${n} ${unit}`)
-    rest -= n * size
-  }
-  parts.push(`${Number((rest / 1000).toFixed(3))} s`)
-  return parts.join(' ')
 }

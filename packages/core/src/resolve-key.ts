@@ -1,5 +1,5 @@
 import { AgentMsgError } from './errors.js'
-import { checkKeyUsable } from './identity.js'
+import { checkKeyUsable } from './identity/key-usability.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import type { KeyLookup, KeyResolver, ResolvedKey } from './resolver.js'
 

@@ -1,5 +1,5 @@
 import type { KeySource } from './auth-level.js'
-import type { IdentityDocument } from './identity.js'
+import type { IdentityDocument } from './identity/document.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import type { SignatureAlg } from './types.js'
 

@@ -1,14 +1,9 @@
 /**
- * Wire timestamps (PROFILE §1): RFC 3339 in UTC only, e.g. `2026-11-21T22:48:01.123Z`.
- *
- * `Date.parse` is deliberately not used: it accepts offsets, lower-case letters, leap seconds
- * and calendar overflow (`Feb 30` rolls into March) differently per engine. Two verifiers must
- * agree on whether a `created` or `date` is well formed, so the grammar is checked here.
+ * Wire timestamps (PROFILE §1): RFC 3339 in UTC only. Not `Date.parse`, which takes offsets,
+ * leap seconds and `Feb 30` differently per engine: two verifiers must agree on a `date`.
  */
 import { invalidFormat } from './errors.js'
 
-// Year, month, day, hour, minute, second, optional 1–9 fraction digits, then a literal `Z`.
-// Upper-case `T`/`Z` only; offsets such as `+00:00` never match.
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/
 
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
@@ -44,18 +39,12 @@ function toEpochMs(text: string): number | undefined {
 }
 
 /**
- * Parse a PROFILE §1 timestamp into epoch milliseconds.
+ * A PROFILE §1 timestamp in epoch ms: `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z`, a real calendar date,
+ * fraction digits past the millisecond truncated.
  *
- * Accepts `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` with a real calendar date; fraction digits beyond the
- * millisecond are truncated.
- *
- * @param field - named in the error, e.g. `keys[0].retired_date`.
- * @throws AgentMsgError `invalid_format` for anything else: lower-case `t`/`z`, offsets, a leap
- *   second, `Feb 30`, ten fraction digits, a non-string.
- *
+ * @throws AgentMsgError `invalid_format` naming `field` for anything else.
  * @example
  * parseTimestamp('2026-11-21T22:48:01.123Z') // 1795301281123
- * parseTimestamp('2026-11-21T22:48:01+00:00', 'date') // throws: date: …
  */
 export function parseTimestamp(text: string, field?: string): number {
   const ms = typeof text === 'string' ? toEpochMs(text) : undefined
@@ -68,25 +57,15 @@ export function parseTimestamp(text: string, field?: string): number {
   return ms
 }
 
-/**
- * True when `text` is a PROFILE §1 timestamp; see {@link parseTimestamp}.
- *
- * @example
- * isTimestamp('2028-02-29T00:00:00Z') // true
- * isTimestamp('2027-02-29T00:00:00Z') // false: 2027 is not a leap year
- */
+/** True when `text` is a PROFILE §1 timestamp. */
 export function isTimestamp(text: unknown): text is string {
   return typeof text === 'string' && toEpochMs(text) !== undefined
 }
 
 /**
- * Write a timestamp the way PROFILE §1 writers must: UTC, always three fraction digits.
+ * A PROFILE §1 timestamp for writers: UTC, three fraction digits.
  *
- * @param time - epoch milliseconds or a `Date`.
- * @default Date.now()
- * @throws RangeError when the time is not finite or lies outside years 0000–9999, which the
- *   wire format cannot express.
- *
+ * @throws RangeError outside years 0000–9999, which the wire format cannot express.
  * @example
  * formatTimestamp(0) // '1970-01-01T00:00:00.000Z'
  */
@@ -95,7 +74,23 @@ export function formatTimestamp(time: number | Date = Date.now()): string {
   if (!Number.isFinite(ms) || ms < MIN_MS || ms > MAX_MS) {
     throw new RangeError(`cannot format ${String(time)} as a four-digit-year UTC timestamp`)
   }
-  // toISOString already writes `YYYY-MM-DDTHH:MM:SS.sssZ` for years 0000–9999. Sub-millisecond
-  // parts are floored (the Date constructor would truncate toward zero, i.e. up, before 1970).
+  // Floored: the Date constructor truncates toward zero, i.e. up, before 1970.
   return new Date(Math.floor(ms)).toISOString()
+}
+
+/** `691200001` → `8 d 0 h 0 min 0.001 s`: exact, and readable in an error message. */
+export function duration(ms: number): string {
+  const parts: string[] = []
+  let rest = ms
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['min', 60_000],
+  ] as const) {
+    const n = Math.floor(rest / size)
+    if (n > 0 || parts.length > 0) parts.push(`${n} ${unit}`)
+    rest -= n * size
+  }
+  parts.push(`${Number((rest / 1000).toFixed(3))} s`)
+  return parts.join(' ')
 }

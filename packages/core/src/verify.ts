@@ -4,9 +4,10 @@ import { constantTimeEqual, utf8Encode } from './bytes.js'
 import { callEnded, callStarted } from './crypto/in-flight.js'
 import type { CryptoMode, CryptoProvider } from './crypto/provider.js'
 import { AgentMsgError } from './errors.js'
-import { checkKeyUsable, DEFAULT_TRANSITION_MS } from './identity/key-usability.js'
+import { checkKeyUsable } from './identity/key-usability.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import { validateMessage } from './message.js'
+import { PROFILE } from './profile.js'
 import type { KeyResolution, KeyResolver, ResolvedKey } from './resolver.js'
 import { receivedSigningText } from './signing-input.js'
 import type { AuthLevel, Message, SignatureAlg } from './types.js'
@@ -172,7 +173,7 @@ export async function verifyMessage(
       candidates,
       resolutions,
       now,
-      options.transitionMs ?? DEFAULT_TRANSITION_MS,
+      options.transitionMs ?? PROFILE.keyTransitionMs,
     )
 
     const check = ({ c, key }: Held): Promise<boolean> => {

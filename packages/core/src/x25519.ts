@@ -7,9 +7,9 @@
  */
 import { etc, Point } from '@noble/ed25519'
 import { sha512 } from '@noble/hashes/sha2.js'
+import { base58btcEncode } from './base58.js'
 import { base64urlEncode } from './base64url.js'
 import {
-  base58btcEncode,
   DID_KEY_PREFIX,
   encodeMultikey,
   MULTICODEC_KEY_TYPES,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { base64urlEncode } from '../src/base64url.js'
 import { didKeyFragment } from '../src/did-key.js'
 import { createIdentityDocument } from '../src/identity/create.js'
-import { publicKeyOf } from '../src/identity/key-usability.js'
+import { publicKeyOf } from '../src/identity/document.js'
 import { parseTimestamp } from '../src/timestamps.js'
 import { AGENT, DID, didDoc, didPk, ENDPOINTS, errorOf, pk1 } from './identity-helpers.js'
 

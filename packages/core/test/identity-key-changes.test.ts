@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest'
 import { base64urlEncode } from '../src/base64url.js'
 import { didKeyFragment } from '../src/did-key.js'
-import { revokeKey, rotateKey } from '../src/identity/key-changes.js'
-import { validateIdentityDocument } from '../src/identity/validate.js'
+import { revokeKey, rotateKey } from '../src/identity/create.js'
+import { validateIdentityDocument } from '../src/identity/document.js'
 import { formatTimestamp, parseTimestamp } from '../src/timestamps.js'
 import { DID, didDoc, errorOf, newPublicKey, pk1, pk2, T0, urlDoc } from './identity-helpers.js'
 

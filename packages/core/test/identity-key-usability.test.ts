@@ -1,14 +1,14 @@
 /** `checkKeyUsable` (retired-key bounds, PROFILE §4) and `publicKeyOf`. */
 import { describe, expect, it } from 'vitest'
 import { base64urlEncode } from '../src/base64url.js'
-import { revokeKey, rotateKey } from '../src/identity/key-changes.js'
-import {
-  checkKeyUsable,
-  DEFAULT_TRANSITION_MS,
-  publicKeyOf,
-} from '../src/identity/key-usability.js'
+import { revokeKey, rotateKey } from '../src/identity/create.js'
+import { publicKeyOf } from '../src/identity/document.js'
+import { checkKeyUsable } from '../src/identity/key-usability.js'
+import { PROFILE } from '../src/profile.js'
 import { formatTimestamp } from '../src/timestamps.js'
 import { AGENT, errorOf, pk1, pk2, T0, urlDoc } from './identity-helpers.js'
+
+const DEFAULT_TRANSITION_MS = PROFILE.keyTransitionMs
 
 describe('checkKeyUsable', () => {
   const RETIRED = T0 + 30 * 86_400_000

@@ -1,9 +1,9 @@
 /** `validateIdentityDocument`: strict checks of every member, did:key documents (PROFILE §4). */
 import { describe, expect, it } from 'vitest'
 import { base64urlEncode } from '../src/base64url.js'
-import { rotateKey } from '../src/identity/key-changes.js'
-import { checkKeyUsable, publicKeyOf } from '../src/identity/key-usability.js'
-import { validateIdentityDocument } from '../src/identity/validate.js'
+import { rotateKey } from '../src/identity/create.js'
+import { publicKeyOf, validateIdentityDocument } from '../src/identity/document.js'
+import { checkKeyUsable } from '../src/identity/key-usability.js'
 import { formatTimestamp } from '../src/timestamps.js'
 import { AGENT, didDoc, errorOf, pk1, pk2, T0, urlDoc } from './identity-helpers.js'
 

@@ -4,9 +4,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { createKeyResolver } from '../src/create-resolver.js'
-import { createIdentityDocument } from '../src/identity/create.js'
+import { createIdentityDocument, revokeKey, rotateKey } from '../src/identity/create.js'
 import type { IdentityDocument } from '../src/identity/document.js'
-import { revokeKey, rotateKey } from '../src/identity/key-changes.js'
 import type { IdentityFetchResult } from '../src/identity-resolver.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'
 import type { KeyResolver } from '../src/resolver.js'

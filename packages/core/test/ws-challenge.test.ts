@@ -9,8 +9,7 @@ import {
   type VerifyWsAuthInput,
   verifyWsAuth,
 } from '../src/http-signature/ws-challenge.js'
-import { createIdentityDocument } from '../src/identity/create.js'
-import { revokeKey } from '../src/identity/key-changes.js'
+import { createIdentityDocument, revokeKey } from '../src/identity/create.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'
 import type { KeyResolver } from '../src/resolver.js'
 import { alice, bob, BASE as RELAY, rejects, resolver } from './http-signature-fixtures.js'

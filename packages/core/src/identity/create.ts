@@ -1,14 +1,18 @@
-/** Building a new identity document with one active key (SPEC §2.2–2.4, PROFILE §4). */
+/** Building identity documents, rotating and revoking their keys (SPEC §2.2–2.4, §3.1, PROFILE §4). */
 import { agentEndpoints, assertRelayUrl, parseAgentId } from '../agent-id.js'
 import { base64urlEncode } from '../base64url.js'
 import { didKeyFragment, publicKeyFromDidKey } from '../did-key.js'
-import { invalidFormat } from '../errors.js'
+import { AgentMsgError, invalidFormat } from '../errors.js'
 import { formatTimestamp, parseTimestamp } from '../timestamps.js'
-import type { IdentityDocument, IdentityEndpoints, RelayPreference } from './document.js'
-import { sameBytes, validateIdentityDocument } from './validate.js'
+import {
+  type IdentityDocument,
+  type IdentityEndpoints,
+  type RelayPreference,
+  sameBytes,
+  validateIdentityDocument,
+} from './document.js'
 
-/** The 32-byte Ed25519 public key an option carries, or `invalid_format` naming the option. */
-export function requirePublicKey(publicKey: unknown, field: string): Uint8Array {
+function requirePublicKey(publicKey: unknown, field: string): Uint8Array {
   if (!(publicKey instanceof Uint8Array) || publicKey.length !== 32) {
     throw invalidFormat('must be a 32-byte Ed25519 public key', field)
   }
@@ -16,14 +20,11 @@ export function requirePublicKey(publicKey: unknown, field: string): Uint8Array 
 }
 
 /**
- * Default `key_id` for URL and simple-name agents: the first 8 base64url characters (48 bits) of
- * the public key. Deriving it from the key, rather than counting `k1`, `k2`…, means a document
- * rebuilt from scratch with a new key never reuses an id that verifiers may still have cached
- * for the old key; an unknown id makes them refetch instead (PROFILE §4).
+ * The default `key_id`: the first 8 base64url characters of the key. Derived from the key, not
+ * counted (`k1`, `k2`), so a document rebuilt with a new key never reuses an id verifiers may
+ * have cached for the old one: an unknown id makes them refetch (PROFILE §4).
  */
-export function defaultKeyId(publicKey: Uint8Array): string {
-  return base64urlEncode(publicKey).slice(0, 8)
-}
+const defaultKeyId = (publicKey: Uint8Array) => base64urlEncode(publicKey).slice(0, 8)
 
 /** Options for {@link createIdentityDocument}. */
 export interface CreateIdentityDocumentOptions {
@@ -31,21 +32,18 @@ export interface CreateIdentityDocumentOptions {
   agentId: string
   /** @default the agent id */
   display?: string
-  /** The first key, active. For a did:key agent it must be the DID's own key. */
+  /** The first key, active. For a did:key agent, the DID's own key. */
   publicKey: Uint8Array
-  /**
-   * Bare fragment. did:key agents: must be the method-specific id (the default). Others: the
-   * default is the first 8 base64url characters of the public key.
-   */
+  /** Bare fragment. @default did:key: the method-specific id; others: 8 base64url chars of the key */
   keyId?: string
   /** @default now */
   created?: string | number
   /**
-   * URL agents: may be omitted; if given it must equal the well-known endpoints (PROFILE §4).
-   * did:key and simple-name agents: required, since they have no base URL to derive them from.
+   * URL agents: the well-known endpoints (may be omitted). did:key and simple-name agents have
+   * no base URL, so they must give theirs (SPEC §2.2 lists `endpoints` in every document).
    */
   endpoints?: { inbox: string; capabilities: string }
-  /** Normal-form relay base URLs; the `relay` member is written only when this is non-empty. */
+  /** Normal-form relay base URLs; `relay` is written only when non-empty. */
   relays?: string[]
   /** @default 'any' */
   relayPreference?: RelayPreference
@@ -54,13 +52,7 @@ export interface CreateIdentityDocumentOptions {
 /**
  * Build an identity document with one active key.
  *
- * URL agents get their well-known endpoints. did:key and simple-name agents have no base URL,
- * so the caller passes `endpoints` (any normal-form https URLs); inventing them, or leaving the
- * member out, would produce documents other implementations refuse, since SPEC §2.2 lists
- * `endpoints` as a field of every document.
- *
  * @throws AgentMsgError `invalid_format` naming the option at fault.
- *
  * @example
  * const doc = createIdentityDocument({ agentId: 'https://a.example', publicKey, display: 'Alice' })
  * doc.endpoints.inbox // 'https://a.example/.well-known/agentmsg/inbox'
@@ -80,14 +72,11 @@ export function createIdentityDocument(options: CreateIdentityDocumentOptions): 
     keyId = fragment
   }
   keyId ??= defaultKeyId(publicKey)
-
   let endpoints: IdentityEndpoints
   if (kind === 'url') {
     const { inbox, capabilities } = agentEndpoints(id)
-    if (
-      options.endpoints !== undefined &&
-      (options.endpoints.inbox !== inbox || options.endpoints.capabilities !== capabilities)
-    ) {
+    const given = options.endpoints
+    if (given !== undefined && (given.inbox !== inbox || given.capabilities !== capabilities)) {
       throw invalidFormat(`a URL agent's endpoints are the well-known ones (${inbox})`, 'endpoints')
     }
     endpoints = { inbox, capabilities }
@@ -100,7 +89,6 @@ export function createIdentityDocument(options: CreateIdentityDocumentOptions): 
       capabilities: assertRelayUrl(options.endpoints.capabilities, 'endpoints.capabilities'),
     }
   }
-
   const created =
     typeof options.created === 'string'
       ? formatTimestamp(parseTimestamp(options.created, 'created'))
@@ -128,4 +116,88 @@ export function createIdentityDocument(options: CreateIdentityDocumentOptions): 
   }
   // One code path decides what a valid document is; building reuses it.
   return validateIdentityDocument(doc)
+}
+
+/** A did:key identity is its key: it cannot rotate or revoke (PROFILE §4). */
+function refuseDidKey(doc: IdentityDocument, action: string): void {
+  if (doc.agent_id.startsWith('did:key:')) {
+    throw new AgentMsgError(
+      'forbidden',
+      `did:key identities cannot ${action}: the key is the identity; create a new did:key identity instead`,
+    )
+  }
+}
+
+/**
+ * Rotate to a new key (SPEC §3.1): active `ed25519` keys become `retired` now, the new key is
+ * added `active`. Returns a new document.
+ *
+ * @throws AgentMsgError `forbidden` for a did:key document; `invalid_format` for an invalid
+ *   document, a duplicate key id or a key already listed.
+ * @example
+ * const next = rotateKey(doc, { publicKey: newPublicKey, keyId: 'k2' })
+ */
+export function rotateKey(
+  doc: IdentityDocument,
+  next: { publicKey: Uint8Array; keyId?: string },
+  options: { now?: number } = {},
+): IdentityDocument {
+  refuseDidKey(doc, 'rotate keys')
+  validateIdentityDocument(doc)
+  const publicKey = requirePublicKey(next.publicKey, 'publicKey')
+  const keyId = next.keyId ?? defaultKeyId(publicKey)
+  if (typeof keyId !== 'string' || keyId === '' || keyId.includes('#')) {
+    throw invalidFormat('must be a non-empty bare fragment (no #)', 'keyId')
+  }
+  if (doc.keys.some((k) => k.key_id === keyId)) {
+    throw invalidFormat(`key id ${keyId} is already in the document`, 'keyId')
+  }
+  const encoded = base64urlEncode(publicKey)
+  const reused = doc.keys.find((k) => k.type === 'ed25519' && k.public_key === encoded)
+  // A retired or revoked key coming back as active would undo its retirement.
+  if (reused) {
+    throw invalidFormat(`this public key is already listed as ${reused.key_id}`, 'publicKey')
+  }
+  const now = formatTimestamp(options.now ?? Date.now())
+  const out = structuredClone(doc)
+  for (const key of out.keys) {
+    if (key.type === 'ed25519' && key.status === 'active') {
+      key.status = 'retired'
+      key.retired_date = now
+    }
+  }
+  out.keys.push({
+    key_id: keyId,
+    type: 'ed25519',
+    public_key: encoded,
+    created: now,
+    status: 'active',
+  })
+  return out
+}
+
+/**
+ * Revoke a key (SPEC §3.1): it stops verifying at once, with no transition period. Returns a
+ * new document. `options` mirrors {@link rotateKey}; SPEC §2.3 defines no revocation date.
+ *
+ * @throws AgentMsgError `forbidden` for a did:key document, `not_found` for an unknown key id.
+ * @example
+ * const safe = revokeKey(doc, 'k1')
+ */
+export function revokeKey(
+  doc: IdentityDocument,
+  keyId: string,
+  _options: { now?: number } = {},
+): IdentityDocument {
+  refuseDidKey(doc, 'revoke keys')
+  const out = structuredClone(doc)
+  const key = out.keys.find((k) => k.key_id === keyId)
+  if (!key) {
+    throw new AgentMsgError(
+      'not_found',
+      `no key ${keyId} in the identity document of ${doc.agent_id}`,
+    )
+  }
+  key.status = 'revoked'
+  return out
 }

@@ -1,21 +1,23 @@
 /**
- * The shape of an identity document (SPEC §2.2–2.4, PROFILE §4). Unknown members are kept
- * everywhere, so a document written by a newer implementation survives a round trip.
+ * Identity documents (SPEC §2.2–2.4, PROFILE §4): their shape and the one strict validation, for
+ * documents fetched, received in introductions and built here. Unknown members are kept, so a
+ * document written by a newer implementation survives a round trip.
  */
+import { agentEndpoints, assertRelayUrl, parseAgentId } from '../agent-id.js'
+import { base64urlDecode } from '../base64url.js'
+import { didKeyFragment, publicKeyFromDidKey } from '../did-key.js'
+import { invalidFormat } from '../errors.js'
+import { parseTimestamp } from '../timestamps.js'
 
 /** Key status (SPEC §3.1). */
 export type KeyStatus = 'active' | 'retired' | 'revoked'
 
-/**
- * A key object (SPEC §2.3). `key_id` is the bare fragment: the full key id is
- * `<agent_id>#<key_id>`. Keys of a type other than `ed25519` are kept by
- * `validateIdentityDocument` but never used to verify (see there).
- */
+/** A key object (SPEC §2.3); `key_id` is the bare fragment of `<agent_id>#<key_id>`. */
 export interface IdentityKey {
   key_id: string
   // `string & {}` keeps the 'ed25519' completion while admitting the types of future versions.
   type: 'ed25519' | (string & {})
-  /** base64url (no padding) of the raw public key: 32 bytes for `ed25519`. */
+  /** base64url of the raw public key: 32 bytes for `ed25519`. */
   public_key: string
   created: string
   status: KeyStatus
@@ -34,7 +36,7 @@ export interface IdentityEndpoints {
 /** How senders choose among an agent's relays (SPEC §2.8, PROFILE §4). */
 export type RelayPreference = 'any' | 'ordered'
 
-/** An identity document (SPEC §2.2, PROFILE §4). Unknown members are kept. */
+/** An identity document (SPEC §2.2, PROFILE §4). */
 export interface IdentityDocument {
   agentmsg: 5
   agent_id: string
@@ -43,4 +45,141 @@ export interface IdentityDocument {
   endpoints: IdentityEndpoints
   relay?: { urls: string[]; preference: RelayPreference; [extension: string]: unknown }
   [extension: string]: unknown
+}
+
+const STATUSES: ReadonlySet<unknown> = new Set<KeyStatus>(['active', 'retired', 'revoked'])
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x)
+}
+
+/** Byte equality; public keys are not secret, so no constant-time compare is needed. */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i])
+}
+
+/**
+ * Check an identity document strictly and return it, unknown members included. Where the spec
+ * is silent: keys of other types than `ed25519` must be well-formed and are kept but never
+ * verify; several `active` keys are allowed (one per device); a `revoked` key may keep its
+ * `retired_date`.
+ *
+ * @param options.expectedAgentId - the agent whose well-known path served it: `agent_id` must equal it.
+ * @throws AgentMsgError `invalid_format` whose `field` is the path at fault, e.g. `keys[1].public_key`.
+ */
+export function validateIdentityDocument(
+  doc: unknown,
+  options: { expectedAgentId?: string } = {},
+): IdentityDocument {
+  if (!isObject(doc)) throw invalidFormat('an identity document must be a JSON object')
+  if (doc.agentmsg !== 5) throw invalidFormat('must be the integer 5', 'agentmsg')
+  const { kind, id } = parseAgentId(doc.agent_id, 'agent_id')
+  if (options.expectedAgentId !== undefined && id !== options.expectedAgentId) {
+    throw invalidFormat(
+      `must be ${options.expectedAgentId}, the agent the document is for`,
+      'agent_id',
+    )
+  }
+  if (typeof doc.display !== 'string') throw invalidFormat('must be a string', 'display')
+  const keys = doc.keys
+  if (!Array.isArray(keys) || keys.length === 0) {
+    throw invalidFormat('must be a non-empty array', 'keys')
+  }
+  const seen = new Set<string>()
+  keys.forEach((key, i) => {
+    validateKey(key, `keys[${i}]`)
+    if (seen.has(key.key_id)) {
+      throw invalidFormat(`duplicate key id ${key.key_id}`, `keys[${i}].key_id`)
+    }
+    seen.add(key.key_id)
+  })
+  if (kind === 'did:key') validateDidKeyKeys(id, keys as IdentityKey[])
+  const endpoints = doc.endpoints
+  if (!isObject(endpoints)) throw invalidFormat('must be an object', 'endpoints')
+  if (kind === 'url') {
+    const expected = agentEndpoints(id)
+    for (const name of ['inbox', 'capabilities'] as const) {
+      if (endpoints[name] !== expected[name]) {
+        throw invalidFormat(`must be ${expected[name]} for a URL agent`, `endpoints.${name}`)
+      }
+    }
+  } else {
+    assertRelayUrl(endpoints.inbox, 'endpoints.inbox')
+    assertRelayUrl(endpoints.capabilities, 'endpoints.capabilities')
+  }
+  if (doc.relay !== undefined) {
+    const relay = doc.relay
+    if (!isObject(relay)) throw invalidFormat('must be an object', 'relay')
+    if (!Array.isArray(relay.urls)) throw invalidFormat('must be an array', 'relay.urls')
+    relay.urls.forEach((u, i) => assertRelayUrl(u, `relay.urls[${i}]`))
+    if (relay.preference !== 'any' && relay.preference !== 'ordered') {
+      throw invalidFormat("must be 'any' or 'ordered'", 'relay.preference')
+    }
+  }
+  return doc as IdentityDocument
+}
+
+function validateKey(key: unknown, field: string): asserts key is IdentityKey {
+  if (!isObject(key)) throw invalidFormat('must be an object', field)
+  const keyId = key.key_id
+  if (typeof keyId !== 'string' || keyId === '' || keyId.includes('#')) {
+    throw invalidFormat('must be a non-empty bare fragment (no #)', `${field}.key_id`)
+  }
+  if (typeof key.type !== 'string' || key.type === '') {
+    throw invalidFormat('must be a non-empty string', `${field}.type`)
+  }
+  const string = (name: string) => {
+    if (typeof key[name] !== 'string') throw invalidFormat('must be a string', `${field}.${name}`)
+    return key[name] as string
+  }
+  const bytes = base64urlDecode(string('public_key'), `${field}.public_key`)
+  if (key.type === 'ed25519' && bytes.length !== 32) {
+    throw invalidFormat('an ed25519 public key is 32 bytes', `${field}.public_key`)
+  }
+  parseTimestamp(string('created'), `${field}.created`)
+  const status = key.status
+  if (typeof status !== 'string' || !STATUSES.has(status)) {
+    throw invalidFormat("must be 'active', 'retired' or 'revoked'", `${field}.status`)
+  }
+  if (key.retired_date === undefined) {
+    if (status === 'retired') {
+      throw invalidFormat('is required for a retired key', `${field}.retired_date`)
+    }
+  } else {
+    if (status === 'active') {
+      throw invalidFormat('must be absent on an active key', `${field}.retired_date`)
+    }
+    parseTimestamp(string('retired_date'), `${field}.retired_date`)
+  }
+}
+
+/** PROFILE §4: a did:key agent has exactly one key, the DID's own, always active. */
+function validateDidKeyKeys(did: string, keys: IdentityKey[]): void {
+  if (keys.length !== 1) throw invalidFormat('a did:key agent has exactly one key', 'keys')
+  const key = keys[0]!
+  if (key.type !== 'ed25519') {
+    throw invalidFormat("must be 'ed25519' for a did:key agent", 'keys[0].type')
+  }
+  const fragment = didKeyFragment(did)
+  if (key.key_id !== fragment) {
+    throw invalidFormat(`must be ${fragment}, the did:key's method-specific id`, 'keys[0].key_id')
+  }
+  if (!sameBytes(base64urlDecode(key.public_key), publicKeyFromDidKey(did))) {
+    throw invalidFormat("must be the did:key's own public key", 'keys[0].public_key')
+  }
+  if (key.status !== 'active') {
+    throw invalidFormat('a did:key key cannot be retired or revoked', 'keys[0].status')
+  }
+}
+
+/**
+ * The raw public key of an `ed25519` key object.
+ *
+ * @throws AgentMsgError `invalid_format` for another type or not base64url of 32 bytes.
+ */
+export function publicKeyOf(key: IdentityKey): Uint8Array {
+  if (key.type !== 'ed25519') throw invalidFormat(`a ${key.type} key is not an ed25519 key`, 'type')
+  const bytes = base64urlDecode(key.public_key, 'public_key')
+  if (bytes.length !== 32) throw invalidFormat('an ed25519 public key is 32 bytes', 'public_key')
+  return bytes
 }

@@ -3,27 +3,14 @@
  * retired ones within their transition period, revoked ones never. A pure function of its
  * inputs (the clock is a parameter), so verifiers on different machines agree.
  */
-import { base64urlDecode } from '../base64url.js'
-import { invalidFormat } from '../errors.js'
+import { PROFILE } from '../profile.js'
 import { formatTimestamp, parseTimestamp } from '../timestamps.js'
 import type { IdentityDocument, IdentityKey } from './document.js'
-
-/** PROFILE §4 default transition period of a retired key: 14 days, covering 8 days in flight. */
-export const DEFAULT_TRANSITION_MS = 14 * 24 * 60 * 60 * 1000
-
-/** A retired key still verifies signatures `created` up to 5 minutes after `retired_date`. */
-export const RETIRED_KEY_CREATED_SLACK_MS = 5 * 60 * 1000
 
 /** Result of {@link checkKeyUsable}. */
 export type KeyUsability =
   | { ok: true; key: IdentityKey }
   | { ok: false; code: 'key_revoked' | 'unknown_sender'; message: string }
-
-/** Options for {@link checkKeyUsable}. */
-export interface CheckKeyUsableOptions {
-  /** How long after `retired_date` a retired key still verifies. @default DEFAULT_TRANSITION_MS */
-  transitionMs?: number
-}
 
 function describeDuration(ms: number): string {
   const units: [number, string][] = [
@@ -36,7 +23,7 @@ function describeDuration(ms: number): string {
   return `${ms} ms`
 }
 
-/** A timestamp for a message, which must not throw on times the wire format cannot write. */
+/** For an error message: must not throw on times the wire format cannot write. */
 function describeTime(ms: number): string {
   try {
     return formatTimestamp(ms)
@@ -46,14 +33,10 @@ function describeTime(ms: number): string {
 }
 
 /**
- * May the key `keyFragment` of `doc` verify a signature whose `created` is `signatureCreated`,
- * at time `now` (PROFILE §4)? Active keys: yes. Retired keys: only when `created` ≤
- * `retired_date` + 5 minutes and `now` ≤ `retired_date` + the transition period. Revoked keys
- * and retired ones outside those bounds: `key_revoked`, with a message for the error reply
- * (SPEC §3.1). A key the document does not list, or whose type is not `ed25519`:
- * `unknown_sender`.
- *
- * Pass a document that went through {@link validateIdentityDocument}.
+ * May key `keyFragment` of `doc` (validated) verify a signature made at `signatureCreated`, at
+ * `now`? Active: yes. Retired: when `created` ≤ `retired_date` + the clock skew and `now` ≤
+ * `retired_date` + the transition period. Otherwise `key_revoked`; a key not listed, or not
+ * `ed25519`: `unknown_sender`.
  *
  * @example
  * const r = checkKeyUsable(doc, 'k1', Date.parse(sig.created), Date.now())
@@ -64,9 +47,9 @@ export function checkKeyUsable(
   keyFragment: string,
   signatureCreated: number,
   now: number,
-  options: CheckKeyUsableOptions = {},
+  options: { transitionMs?: number } = {},
 ): KeyUsability {
-  const transitionMs = options.transitionMs ?? DEFAULT_TRANSITION_MS
+  const transitionMs = options.transitionMs ?? PROFILE.keyTransitionMs
   if (!Number.isFinite(transitionMs) || transitionMs < 0) {
     throw new RangeError('transitionMs must be a finite number of milliseconds ≥ 0')
   }
@@ -77,53 +60,31 @@ export function checkKeyUsable(
   const name = `key ${keyFragment} of ${doc.agent_id}`
   const index = doc.keys.findIndex((k) => k.key_id === keyFragment)
   const key = doc.keys[index]
-  if (!key) {
-    return { ok: false, code: 'unknown_sender', message: `${name} is not in its identity document` }
-  }
+  const refuse = (code: 'key_revoked' | 'unknown_sender', message: string): KeyUsability => ({
+    ok: false,
+    code,
+    message,
+  })
+  if (!key) return refuse('unknown_sender', `${name} is not in its identity document`)
   if (key.type !== 'ed25519') {
-    return {
-      ok: false,
-      code: 'unknown_sender',
-      message: `${name} is a ${key.type} key, not ed25519`,
-    }
+    return refuse('unknown_sender', `${name} is a ${key.type} key, not ed25519`)
   }
   if (key.status === 'active') return { ok: true, key }
-  if (key.status === 'retired') {
-    const retiredAt = parseTimestamp(key.retired_date as string, `keys[${index}].retired_date`)
-    const retired = describeTime(retiredAt)
-    const ended = retiredAt + transitionMs
-    if (now > ended) {
-      const period = describeDuration(transitionMs)
-      return {
-        ok: false,
-        code: 'key_revoked',
-        message: `${name} was retired at ${retired} and its ${period} transition period ended at ${describeTime(ended)}`,
-      }
-    }
-    if (signatureCreated > retiredAt + RETIRED_KEY_CREATED_SLACK_MS) {
-      return {
-        ok: false,
-        code: 'key_revoked',
-        message: `signature created at ${describeTime(signatureCreated)}, more than 5 minutes after ${name} was retired at ${retired}`,
-      }
-    }
-    return { ok: true, key }
+  if (key.status !== 'retired') return refuse('key_revoked', `${name} was revoked`)
+  const retiredAt = parseTimestamp(key.retired_date as string, `keys[${index}].retired_date`)
+  const retired = describeTime(retiredAt)
+  const ended = retiredAt + transitionMs
+  if (now > ended) {
+    return refuse(
+      'key_revoked',
+      `${name} was retired at ${retired} and its ${describeDuration(transitionMs)} transition period ended at ${describeTime(ended)}`,
+    )
   }
-  return { ok: false, code: 'key_revoked', message: `${name} was revoked` }
-}
-
-/**
- * The raw public key of a key object.
- *
- * @throws AgentMsgError `invalid_format` when `public_key` is not canonical base64url of 32
- *   bytes, or the key is not an `ed25519` key.
- *
- * @example
- * const pk = publicKeyOf(doc.keys[0]) // Uint8Array(32)
- */
-export function publicKeyOf(key: IdentityKey): Uint8Array {
-  if (key.type !== 'ed25519') throw invalidFormat(`a ${key.type} key is not an ed25519 key`, 'type')
-  const bytes = base64urlDecode(key.public_key, 'public_key')
-  if (bytes.length !== 32) throw invalidFormat('an ed25519 public key is 32 bytes', 'public_key')
-  return bytes
+  if (signatureCreated > retiredAt + PROFILE.clockSkewMs) {
+    return refuse(
+      'key_revoked',
+      `signature created at ${describeTime(signatureCreated)}, more than ${PROFILE.clockSkewMs / 60_000} minutes after ${name} was retired at ${retired}`,
+    )
+  }
+  return { ok: true, key }
 }

@@ -1,5 +1,5 @@
 import type { AgentMsgError } from '../errors.js'
-import type { IdentityDocument } from '../identity.js'
+import type { IdentityDocument } from '../identity/document.js'
 import type { Signer } from '../keys.js'
 import type { KeyResolver } from '../resolver.js'
 import type { Message } from '../types.js'

@@ -6,7 +6,7 @@
 import { agentEndpoints, parseAgentId } from '../agent-id.js'
 import { createErrorMessage, ErrorReplyGate } from '../error-message.js'
 import { AgentMsgError, type ErrorPhaseCode, isAgentMsgError } from '../errors.js'
-import type { IdentityDocument } from '../identity.js'
+import type { IdentityDocument } from '../identity/document.js'
 import type { KeyResolver } from '../resolver.js'
 import type { Message } from '../types.js'
 import type { ErrorReplySender, ErrorReplyTarget } from './types.js'

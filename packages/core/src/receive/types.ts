@@ -7,7 +7,7 @@
 import type { AuthDecision, AuthLevelTracker, KeySource } from '../auth-level.js'
 import type { CryptoMode } from '../crypto/provider.js'
 import type { AgentMsgError } from '../errors.js'
-import type { IdentityDocument } from '../identity.js'
+import type { IdentityDocument } from '../identity/document.js'
 import type { Storage } from '../interfaces/storage.js'
 import type { DeliveryHandler } from '../interfaces/transport.js'
 import type { ProtocolError } from '../message.js'

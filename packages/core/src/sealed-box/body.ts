@@ -12,12 +12,8 @@ import { AgentMsgError, invalidFormat } from '../errors.js'
 import { canonicalize, canonicalizeToBytes } from '../jcs.js'
 import { parseStrictJson } from '../strict-json.js'
 import type { BodyPart, JsonValue, Message } from '../types.js'
-import {
-  cryptoBoxSeal,
-  cryptoBoxSealOpen,
-  ed25519PublicKeyToX25519,
-  ed25519SeedToX25519SecretKey,
-} from './primitives.js'
+import { ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey } from '../x25519.js'
+import { cryptoBoxSeal, cryptoBoxSealOpen } from './primitives.js'
 
 export { isSealedBody } from './detect.js'
 
