@@ -5,11 +5,13 @@ import { AuthLevelTracker } from '../src/auth-level.js'
 import { invalidFormat } from '../src/errors.js'
 import { canonicalizeToBytes } from '../src/jcs.js'
 import { ed25519Signer } from '../src/keys.js'
+import { PROFILE } from '../src/profile.js'
 import { receive } from '../src/receive/pipeline.js'
-import { MAX_MESSAGE_BYTES } from '../src/receive/steps.js'
 import { ReplayGuard } from '../src/replay.js'
 import type { Message } from '../src/types.js'
 import { bytesOf, carol, context, DAY, run, runInput, verdict } from './receive-helpers.js'
+
+const MAX_MESSAGE_BYTES = PROFILE.maxMessageBytes
 
 describe('receive refuses, one test per step', () => {
   it('parse: bytes that are not strict I-JSON', async () => {

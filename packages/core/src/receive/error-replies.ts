@@ -1,55 +1,121 @@
 /**
- * Error phase messages from a receiver (PROFILE §7): built with `createErrorMessage`, gated by
- * `ErrorReplyGate` (one a minute per peer, never answering an error), and routed only to places
- * the sender cannot forge: a URL agent's own identity document, or a verified message's relays.
+ * Error phase messages from a receiver (PROFILE §7): built by `createErrorMessage`, gated by
+ * `ErrorReplyGate` (one a minute per peer, never answering an error), and routed only where the
+ * sender cannot forge: a URL agent's own identity document, or a verified message's relays.
+ * Imported by the receiver on its first reply: most receivers never send one.
  */
 import { agentEndpoints, parseAgentId } from '../agent-id.js'
-import { createErrorMessage, ErrorReplyGate } from '../error-message.js'
+import { createMessage } from '../create-message.js'
 import { AgentMsgError, type ErrorPhaseCode, isAgentMsgError } from '../errors.js'
 import type { IdentityDocument } from '../identity/document.js'
+import { PROFILE } from '../profile.js'
 import type { KeyResolver } from '../resolver.js'
-import type { Message } from '../types.js'
+import type { Message, UnsignedMessage } from '../types.js'
 import type { ErrorReplySender, ErrorReplyTarget } from './types.js'
 
-/** What {@link ErrorReplies} needs from the receiver's options. */
-export interface ErrorRepliesOptions {
-  agentId: string
-  sender: ErrorReplySender | undefined
-  resolver: KeyResolver
-  identityOf: ((agent: string) => Promise<IdentityDocument | undefined>) | undefined
-  onError: (error: unknown) => void
-  now: () => number
+/**
+ * The unsigned error phase message answering `original` (PROFILE §7): same conversation, one
+ * data part `{code, message, ref_message_id}`. An error is never answered with an error.
+ */
+export function createErrorMessage(o: {
+  original: Message
+  from: string
+  code: ErrorPhaseCode
+  message: string
+  /** @default original.sequence + 1 */
+  sequence?: number
+  relays?: string[]
+  date?: number
+}): UnsignedMessage {
+  if (o.original.phase === 'error') {
+    throw new TypeError('an error phase message is never answered with another (PROFILE §7)')
+  }
+  return createMessage({
+    from: o.from,
+    to: o.original.from.agent,
+    conversationId: o.original.conversation_id,
+    sequence: o.sequence ?? o.original.sequence + 1,
+    phase: 'error',
+    contentType: 'application/json',
+    parts: [
+      {
+        type: 'data',
+        data: { code: o.code, message: o.message, ref_message_id: o.original.message_id },
+      },
+    ],
+    ...(o.relays ? { relays: o.relays } : {}),
+    ...(o.date !== undefined ? { date: o.date } : {}),
+  })
 }
 
-type DocumentSource = { document(agent: string): Promise<unknown> }
+/**
+ * Whether an error phase message may go out (PROFILE §7): to verified senders, never for an
+ * error, at most one a minute per peer. Entries older than the interval are dropped as new ones
+ * come, so memory stays bounded.
+ */
+export class ErrorReplyGate {
+  readonly #last = new Map<string, number>()
+  readonly #interval: number
+  readonly #now: () => number
+
+  constructor(options: { intervalMs?: number; now?: () => number } = {}) {
+    this.#interval = options.intervalMs ?? PROFILE.errorReplyIntervalMs
+    this.#now = options.now ?? Date.now
+  }
+
+  /** True, and the slot is taken, when a reply to `original` may go out now. */
+  allow(original: Message, verified: boolean): boolean {
+    if (!verified || original.phase === 'error') return false
+    const now = this.#now()
+    const peer = original.from.agent
+    const last = this.#last.get(peer)
+    if (last !== undefined && now - last < this.#interval) return false
+    this.#last.delete(peer)
+    this.#last.set(peer, now)
+    // Insertion order: the oldest entries come first.
+    for (const [k, t] of this.#last) {
+      if (now - t < this.#interval) break
+      this.#last.delete(k)
+    }
+    return true
+  }
+}
 
 export class ErrorReplies {
-  readonly #o: ErrorRepliesOptions
   readonly #gate: ErrorReplyGate
 
-  constructor(options: ErrorRepliesOptions) {
-    this.#o = options
-    this.#gate = new ErrorReplyGate({ now: options.now })
+  constructor(
+    readonly o: {
+      agentId: string
+      sender: ErrorReplySender | undefined
+      resolver: KeyResolver
+      identityOf: ((agent: string) => Promise<IdentityDocument | undefined>) | undefined
+      onError: (error: unknown) => void
+      now: () => number
+    },
+  ) {
+    this.#gate = new ErrorReplyGate({ now: o.now })
   }
 
   /**
-   * Send an error phase message answering `original`, in the background. `verified` says the
-   * signature verified (protocol errors, auth level): then the signed `from.relays` may be used
-   * and a URL agent's well-known inbox is the fallback. Otherwise (signature, key) only a URL
-   * agent is answered, and only at the inbox of the identity document the verifier used.
+   * Answer `original` in the background. `verified` (protocol errors, auth level): the signed
+   * `from.relays` may be used, a URL agent's well-known inbox is the fallback. Otherwise
+   * (signature, key) only a URL agent is answered, at the inbox of the document the verifier
+   * used, so the reply goes to the real agent even though the message did not verify.
    */
   send(original: Message, code: ErrorPhaseCode, text: string, verified: boolean): void {
-    const sender = this.#o.sender
+    const sender = this.o.sender
     if (!sender) return
     const agent = original.from.agent
     const isUrl = parseAgentId(agent, 'from.agent').kind === 'url'
     if (!verified && !isUrl) return
-    // Unverified failures are answered too, but only at the real agent's own inbox, so the
-    // gate's "verified" condition holds for where the message goes (PROFILE §7).
     if (!this.#gate.allow(original, true)) return
-    this.#deliver(sender, original, code, text, verified, isUrl).catch((error: unknown) =>
-      this.#o.onError(scrubbed(error, agent)),
-    )
+    this.#deliver(sender, original, code, text, verified, isUrl).catch((error: unknown) => {
+      // The peer chose where it goes, so the application hears only that it failed, never the
+      // socket, TLS or DNS text: its logs must not become a port scanner's (PROFILE §4).
+      const failed = isAgentMsgError(error) ? error.code : 'unavailable'
+      this.o.onError(new AgentMsgError(failed, `an error reply to ${agent} could not be delivered`))
+    })
   }
 
   async #deliver(
@@ -70,13 +136,15 @@ export class ErrorReplies {
     }
     const relays = original.from.relays
     if (verified && relays && relays.length > 0) to.relays = [...relays]
-    const reply = createErrorMessage({ original, from: this.#o.agentId, code, message: text })
-    await sender.send(reply, to)
+    await sender.send(
+      createErrorMessage({ original, from: this.o.agentId, code, message: text }),
+      to,
+    )
   }
 
   async #identityOf(agent: string): Promise<IdentityDocument | undefined> {
-    if (this.#o.identityOf) return this.#o.identityOf(agent)
-    const source = this.#o.resolver as Partial<DocumentSource>
+    if (this.o.identityOf) return this.o.identityOf(agent)
+    const source = this.o.resolver as { document?: (agent: string) => Promise<unknown> }
     if (typeof source.document !== 'function') return undefined
     const doc = (await source.document(agent)) as Partial<IdentityDocument> | undefined
     // An IdentityDocumentCache answers a KeyResolution when it has no document.
@@ -84,15 +152,4 @@ export class ErrorReplies {
       ? (doc as IdentityDocument)
       : undefined
   }
-}
-
-/**
- * What the application hears of an error reply that could not be delivered. The peer chose
- * where it goes (its document's inbox, its signed relays), so the failure says only that the
- * request failed, never the socket, TLS or DNS text (PROFILE §4): an application logging its
- * `error` events must not turn them into a port scanner's log for whoever sent the message.
- */
-function scrubbed(error: unknown, agent: string): AgentMsgError {
-  const code = isAgentMsgError(error) ? error.code : 'unavailable'
-  return new AgentMsgError(code, `an error reply to ${agent} could not be delivered`)
 }

@@ -1,27 +1,18 @@
 /**
- * `receive`: the one receive pipeline, PROFILE §6's steps after the HTTP layer, in its order.
- * The inbox, the relay's publish and every transport an agent listens on call it (the agent
- * through `createReceiver`); each keeps only the steps that are its own.
+ * `receive`: the one receive pipeline, PROFILE §6's steps after the HTTP layer, in order. The
+ * inbox, the relay's publish and every transport an agent listens on call it (the agent through
+ * `createReceiver`); each keeps only the steps that are its own.
  */
-import { isAgentMsgError } from '../errors.js'
+import { AgentMsgError, invalidFormat, isAgentMsgError } from '../errors.js'
+import { canonicalizeToBytes } from '../jcs.js'
+import { validateMessage } from '../message.js'
+import { PROFILE } from '../profile.js'
+import { isSealedBody } from '../sealed-box/detect.js'
+import { nonIntegerLiteral } from '../strict-json/integers.js'
+import { INTEGER_MEMBERS } from '../strict-json/prepare.js'
+import { parseStrictJsonExact, parseStrictJsonFast } from '../strict-json-async.js'
 import type { Message } from '../types.js'
-import type { VerifyResult } from '../verify.js'
-import {
-  chargePerSender,
-  checkAddressee,
-  checkCanonicalSize,
-  checkFreshness,
-  checkIdempotencyKey,
-  evaluateLevel,
-  isDuplicateMessage,
-  openSealed,
-  parseBody,
-  parseBodyExact,
-  requireEd25519Signature,
-  UNPROVEN,
-  validateStructure,
-  verifySignatures,
-} from './steps.js'
+import { verifyMessage } from '../verify.js'
 import type {
   ReceiveContext,
   ReceivedOk,
@@ -31,68 +22,29 @@ import type {
   ReceiveStep,
 } from './types.js'
 
+/**
+ * JCS never makes a message more than 4× longer than its JSON text (strings and structure only
+ * shrink; the worst number, `1e15`, prints as 16 digits): below this the size check cannot
+ * fail, so the hot path skips the canonical form.
+ */
+const CANONICAL_CHECK_ABOVE = PROFILE.maxMessageBytes / 4
+const UNPROVEN = {}
+
 /** Thrown inside `receive` to leave it with a refusal; never escapes. */
 class Refused {
   constructor(readonly refusal: ReceiveRefusal) {}
 }
 
 /**
- * An {@link AgentMsgError} a step threw (other than `internal_error`) as a refusal at `step`;
- * anything else is unexpected and propagates.
- */
-function refusedAt(
-  step: ReceiveStep,
-  message: Message | undefined,
-  verified: boolean | undefined,
-  error: unknown,
-): never {
-  if (!isAgentMsgError(error) || error.code === 'internal_error') throw error
-  const refusal: ReceiveRefusal = { status: 'refused', error, step }
-  if (message !== undefined) refusal.message = message
-  if (verified !== undefined) refusal.verified = verified
-  throw new Refused(refusal)
-}
-
-/** Run a synchronous step: no promise per step on the hot path. */
-function atSync<T>(
-  step: ReceiveStep,
-  message: Message | undefined,
-  verified: boolean | undefined,
-  run: () => T,
-): T {
-  try {
-    return run()
-  } catch (error) {
-    return refusedAt(step, message, verified, error)
-  }
-}
-
-/** Run an asynchronous step (keys, storage, opening). */
-async function at<T>(
-  step: ReceiveStep,
-  message: Message | undefined,
-  verified: boolean | undefined,
-  run: () => Promise<T>,
-): Promise<T> {
-  try {
-    return await run()
-  } catch (error) {
-    return refusedAt(step, message, verified, error)
-  }
-}
-
-/**
  * Receive one message: parse → validate → addressee → Idempotency-Key → canonical size → date
  * window and TTL → verify (+ a relay's Ed25519 rule) → duplicate → per-sender limit → open a
- * sealed body (PROFILE §8) → auth level (PROFILE §6). Nothing is remembered or committed: a caller that accepts the message
- * persists it, commits `decision` and remembers its id (see `createReceiver`).
+ * sealed body (PROFILE §8) → auth level. Nothing is remembered or committed: a caller that
+ * accepts the message persists it, commits `decision` and remembers its id (`createReceiver`).
  *
- * A message that is malformed and also badly signed is refused at `validate` (400), never at
- * `verify`; a duplicate is answered before the per-sender limit is charged, so replaying
- * someone's message cannot spend their quota.
- *
- * Bad input never throws: it comes back as `{status:'refused', error, step}`. Unexpected
- * failures (a resolver that throws, storage errors) do throw.
+ * A malformed and badly signed message is refused at `validate`, never `verify`; a duplicate is
+ * answered before the per-sender limit is charged, so replaying someone's message cannot spend
+ * their quota. Bad input comes back as `{status:'refused', error, step}`; unexpected failures
+ * (a resolver that throws, storage errors) throw.
  *
  * @example
  * const result = await receive({ body: bytes, idempotencyKey }, { resolver, replay, now: Date.now })
@@ -108,66 +60,165 @@ export async function receive(input: ReceiveInput, ctx: ReceiveContext): Promise
 }
 
 async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveResult> {
-  const body = input.body
-  let value = atSync('parse', undefined, undefined, () => parseBody(body))
-  if (value === UNPROVEN) {
-    value = await at('parse', undefined, undefined, () => parseBodyExact(body as Uint8Array))
+  let message: Message | undefined
+  let verified: boolean | undefined
+  // An AgentMsgError a step throws (but `internal_error`) is a refusal at that step.
+  const refuse = (step: ReceiveStep, error: unknown): never => {
+    if (!isAgentMsgError(error) || error.code === 'internal_error') throw error
+    const refusal: ReceiveRefusal = { status: 'refused', error, step }
+    if (message !== undefined) refusal.message = message
+    if (verified !== undefined) refusal.verified = verified
+    throw new Refused(refusal)
   }
-  const { message, protocolError } = atSync('validate', undefined, undefined, () => {
-    const result = validateStructure(value)
+  // Synchronous steps stay synchronous: no promise per step on the hot path.
+  const at = <T>(step: ReceiveStep, run: () => T): T => {
+    try {
+      return run()
+    } catch (error) {
+      return refuse(step, error)
+    }
+  }
+  const atAsync = async <T>(step: ReceiveStep, run: () => Promise<T>): Promise<T> => {
+    try {
+      return await run()
+    } catch (error) {
+      return refuse(step, error)
+    }
+  }
+
+  // PROFILE §1: bytes are parsed as strict I-JSON, integer fields without fraction or exponent;
+  // a value from an envelope is taken as is unless its parser marked one of those. Bytes the
+  // fast path cannot prove wait for the exact parser, imported on first need.
+  const body = input.body
+  const options = { integerMembers: INTEGER_MEMBERS }
+  let value = at('parse', () => {
+    if (body instanceof Uint8Array) return parseStrictJsonFast(body, options) ?? UNPROVEN
+    const bad = nonIntegerLiteral(body)
+    if (bad !== undefined) {
+      const text = `${bad.literal} is not an integer written without fraction or exponent`
+      throw invalidFormat(text, bad.member)
+    }
+    return body
+  })
+  if (value === UNPROVEN) {
+    value = await atAsync('parse', () => parseStrictJsonExact(body as Uint8Array, options))
+  }
+  const { message: valid, protocolError } = at('validate', () => {
+    const result = validateMessage(value)
     ctx.checkMessage?.(result.message)
     return result
   })
-  const addressee = ctx.addressee
-  if (addressee) atSync('addressee', message, false, () => checkAddressee(message, addressee))
-  atSync('idempotency', message, false, () => checkIdempotencyKey(message, input.idempotencyKey))
-  const jsonBytes = body instanceof Uint8Array ? body.byteLength : undefined
-  atSync('size', message, false, () => checkCanonicalSize(message, jsonBytes))
-  atSync('freshness', message, false, () => checkFreshness(message, ctx.replay))
-  const verdict: VerifyResult = await at('verify', message, false, () =>
-    verifySignatures(message, ctx.resolver, ctx.now(), ctx.transitionMs, ctx.crypto),
-  )
-  if (ctx.requireEd25519) {
-    atSync('ed25519', message, true, () => requireEd25519Signature(verdict))
+  message = valid
+  verified = false
+  const { addressee } = ctx
+  if (addressee) {
+    at('addressee', () => {
+      const to = valid.to
+      if (to.agent !== undefined) {
+        if (to.agent !== addressee.agent) {
+          throw invalidFormat(`this inbox is ${addressee.agent}'s, not ${to.agent}'s`, 'to.agent')
+        }
+      } else if (!addressee.topics?.has(to.topic)) {
+        throw invalidFormat(`${addressee.agent} is not subscribed to topic ${to.topic}`, 'to.topic')
+      }
+    })
   }
-  const duplicate = await at('duplicate', message, true, () =>
-    isDuplicateMessage(message, ctx.replay, ctx.isDuplicate),
+  const key = input.idempotencyKey
+  if (key !== null && key !== undefined && key !== valid.message_id) {
+    refuse('idempotency', invalidFormat('must equal the message_id', 'Idempotency-Key'))
+  }
+  // PROFILE §6: `JCS(message without trace)` is at most 1 MiB.
+  if (!(body instanceof Uint8Array && body.byteLength <= CANONICAL_CHECK_ABOVE)) {
+    at('size', () => {
+      const { trace: _trace, ...signed } = valid
+      const size = canonicalizeToBytes(signed).byteLength
+      if (size > PROFILE.maxMessageBytes) {
+        throw new AgentMsgError(
+          'payload_too_large',
+          `the message is ${size} bytes in canonical form; the limit is ${PROFILE.maxMessageBytes}`,
+        )
+      }
+    })
+  }
+  at('freshness', () => ctx.replay.checkFreshness(valid))
+  const verdict = await atAsync('verify', () =>
+    verifyMessage(valid, ctx.resolver, {
+      now: ctx.now(),
+      validated: true,
+      crypto: ctx.crypto ?? 'pool',
+      ...(ctx.transitionMs !== undefined ? { transitionMs: ctx.transitionMs } : {}),
+    }),
   )
-  if (duplicate) return { status: 'duplicate', message }
-  const perSender = ctx.perSender
+  verified = true
+  if (ctx.requireEd25519 && !verdict.signatures.some((s) => s.alg === 'ed25519')) {
+    refuse(
+      'ed25519',
+      new AgentMsgError(
+        'invalid_signature',
+        'a relay needs an Ed25519 signature of from.agent that verifies (PROFILE §9)',
+      ),
+    )
+  }
+  const duplicate = await atAsync('duplicate', () =>
+    ctx.isDuplicate
+      ? ctx.isDuplicate(valid)
+      : ctx.replay.isDuplicate(valid.from.agent, valid.message_id),
+  )
+  if (duplicate) return { status: 'duplicate', message: valid }
+  const { perSender } = ctx
   if (perSender) {
-    atSync('per-sender', message, true, () => chargePerSender(message.from.agent, perSender))
+    at('per-sender', () => {
+      const wait = perSender(valid.from.agent)
+      if (wait > 0) {
+        const text = `too many messages from ${valid.from.agent}; retry in ${wait} s`
+        throw new AgentMsgError('rate_limited', text, { retryAfter: wait })
+      }
+    })
   }
   const ok: ReceivedOk = {
     status: 'accepted',
-    message,
+    message: valid,
     sealed: false,
-    signed: message,
+    signed: valid,
     verified: verdict,
     level: verdict.level,
     source: verdict.source,
   }
   if (protocolError) {
-    // Well formed and verified, but a version or phase this agent does not speak: no
-    // conversation level applies; the caller answers it with an error phase message (PROFILE §7).
-    // Never processed, so never opened either.
+    // Well formed and verified, but a version or phase we do not speak: no level applies, it is
+    // answered with an error phase message (PROFILE §7) and never processed, so never opened.
     ok.protocolError = protocolError
     return ok
   }
-  // PROFILE §8: opened only after verifying (signatures cover the sealed parts, so relays and
-  // recipients verify without decrypting), and after the duplicate and per-sender steps: a
-  // replay is answered 202 without being opened again, and the X25519 work of opening is
-  // bounded by the per-sender limit as verifying is. Before the level step, so a part that
-  // does not open, or was lifted from another message, is refused before any level is weighed.
-  const opened = await at('open', message, true, () =>
-    openSealed(message, ctx.opener, ctx.addressee !== undefined),
-  )
-  if (opened) {
-    ok.message = opened
-    ok.sealed = true
+  // PROFILE §8: opened after verifying (signatures cover the sealed parts), after the duplicate
+  // and per-sender steps (a replay is not opened again, and opening is bounded by the limit),
+  // and before the level step (a part that does not open is refused before levels are weighed).
+  // The sealed-box code is imported only for a sealed body.
+  if (isSealedBody(valid.body)) {
+    const opened = await atAsync('open', async () => {
+      if (!ctx.opener) {
+        if (!addressee) return undefined // a relay keeps it as signed
+        throw invalidFormat('this receiver cannot open sealed bodies', 'body.parts')
+      }
+      return (await import('../sealed-box/receive.js')).openForReceiver(valid, ctx.opener)
+    })
+    if (opened) {
+      ok.message = opened
+      ok.sealed = true
+    }
   }
   const levels = ctx.levels
-  if (levels)
-    ok.decision = await at('level', message, true, () => evaluateLevel(message, verdict, levels))
+  if (levels) {
+    ok.decision = await atAsync('level', () =>
+      levels.evaluate({
+        from: valid.from.agent,
+        conversationId: valid.conversation_id,
+        phase: valid.phase,
+        requestedLevel: valid.auth_level,
+        level: verdict.level,
+        algs: verdict.signatures.map((s) => s.alg),
+      }),
+    )
+  }
   return ok
 }

@@ -1,17 +1,13 @@
 /**
- * The bounded work queue between `accepted` (an inbox's 202) and the application (PROFILE §6
- * "202 → process"). Capacity is reserved before a message is accepted, so a receiver never
- * answers 202 for a message it has no room for, and memory never grows past `capacity` queued
- * messages.
+ * The bounded queue between `accepted` (an inbox's 202) and the application (PROFILE §6 "202 →
+ * process"). A slot is reserved before a message is accepted, so a receiver never answers 202
+ * for a message it has no room for, and at most `capacity` messages are held.
  */
-
-/** Options for {@link WorkQueue}. */
-export interface WorkQueueOptions<T> {
+interface WorkQueueOptions<T> {
   /** Most messages reserved, queued or running at once. */
   capacity: number
   /** Most `run` calls in flight. */
   concurrency: number
-  /** Processes one item; its failure goes to `onError`. */
   run: (item: T) => Promise<void>
   onError: (error: unknown) => void
 }
@@ -34,7 +30,7 @@ export class WorkQueue<T> {
     this.#o = options
   }
 
-  /** Items accepted and not yet finished (queued or running). */
+  /** Items queued or running. */
   get pending(): number {
     return this.#items.length - this.#head + this.#running
   }
@@ -52,7 +48,7 @@ export class WorkQueue<T> {
     this.#checkIdle()
   }
 
-  /** Queue an item; `reserved` says it fills a slot taken with {@link reserve}. */
+  /** Queue an item; `reserved`: it fills a slot taken with {@link reserve}. */
   push(item: T, reserved: boolean): void {
     if (reserved) this.#reserved--
     this.#items.push(item)
@@ -73,9 +69,9 @@ export class WorkQueue<T> {
   #schedule(): void {
     if (this.#scheduled || this.#stopped) return
     this.#scheduled = true
-    // A macrotask, not a microtask: the 202 is written to the socket before the application's
-    // synchronous work starts. `setImmediate` where there is one: Node rounds `setTimeout(0)` up
-    // to 1 ms, which was most of a relay subscriber's publish→push p50 (issue 12 bench).
+    // A macrotask: the 202 is written before the application's synchronous work starts. Node
+    // rounds `setTimeout(0)` up to 1 ms, most of a relay subscriber's publish→push p50 in the
+    // bench, hence `setImmediate` where there is one.
     nextMacrotask(() => {
       this.#scheduled = false
       this.#pump()
@@ -123,10 +119,7 @@ export class WorkQueue<T> {
   }
 }
 
-const setImmediateOrUndefined = (globalThis as { setImmediate?: (run: () => void) => unknown })
-  .setImmediate
+const immediate = (globalThis as { setImmediate?: (run: () => void) => unknown }).setImmediate
 
-/** `setImmediate` (Node, Bun, Deno) or, in browsers, `setTimeout(0)`. */
-const nextMacrotask: (run: () => void) => void = setImmediateOrUndefined
-  ? (run) => void setImmediateOrUndefined(run)
-  : (run) => void setTimeout(run, 0)
+const nextMacrotask = (run: () => void): void =>
+  void (immediate ? immediate(run) : setTimeout(run, 0))

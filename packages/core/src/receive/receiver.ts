@@ -1,9 +1,3 @@
-/**
- * `createReceiver`: the stateful receive side of one agent. Every transport hands it each
- * inbound message; it runs `receive`, persists what it accepts before the transport is told
- * `accepted`, and feeds the application from a bounded queue (PROFILE §6: persist → 202 →
- * process), answering refusals with error phase messages where PROFILE §7 asks for them.
- */
 import { parseAgentId } from '../agent-id.js'
 import { AuthLevelTracker } from '../auth-level.js'
 import { AgentMsgError, type ErrorCode, type ErrorPhaseCode, isAgentMsgError } from '../errors.js'
@@ -26,10 +20,12 @@ import type {
 const UNVERIFIED_REPLY = new Set<ErrorCode>(['invalid_signature', 'unknown_sender', 'key_revoked'])
 
 /**
- * Create an agent's receiver. Pass its `receive` to every transport (`transport.listen(r.receive)`,
- * `createInboxHandler({ receive: r.receive, … })`); the outcome tells the transport what to
- * answer: `accepted` / `duplicate` → 202 or acknowledge, `refused` → the error, delivered again
- * later when `retry` is true.
+ * The stateful receive side of one agent: runs `receive` for every transport's deliveries,
+ * persists what it accepts before the transport is told `accepted`, and feeds the application
+ * from a bounded queue (PROFILE §6: persist → 202 → process), answering refusals with error
+ * phase messages where PROFILE §7 asks. The outcome tells the transport what to answer:
+ * `accepted` / `duplicate` → 202 or acknowledge, `refused` → the error, delivered again later
+ * when `retry` is true.
  *
  * @example
  * const receiver = createReceiver({
@@ -111,7 +107,7 @@ class AgentReceiver implements Receiver {
     return this.#queue.drain()
   }
 
-  /** Bound, so a transport can be handed `receiver.receive` alone. */
+  // An arrow: a transport is handed `receiver.receive` alone.
   readonly receive = async (delivery: InboundDelivery): Promise<DeliveryOutcome> => {
     if (this.#closed) return this.#shuttingDown()
     // Restored messages are remembered first, so a retry of one of them is a duplicate.
@@ -127,8 +123,8 @@ class AgentReceiver implements Receiver {
   async close(options: { drain?: boolean } = {}): Promise<void> {
     this.#closed = true
     if (options.drain === false) this.#stopped = true
-    // Once stopped, nothing more will run: there is no drain to wait for (a later close too);
-    // what is left stays in storage for the next receiver.
+    // Stopped: nothing more runs, so there is no drain to wait for; what is left stays in
+    // storage for the next receiver.
     if (this.#stopped) {
       this.#queue.stop()
       return
@@ -160,7 +156,7 @@ class AgentReceiver implements Receiver {
     return this.#accept(result, delivery)
   }
 
-  /** Room in the queue, then persist, then commit the level; only then `accepted` (PROFILE §6). */
+  // Room in the queue, then persist, then commit the level; only then `accepted` (PROFILE §6).
   async #accept(result: ReceivedOk, delivery: InboundDelivery): Promise<DeliveryOutcome> {
     const message = result.message
     if (this.#closed) return this.#shuttingDown()
@@ -200,11 +196,8 @@ class AgentReceiver implements Receiver {
       : { status: 'duplicate', messageId: message.message_id }
   }
 
-  /**
-   * Send an error phase message in the background (PROFILE §7). The error-reply code (gate,
-   * message builder, routing) is imported on the first one: most receivers never answer one,
-   * and a browser agent should not load it up front (issue 12). Replies keep their order.
-   */
+  // The error-reply code is imported on the first reply: most receivers never send one, and a
+  // browser agent should not download it up front. Replies keep their order.
   #reply(original: Message, code: ErrorPhaseCode, text: string, verified: boolean): void {
     const sender = this.#o.errorReplies
     if (!sender) return
@@ -229,7 +222,7 @@ class AgentReceiver implements Receiver {
     )
   }
 
-  /** PROFILE §7: signature, key and level failures also get an error phase message. */
+  // PROFILE §7: signature, key and level failures also get an error phase message.
   #answerRefusal(r: ReceiveRefusal): void {
     const message: Message | undefined = r.message
     if (message === undefined) return
@@ -257,7 +250,7 @@ class AgentReceiver implements Receiver {
     }
   }
 
-  /** Queue again what an earlier run accepted and did not finish processing. */
+  // Queue again what an earlier run accepted and did not finish processing.
   async #restore(): Promise<void> {
     if (!this.#pending) return
     for (const job of await this.#pending.load(this.#onError)) {
@@ -280,9 +273,5 @@ class AgentReceiver implements Receiver {
 
 /** A refusal as a transport sees it: `retry` for refusals that are for now (PROFILE §6). */
 function refused(error: AgentMsgError): DeliveryOutcome {
-  return {
-    status: 'refused',
-    error,
-    retry: error.code === 'unavailable' || error.code === 'rate_limited',
-  }
+  return { status: 'refused', error, retry: error.shouldRetry() }
 }
