@@ -200,21 +200,29 @@ export function agentEndpoints(urlAgentId: string): {
 }
 
 /**
- * Split a key id `<agent_id>#<fragment>` at the **last** `#` (PROFILE §3). The agent part is not
- * checked here; callers compare it with `from.agent`.
+ * A key id `<agent_id>#<fragment>` split at the last `#` (PROFILE §3), or undefined when either
+ * part is empty. The agent part is not checked here.
  *
- * @throws AgentMsgError `invalid_format` when there is no `#` or either part is empty.
+ * @example
+ * keyIdParts('https://a.example/x#k#1') // { agent: 'https://a.example/x#k', fragment: '1' }
+ */
+export function keyIdParts(keyId: string): { agent: string; fragment: string } | undefined {
+  const at = keyId.lastIndexOf('#')
+  if (at <= 0 || at === keyId.length - 1) return undefined
+  return { agent: keyId.slice(0, at), fragment: keyId.slice(at + 1) }
+}
+
+/**
+ * {@link keyIdParts}, or `invalid_format` naming `field`.
  *
  * @example
  * splitKeyId('https://a.example/x#k#1') // { agent: 'https://a.example/x#k', fragment: '1' }
  */
 export function splitKeyId(keyId: string, field = 'key_id'): { agent: string; fragment: string } {
   if (typeof keyId !== 'string') throw invalidFormat('must be a string', field)
-  const at = keyId.lastIndexOf('#')
-  if (at <= 0 || at === keyId.length - 1) {
-    throw invalidFormat('must be <agent_id>#<fragment> with both parts non-empty', field)
-  }
-  return { agent: keyId.slice(0, at), fragment: keyId.slice(at + 1) }
+  const parts = keyIdParts(keyId)
+  if (!parts) throw invalidFormat('must be <agent_id>#<fragment> with both parts non-empty', field)
+  return parts
 }
 
 /**

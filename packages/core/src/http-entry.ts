@@ -59,4 +59,4 @@ export {
   type VerifiedWsAuth,
   type VerifyWsAuthInput,
   verifyWsAuth,
-} from './http-signature/ws-challenge.js'
+} from './http-signature/ws.js'

@@ -10,8 +10,8 @@ import {
   COMPONENTS_WITH_BODY,
   COMPONENTS_WITHOUT_BODY,
   contentDigest,
-} from '../src/http-signature/components.js'
-import { signRequest } from '../src/http-signature/sign.js'
+  signRequest,
+} from '../src/http-signature/sign.js'
 import type { Signer } from '../src/keys.js'
 
 const printable = fc

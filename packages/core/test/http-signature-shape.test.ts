@@ -1,6 +1,6 @@
 /** Relay agent auth (PROFILE §9): the exact shape of Signature-Input, Signature and Content-Digest. */
 import { describe, expect, it } from 'vitest'
-import { contentDigest } from '../src/http-signature/components.js'
+import { contentDigest } from '../src/http-signature/sign.js'
 import { verifyRequest } from '../src/http-signature/verify.js'
 import {
   alice,

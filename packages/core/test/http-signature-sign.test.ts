@@ -1,11 +1,10 @@
 /** Relay agent auth (PROFILE §9): the signer's exact output and round trips through the verifier. */
 import { describe, expect, it } from 'vitest'
 import { utf8Encode } from '../src/bytes.js'
-import { getDefaultCryptoProvider } from '../src/crypto/default.portable.js'
+import { getDefaultCryptoProvider } from '../src/crypto/default.node.js'
 import { didKeyFragment } from '../src/did-key.js'
-import { contentDigest } from '../src/http-signature/components.js'
 import { NonceMemory } from '../src/http-signature/nonces.js'
-import { signRequest } from '../src/http-signature/sign.js'
+import { contentDigest, signRequest } from '../src/http-signature/sign.js'
 import { verifyRequest } from '../src/http-signature/verify.js'
 import { ed25519Signer, keyPairFromSeed, type Signer } from '../src/keys.js'
 import {

@@ -1,7 +1,7 @@
 /** Relay agent auth (PROFILE §9): what the verifier refuses — missing auth, tampering, extra signatures. */
 import { describe, expect, it } from 'vitest'
 import { utf8Encode } from '../src/bytes.js'
-import { contentDigest } from '../src/http-signature/components.js'
+import { contentDigest } from '../src/http-signature/sign.js'
 import { verifyRequest } from '../src/http-signature/verify.js'
 import {
   alice,

@@ -1,38 +1,29 @@
-/** The memory of (keyid, nonce) pairs that makes a relay request usable once (PROFILE §9). */
 import { BucketShares } from '../bucket-shares.js'
 import { AgentMsgError } from '../errors.js'
-import { NONCE_RETENTION_MS } from './components.js'
+import { PROFILE } from '../profile.js'
 
 /** Options for {@link NonceMemory}. */
 export interface NonceMemoryOptions {
-  /** The clock, epoch ms. @default Date.now */
   now?: () => number
-  /** How long a pair is remembered after it was first accepted. @default 10 minutes */
+  /** How long a pair is remembered after its first use. @default PROFILE.nonceMemoryMs */
   retentionMs?: number
   /**
-   * Most pairs held at once. When full, expired pairs are dropped; if none has expired, new
-   * requests are refused with 503 `unavailable` rather than forgetting a live nonce (which
-   * would let its request be replayed). @default 500_000
+   * Most pairs held. Full of live pairs, new requests get `unavailable` rather than a live
+   * nonce being forgotten (its request could be replayed). @default 500_000
    */
   maxEntries?: number
   /**
-   * Most pairs one client-address bucket may hold (pairs remembered with a `bucket`), so a few
-   * addresses cannot fill the memory and make the relay refuse everyone. Past it, that bucket's
-   * requests are refused with 429 `rate_limited` until its pairs expire. The default is above
-   * what the default per-address limit (600 a minute, burst 100) lets one address send in the
-   * 10 minutes a pair is held (6,100).
-   * @default maxEntries / 64 (7,812 of the default 500,000)
+   * Most pairs one client-address bucket holds (then `rate_limited`), so a few addresses cannot
+   * fill the memory for everyone. The default is above what the default per-address limit lets
+   * one address send while a pair is held. @default maxEntries / 64
    */
   maxEntriesPerBucket?: number
 }
 
 /**
- * Remembers (keyid, nonce) pairs of accepted relay requests for 10 minutes (PROFILE §9), in
- * memory. `created` may be up to 5 minutes off either way, so a signature is acceptable for at
- * most 10 minutes, and remembering each pair for 10 minutes after its first use covers that
- * whole window.
- *
- * Memory is bounded by `maxEntries`; see {@link NonceMemoryOptions.maxEntries}.
+ * Remembers (keyid, nonce) pairs of accepted relay requests (PROFILE §9), in memory. `created`
+ * may be off by the clock skew either way, so remembering a pair for twice that after its first
+ * use covers the whole window in which its signature is acceptable.
  */
 export class NonceMemory {
   readonly #now: () => number
@@ -44,7 +35,7 @@ export class NonceMemory {
 
   constructor(options: NonceMemoryOptions = {}) {
     this.#now = options.now ?? Date.now
-    this.#retentionMs = options.retentionMs ?? NONCE_RETENTION_MS
+    this.#retentionMs = options.retentionMs ?? PROFILE.nonceMemoryMs
     this.#maxEntries = options.maxEntries ?? 500_000
     if (!Number.isFinite(this.#retentionMs) || this.#retentionMs < 0) {
       throw new RangeError('retentionMs must be a finite number ≥ 0')
@@ -63,14 +54,10 @@ export class NonceMemory {
   }
 
   /**
-   * Record the pair unless it was seen within the retention period. A pair stays remembered
-   * while `now ≤ first use + retentionMs`.
+   * Record the pair unless seen within the retention (`now ≤ first use + retentionMs`);
+   * `bucket` is the request's client-address bucket.
    *
-   * @param now - overrides the clock for this call (epoch ms).
-   * @param bucket - the client-address bucket of the request, counted against its share.
-   * @returns `'fresh'` (now remembered) or `'replay'`.
-   * @throws AgentMsgError `unavailable` with `retryAfter` when the memory is full of live pairs,
-   *   `rate_limited` when `bucket` holds its whole share.
+   * @throws AgentMsgError `unavailable` (full of live pairs), `rate_limited` (bucket's share held).
    */
   checkAndRemember(
     keyId: string,

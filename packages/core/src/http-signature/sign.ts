@@ -1,68 +1,138 @@
-/** Signing a relay request as an agent: RFC 9421 restricted to PROFILE §9's one shape. */
+/**
+ * Relay agent auth (PROFILE §9), the signing side: RFC 9421 restricted to one shape, with the
+ * RFC 9530 `Content-Digest`. The RFC 8941 values are written by hand rather than with
+ * `structured-headers`, whose serializer cost a browser agent 2.6 KB minified; the tests check
+ * that both spell every signed request alike.
+ */
+import { getDefaultCryptoProvider } from '#crypto-default'
+import { isAgentId, keyIdParts } from '../agent-id.js'
+import { base64Encode, base64urlDecode, base64urlEncode } from '../base64url.js'
+import { randomBytes, utf8Encode } from '../bytes.js'
 import type { CryptoProvider } from '../crypto/provider.js'
+import { didKeyFragment, isDidKey } from '../did-key.js'
 import { invalidFormat } from '../errors.js'
 import type { Signer } from '../keys.js'
-import {
-  COMPONENTS_WITH_BODY,
-  COMPONENTS_WITHOUT_BODY,
-  checkKeyId,
-  checkNonce,
-  contentDigest,
-  createRequestNonce,
-  SIGNATURE_LABEL,
-  signatureBase,
-} from './components.js'
-import { sfBinary, sfQuoted, sfString } from './sf-write.js'
+
+/** The only signature label of the profile. */
+export const SIGNATURE_LABEL = 'sig1'
+/** Covered components with a body and without, in this order (PROFILE §9). */
+export const COMPONENTS_WITH_BODY = ['@method', '@target-uri', 'content-digest'] as const
+export const COMPONENTS_WITHOUT_BODY = ['@method', '@target-uri'] as const
+/** The signature parameters, in the order the signer writes them. */
+export const SIGNATURE_PARAMS = ['created', 'nonce', 'keyid', 'alg'] as const
+
+const NONCE_RE = /^[A-Za-z0-9_-]{22,64}$/
+
+/** A value for an RFC 8941 sf-string: printable ASCII only. */
+export function sfString(value: string, field: string): string {
+  if (typeof value !== 'string' || !/^[\x20-\x7e]*$/.test(value)) {
+    throw invalidFormat('must be printable ASCII to fit an RFC 8941 string', field)
+  }
+  return value
+}
+
+/** An sf-string item (RFC 8941 §4.1.6) of a printable-ASCII value. */
+export const sfQuoted = (value: string) => `"${value.replace(/[\\"]/g, '\\$&')}"`
+
+/** An sf-binary item (RFC 8941 §4.1.8): padded base64 between colons. */
+export const sfBinary = (bytes: Uint8Array) => `:${base64Encode(bytes)}:`
+
+/**
+ * The RFC 9530 `Content-Digest` of `body`: `sha-256=:<padded base64>:`.
+ *
+ * @example
+ * await contentDigest(utf8Encode('{"hello": "world"}'))
+ * // 'sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:'
+ */
+export async function contentDigest(body: Uint8Array, provider?: CryptoProvider): Promise<string> {
+  return `sha-256=${sfBinary(await (provider ?? getDefaultCryptoProvider()).sha256(body))}`
+}
+
+/**
+ * The RFC 9421 §2.5 signature base of the profile's components, LF-joined without a trailing
+ * LF; `signatureParams` is the serialised inner list with its parameters, `digest` the
+ * `Content-Digest` value, given exactly when it is covered.
+ */
+export function signatureBase(
+  method: string,
+  targetUri: string,
+  digest: string | undefined,
+  signatureParams: string,
+): Uint8Array {
+  const lines = [`"@method": ${method}`, `"@target-uri": ${targetUri}`]
+  if (digest !== undefined) lines.push(`"content-digest": ${digest}`)
+  lines.push(`"@signature-params": ${signatureParams}`)
+  return utf8Encode(lines.join('\n'))
+}
+
+/** PROFILE §9: a `nonce` is 22–64 characters of canonical base64url. */
+export function checkNonce(nonce: string, fail: (m: string) => Error): void {
+  if (typeof nonce !== 'string' || !NONCE_RE.test(nonce)) {
+    throw fail('nonce must be 22–64 base64url characters')
+  }
+  try {
+    base64urlDecode(nonce)
+  } catch {
+    throw fail('nonce must be canonical base64url')
+  }
+}
+
+/** PROFILE §3: a `keyid` is `<agent>#<fragment>`, the agent in normal form. */
+export function checkKeyId(
+  keyId: string,
+  fail: (m: string) => Error,
+): { agent: string; fragment: string } {
+  if (typeof keyId !== 'string') throw fail('keyid must be a string')
+  const parts = keyIdParts(keyId)
+  if (!parts) throw fail('keyid must be <agent_id>#<fragment>')
+  const { agent, fragment } = parts
+  if (!isAgentId(agent)) {
+    throw fail(`keyid's agent ${JSON.stringify(agent)} is not an agent id in normal form`)
+  }
+  if (isDidKey(agent) && fragment !== didKeyFragment(agent)) {
+    throw fail("a did:key keyid's fragment is the DID's method-specific id")
+  }
+  return parts
+}
 
 /** Input of {@link signRequest}. */
 export interface SignRequestInput {
-  /** The HTTP method; written upper-case, as `fetch` sends the standard methods. */
+  /** Written upper-case, as `fetch` sends the standard methods. */
   method: string
-  /**
-   * The full URL exactly as it will be sent: the relay base URL + path + query. It must be in
-   * WHATWG serialised form (what `fetch` puts on the wire), without a fragment.
-   */
+  /** The full URL as it will be sent, in WHATWG serialised form, without a fragment. */
   url: string
-  /** The request body; a `Content-Digest` is added and covered when it is non-empty. */
+  /** A non-empty body gets a covered `Content-Digest`. */
   body?: Uint8Array
   /** An Ed25519 signer whose `keyId` names the agent the request acts for. */
   signer: Signer
-  /** Creation time, integer seconds since the epoch. @default now */
+  /** Integer seconds since the epoch. @default now */
   created?: number
-  /** base64url, 22–64 characters. @default 32 random bytes */
+  /** @default base64url of 32 random bytes */
   nonce?: string
-  /** The crypto provider for the digest. @default the platform's */
   provider?: CryptoProvider
 }
 
 /**
- * Sign a relay request as an agent (PROFILE §9). Returns the headers to add:
- * `Signature-Input`, `Signature`, and `Content-Digest` when there is a body. The parameters are
- * written in PROFILE §9's order (created, nonce, keyid, alg), and `@signature-params` is the
- * RFC 8941 serialisation of the `Signature-Input` member, the same text the header carries.
+ * Sign a relay request as an agent (PROFILE §9): the headers to add, `Signature-Input`,
+ * `Signature` and, for a non-empty body, `Content-Digest`. `@signature-params` is the text of
+ * the `Signature-Input` member.
  *
- * An empty body counts as no body: it gets no `Content-Digest`, and the verifier, receiving
- * zero bytes, expects none.
- *
- * @throws AgentMsgError `invalid_format` for a non-Ed25519 signer, a URL not in serialised form,
- *   a malformed nonce, created or key id.
- *
+ * @throws AgentMsgError `invalid_format` for a non-Ed25519 signer, a URL not in serialised
+ *   form, a malformed nonce, created or key id.
  * @example
- * const headers = await signRequest({
- *   method: 'GET',
- *   url: 'https://relay.example/relay/messages?agent=did%3Akey%3Az6Mk…',
- *   signer: ed25519Signer(keys),
- * })
+ * const headers = await signRequest({ method: 'GET', url, signer: ed25519Signer(keys) })
  */
 export async function signRequest(input: SignRequestInput): Promise<Record<string, string>> {
   const { signer } = input
-  if (signer.alg !== 'ed25519')
+  if (signer.alg !== 'ed25519') {
     throw invalidFormat('relay auth signs with ed25519 only', 'signer.alg')
+  }
   checkKeyId(signer.keyId, (m) => invalidFormat(m, 'signer.keyId'))
   const keyId = sfString(signer.keyId, 'signer.keyId')
   const method = input.method.toUpperCase()
-  if (!/^[!#$%&'*+\-.^_`|~0-9A-Z]+$/.test(method))
+  if (!/^[!#$%&'*+\-.^_`|~0-9A-Z]+$/.test(method)) {
     throw invalidFormat('not an HTTP method token', 'method')
+  }
   let parsed: URL
   try {
     parsed = new URL(input.url)
@@ -72,26 +142,23 @@ export async function signRequest(input: SignRequestInput): Promise<Record<strin
   if (parsed.href !== input.url) {
     throw invalidFormat(`must be in serialised form, as it is sent (${parsed.href})`, 'url')
   }
-  if (parsed.hash !== '' || input.url.includes('#'))
+  if (parsed.hash !== '' || input.url.includes('#')) {
     throw invalidFormat('must not have a fragment', 'url')
+  }
   const created = input.created ?? Math.floor(Date.now() / 1000)
   if (!Number.isSafeInteger(created) || created < 0 || created > 999_999_999_999_999) {
     throw invalidFormat('must be a non-negative integer number of seconds', 'created')
   }
-  const nonce = input.nonce ?? createRequestNonce()
+  const nonce = input.nonce ?? base64urlEncode(randomBytes(32))
   checkNonce(nonce, (m) => invalidFormat(m, 'nonce'))
-
-  const hasBody = input.body !== undefined && input.body.length > 0
   const headers: Record<string, string> = {}
   let digest: string | undefined
-  if (hasBody) {
-    digest = await contentDigest(input.body!, input.provider)
+  if (input.body !== undefined && input.body.length > 0) {
+    digest = await contentDigest(input.body, input.provider)
     headers['Content-Digest'] = digest
   }
-  const components = hasBody ? COMPONENTS_WITH_BODY : COMPONENTS_WITHOUT_BODY
-  // The Signature-Input member, spelled as RFC 8941 serialises it: the covered components as an
-  // inner list of strings, then the parameters in PROFILE §9's order. `@signature-params` is
-  // this same text (RFC 9421 §2.3).
+  const components = digest ? COMPONENTS_WITH_BODY : COMPONENTS_WITHOUT_BODY
+  // As RFC 8941 serialises the member: the components as an inner list, then the parameters.
   const params =
     `(${components.map(sfQuoted).join(' ')});created=${created}` +
     `;nonce=${sfQuoted(nonce)};keyid=${sfQuoted(keyId)};alg="ed25519"`

@@ -1,91 +1,120 @@
 /** Authenticating a relay request (PROFILE §9 agent auth, RFC 9421). */
 
+import {
+  type Dictionary,
+  type InnerList,
+  type Item,
+  parseDictionary,
+  serializeDictionary,
+  serializeInnerList,
+} from 'structured-headers'
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { type KeySource, levelForKeySource } from '../auth-level.js'
 import { constantTimeEqual } from '../bytes.js'
 import type { CryptoProvider } from '../crypto/provider.js'
 import { AgentMsgError } from '../errors.js'
+import { PROFILE } from '../profile.js'
 import { resolveEd25519Key } from '../resolve-key.js'
 import type { KeyResolver } from '../resolver.js'
 import type { AuthLevel } from '../types.js'
+import type { NonceMemory } from './nonces.js'
 import {
   COMPONENTS_WITH_BODY,
   COMPONENTS_WITHOUT_BODY,
   checkKeyId,
   checkNonce,
-  MAX_CREATED_SKEW_MS,
-  NONCE_RETENTION_MS,
   SIGNATURE_LABEL,
   SIGNATURE_PARAMS,
   signatureBase,
-} from './components.js'
-import {
-  getHeader,
-  type HeaderInput,
-  isSfInnerList,
-  parseSfDictionary,
-  type SfDictionary,
-  type SfInnerList,
-  type SfItem,
-  serializeSfInnerList,
-} from './fields.js'
-import type { NonceMemory } from './nonces.js'
+} from './sign.js'
 
 const ED25519_SIG_BYTES = 64
 
 /** Input of {@link verifyRequest}. */
 export interface VerifyRequestInput {
-  /** The method as received. */
   method: string
   /** The relay base URL + the request target as received (never built from `Host`). */
   targetUri: string
-  headers: HeaderInput
-  /** The body as received; absent or empty means no body. */
+  headers: Headers | Record<string, string>
+  /** Absent or empty: no body. */
   body?: Uint8Array
   resolver: KeyResolver
   nonces: NonceMemory
-  /** The client-address bucket of the request: its nonce counts against that bucket's share. */
+  /** The client-address bucket: the nonce counts against its share. */
   bucket?: string
   /**
    * A nonce memory shared by several relay processes, asked after `nonces` found the pair
-   * fresh, so a request replayed to another process is refused too (PROFILE §9). Records the
-   * pair until `expiresAt` (epoch ms) and answers whether it was already held.
+   * fresh (PROFILE §9): records it until `expiresAt` and says whether it was held already.
    */
   sharedNonces?: (keyId: string, nonce: string, expiresAt: number) => Promise<'fresh' | 'replay'>
-  /** The agent named in the request (whose mailbox or subscription it touches). */
+  /** The agent whose mailbox or subscription the request touches. */
   expectedAgent?: string
-  /** Epoch ms, for the `created` window, key usability and the nonce memory. @default Date.now() */
   now?: number
-  /** Transition period for retired keys (PROFILE §4). @default core's 14 days */
   transitionMs?: number
   provider?: CryptoProvider
 }
 
-/** An authenticated relay request. */
+/** An authenticated relay request: the key's agent, id, source and level. */
 export interface VerifiedRequest {
-  /** The agent the key belongs to. */
   agent: string
-  /** The full key id. */
   keyId: string
-  /** Where the key came from. */
   source: KeySource
-  /** The authentication level of that key source (PROFILE §5). */
   level: AuthLevel
 }
 
 const invalid = (message: string) => new AgentMsgError('invalid_signature', message)
 
-/** Parse one of the three fields, any defect being `invalid_signature`. */
-function parseField(text: string, name: string): SfDictionary {
-  try {
-    return parseSfDictionary(text)
-  } catch (e) {
-    throw invalid(`${name} is not a structured-field dictionary: ${(e as Error).message}`)
+/**
+ * A header's value, trimmed, several lines joined with `", "` (RFC 9110 §5.3); `undefined` when
+ * absent.
+ */
+function getHeader(headers: Headers | Record<string, string>, name: string): string | undefined {
+  const trim = (v: string) => v.replace(/^[ \t]+|[ \t]+$/g, '')
+  if (typeof (headers as { get?: unknown }).get === 'function') {
+    const value = (headers as Headers).get(name)
+    return value === null ? undefined : trim(value)
   }
+  const values = Object.entries(headers as Record<string, string>)
+    .filter(([k, v]) => k.toLowerCase() === name && typeof v === 'string')
+    .map(([, v]) => trim(v))
+  return values.length === 0 ? undefined : values.join(', ')
 }
 
+const withoutWhitespace = (text: string) => text.replace(/[ \t]/g, '')
+
+/**
+ * Parse one of the three fields as an RFC 8941 dictionary whose text differs from the
+ * serialisation of what was parsed only in optional whitespace. The parsed form is lossy where
+ * PROFILE §9 is strict: a repeated key or parameter overwrites, `1.0` parses as `1`, byte
+ * sequences decode leniently; each leaves a difference that is not whitespace. Any defect is
+ * `invalid_signature`.
+ */
+function parseField(text: string, name: string): Dictionary {
+  const fail = (why: string) => invalid(`${name} is not a structured-field dictionary: ${why}`)
+  let parsed: Dictionary
+  let canonical: string
+  try {
+    parsed = parseDictionary(text)
+  } catch (e) {
+    throw fail((e as Error).message)
+  }
+  try {
+    canonical = serializeDictionary(parsed)
+  } catch (e) {
+    throw fail(`holds a value that cannot be written back: ${(e as Error).message}`)
+  }
+  if (withoutWhitespace(text) !== withoutWhitespace(canonical)) {
+    throw fail(
+      'differs from its RFC 8941 serialisation in more than optional whitespace (a repeated key or parameter, or a non-canonical number or byte sequence)',
+    )
+  }
+  return parsed
+}
+
+const isInnerList = (value: Item | InnerList): value is InnerList => Array.isArray(value[0])
+
 /** The one `sig1` member of a dictionary (PROFILE §9: exactly one signature). */
-function onlyMember(dict: SfDictionary): SfItem | SfInnerList {
+function onlyMember(dict: Dictionary): Item | InnerList {
   if (dict.size !== 1) throw invalid('exactly one signature is allowed')
   const [label, value] = [...dict][0]!
   if (label !== SIGNATURE_LABEL) throw invalid(`the signature label must be ${SIGNATURE_LABEL}`)
@@ -98,8 +127,8 @@ const sameList = (got: unknown[], want: readonly string[]) =>
 /** The `Signature-Input` member, checked against PROFILE §9's components and parameters. */
 function readSignatureInput(text: string, hasBody: boolean) {
   const value = onlyMember(parseField(text, 'Signature-Input'))
-  if (!isSfInnerList(value)) throw invalid('the Signature-Input value must be an inner list')
-  const list: SfInnerList = value
+  if (!isInnerList(value)) throw invalid('the Signature-Input value must be an inner list')
+  const list: InnerList = value
   const [items, params] = list
   if (items.some(([c, p]) => typeof c !== 'string' || p.size > 0)) {
     throw invalid('covered components must be plain strings')
@@ -127,13 +156,13 @@ function readSignatureInput(text: string, hasBody: boolean) {
   if (params.get('alg') !== 'ed25519') throw invalid('alg must be "ed25519"')
   // RFC 9421 §2.3: `@signature-params` is the serialisation of what was parsed, in the order
   // received, so a header spelled with RFC 8941's optional spaces verifies (PROFILE §9).
-  return { created, nonce, keyid, agent, fragment, signatureParams: serializeSfInnerList(list) }
+  return { created, nonce, keyid, agent, fragment, signatureParams: serializeInnerList(list) }
 }
 
 /** The `Signature` member: exactly `sig1=:<canonical base64 of 64 bytes>:`. */
 function readSignature(text: string): Uint8Array {
   const value = onlyMember(parseField(text, 'Signature'))
-  if (isSfInnerList(value) || !(value[0] instanceof ArrayBuffer) || value[1].size > 0) {
+  if (isInnerList(value) || !(value[0] instanceof ArrayBuffer) || value[1].size > 0) {
     throw invalid('Signature must be a byte sequence without parameters')
   }
   const sig = new Uint8Array(value[0])
@@ -154,7 +183,7 @@ async function checkContentDigest(
   if (
     dict.size !== 1 ||
     sha === undefined ||
-    isSfInnerList(sha) ||
+    isInnerList(sha) ||
     !(sha[0] instanceof ArrayBuffer) ||
     sha[1].size > 0
   ) {
@@ -170,22 +199,16 @@ async function checkContentDigest(
  * Authenticate a relay request signed with `signRequest` or any RFC 9421 implementation that
  * writes PROFILE §9's shape (parameters in any order).
  *
- * Order of checks: headers present → both headers parse and have exactly this profile's shape
- * → `created` within ±5 minutes → `Content-Digest` matches the body → key lookup → key usable
- * (identity-document keys: PROFILE §4 retired/revoked rules, with `created`) → signature
- * verifies → the nonce is fresh (then remembered) → the key's agent is `expectedAgent`.
- * Nonces are remembered only for verified signatures, so strangers cannot fill the memory or
- * burn someone else's nonce; ownership comes last, so 403 is only ever told to a caller who
- * proved who they are.
+ * Checks in order: headers present → their shape → `created` within the clock skew →
+ * `Content-Digest` → key lookup and usability (PROFILE §4) → signature → nonce fresh (then
+ * remembered) → the key's agent is `expectedAgent`. Nonces are remembered only for verified
+ * signatures, so strangers cannot fill the memory or burn someone's nonce; ownership comes
+ * last, so 403 is only told to a caller who proved who they are.
  *
- * @throws AgentMsgError
- * - `unauthorized` (401): `Signature` or `Signature-Input` absent.
- * - `invalid_signature` (401): anything malformed or off-profile, stale `created`, digest
- *   missing or wrong, signature not verifying, reused nonce.
- * - `unknown_sender` (401): the key does not resolve (PROFILE §3/§11, as at publish).
- * - `key_revoked` (401): revoked, or retired outside its bounds.
- * - `unavailable` (503, `retryAfter`): the key lookup failed for now, or the nonce memory is full.
- * - `forbidden` (403): a valid signature by another agent than `expectedAgent`.
+ * @throws AgentMsgError `unauthorized` (headers absent), `invalid_signature` (malformed,
+ *   off-profile, stale, digest or signature wrong, nonce reused), `unknown_sender`,
+ *   `key_revoked`, `unavailable` (key lookup failed for now, nonce memory full), `forbidden`
+ *   (signed by another agent than `expectedAgent`).
  */
 export async function verifyRequest(input: VerifyRequestInput): Promise<VerifiedRequest> {
   const now = input.now ?? Date.now()
@@ -203,8 +226,10 @@ export async function verifyRequest(input: VerifyRequestInput): Promise<Verified
   const sig = readSignature(sigText)
 
   const createdMs = params.created * 1000
-  if (Math.abs(createdMs - now) > MAX_CREATED_SKEW_MS) {
-    throw invalid('created is more than 5 minutes away from the relay clock')
+  if (Math.abs(createdMs - now) > PROFILE.clockSkewMs) {
+    throw invalid(
+      `created is more than ${PROFILE.clockSkewMs / 60_000} minutes away from the relay clock`,
+    )
   }
   const digest = hasBody
     ? await checkContentDigest(getHeader(input.headers, 'content-digest'), input.body!, provider)
@@ -231,7 +256,7 @@ export async function verifyRequest(input: VerifyRequestInput): Promise<Verified
   }
   if (
     input.sharedNonces !== undefined &&
-    (await input.sharedNonces(params.keyid, params.nonce, now + NONCE_RETENTION_MS)) === 'replay'
+    (await input.sharedNonces(params.keyid, params.nonce, now + PROFILE.nonceMemoryMs)) === 'replay'
   ) {
     throw invalid('this nonce was already used with this key')
   }

@@ -1,0 +1,182 @@
+/**
+ * WebSocket first-frame auth (PROFILE §9): the relay sends `{type:"challenge",nonce}`, the
+ * client answers `{type:"auth",agent,key_id,sig,after?}`, `sig` being the Ed25519 signature of
+ * the lines `agentmsg-ws-auth`, the relay base URL and the nonce, LF-joined.
+ */
+import { getDefaultCryptoProvider } from '#crypto-default'
+import { isAgentId, keyIdParts } from '../agent-id.js'
+import { type KeySource, levelForKeySource } from '../auth-level.js'
+import { base64urlDecode, base64urlEncode } from '../base64url.js'
+import { randomBytes, utf8Encode } from '../bytes.js'
+import type { CryptoProvider } from '../crypto/provider.js'
+import { didKeyFragment, isDidKey } from '../did-key.js'
+import { AgentMsgError, invalidFormat } from '../errors.js'
+import type { Signer } from '../keys.js'
+import { resolveEd25519Key } from '../resolve-key.js'
+import type { KeyResolver } from '../resolver.js'
+import { parseStrictJson } from '../strict-json.js'
+import type { AuthLevel } from '../types.js'
+
+/** The first line of the signed payload. */
+export const WS_AUTH_CONTEXT = 'agentmsg-ws-auth'
+
+/** The relay's first frame. */
+export interface WsChallengeFrame {
+  type: 'challenge'
+  nonce: string
+}
+
+/** The client's answer; `after`: resume after this cursor. */
+export interface WsAuthFrame {
+  type: 'auth'
+  agent: string
+  key_id: string
+  sig: string
+  after?: string
+}
+
+/** The bytes signed in an auth frame. */
+export function wsAuthPayload(relayBaseUrl: string, nonce: string): Uint8Array {
+  return utf8Encode(`${WS_AUTH_CONTEXT}\n${relayBaseUrl}\n${nonce}`)
+}
+
+/** A fresh challenge frame: base64url of 32 random bytes. */
+export function createChallenge(): WsChallengeFrame {
+  return { type: 'challenge', nonce: base64urlEncode(randomBytes(32)) }
+}
+
+/** Input of {@link signWsAuth}. */
+export interface SignWsAuthInput {
+  /** The relay base URL as the relay has it configured. */
+  relayBaseUrl: string
+  /** The nonce of the relay's challenge. */
+  nonce: string
+  /** An Ed25519 signer of `agent`. */
+  signer: Signer
+  /** The agent whose mailbox the connection reads. */
+  agent: string
+  after?: string
+}
+
+/**
+ * Answer a relay's challenge.
+ *
+ * @throws AgentMsgError `invalid_format` when the signer is not Ed25519 or not `agent`'s.
+ * @example
+ * ws.send(JSON.stringify(await signWsAuth({ relayBaseUrl, nonce: challenge.nonce, signer, agent })))
+ */
+export async function signWsAuth(input: SignWsAuthInput): Promise<WsAuthFrame> {
+  const { signer, agent } = input
+  if (signer.alg !== 'ed25519') {
+    throw invalidFormat('relay auth signs with ed25519 only', 'signer.alg')
+  }
+  if (typeof signer.keyId !== 'string' || keyIdParts(signer.keyId)?.agent !== agent) {
+    throw invalidFormat(`key id ${signer.keyId} does not belong to ${agent}`, 'signer.keyId')
+  }
+  const sig = await signer.sign(wsAuthPayload(input.relayBaseUrl, input.nonce))
+  const frame: WsAuthFrame = {
+    type: 'auth',
+    agent,
+    key_id: signer.keyId,
+    sig: base64urlEncode(sig),
+  }
+  if (input.after !== undefined) frame.after = input.after
+  return frame
+}
+
+/** Input of {@link verifyWsAuth}. */
+export interface VerifyWsAuthInput {
+  /** The client's frame: parsed, or the text itself. */
+  frame: unknown
+  /** The relay's configured base URL. */
+  relayBaseUrl: string
+  /** The nonce this connection's challenge carried. */
+  nonce: string
+  resolver: KeyResolver
+  provider?: CryptoProvider
+  /** The auth has no `created`: a document key's state is judged as of now. @default Date.now() */
+  now?: number
+  transitionMs?: number
+}
+
+/** An authenticated WebSocket connection. */
+export interface VerifiedWsAuth {
+  agent: string
+  keyId: string
+  after?: string
+  source: KeySource
+  level: AuthLevel
+}
+
+const FRAME_MEMBERS = new Set(['type', 'agent', 'key_id', 'sig', 'after'])
+
+/**
+ * Check an auth frame against the challenge this connection sent.
+ *
+ * @throws AgentMsgError `invalid_format` (not a strict I-JSON object, a member missing, mistyped
+ *   or unknown, `agent` not in normal form), `invalid_signature` (`key_id` malformed or another
+ *   agent's, `sig` not 64 bytes of canonical base64url, or not verifying), `unknown_sender`,
+ *   `key_revoked`, `unavailable` (the key lookup failed for now).
+ */
+export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWsAuth> {
+  const now = input.now ?? Date.now()
+  const provider = input.provider ?? getDefaultCryptoProvider()
+  const raw = typeof input.frame === 'string' ? parseStrictJson(input.frame) : input.frame
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw invalidFormat('the auth frame must be a JSON object', 'frame')
+  }
+  const frame = raw as Record<string, unknown>
+  for (const k of Object.keys(frame)) {
+    if (!FRAME_MEMBERS.has(k)) throw invalidFormat(`unknown member "${k}"`, 'frame')
+  }
+  if (frame.type !== 'auth') throw invalidFormat('must be "auth"', 'type')
+  if (typeof frame.agent !== 'string') throw invalidFormat('must be a string', 'agent')
+  if (!isAgentId(frame.agent)) throw invalidFormat('must be an agent id in normal form', 'agent')
+  for (const name of ['key_id', 'sig'] as const) {
+    if (typeof frame[name] !== 'string') throw invalidFormat('must be a string', name)
+  }
+  if (frame.after !== undefined && typeof frame.after !== 'string') {
+    throw invalidFormat('must be a string', 'after')
+  }
+  const agent = frame.agent
+  const keyId = frame.key_id as string
+  const bad = (message: string, field: string) =>
+    new AgentMsgError('invalid_signature', message, { field })
+  const parts = keyIdParts(keyId)
+  if (parts === undefined) throw bad('key_id must be <agent_id>#<fragment>', 'key_id')
+  if (parts.agent !== agent)
+    throw bad(`key_id belongs to ${parts.agent}, not to ${agent}`, 'key_id')
+  const { fragment } = parts
+  if (isDidKey(agent) && fragment !== didKeyFragment(agent)) {
+    throw bad("a did:key key_id's fragment is the DID's method-specific id", 'key_id')
+  }
+  let sig: Uint8Array
+  try {
+    sig = base64urlDecode(frame.sig as string)
+  } catch {
+    throw bad('sig must be canonical unpadded base64url', 'sig')
+  }
+  if (sig.length !== 64) throw bad('an ed25519 sig is 64 bytes', 'sig')
+  const key = await resolveEd25519Key(
+    input.resolver,
+    { keyId, agent, fragment },
+    {
+      created: now,
+      now,
+      field: 'key_id',
+      ...(input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs }),
+    },
+  )
+  const payload = wsAuthPayload(input.relayBaseUrl, input.nonce)
+  if (!(await provider.ed25519Verify(key.publicKey, payload, sig))) {
+    throw bad(`signature by ${keyId} does not verify`, 'sig')
+  }
+  const out: VerifiedWsAuth = {
+    agent,
+    keyId,
+    source: key.source,
+    level: levelForKeySource(key.source),
+  }
+  if (frame.after !== undefined) out.after = frame.after as string
+  return out
+}
