@@ -1,9 +1,7 @@
 /**
- * Agent ids (SPEC §2.1, PROFILE §2) and key ids (`<agent_id>#<fragment>`, PROFILE §3).
- *
- * Agent ids are compared byte for byte everywhere (signature `key_id`s, mailboxes, replay
- * tables), so the wire accepts only the normal form. `normalizeAgentUrl` is the one lenient entry
- * point, for ids typed by people; everything read from the wire goes through `parseAgentId`.
+ * Agent ids (SPEC §2.1, PROFILE §2) and key ids (`<agent_id>#<fragment>`, PROFILE §3). Ids are
+ * compared byte for byte everywhere, so the wire takes only the normal form; `normalizeAgentUrl`
+ * is the one lenient entry point, for ids typed by people.
  */
 import { cachedPublicKey } from './did-key.js'
 import { invalidFormat, isAgentMsgError } from './errors.js'
@@ -84,15 +82,6 @@ const KINDS: ReadonlySet<string> = new Set<AgentIdKind>(['name', 'url', 'did:key
 /**
  * Check that `id` is an agent id in wire normal form (PROFILE §2) and say which kind it is.
  *
- * - simple name: 1–64 characters of `[A-Za-z0-9._-]`;
- * - URL: `https`, no userinfo, query or fragment, equal to its WHATWG serialisation with one
- *   trailing `/` removed;
- * - did:key: a valid Ed25519 did:key.
- *
- * @param field - named in the error.
- * @default field 'agent'
- * @throws AgentMsgError `invalid_format` for anything else, including other DID methods.
- *
  * @example
  * parseAgentId('https://a.example/agents/bob') // { kind: 'url', id: 'https://a.example/agents/bob' }
  * parseAgentId('https://a.example/', 'to.agent') // throws: to.agent: is not in normal form …
@@ -118,9 +107,6 @@ export function isAgentId(x: unknown): x is string {
  * Check a relay base URL (`from.relays[]`, `relay.urls[]`, a relay's configured base URL):
  * PROFILE §2 holds it to the same normal form as a URL agent id.
  *
- * @returns the URL unchanged.
- * @throws AgentMsgError `invalid_format` naming `field`.
- *
  * @example
  * assertRelayUrl('https://relay.example', 'relay.urls[0]') // 'https://relay.example'
  */
@@ -136,10 +122,6 @@ export function assertRelayUrl(url: unknown, field = 'relay'): string {
  * lower-cases and punycodes the host, drops the default port, resolves dot segments, escapes as
  * the WHATWG serialiser does and removes one trailing `/`. The result always passes
  * {@link parseAgentId}, and normalising it again changes nothing.
- *
- * @throws AgentMsgError `invalid_format` for non-https URLs (`http:` too: use https, also in
- *   development), userinfo, a query, a fragment, and paths ending in `//`, which have no normal
- *   form.
  *
  * @example
  * normalizeAgentUrl(' HTTPS://Bücher.Example:443/a/./b/ ') // 'https://xn--bcher-kva.example/a/b'
@@ -181,8 +163,6 @@ export function normalizeAgentUrl(input: string): string {
 
 /**
  * The well-known endpoints of a URL agent (SPEC §4.1, PROFILE §4).
- *
- * @throws AgentMsgError `invalid_format` when `urlAgentId` is not a normal-form URL agent id.
  *
  * @example
  * agentEndpoints('https://a.example').inbox // 'https://a.example/.well-known/agentmsg/inbox'
@@ -227,9 +207,6 @@ export function splitKeyId(keyId: string, field = 'key_id'): { agent: string; fr
 
 /**
  * Join an agent id and a bare key fragment into a key id.
- *
- * @throws AgentMsgError `invalid_format` when either part is empty or the fragment holds a `#`
- *   (it would not split back into the same parts).
  *
  * @example
  * formatKeyId('https://a.example', 'k1') // 'https://a.example#k1'

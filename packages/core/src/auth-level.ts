@@ -88,14 +88,13 @@ const CONTACT_SOURCES: ReadonlySet<unknown> = new Set(['pinned', 'introduced', '
  * Authentication levels (PROFILE §5), per conversation and per peer, persisted in a
  * {@link Storage} (`auth/conv/<from>/<conversation_id>`, `auth/floor/<agent>`,
  * `auth/contact/<agent>`, each part URI-encoded):
- *
- * - a conversation keeps the highest level it reached; a message below it is refused 401
- *   `insufficient_auth_level`, except a `greeting` asking for a lower `auth_level` k and itself
- *   verified at ≥ the current level: the explicit renegotiation to k;
- * - once a peer was verified at ≥ 2, new conversations with it start there (its floor) and
- *   HMAC-only messages are refused unless a greeting verified at ≥ the floor renegotiated the
- *   conversation down to 0: a leaked introduction token cannot open a weaker conversation;
- * - known contacts are recorded apart: a level says how strongly a key is bound to an id, not
+ * - a conversation keeps the highest level it reached; below it → 401 `insufficient_auth_level`,
+ *   except a `greeting` asking for a lower `auth_level` k verified at ≥ the current level: the
+ *   explicit renegotiation to k;
+ * - once a peer was verified at ≥ 2, its new conversations start there (its floor) and HMAC-only
+ *   messages are refused unless a greeting verified at ≥ the floor renegotiated down to 0: a
+ *   leaked introduction token cannot open a weaker conversation;
+ * - known contacts are kept apart: a level says how strongly a key is bound to an id, not
  *   whether the receiver knows the sender.
  *
  * @example
@@ -114,12 +113,7 @@ export class AuthLevelTracker {
     this.#now = options.now ?? Date.now
   }
 
-  /**
-   * Whether a verified message may be admitted at its level; changes nothing.
-   *
-   * @throws AgentMsgError `insufficient_auth_level` (401); `invalid_format` for an `auth_level`
-   *   that is not an integer 0–3.
-   */
+  /** Whether a verified message may be admitted at its level; changes nothing. */
   async evaluate(input: AuthLevelInput): Promise<AuthDecision> {
     const { from, conversationId, phase, requestedLevel, level, algs } = input
     checkLevel(level, 'level')

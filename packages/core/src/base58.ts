@@ -36,11 +36,7 @@ export function base58btcEncode(bytes: Uint8Array): string {
   return out
 }
 
-/**
- * Decode base58btc text (no multibase prefix).
- *
- * @throws AgentMsgError `invalid_format` for a character outside the alphabet.
- */
+/** Decode base58btc text (no multibase prefix). */
 export function base58btcDecode(text: string, field?: string): Uint8Array {
   let zeros = 0
   while (zeros < text.length && text[zeros] === '1') zeros++

@@ -1,10 +1,8 @@
 /**
  * base64url (RFC 4648 §5, no padding) for every wire field, and standard padded base64 (§4) for
  * RFC 9421 / 9530 header values. Lookup-table code with no `Buffer`, so it is browser-safe.
- *
- * Decoding is canonical (PROFILE §1): each byte string has exactly one accepted text. That
- * matters because signatures and ids are compared as text in places; a decoder that also
- * accepted `AB` for `AA` would let two different strings stand for the same bytes.
+ * Decoding is canonical (PROFILE §1): a decoder that also took `AB` for `AA` would let two
+ * strings, compared as text in places, stand for the same bytes.
  */
 import { invalidFormat } from './errors.js'
 
@@ -131,13 +129,7 @@ export function base64urlEncode(bytes: Uint8Array): string {
   return encode(bytes, URL_ENC, false)
 }
 
-/**
- * Decode canonical unpadded base64url (PROFILE §1).
- *
- * @param field - named in the error, e.g. `security.signatures[0].sig`.
- * @throws AgentMsgError `invalid_format` for padding, whitespace, any character outside
- *   `A–Z a–z 0–9 - _`, a length ≡ 1 (mod 4), or non-zero unused trailing bits.
- */
+/** Decode canonical unpadded base64url (PROFILE §1). */
 export function base64urlDecode(text: string, field?: string): Uint8Array {
   if (typeof text !== 'string') throw invalidFormat('base64url must be a string', field)
   return decode(text, text.length, URL_DEC, field, false)
@@ -163,8 +155,6 @@ export interface Base64DecodeOptions {
  * Decode standard padded base64 (RFC 4648 §4), for RFC 9421 / 9530 header values. By default
  * only the canonical form is accepted: length a multiple of 4, one or two `=` only where needed,
  * and zero pad bits.
- *
- * @throws AgentMsgError `invalid_format` for anything else.
  */
 export function base64Decode(
   text: string,

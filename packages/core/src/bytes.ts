@@ -17,8 +17,6 @@ export function utf8Encode(text: string): Uint8Array {
 /**
  * Decode strict UTF-8. A leading BOM is kept as U+FEFF rather than dropped, so decoding is
  * byte-faithful.
- *
- * @throws AgentMsgError `invalid_format` for invalid UTF-8.
  */
 export function utf8Decode(bytes: Uint8Array, field?: string): string {
   try {
@@ -45,11 +43,7 @@ function hexNibble(code: number): number {
   return -1
 }
 
-/**
- * Decode hex (either case, no separators, no `0x`).
- *
- * @throws AgentMsgError `invalid_format` for an odd length or a non-hex character.
- */
+/** Decode hex (either case, no separators, no `0x`). */
 export function hexDecode(text: string, field?: string): Uint8Array {
   if (text.length % 2 !== 0) throw invalidFormat('hex has an odd length', field)
   const out = new Uint8Array(text.length / 2)

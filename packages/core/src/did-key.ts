@@ -2,10 +2,6 @@
  * did:key (PROFILE §4, W3C CCG did-method-key) for Ed25519 agents: `did:key:z` +
  * base58btc(multicodec varint ‖ raw public key). Codecs live in one table keyed by their varint
  * prefix (as in atproto's `crypto/src/plugins.ts`), so adding a key type is one entry.
- *
- * Also the Ed25519 → X25519 conversions of libsodium (`crypto_sign_ed25519_pk_to_curve25519`,
- * `crypto_sign_ed25519_sk_to_curve25519`), which the DID document's keyAgreement entry and the
- * sealed box need.
  */
 import { base58btcDecode, base58btcEncode } from './base58.js'
 import { invalidFormat } from './errors.js'
@@ -67,12 +63,7 @@ export function encodeMultikey(type: MulticodecKeyType, publicKey: Uint8Array): 
   return `z${base58btcEncode(bytes)}`
 }
 
-/**
- * Decode multikey text into its key type (looked up in the table) and raw key.
- *
- * @throws AgentMsgError `invalid_format` when not `z`-multibase, not base58btc, an unknown
- *   multicodec, or the wrong key length for it.
- */
+/** Decode multikey text into its key type (looked up in the table) and raw key. */
 export function decodeMultikey(
   text: string,
   field?: string,
@@ -100,9 +91,6 @@ export function didKeyFromPublicKey(publicKey: Uint8Array): string {
  * The Ed25519 public key inside an agent's did:key. Structural check only (prefix, multibase,
  * base58, multicodec, length); whether the bytes are a usable curve point is left to
  * verification, which refuses such keys anyway, so parsing an agent id stays cheap.
- *
- * @throws AgentMsgError `invalid_format` for anything but `did:key:z…` of an Ed25519 key,
- *   including DID URLs (`#fragment`, `?query`, `/path`).
  */
 export function publicKeyFromDidKey(did: string, field?: string): Uint8Array {
   // A copy, so callers cannot corrupt the cache.
@@ -144,8 +132,6 @@ export function isDidKey(s: unknown): s is string {
 /**
  * The method-specific id (`z6Mk…`), which is also the key_id fragment of the DID's only key:
  * `did:key:z6Mk…#z6Mk…` (PROFILE §3).
- *
- * @throws AgentMsgError `invalid_format` when `did` is not an Ed25519 did:key.
  */
 export function didKeyFragment(did: string): string {
   cachedPublicKey(did)

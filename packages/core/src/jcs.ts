@@ -1,11 +1,6 @@
 /**
  * RFC 8785 JSON Canonicalization Scheme (JCS): the canonical form every signature covers
  * (PROFILE §1, §3). Browser-safe: no Node built-ins.
- *
- * The serialiser leans on the engine wherever JCS and ECMAScript agree, which is almost
- * everywhere: JCS numbers are `Number.prototype.toString`, JCS string escaping is
- * `JSON.stringify`'s for well-formed strings, and JCS member order is the default `sort()`
- * order (UTF-16 code units). What is left is refusing what JSON cannot carry.
  */
 
 import { invalidFormat } from './errors.js'
@@ -196,18 +191,6 @@ export function formatPath(segments: readonly (string | number)[]): string | und
 /**
  * Serialise a JSON value in RFC 8785 canonical form.
  *
- * Accepted: `null`, booleans, finite numbers, well-formed strings, arrays and plain objects
- * (prototype `Object.prototype` or `null`) of those. Only own enumerable string keys count, as
- * in `JSON.stringify`. Everything else is refused rather than coerced: `NaN`/`Infinity`,
- * `undefined` (also as an array element, object member or hole), functions, symbols, bigints,
- * lone surrogates in strings or member names, non-plain objects (`Date`, `Map`, class instances,
- * typed arrays, boxed primitives) and nesting deeper than 512 levels, which is how cycles are
- * caught. `toJSON` is never called: a `toJSON` function member is just a function, and refused.
- *
- * Numbers are not range-checked here; PROFILE §1's ±(2^53−1) rule is enforced on input by
- * `parseStrictJson` and on fields by message validation.
- *
- * @throws AgentMsgError `invalid_format`, with `field` set to the offending path.
  * @example
  * canonicalize({ b: [1, 2.50], a: 'é' }) // '{"a":"é","b":[1,2.5]}'
  */
@@ -256,11 +239,7 @@ export function canonicalizeWithout(o: Record<string, unknown>, omit: string): s
 
 let encoder: TextEncoder | undefined
 
-/**
- * {@link canonicalize} as UTF-8 bytes: the exact bytes that are signed and size-checked.
- *
- * @throws AgentMsgError `invalid_format`, as {@link canonicalize}.
- */
+/** {@link canonicalize} as UTF-8 bytes: the exact bytes that are signed and size-checked. */
 export function canonicalizeToBytes(value: unknown): Uint8Array {
   encoder ??= new TextEncoder()
   return encoder.encode(canonicalize(value))

@@ -118,9 +118,6 @@ function validateTrace(trace: unknown): void {
  * major `version` or with an unknown `phase` is still well formed (so it can be verified and
  * answered): it comes back with `protocolError` set, for an error phase reply after 202.
  *
- * Validation is structural only: it does not look at the clock (see `ReplayGuard`) or at
- * signatures (see {@link verifyMessage}).
- *
  * @example
  * const { message, protocolError } = validateMessage(parseStrictJson(text))
  */

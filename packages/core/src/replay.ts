@@ -83,8 +83,6 @@ export class ReplayGuard {
   /**
    * The date window and TTL: a `date` exactly `maxAgeMs` old or `maxFutureMs` ahead passes; a
    * message expires once `date + ttl_seconds` is past.
-   *
-   * @throws AgentMsgError `invalid_format` (malformed `date` or `ttl_seconds`), `stale_message`.
    */
   checkFreshness(message: { date: string; ttl_seconds?: number }): void {
     const date = parseTimestamp(message.date, 'date')
@@ -124,8 +122,6 @@ export class ReplayGuard {
   /**
    * Remember the id (in storage before resolving); `bucket` is the client-address bucket it
    * counts against.
-   *
-   * @throws AgentMsgError `unavailable` (full), `rate_limited` (`bucket` holds its share).
    */
   async remember(from: string, messageId: string, bucket?: string): Promise<void> {
     await this.#load()

@@ -86,8 +86,6 @@ function checkKeyId(keyId: string, from: string): void {
  * `security.signatures`; the input is not modified. Pass several signers to sign with each,
  * e.g. an Ed25519 key and an introduction token for a level-0 greeting.
  *
- * The message is validated first, and every signer's key id must belong to `from.agent`.
- *
  * @example
  * const signed = await signMessage(message, ed25519Signer(keys))
  */

@@ -42,7 +42,6 @@ function toEpochMs(text: string): number | undefined {
  * A PROFILE §1 timestamp in epoch ms: `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z`, a real calendar date,
  * fraction digits past the millisecond truncated.
  *
- * @throws AgentMsgError `invalid_format` naming `field` for anything else.
  * @example
  * parseTimestamp('2026-11-21T22:48:01.123Z') // 1795301281123
  */
@@ -65,7 +64,6 @@ export function isTimestamp(text: unknown): text is string {
 /**
  * A PROFILE §1 timestamp for writers: UTC, three fraction digits.
  *
- * @throws RangeError outside years 0000–9999, which the wire format cannot express.
  * @example
  * formatTimestamp(0) // '1970-01-01T00:00:00.000Z'
  */

@@ -142,11 +142,6 @@ function verdictOf(held: Held[], results: boolean[]): VerifyResult {
  * Verify a message's signatures (PROFILE §3, §4, §11) and return the verdict: the best
  * verified signature with its key source and authentication level, plus all that verified.
  *
- * Throws an {@link AgentMsgError}: `invalid_format` (bad message), `invalid_signature` (none
- * usable, a broken §3 rule, or any signature failing), `unknown_sender` (keys not found),
- * `key_revoked` (revoked, or retired outside its bounds), or `unavailable` with `retryAfter`
- * (a key lookup failed for now — not a verdict).
- *
  * @example
  * const resolver = createKeyResolver({ keyStore })
  * const { level, source } = await verifyMessage(message, resolver)

@@ -25,13 +25,6 @@ const P = 2n ** 255n - 19n
 /**
  * The X25519 public key of an Ed25519 public key: u = (1 + y) / (1 − y) mod p, as libsodium's
  * `crypto_sign_ed25519_pk_to_curve25519`.
- *
- * Refuses what libsodium refuses (small-order points, points outside the prime-order subgroup,
- * non-points) and additionally non-canonical encodings (y ≥ p), which no honest key has. Both
- * checks matter: a small-order or mixed-order key gives an X25519 key whose shared secrets an
- * attacker can predict.
- *
- * @throws AgentMsgError `invalid_format` for such a key or a wrong length.
  */
 export function ed25519PublicKeyToX25519(publicKey: Uint8Array): Uint8Array {
   if (publicKey.length !== 32) throw invalidFormat('Ed25519 public key must be 32 bytes')
@@ -115,9 +108,6 @@ const CONTEXTS = {
  * capabilities, plus the derived X25519 key for keyAgreement. Equals the `didDocument` of the
  * W3C CCG `ed25519-x25519.json` vectors (publicKeyBase58 form by default, JsonWebKey2020 with
  * `publicKeyFormat`).
- *
- * @throws AgentMsgError `invalid_format` when `did` is not an Ed25519 did:key or its key has no
- *   X25519 equivalent (see {@link ed25519PublicKeyToX25519}).
  */
 export function resolveDidKeyDocument(
   did: string,

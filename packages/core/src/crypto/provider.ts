@@ -2,10 +2,8 @@
  * The small crypto surface the SDK needs. One provider is chosen per platform through package
  * conditions (`#crypto-default`): `node:crypto` on Node, WebCrypto in browsers that have
  * Ed25519, `@noble/ed25519` everywhere else. All methods are async so callers can keep many
- * verifications in flight (WebCrypto and Node's thread pool then run them in parallel).
- *
- * Every provider must accept and reject exactly as RFC 8032 and the Wycheproof Ed25519 vectors
- * expect (strict verification, not ZIP-215).
+ * verifications in flight. Every provider accepts and rejects exactly as RFC 8032 and the
+ * Wycheproof vectors expect (strict verification, not ZIP-215).
  */
 /**
  * Where a provider runs one Ed25519 operation, when it has the choice (only `node:crypto` has:

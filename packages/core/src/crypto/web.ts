@@ -41,12 +41,6 @@ interface SeedEntry {
 /**
  * A {@link CryptoProvider} on WebCrypto (`name: 'webcrypto'`).
  *
- * Imported keys are cached: signing keys per seed, verification keys per public key in an LRU of
- * 1024, because `importKey` costs about as much as a verification.
- *
- * @param subtle - the `SubtleCrypto` to use.
- * @default subtle `globalThis.crypto.subtle`
- * @throws Error when no `SubtleCrypto` is available (insecure browser context, old runtime).
  * @example
  * if (await webCryptoSupportsEd25519()) provider = createWebCryptoProvider()
  */
@@ -168,9 +162,6 @@ const support = new WeakMap<SubtleCrypto, Promise<boolean>>()
  * Whether `subtle` implements Ed25519 well enough for this SDK: it must import a raw public key,
  * accept a known RFC 8032 signature and refuse its S + L malleation. Runs once per `SubtleCrypto`
  * and caches the answer; never rejects.
- *
- * @param subtle - the `SubtleCrypto` to probe.
- * @default subtle `globalThis.crypto.subtle`
  */
 export function webCryptoSupportsEd25519(
   subtle: SubtleCrypto | undefined = globalThis.crypto?.subtle,

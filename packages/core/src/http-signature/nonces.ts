@@ -56,8 +56,6 @@ export class NonceMemory {
   /**
    * Record the pair unless seen within the retention (`now ≤ first use + retentionMs`);
    * `bucket` is the request's client-address bucket.
-   *
-   * @throws AgentMsgError `unavailable` (full of live pairs), `rate_limited` (bucket's share held).
    */
   checkAndRemember(
     keyId: string,

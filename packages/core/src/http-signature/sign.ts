@@ -117,8 +117,6 @@ export interface SignRequestInput {
  * `Signature` and, for a non-empty body, `Content-Digest`. `@signature-params` is the text of
  * the `Signature-Input` member.
  *
- * @throws AgentMsgError `invalid_format` for a non-Ed25519 signer, a URL not in serialised
- *   form, a malformed nonce, created or key id.
  * @example
  * const headers = await signRequest({ method: 'GET', url, signer: ed25519Signer(keys) })
  */

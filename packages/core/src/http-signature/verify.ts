@@ -197,18 +197,9 @@ async function checkContentDigest(
 
 /**
  * Authenticate a relay request signed with `signRequest` or any RFC 9421 implementation that
- * writes PROFILE §9's shape (parameters in any order).
- *
- * Checks in order: headers present → their shape → `created` within the clock skew →
- * `Content-Digest` → key lookup and usability (PROFILE §4) → signature → nonce fresh (then
- * remembered) → the key's agent is `expectedAgent`. Nonces are remembered only for verified
- * signatures, so strangers cannot fill the memory or burn someone's nonce; ownership comes
+ * writes PROFILE §9's shape (parameters in any order). Nonces are remembered only for verified
+ * signatures, so strangers cannot fill the memory or burn someone's nonce; ownership is checked
  * last, so 403 is only told to a caller who proved who they are.
- *
- * @throws AgentMsgError `unauthorized` (headers absent), `invalid_signature` (malformed,
- *   off-profile, stale, digest or signature wrong, nonce reused), `unknown_sender`,
- *   `key_revoked`, `unavailable` (key lookup failed for now, nonce memory full), `forbidden`
- *   (signed by another agent than `expectedAgent`).
  */
 export async function verifyRequest(input: VerifyRequestInput): Promise<VerifiedRequest> {
   const now = input.now ?? Date.now()

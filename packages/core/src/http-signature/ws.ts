@@ -61,7 +61,6 @@ export interface SignWsAuthInput {
 /**
  * Answer a relay's challenge.
  *
- * @throws AgentMsgError `invalid_format` when the signer is not Ed25519 or not `agent`'s.
  * @example
  * ws.send(JSON.stringify(await signWsAuth({ relayBaseUrl, nonce: challenge.nonce, signer, agent })))
  */
@@ -110,14 +109,7 @@ export interface VerifiedWsAuth {
 
 const FRAME_MEMBERS = new Set(['type', 'agent', 'key_id', 'sig', 'after'])
 
-/**
- * Check an auth frame against the challenge this connection sent.
- *
- * @throws AgentMsgError `invalid_format` (not a strict I-JSON object, a member missing, mistyped
- *   or unknown, `agent` not in normal form), `invalid_signature` (`key_id` malformed or another
- *   agent's, `sig` not 64 bytes of canonical base64url, or not verifying), `unknown_sender`,
- *   `key_revoked`, `unavailable` (the key lookup failed for now).
- */
+/** Check an auth frame against the challenge this connection sent. */
 export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWsAuth> {
   const now = input.now ?? Date.now()
   const provider = input.provider ?? getDefaultCryptoProvider()

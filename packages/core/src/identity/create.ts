@@ -52,7 +52,6 @@ export interface CreateIdentityDocumentOptions {
 /**
  * Build an identity document with one active key.
  *
- * @throws AgentMsgError `invalid_format` naming the option at fault.
  * @example
  * const doc = createIdentityDocument({ agentId: 'https://a.example', publicKey, display: 'Alice' })
  * doc.endpoints.inbox // 'https://a.example/.well-known/agentmsg/inbox'
@@ -132,8 +131,6 @@ function refuseDidKey(doc: IdentityDocument, action: string): void {
  * Rotate to a new key (SPEC §3.1): active `ed25519` keys become `retired` now, the new key is
  * added `active`. Returns a new document.
  *
- * @throws AgentMsgError `forbidden` for a did:key document; `invalid_format` for an invalid
- *   document, a duplicate key id or a key already listed.
  * @example
  * const next = rotateKey(doc, { publicKey: newPublicKey, keyId: 'k2' })
  */
@@ -180,7 +177,6 @@ export function rotateKey(
  * Revoke a key (SPEC §3.1): it stops verifying at once, with no transition period. Returns a
  * new document. `options` mirrors {@link rotateKey}; SPEC §2.3 defines no revocation date.
  *
- * @throws AgentMsgError `forbidden` for a did:key document, `not_found` for an unknown key id.
  * @example
  * const safe = revokeKey(doc, 'k1')
  */

@@ -63,9 +63,6 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
  * is silent: keys of other types than `ed25519` must be well-formed and are kept but never
  * verify; several `active` keys are allowed (one per device); a `revoked` key may keep its
  * `retired_date`.
- *
- * @param options.expectedAgentId - the agent whose well-known path served it: `agent_id` must equal it.
- * @throws AgentMsgError `invalid_format` whose `field` is the path at fault, e.g. `keys[1].public_key`.
  */
 export function validateIdentityDocument(
   doc: unknown,
@@ -172,11 +169,7 @@ function validateDidKeyKeys(did: string, keys: IdentityKey[]): void {
   }
 }
 
-/**
- * The raw public key of an `ed25519` key object.
- *
- * @throws AgentMsgError `invalid_format` for another type or not base64url of 32 bytes.
- */
+/** The raw public key of an `ed25519` key object. */
 export function publicKeyOf(key: IdentityKey): Uint8Array {
   if (key.type !== 'ed25519') throw invalidFormat(`a ${key.type} key is not an ed25519 key`, 'type')
   const bytes = base64urlDecode(key.public_key, 'public_key')

@@ -18,8 +18,6 @@ export interface StorageListOptions extends AbortOptions {
  * The storage contract every adapter implements (memory, filesystem, IndexedDB, or your own).
  * Keys are strings (the SDK namespaces them with `/`); values are JSON. Entries are listed in
  * ascending key order (UTF-16 code unit order, as `<` compares strings).
- *
- * `batch` must be atomic: after a crash either every op of a batch is visible or none is.
  */
 export interface Storage {
   /** A short name for diagnostics, e.g. `memory`, `fs`, `indexeddb`. */

@@ -41,11 +41,6 @@ class Refused {
  * sealed body (PROFILE §8) → auth level. Nothing is remembered or committed: a caller that
  * accepts the message persists it, commits `decision` and remembers its id (`createReceiver`).
  *
- * A malformed and badly signed message is refused at `validate`, never `verify`; a duplicate is
- * answered before the per-sender limit is charged, so replaying someone's message cannot spend
- * their quota. Bad input comes back as `{status:'refused', error, step}`; unexpected failures
- * (a resolver that throws, storage errors) throw.
- *
  * @example
  * const result = await receive({ body: bytes, idempotencyKey }, { resolver, replay, now: Date.now })
  * if (result.status === 'refused') return errorReply(result.error.code, result.error.message)

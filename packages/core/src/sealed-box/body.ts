@@ -56,9 +56,6 @@ function plaintextFor(message: SealableMessage, recipient: string): Uint8Array {
  * `JCS({from, to, recipient, message_id, conversation_id, body})` to the X25519 form of its
  * Ed25519 key. Put the returned `body` (and `encryption` as `security.encryption`) into the
  * message, then sign — signing must come after sealing, so signatures cover the sealed parts.
- *
- * @throws AgentMsgError `invalid_format` for no or duplicate recipients, a `keyId` not of the
- *   recipient's agent, or a key libsodium would not convert.
  */
 export function sealBody(
   message: SealableMessage,
@@ -106,12 +103,6 @@ const sameJson = (a: unknown, b: unknown): boolean => canonicalize(a) === canoni
  * signatures were verified. Parts for other recipients are skipped. The opened plaintext must
  * repeat the message's `from`, `to`, `message_id` and `conversation_id` and name `me.agent` as
  * `recipient`, so a part lifted from another message, conversation or recipient is refused.
- *
- * @returns the original body.
- * @throws AgentMsgError `invalid_format` (with `field`) when the body is not sealed or mixes
- *   in other parts, has no or several parts for `me.agent`, its ciphertext is not canonical
- *   base64url or does not open (tampered, truncated, extended, other key), or the sealed fields
- *   do not match.
  */
 export function openSealedBody(
   message: SealableMessage,

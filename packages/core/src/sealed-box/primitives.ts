@@ -58,8 +58,6 @@ function checkX25519Key(key: Uint8Array, what: string): void {
  * BLAKE2b-192(epk ‖ pk), then `crypto_box` (XSalsa20-Poly1305 under HSalsa20 of the shared
  * secret). Output `epk (32) ‖ tag (16) ‖ ciphertext`, opened by libsodium's
  * `crypto_box_seal_open` and by {@link cryptoBoxSealOpen}.
- *
- * @throws AgentMsgError `invalid_format` for a wrong-length or small-order recipient key.
  */
 export function cryptoBoxSeal(plaintext: Uint8Array, recipientPublicKey: Uint8Array): Uint8Array {
   checkX25519Key(recipientPublicKey, 'recipient X25519 public key')
@@ -77,13 +75,7 @@ export function cryptoBoxSeal(plaintext: Uint8Array, recipientPublicKey: Uint8Ar
   }
 }
 
-/**
- * libsodium `crypto_box_seal_open` (PROFILE §8): the inverse of {@link cryptoBoxSeal}.
- *
- * @throws AgentMsgError `invalid_format` when the ciphertext is shorter than
- *   {@link SEALED_BOX_OVERHEAD}, does not authenticate (tampered, truncated, extended, or sealed
- *   for another key), or its ephemeral key is of small order.
- */
+/** libsodium `crypto_box_seal_open` (PROFILE §8): the inverse of {@link cryptoBoxSeal}. */
 export function cryptoBoxSealOpen(
   ciphertext: Uint8Array,
   recipientPublicKey: Uint8Array,

@@ -11,8 +11,6 @@ import { openSealedBody } from './body.js'
 /**
  * `message` with its body opened for `opener.agent`, with the seed of the key its part names.
  * A part for another recipient is skipped; a message with none for us is refused.
- *
- * @throws AgentMsgError `invalid_format` (with `field`), see `openSealedBody`.
  */
 export function openForReceiver(message: Message, opener: ReceiveOpener): Message {
   const parts: unknown[] = message.body.parts

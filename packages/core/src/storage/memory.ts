@@ -9,17 +9,6 @@ export { cloneJsonValue } from './clone.js'
  * A {@link Storage} that lives in this process's memory and is gone when it exits. Use it in
  * tests, for short-lived agents, or as the fallback where no persistent storage exists.
  *
- * Values are validated and deep-copied on the way in and out, so no caller can change stored
- * state by mutating an object it handed over or got back, and a value that would not survive a
- * persistent adapter (`undefined`, a function, `NaN`, a `Date`, a cycle) is refused here too
- * instead of passing the tests and failing in production.
- *
- * Cost: `get`/`put`/`delete` are O(1) (a `Map`). Keys are kept in a sorted array that is repaired
- * lazily: writes only note new keys, and the next `list` sorts the new keys and merges them in,
- * O(n + k log k) for k keys added since the last `list`, then binary-searches the start. That
- * keeps a burst of 100k `put`s linear and a `list` after it one sort, rather than paying an
- * O(n) array insertion per `put`.
- *
  * @example
  * const storage = memoryStorage()
  * await storage.put('contacts/bob', { pinned: true })

@@ -6,10 +6,6 @@ import type { Storage, StorageOp } from '../interfaces/storage.js'
  * prefix is stripped on the way out; `list`'s `prefix` and `after` are translated the same way,
  * so paging works unchanged.
  *
- * The view has no `close`: it does not own `storage`, and closing it would pull the store out
- * from under every other view. Close the underlying storage instead.
- *
- * @param prefix Must end with `/`, so that `a/` can never see the keys of `ab/`.
  * @example
  * const base = memoryStorage()
  * const replay = namespacedStorage(base, 'agents/alice/')

@@ -33,15 +33,6 @@ function countColons(s: string): number {
 /**
  * Native `JSON.parse`, then proof of what it cannot see. Returns `undefined` unless the text is
  * certainly acceptable; the exact parser then decides.
- *
- * Duplicates are proven absent by counting. Valid JSON has one structural `:` per member, and
- * every other `:` sits in a string literal and survives unescaping as one `:` (unless written
- * `\u003a`, which sends us to the exact parser). So members-in-text = colons-in-text minus
- * colons-in-the-parsed-strings. A duplicate makes `JSON.parse` drop a member (and its subtree,
- * with its strings), so the tree then has fewer members than the text: the counts differ.
- *
- * Integer fields (`integers`): `JSON.parse` forgets how a number was written, so any text
- * where a named member might carry a fraction or exponent goes to the exact parser.
  */
 export function fastParse(
   text: string,

@@ -56,12 +56,7 @@ export interface PreparedStrictJson {
   onNonInteger: 'throw' | 'mark'
 }
 
-/**
- * Check the options and decode the input.
- *
- * @throws RangeError for a bad `maxDepth` or `onNonInteger`; AgentMsgError `invalid_format`
- *   for bytes that are not UTF-8 or start with a byte order mark.
- */
+/** Check the options and decode the input. */
 export function prepareStrictJson(
   input: string | Uint8Array,
   options?: StrictJsonOptions,
