@@ -7,5 +7,5 @@
  */
 export { getDefaultCryptoProvider } from '#crypto-default'
 export { nobleCryptoProvider } from './crypto/noble.js'
-export type { CryptoMode, CryptoProvider } from './crypto/provider.js'
+export type { CryptoProvider } from './crypto/provider.js'
 export { createWebCryptoProvider, webCryptoSupportsEd25519 } from './crypto/web.js'

@@ -18,7 +18,7 @@ export {
   isPublicUnicast,
   parseIp,
 } from './http/address-policy.js'
-export { concat, discardBody, onBodyDone, type ReadBodyOptions, readBody } from './http/body.js'
+export { concat, discardBody, onBodyDone, readBody } from './http/body.js'
 export {
   ClientLimits,
   type ClientLimitsOptions,
@@ -35,28 +35,9 @@ export {
   preflightReply,
   toResponse,
 } from './http/replies.js'
-export {
-  deadline,
-  describeError,
-  errorFromResponse,
-  type HttpRequestOptions,
-  httpRequest,
-  networkError,
-  readJson,
-} from './http/request.js'
+export { deadline, errorFromResponse, httpRequest, readJson } from './http/request.js'
 export { Backoff, type BackoffOptions, backoffDelay, parseRetryAfter, sleep } from './http/retry.js'
-export { NonceMemory, type NonceMemoryOptions } from './http-signature/nonces.js'
-export { type SignRequestInput, signRequest } from './http-signature/sign.js'
-export {
-  type VerifiedRequest,
-  type VerifyRequestInput,
-  verifyRequest,
-} from './http-signature/verify.js'
-export {
-  createChallenge,
-  type SignWsAuthInput,
-  signWsAuth,
-  type VerifiedWsAuth,
-  type VerifyWsAuthInput,
-  verifyWsAuth,
-} from './http-signature/ws.js'
+export { NonceMemory } from './http-signature/nonces.js'
+export { signRequest } from './http-signature/sign.js'
+export { verifyRequest } from './http-signature/verify.js'
+export { createChallenge, signWsAuth, verifyWsAuth } from './http-signature/ws.js'

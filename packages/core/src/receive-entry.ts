@@ -6,13 +6,14 @@
  *
  * @packageDocumentation
  */
-export type { KeySource } from './auth-level.js'
 export { AuthLevelTracker } from './auth-level.js'
-export { createKeyResolver } from './create-resolver.js'
-export { didKeyResolver } from './did-key-resolver.js'
-export { nonDocumentLookup } from './document-lookup.js'
-export type { IdentityDocumentResolverOptions, IdentityFetchResult } from './identity-resolver.js'
-export { IdentityDocumentCache, identityDocumentResolver } from './identity-resolver.js'
+export {
+  createKeyResolver,
+  IdentityDocumentCache,
+  type IdentityDocumentResolverOptions,
+  type IdentityFetchResult,
+  identityDocumentResolver,
+} from './identity-resolver.js'
 export { introducedIdentity } from './introduction.js'
 export { KeyStore } from './key-store.js'
 export { receive } from './receive/pipeline.js'
@@ -23,12 +24,15 @@ export type {
   ReceiveContext,
   ReceivedInfo,
   ReceiveOpener,
-  ReceiveResult,
   Receiver,
-  ReceiverOptions,
 } from './receive/types.js'
 export { ReplayGuard } from './replay.js'
-export type { KeyLookup, KeyResolution, KeyResolver } from './resolver.js'
-export { chainResolvers } from './resolver.js'
-export type { VerifyResult } from './verify.js'
+export {
+  chainResolvers,
+  didKeyResolver,
+  type KeyLookup,
+  type KeyResolution,
+  type KeyResolver,
+  nonDocumentLookup,
+} from './resolver.js'
 export { verifyMessage } from './verify.js'

@@ -1,4 +1,6 @@
+import { parseAgentId } from './agent-id.js'
 import type { KeySource } from './auth-level.js'
+import { didKeyFragment, isDidKey, publicKeyFromDidKey } from './did-key.js'
 import type { IdentityDocument } from './identity/document.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import type { SignatureAlg } from './types.js'
@@ -103,4 +105,44 @@ export function chainResolvers(...resolvers: KeyResolver[]): KeyResolver {
       )
     },
   }
+}
+
+/** Resolves Ed25519 keys of did:key agents from the identifier itself (level 3, PROFILE §4). */
+export function didKeyResolver(): KeyResolver {
+  return {
+    async resolve(lookup) {
+      if (lookup.alg !== 'ed25519' || !isDidKey(lookup.agent)) {
+        return { status: 'not_found', reason: 'not a did:key' }
+      }
+      const fragment = didKeyFragment(lookup.agent)
+      if (lookup.fragment !== fragment) {
+        return {
+          status: 'not_found',
+          reason: `${lookup.keyId}: a did:key has exactly one key, #${fragment}`,
+        }
+      }
+      return {
+        status: 'found',
+        key: { alg: 'ed25519', publicKey: publicKeyFromDidKey(lookup.agent), source: 'did-key' },
+      }
+    },
+  }
+}
+
+/**
+ * The `not_found` answer to a lookup no identity document can serve (PROFILE §4: documents hold
+ * Ed25519 keys of URL agents), or undefined. A wrapper that loads the document cache lazily
+ * gives the cache's answers without loading it.
+ */
+export function nonDocumentLookup(lookup: KeyLookup): KeyResolution | undefined {
+  if (lookup.alg !== 'ed25519') {
+    return { status: 'not_found', reason: 'identity documents hold Ed25519 keys only' }
+  }
+  let kind: string
+  try {
+    kind = parseAgentId(lookup.agent).kind
+  } catch {
+    return { status: 'not_found', reason: 'not an agent id' }
+  }
+  return kind === 'url' ? undefined : { status: 'not_found', reason: 'not a URL agent' }
 }

@@ -4,7 +4,7 @@
  * there when signing is covered like any other extension member.
  */
 import { describe, expect, it } from 'vitest'
-import { createKeyResolver } from '../src/create-resolver.js'
+import { createKeyResolver } from '../src/identity-resolver.js'
 import { signMessage } from '../src/sign.js'
 import { parseStrictJson } from '../src/strict-json.js'
 import type { JsonValue } from '../src/types.js'

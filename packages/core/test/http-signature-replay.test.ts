@@ -1,11 +1,11 @@
 /** Relay agent auth (PROFILE §9): the created window, nonce memory, ownership and key resolution. */
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createKeyResolver } from '../src/create-resolver.js'
 import type { AgentMsgError } from '../src/errors.js'
 import { NonceMemory } from '../src/http-signature/nonces.js'
 import { signRequest } from '../src/http-signature/sign.js'
 import { verifyRequest } from '../src/http-signature/verify.js'
 import { createIdentityDocument, revokeKey, rotateKey } from '../src/identity/create.js'
+import { createKeyResolver } from '../src/identity-resolver.js'
 import { KeyStore } from '../src/key-store.js'
 import { ed25519Signer, generateKeyPair, type KeyPair, type Signer } from '../src/keys.js'
 import type { KeyResolver } from '../src/resolver.js'

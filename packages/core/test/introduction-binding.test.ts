@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { createMessage } from '../src/create-message.js'
-import { createKeyResolver } from '../src/create-resolver.js'
 import { createIdentityDocument } from '../src/identity/create.js'
 import type { IdentityFetcher } from '../src/identity-resolver.js'
+import { createKeyResolver } from '../src/identity-resolver.js'
 import { createIntroductionToken, hmacSigner } from '../src/introduction-token.js'
 import { KeyStore } from '../src/key-store.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'

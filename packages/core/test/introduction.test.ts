@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest'
 import { AuthLevelTracker } from '../src/auth-level.js'
 import { base64urlDecode } from '../src/base64url.js'
 import { createMessage, createMessageId } from '../src/create-message.js'
-import { createKeyResolver } from '../src/create-resolver.js'
 import { createIdentityDocument } from '../src/identity/create.js'
+import { createKeyResolver } from '../src/identity-resolver.js'
 import { introducedIdentity } from '../src/introduction.js'
 import {
   createIntroductionToken,

@@ -7,7 +7,6 @@
 import { AuthLevelTracker } from '../src/auth-level.js'
 import { base64urlDecode } from '../src/base64url.js'
 import { utf8Encode } from '../src/bytes.js'
-import { didKeyResolver } from '../src/did-key-resolver.js'
 import {
   createIntroductionToken,
   hmacSigner,
@@ -17,7 +16,7 @@ import { ed25519Signer, generateKeyPair } from '../src/keys.js'
 import { receive } from '../src/receive/pipeline.js'
 import type { ReceiveContext, ReceiveInput, ReceiveResult } from '../src/receive/types.js'
 import { ReplayGuard } from '../src/replay.js'
-import { chainResolvers, type KeyResolver } from '../src/resolver.js'
+import { chainResolvers, didKeyResolver, type KeyResolver } from '../src/resolver.js'
 import type { Message } from '../src/types.js'
 
 /** JSON bytes, as a transport would hand them over. */

@@ -6,7 +6,6 @@ import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { createMessage } from '../src/create-message.js'
-import { didKeyResolver } from '../src/did-key-resolver.js'
 import { createIdentityDocument } from '../src/identity/create.js'
 import type { DeliveryOutcome } from '../src/interfaces/transport.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'
@@ -17,6 +16,7 @@ import type {
   Receiver,
   ReceiverOptions,
 } from '../src/receive/types.js'
+import { didKeyResolver } from '../src/resolver.js'
 import { signMessage } from '../src/sign.js'
 import { memoryStorage } from '../src/storage/memory.js'
 import type { Message, UnsignedMessage } from '../src/types.js'

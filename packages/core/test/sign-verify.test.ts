@@ -4,10 +4,10 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { createKeyResolver } from '../src/create-resolver.js'
 import { nobleCryptoProvider } from '../src/crypto/noble.js'
 import { nodeCryptoProvider } from '../src/crypto/node.js'
 import { createWebCryptoProvider } from '../src/crypto/web.js'
+import { createKeyResolver } from '../src/identity-resolver.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'
 import { signMessage } from '../src/sign.js'
 import { formatTimestamp } from '../src/timestamps.js'

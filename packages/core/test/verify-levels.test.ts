@@ -1,7 +1,7 @@
 /** Key resolution and authentication levels of verified messages (PROFILE §4, §5, §11). */
 import { describe, expect, it } from 'vitest'
-import { createKeyResolver } from '../src/create-resolver.js'
 import { createIdentityDocument } from '../src/identity/create.js'
+import { createKeyResolver } from '../src/identity-resolver.js'
 import { createIntroductionToken, hmacSigner } from '../src/introduction-token.js'
 import { KeyStore } from '../src/key-store.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'

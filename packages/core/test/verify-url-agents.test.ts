@@ -3,10 +3,10 @@
  * (PROFILE §4).
  */
 import { describe, expect, it } from 'vitest'
-import { createKeyResolver } from '../src/create-resolver.js'
 import { createIdentityDocument, revokeKey, rotateKey } from '../src/identity/create.js'
 import type { IdentityDocument } from '../src/identity/document.js'
 import type { IdentityFetchResult } from '../src/identity-resolver.js'
+import { createKeyResolver } from '../src/identity-resolver.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'
 import type { KeyResolver } from '../src/resolver.js'
 import { signMessage } from '../src/sign.js'
