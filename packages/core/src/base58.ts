@@ -1,7 +1,7 @@
 /**
  * base58btc (the Bitcoin alphabet; leading zero bytes written as `1`), for did:key (PROFILE §4).
  * Hand-written rather than `multiformats/bases/base58`: did:key needs only these two functions,
- * and the multiformats base layer cost a browser agent 4 KB minified (issue 12 measurement).
+ * and the multiformats base layer cost a browser agent 4 KB minified.
  * Checked against the Bitcoin and draft-msporny-base58 vectors and against multiformats in the
  * tests.
  */

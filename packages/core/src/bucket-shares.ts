@@ -1,7 +1,7 @@
 /**
  * Per-bucket shares of a bounded memory (the replay guard's ids, a relay's nonces). The memory
  * keeps its global bound; a share caps what one client-address bucket may hold of it, so a few
- * addresses cannot fill it and make it refuse everyone (issue 9 / PROFILE §6, "no shared
+ * addresses cannot fill it and make it refuse everyone (PROFILE §6, "no shared
  * bucket"). Entries remembered without a bucket (relay deliveries, ids loaded from storage)
  * count only against the global bound.
  */

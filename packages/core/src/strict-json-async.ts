@@ -2,7 +2,7 @@
  * `parseStrictJsonAsync`: the same verdict as `parseStrictJson` (PROFILE §1), with the exact
  * parser imported on first need. Well-formed messages from honest writers all pass the fast path
  * (native `JSON.parse` plus proofs), so a receiver that uses this loads the exact parser only
- * for input it must refuse or cannot prove at once (issue 12: a browser agent's bundle).
+ * for input it must refuse or cannot prove at once (a browser agent's bundle stays small).
  */
 import { fastParse } from './strict-json/fast-path.js'
 import { prepareStrictJson, type StrictJsonOptions, tooDeep } from './strict-json/prepare.js'
@@ -43,7 +43,7 @@ export async function parseStrictJsonExact(
   input: string | Uint8Array,
   options?: StrictJsonOptions,
 ): Promise<JsonObject> {
-  const { exactParse } = await import('./strict-json/exact.js')
+  const { exactParse } = await import('./strict-json/parser.js')
   const p = prepareStrictJson(input, options)
   try {
     return exactParse(p)

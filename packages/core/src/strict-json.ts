@@ -4,16 +4,10 @@
  * Browser-safe: no Node built-ins.
  */
 
-import { exactParse } from './strict-json/exact.js'
 import { fastParse } from './strict-json/fast-path.js'
+import { exactParse } from './strict-json/parser.js'
 import { prepareStrictJson, type StrictJsonOptions, tooDeep } from './strict-json/prepare.js'
 import type { JsonObject } from './types.js'
-
-export type { NonIntegerLiteral } from './strict-json/integers.js'
-export { nonIntegerLiteral } from './strict-json/integers.js'
-export { isIJsonSafeNumber } from './strict-json/numbers.js'
-export { INTEGER_MEMBERS, type StrictJsonOptions } from './strict-json/prepare.js'
-export { parseStrictJsonAsync } from './strict-json-async.js'
 
 /**
  * Parse JSON text under PROFILE §1 (I-JSON, RFC 7493) and return its top-level object.

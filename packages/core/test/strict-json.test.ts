@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { canonicalize } from '../src/jcs.js'
-import { isIJsonSafeNumber } from '../src/strict-json/numbers.js'
+import { isIJsonSafeNumber } from '../src/strict-json/integers.js'
 import { parseStrictJson } from '../src/strict-json.js'
 import { looseJson } from './shared/jcs-vectors.js'
 

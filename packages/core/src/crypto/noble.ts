@@ -8,7 +8,7 @@ import { sha256, sha512 } from '@noble/hashes/sha2.js'
 import type { CryptoProvider } from './provider.js'
 
 // noble's synchronous sign/verify need a synchronous SHA-512, and its only hook is a shared slot,
-// `ed.hashes.sha512` (noble-ed25519 issue #84). It is filled on first use rather than as a
+// `ed.hashes.sha512` (a slot noble-ed25519 documents). It is filled on first use rather than as a
 // module side effect: a top-level assignment cannot be tree-shaken, and it pulled all of noble
 // into every browser bundle that merely imported core. Installing the same standard SHA-512
 // twice (another copy of this module) is harmless.

@@ -5,8 +5,7 @@
  */
 import { isWellFormedString } from '../jcs.js'
 import type { JsonObject } from '../types.js'
-import { type IntegerMembers, mayBreakIntegerMembers } from './integers.js'
-import { isIJsonSafeNumber } from './numbers.js'
+import { type IntegerMembers, isIJsonSafeNumber, mayBreakIntegerMembers } from './integers.js'
 
 /** A `\u` escape of a surrogate half; rare except in ASCII-only writers (Python's default). */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/

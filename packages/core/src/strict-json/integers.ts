@@ -7,6 +7,14 @@
  */
 import type { JsonObject } from '../types.js'
 
+/**
+ * PROFILE §1's number rule, for both parser paths: finite, and not an integer beyond ±(2^53−1).
+ * Every double of magnitude 2^53 or more is an integer, so it is a magnitude test.
+ */
+export function isIJsonSafeNumber(n: number): boolean {
+  return Math.abs(n) <= Number.MAX_SAFE_INTEGER
+}
+
 /** A member name a pattern may end with: every integer field of PROFILE §1 is one. */
 const NAME = /^[A-Za-z0-9_]+$/
 

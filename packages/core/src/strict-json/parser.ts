@@ -11,6 +11,7 @@ import {
   markNonInteger,
   matchesIntegerMember,
 } from './integers.js'
+import type { PreparedStrictJson } from './prepare.js'
 import { describeChar, Scanner } from './scanner.js'
 
 /** What the exact parser checks beyond the grammar, from `StrictJsonOptions`. */
@@ -179,4 +180,9 @@ export class Parser extends Scanner {
       this.skipWhitespace()
     }
   }
+}
+
+/** The exact parser's verdict on prepared input. */
+export function exactParse(p: PreparedStrictJson): JsonObject {
+  return new Parser(p.text, p, p.fromBytes).parseDocument()
 }

@@ -1,9 +1,10 @@
 /**
  * What both paths of the strict JSON parser start from (PROFILE §1): the options checked and
  * compiled, and the text (bytes decoded as strict UTF-8). Apart from the exact parser, so the
- * fast path can run without loading it (./strict-json-async.ts, issue 12).
+ * fast path runs without loading it (./strict-json-async.ts: a browser agent's bundle).
  */
 import { invalidFormat } from '../errors.js'
+import { PROFILE } from '../profile.js'
 import { compileIntegerMembers, type IntegerMembers } from './integers.js'
 import { decodeUtf8 } from './utf8.js'
 
@@ -22,7 +23,7 @@ export const INTEGER_MEMBERS: readonly string[] = Object.freeze([
 export interface StrictJsonOptions {
   /**
    * Deepest nesting accepted; objects and arrays count and the top-level object is depth 1.
-   * @default 64
+   * @default PROFILE.maxJsonDepth
    */
   maxDepth?: number
   /**
@@ -45,8 +46,6 @@ export interface StrictJsonOptions {
   onNonInteger?: 'throw' | 'mark'
 }
 
-const DEFAULT_MAX_DEPTH = 64
-
 /** The checked options and the text of one parse. */
 export interface PreparedStrictJson {
   text: string
@@ -61,7 +60,7 @@ export function prepareStrictJson(
   input: string | Uint8Array,
   options?: StrictJsonOptions,
 ): PreparedStrictJson {
-  const maxDepth = options?.maxDepth ?? DEFAULT_MAX_DEPTH
+  const maxDepth = options?.maxDepth ?? PROFILE.maxJsonDepth
   if (!Number.isInteger(maxDepth) || maxDepth < 1) {
     throw new RangeError(`maxDepth must be a positive integer, got ${maxDepth}`)
   }

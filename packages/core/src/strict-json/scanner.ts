@@ -7,10 +7,8 @@
 import { invalidFormat } from '../errors.js'
 import { formatPath } from '../jcs.js'
 import type { JsonValue } from '../types.js'
-import { isIJsonSafeNumber } from './numbers.js'
+import { isIJsonSafeNumber } from './integers.js'
 import { utf8Offset } from './utf8.js'
-
-export { isIJsonSafeNumber } from './numbers.js'
 
 const NUMBER_LITERAL = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
 
