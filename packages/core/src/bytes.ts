@@ -56,15 +56,14 @@ export function hexDecode(text: string, field?: string): Uint8Array {
   return out
 }
 
-/** One new array holding `parts` back to back. */
-export function concatBytes(...parts: Uint8Array[]): Uint8Array {
-  let length = 0
-  for (const p of parts) length += p.length
-  const out = new Uint8Array(length)
-  let offset = 0
-  for (const p of parts) {
-    out.set(p, offset)
-    offset += p.length
+/** `chunks` as one array (the one chunk itself when there is one). */
+export function concat(chunks: readonly Uint8Array[], total?: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!
+  const out = new Uint8Array(total ?? chunks.reduce((n, c) => n + c.byteLength, 0))
+  let at = 0
+  for (const c of chunks) {
+    out.set(c, at)
+    at += c.byteLength
   }
   return out
 }

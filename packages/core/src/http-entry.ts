@@ -7,6 +7,7 @@
  * @packageDocumentation
  */
 export { assertRelayUrl, isAgentId } from './agent-id.js'
+export { concat } from './bytes.js'
 export { codeForStatus, ERROR_STATUS, invalidFormat } from './errors.js'
 export { AddressSet, addressBucket, clientAddress } from './http/address.js'
 export {
@@ -18,7 +19,7 @@ export {
   isPublicUnicast,
   parseIp,
 } from './http/address-policy.js'
-export { concat, discardBody, onBodyDone, readBody } from './http/body.js'
+export { discardBody, onBodyDone, readBody } from './http/body.js'
 export {
   ClientLimits,
   type ClientLimitsOptions,

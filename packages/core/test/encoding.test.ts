@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { base58btcDecode, base58btcEncode } from '../src/base58.js'
 import { base64Decode, base64Encode, base64urlDecode, base64urlEncode } from '../src/base64url.js'
 import {
-  concatBytes,
+  concat,
   constantTimeEqual,
   hexDecode,
   hexEncode,
@@ -164,11 +164,11 @@ describe('bytes', () => {
       expectInvalidFormat(() => hexDecode(bad), bad)
   })
 
-  it('concatBytes joins in order', () => {
-    expect(concatBytes(new Uint8Array([1]), new Uint8Array(), new Uint8Array([2, 3]))).toEqual(
+  it('concat joins in order', () => {
+    expect(concat([new Uint8Array([1]), new Uint8Array(), new Uint8Array([2, 3])])).toEqual(
       new Uint8Array([1, 2, 3]),
     )
-    expect(concatBytes()).toEqual(new Uint8Array())
+    expect(concat([])).toEqual(new Uint8Array())
   })
 
   it('constantTimeEqual compares content and length', () => {

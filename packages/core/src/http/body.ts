@@ -3,6 +3,7 @@
  * counts while the body streams and cancels the stream as soon as the cap is passed, so an
  * endless body is never buffered whole (PROFILE §4, §6).
  */
+import { concat } from '../bytes.js'
 import { AgentMsgError, type ErrorCode } from '../errors.js'
 
 // A server's read slot (PROFILE §6: 8 bodies read at once per address) ends when the body is in,
@@ -98,16 +99,4 @@ export async function readBody(
     bodyDone(body)
   }
   return concat(chunks, total)
-}
-
-/** `chunks` as one array (the one chunk itself when there is one). */
-export function concat(chunks: readonly Uint8Array[], total?: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!
-  const out = new Uint8Array(total ?? chunks.reduce((n, c) => n + c.byteLength, 0))
-  let at = 0
-  for (const c of chunks) {
-    out.set(c, at)
-    at += c.byteLength
-  }
-  return out
 }
