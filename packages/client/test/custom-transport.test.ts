@@ -1,8 +1,8 @@
 /**
  * A transport written only against core's interfaces, passed with `createAgent({ transports })`:
- * the agent routes through its `route()`, sends with it, hands its `listen` the one receive
+ * the agent routes through its `targets()`, sends with it, hands its `listen` the one receive
  * pipeline, gives it its own storage namespace, and falls back past a target that fails for
- * now (PROFILE §6 retryable: 5xx, 429, network) but not past a refusal.
+ * now (PROFILE §6 retryable: 5xx, 429, network) or locally, but not past a refusal by the peer.
  */
 import {
   AgentMsgError,
@@ -29,9 +29,10 @@ function memoryHub(protocol = 'memory') {
       let mine: DeliveryHandler | undefined
       const transport: Transport = {
         protocol,
-        kinds: [protocol],
-        async route(agent) {
-          return listening.has(agent) ? { kind: protocol, agent, urls: [] } : undefined
+        async targets({ agent }) {
+          // In-process: only the peer can read what it is handed.
+          const target = { kind: protocol, agent, urls: [], route: 'direct', confidential: true }
+          return listening.has(agent) ? [target as DeliveryTarget] : []
         },
         async send(message: Message, target: DeliveryTarget) {
           const receive = listening.get(target.agent)
@@ -66,8 +67,7 @@ function failing(protocol: string, error: () => Error) {
     protocol,
     create: () => ({
       protocol,
-      kinds: [protocol],
-      route: async (agent) => ({ kind: protocol, agent, urls: [] }),
+      targets: ({ agent }) => [{ kind: protocol, agent, urls: [], route: 'direct' }],
       async send(message) {
         tried.push(message.message_id)
         throw error()
@@ -176,61 +176,6 @@ describe('a custom transport', () => {
     const atBob = collect(bob, 'message')
     expect(await atBob.nth(1)).toMatchObject({ text: 'kept for later', transport: 'memory' })
     expect((await atBob.nth(1)).message.message_id).toBe(sent.messageId)
-  })
-
-  it('an inbox is tried durable only when nothing follows; after every relay refused, back to it durable', async () => {
-    // Stand-ins for the https and relay transports that record how they were asked.
-    const calls: Array<{ kind: string; durable: boolean; urls: readonly string[] }> = []
-    let relayError = (): Error => new AgentMsgError('unavailable', 'relay down')
-    const fake = (protocol: string, kind: string): TransportFactory => ({
-      protocol,
-      create: () => ({
-        protocol,
-        kinds: [kind],
-        async send(message, target, options = {}) {
-          calls.push({ kind, durable: options.durable === true, urls: target.urls })
-          if (kind === 'relay') throw relayError()
-          if (options.durable) return { messageId: message.message_id, target, pending: true }
-          throw new AgentMsgError('unavailable', 'inbox down')
-        },
-        async close() {},
-      }),
-    })
-    const bob = 'https://bob.example'
-    const alice = await agent({
-      transports: [fake('https', 'inbox'), fake('relay', 'relay')],
-      resolveIdentity: async () => ({ status: 'not_found', reason: 'test' }),
-      // Bob's key is unknown (no document), so an untrusted relay would be left out (PROFILE §8).
-      relayTrust: { 'https://relay.example': 'trusted' },
-    })
-    const inbox = ['https://bob.example/.well-known/agentmsg/inbox']
-
-    // No relay known: the inbox is the last target, so the first attempt is durable.
-    expect(await alice.send(bob, 'one')).toMatchObject({ route: 'direct', pending: true })
-    expect(calls.splice(0)).toEqual([{ kind: 'inbox', durable: true, urls: inbox }])
-
-    // Relays follow: the inbox is tried once, not durable; the relays fail for now too, so the
-    // message goes back to the inbox, durable.
-    const relays = ['https://relay.example']
-    expect(await alice.send(bob, 'two', { relays })).toMatchObject({ pending: true })
-    expect(calls.splice(0)).toEqual([
-      { kind: 'inbox', durable: false, urls: inbox },
-      { kind: 'relay', durable: true, urls: relays },
-      { kind: 'inbox', durable: true, urls: inbox },
-    ])
-
-    // A relay refusal after the inbox failed: the same.
-    relayError = () => new AgentMsgError('forbidden', 'not here')
-    expect(await alice.send(bob, 'three')).toMatchObject({ pending: true })
-    expect(calls.splice(0).map((c) => [c.kind, c.durable])).toEqual([
-      ['inbox', false],
-      ['relay', true],
-      ['inbox', true],
-    ])
-
-    // route: 'direct' never reaches the relays.
-    await alice.send(bob, 'four', { route: 'direct' })
-    expect(calls.splice(0).map((c) => [c.kind, c.durable])).toEqual([['inbox', true]])
   })
 
   it('sendOnly agents do not listen; no route is not_found', async () => {

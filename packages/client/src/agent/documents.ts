@@ -1,7 +1,7 @@
 /**
  * URL agents' identity documents (PROFILE §4) for the agent: core's `IdentityDocumentCache`,
- * imported with the identity fetcher the first time a URL agent is involved. An agent that only
- * meets did:key agents never loads document validation (issue 12: a browser agent's bundle).
+ * imported (./url-identity.ts) the first time a URL agent is involved. An agent that only
+ * meets did:key agents never loads document validation.
  */
 import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
 import type {
@@ -21,7 +21,7 @@ export interface Documents extends KeyResolver {
 export function lazyDocuments(options: IdentityDocumentResolverOptions): Documents {
   let loading: Promise<IdentityDocumentCache> | undefined
   const cache = (): Promise<IdentityDocumentCache> => {
-    const current = (loading ??= import('@agentmsg/core/receive').then((m) =>
+    const current = (loading ??= import('./url-identity.js').then((m) =>
       m.identityDocumentResolver(options),
     ))
     // A chunk that did not download is tried again on the next need.
