@@ -11,7 +11,6 @@ import {
   createNodeAgent,
   type NodeAgent,
   type NodeAgentOptions,
-  STORAGE_KEYS,
 } from '../src/node.js'
 import {
   collect,
@@ -172,7 +171,7 @@ describe('fallback and restart', () => {
     expect(m1.text).toBe('one')
     // The cursor is persisted once the handler completed (then the entry is acknowledged).
     await expect
-      .poll(() => storage.get(STORAGE_KEYS.cursors + encodeURIComponent(relay.url)))
+      .poll(() => storage.get('relay/cursor/' + encodeURIComponent(relay.url)))
       .toBeTypeOf('string')
 
     await carol.close()
@@ -209,7 +208,7 @@ describe('fallback and restart', () => {
     const s1 = await bob.send(carol.id, 'before', { relays: [relay.url] })
     await inbox.nth(1)
     await expect
-      .poll(() => storage.get(STORAGE_KEYS.cursors + encodeURIComponent(relay.url)))
+      .poll(() => storage.get('relay/cursor/' + encodeURIComponent(relay.url)))
       .toBeTypeOf('string')
     await carol.close()
     open.splice(open.indexOf(carol), 1)

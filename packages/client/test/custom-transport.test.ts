@@ -14,6 +14,8 @@ import {
   type TransportFactory,
 } from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/encoding'
+import { AddressRefusedError } from '@agentmsg/core/http'
+import { openSealedBody } from '@agentmsg/core/sealed-box'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, type AgentOptions, createAgent } from '../src/index.js'
 import { collect } from './collect.js'
@@ -152,7 +154,11 @@ describe('a custom transport', () => {
     expect(down.tried).toEqual([sent.messageId])
     expect((await atBob.nth(1)).text).toBe('around the outage')
 
-    const refusing = failing('refusing', () => new AgentMsgError('forbidden', 'not you'))
+    // The peer answered 403: a refusal by the peer ends the send.
+    const refusing = failing(
+      'refusing',
+      () => new AgentMsgError('forbidden', 'not you', { peerStatus: 403 }),
+    )
     const carol = await agent({ transports: [refusing.factory, hub.factory] })
     await expect(carol.send(bob.id, 'refused')).rejects.toMatchObject({ code: 'forbidden' })
     expect(refusing.tried).toHaveLength(1)
@@ -176,6 +182,96 @@ describe('a custom transport', () => {
     const atBob = collect(bob, 'message')
     expect(await atBob.nth(1)).toMatchObject({ text: 'kept for later', transport: 'memory' })
     expect((await atBob.nth(1)).message.message_id).toBe(sent.messageId)
+  })
+
+  it("a custom transport's copies are sealed by default and reported with its target's route", async () => {
+    // A third-party broker: the agent knows nothing of it but what its targets say.
+    const sent: Array<{ message: Message; target: DeliveryTarget }> = []
+    const broker = (target: Partial<DeliveryTarget>): TransportFactory => ({
+      protocol: 'broker',
+      create: () => ({
+        protocol: 'broker',
+        targets: ({ agent }) => [
+          { kind: 'queue', agent, urls: ['https://broker.example'], route: 'relay', ...target },
+        ],
+        async send(message, t) {
+          sent.push({ message, target: t })
+          return { messageId: message.message_id, target: t, url: 'https://broker.example' }
+        },
+        async close() {},
+      }),
+    })
+    const seed = crypto.getRandomValues(new Uint8Array(32))
+    const bob = await agent({ identity: { seed }, transports: [], sendOnly: true })
+
+    const viaBroker = await agent({ transports: [broker({})], sendOnly: true })
+    expect(await viaBroker.send(bob.id, 'through the broker')).toEqual({
+      messageId: expect.any(String),
+      conversationId: expect.any(String),
+      route: 'relay',
+      transport: 'broker',
+      relayUrl: 'https://broker.example',
+      sealed: true,
+    })
+    const sealed = sent[0]!.message
+    expect(sealed.body.parts).toEqual([expect.objectContaining({ type: 'sealed', recipient: bob.id })])
+    expect(JSON.stringify(sealed)).not.toContain('through the broker')
+    expect(openSealedBody(sealed, { agent: bob.id, ed25519Seed: seed }).parts).toEqual([
+      { type: 'text', text: 'through the broker' },
+    ])
+
+    const direct = await agent({ transports: [broker({ route: 'direct' })], sendOnly: true })
+    expect(await direct.send(bob.id, 'direct, still sealed')).toMatchObject({
+      route: 'direct',
+      transport: 'broker',
+      sealed: true,
+    })
+    expect((await direct.send(bob.id, 'x')).relayUrl).toBeUndefined()
+
+    const declared = await agent({ transports: [broker({ confidential: true })], sendOnly: true })
+    expect(await declared.send(bob.id, 'declared confidential')).toMatchObject({
+      route: 'relay',
+      sealed: false,
+    })
+    expect(sent.at(-1)!.message.body.parts).toEqual([
+      { type: 'text', text: 'declared confidential' },
+    ])
+  })
+
+  it('a refused inbox address fails over to the relays; a refusal by the peer ends the send', async () => {
+    let inboxError: () => Error = () => new AddressRefusedError('10.0.0.1', 'bob.example')
+    const tried: string[] = []
+    const stand = (protocol: string, route: 'direct' | 'relay'): TransportFactory => ({
+      protocol,
+      create: () => ({
+        protocol,
+        targets: ({ agent }) => [
+          { kind: protocol, agent, urls: [`https://${protocol}.example`], route, confidential: true },
+        ],
+        async send(message, target) {
+          tried.push(protocol)
+          if (route === 'direct') throw inboxError()
+          return { messageId: message.message_id, target, url: target.urls[0] }
+        },
+        async close() {},
+      }),
+    })
+    // Listed relay first: direct targets are still tried first.
+    const alice = await agent({ transports: [stand('relayish', 'relay'), stand('inboxish', 'direct')] })
+    const bob = await agent({ transports: [] })
+    expect(await alice.send(bob.id, 'around a refused address')).toMatchObject({
+      route: 'relay',
+      transport: 'relayish',
+      relayUrl: 'https://relayish.example',
+    })
+    expect(tried.splice(0)).toEqual(['inboxish', 'relayish'])
+
+    inboxError = () => new AgentMsgError('forbidden', 'not you', { peerStatus: 403 })
+    await expect(alice.send(bob.id, 'refused')).rejects.toMatchObject({
+      code: 'forbidden',
+      peerStatus: 403,
+    })
+    expect(tried).toEqual(['inboxish'])
   })
 
   it('sendOnly agents do not listen; no route is not_found', async () => {
