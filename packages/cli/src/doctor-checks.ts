@@ -3,8 +3,13 @@
  * Failures name their real cause: Node's `fetch failed` hides it in `.cause` (a certificate, a
  * refused connection), so errors are unwrapped and put in a person's words.
  */
-import { agentEndpoints, type IdentityDocument, validateIdentityDocument } from '@agentmsg/core'
-import { isAddressRefusedError } from '@agentmsg/transport-https/node'
+import {
+  agentEndpoints,
+  type IdentityDocument,
+  PROFILE,
+  validateIdentityDocument,
+} from '@agentmsg/core'
+import { isAddressRefusedError } from '@agentmsg/core/http'
 import { agentmsgHome } from '@agentmsg/dev-tls'
 
 /** One line of the report. `skipped`: it could not run because an earlier check failed. */
@@ -31,8 +36,6 @@ export interface Probe {
   caGiven: boolean
 }
 
-/** The clock window of PROFILE §6: a message more than 5 minutes ahead is `stale_message`. */
-const CLOCK_WINDOW_MS = 5 * 60_000
 /** Unknown-authority verification codes (OpenSSL's, as Node reports them). */
 const UNKNOWN_CA = new Set([
   'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
@@ -153,7 +156,7 @@ export async function get(probe: Probe, url: string): Promise<Answer> {
   return { res, body: await res.text(), sentAt, answeredAt }
 }
 
-/** The clock line: the server's `Date` against ours, within PROFILE §6's 5 minutes. */
+/** The clock line: the server's `Date` against ours, within PROFILE §6's skew. */
 export function clockCheck(answer: Answer, who: string): CheckResult {
   const date = answer.res.headers.get('date')
   const server = date === null ? Number.NaN : Date.parse(date)
@@ -166,7 +169,8 @@ export function clockCheck(answer: Answer, who: string): CheckResult {
   // Date has whole seconds: its middle against the middle of our request.
   const skew = server + 500 - (answer.sentAt + answer.answeredAt) / 2
   const words = skewWords(skew)
-  if (Math.abs(skew) <= CLOCK_WINDOW_MS) return ok('clock', `${who} ${words} (within ±5 min)`)
+  const window = PROFILE.clockSkewMs / 60_000
+  if (Math.abs(skew) <= PROFILE.clockSkewMs) return ok('clock', `${who} ${words} (within ±${window} min)`)
   return failed(
     'clock',
     `${who} ${words}: messages would be refused as stale_message (PROFILE §6)`,
