@@ -170,7 +170,8 @@ export function clockCheck(answer: Answer, who: string): CheckResult {
   const skew = server + 500 - (answer.sentAt + answer.answeredAt) / 2
   const words = skewWords(skew)
   const window = PROFILE.clockSkewMs / 60_000
-  if (Math.abs(skew) <= PROFILE.clockSkewMs) return ok('clock', `${who} ${words} (within ±${window} min)`)
+  if (Math.abs(skew) <= PROFILE.clockSkewMs)
+    return ok('clock', `${who} ${words} (within ±${window} min)`)
   return failed(
     'clock',
     `${who} ${words}: messages would be refused as stale_message (PROFILE §6)`,

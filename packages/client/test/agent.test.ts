@@ -7,11 +7,7 @@ import type { RelayServer } from '@agentmsg/relay'
 import { fsStorage } from '@agentmsg/storage-fs'
 import { publishToRelay } from '@agentmsg/transport-relay'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import {
-  createNodeAgent,
-  type NodeAgent,
-  type NodeAgentOptions,
-} from '../src/node.js'
+import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '../src/node.js'
 import {
   collect,
   createEnv,

@@ -10,10 +10,15 @@ import https from 'node:https'
 import type net from 'node:net'
 import { fixtureAgent, signedMessage, socketDetail } from '@agentmsg/conformance'
 import { ed25519Signer, generateKeyPair, memoryStorage } from '@agentmsg/core'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type AgentErrorEvent, createAddressPolicy, createNodeAgent, type NodeAgent } from '../src/node.js'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
+import {
+  type AgentErrorEvent,
+  createAddressPolicy,
+  createNodeAgent,
+  type NodeAgent,
+} from '../src/node.js'
 import { freePort } from './helpers.js'
 
 interface Listener {

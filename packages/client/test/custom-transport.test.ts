@@ -214,7 +214,9 @@ describe('a custom transport', () => {
       sealed: true,
     })
     const sealed = sent[0]!.message
-    expect(sealed.body.parts).toEqual([expect.objectContaining({ type: 'sealed', recipient: bob.id })])
+    expect(sealed.body.parts).toEqual([
+      expect.objectContaining({ type: 'sealed', recipient: bob.id }),
+    ])
     expect(JSON.stringify(sealed)).not.toContain('through the broker')
     expect(openSealedBody(sealed, { agent: bob.id, ed25519Seed: seed }).parts).toEqual([
       { type: 'text', text: 'through the broker' },
@@ -246,7 +248,13 @@ describe('a custom transport', () => {
       create: () => ({
         protocol,
         targets: ({ agent }) => [
-          { kind: protocol, agent, urls: [`https://${protocol}.example`], route, confidential: true },
+          {
+            kind: protocol,
+            agent,
+            urls: [`https://${protocol}.example`],
+            route,
+            confidential: true,
+          },
         ],
         async send(message, target) {
           tried.push(protocol)
@@ -257,7 +265,9 @@ describe('a custom transport', () => {
       }),
     })
     // Listed relay first: direct targets are still tried first.
-    const alice = await agent({ transports: [stand('relayish', 'relay'), stand('inboxish', 'direct')] })
+    const alice = await agent({
+      transports: [stand('relayish', 'relay'), stand('inboxish', 'direct')],
+    })
     const bob = await agent({ transports: [] })
     expect(await alice.send(bob.id, 'around a refused address')).toMatchObject({
       route: 'relay',

@@ -69,9 +69,7 @@ function fakeRelay(fail: () => Error | undefined = () => undefined) {
   return { factory, calls }
 }
 
-async function sender(
-  o: AgentOptions & { clock?: ManualClock; random?: () => number } = {},
-) {
+async function sender(o: AgentOptions & { clock?: ManualClock; random?: () => number } = {}) {
   const { clock = createManualClock(START), random = () => 0.5, ...options } = o
   const agent = await openAgent(
     {
@@ -103,7 +101,12 @@ describe('the agent outbox', () => {
     const { agent, clock } = await sender({ storage })
     const delivered = collect(agent, 'delivered')
     const sent = await agent.send(peerOf(inbox), 'hello')
-    expect(sent).toMatchObject({ route: 'direct', transport: 'https', sealed: false, pending: true })
+    expect(sent).toMatchObject({
+      route: 'direct',
+      transport: 'https',
+      sealed: false,
+      pending: true,
+    })
     expect(await stored(storage)).toBe(2)
     expect(clock.pending()).toBe(1)
     clock.runAll()
@@ -190,9 +193,14 @@ describe('the agent outbox', () => {
   it('not durable: a 429 rejects rate_limited with Retry-After; a refused connection unavailable', async () => {
     const inbox = await startInbox()
     inbox.script = (_req, res) =>
-      reply(res, 429, { status: 'error', code: 'rate_limited', message: 'slow' }, {
-        'Retry-After': '7',
-      })
+      reply(
+        res,
+        429,
+        { status: 'error', code: 'rate_limited', message: 'slow' },
+        {
+          'Retry-After': '7',
+        },
+      )
     const storage = memoryStorage()
     const { agent } = await sender({ storage, transports: [postingFactory({ durable: false })] })
     await expect(agent.send(peerOf(inbox), 'one')).rejects.toMatchObject({
@@ -251,7 +259,8 @@ describe('durable is decided once, before sending', () => {
     // Replaces "an inbox is tried durable only when nothing follows; after every relay refused,
     // back to it durable": the router no longer sends twice to decide.
     const inbox = await startInbox()
-    inbox.script = (_req, res) => reply(res, 503, { status: 'error', code: 'unavailable', message: 'busy' })
+    inbox.script = (_req, res) =>
+      reply(res, 503, { status: 'error', code: 'unavailable', message: 'busy' })
     let relayDown = true
     const relay = fakeRelay(() =>
       relayDown ? new AgentMsgError('unavailable', 'relay down') : undefined,
@@ -305,7 +314,9 @@ describe('durable is decided once, before sending', () => {
 
     // route: 'direct' never reaches the relays.
     inbox.script = (_req, res) => reply(res, 500, error500)
-    expect(await agent.send(peerOf(inbox), 'direct', { relays: [RELAY], route: 'direct' })).toMatchObject({ pending: true })
+    expect(
+      await agent.send(peerOf(inbox), 'direct', { relays: [RELAY], route: 'direct' }),
+    ).toMatchObject({ pending: true })
     expect(relay.calls).toHaveLength(1)
   })
 })

@@ -199,7 +199,9 @@ export function postingTransport(
   }
 }
 
-export const postingFactory = (o: Parameters<typeof postingTransport>[0] = {}): TransportFactory => ({
+export const postingFactory = (
+  o: Parameters<typeof postingTransport>[0] = {},
+): TransportFactory => ({
   protocol: 'https',
   create: () => postingTransport(o),
 })

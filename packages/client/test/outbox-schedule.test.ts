@@ -107,7 +107,11 @@ describe('nextAttempt', () => {
   const first = 1_000_000
 
   it('schedules the backoff after now', () => {
-    const next = nextAttempt({ attempts: 3, firstAttempt: first, now: first + 5000 }, undefined, () => 0.5)
+    const next = nextAttempt(
+      { attempts: 3, firstAttempt: first, now: first + 5000 },
+      undefined,
+      () => 0.5,
+    )
     expect(next).toEqual({ at: first + 5000 + 2000 })
   })
 

@@ -183,9 +183,14 @@ describe('outbox over real HTTPS', () => {
     const inbox = await startInbox()
     inbox.script = (req, res, n) =>
       n === 1
-        ? reply(res, 429, { status: 'error', code: 'rate_limited', message: 'slow down' }, {
-            'Retry-After': '7',
-          })
+        ? reply(
+            res,
+            429,
+            { status: 'error', code: 'rate_limited', message: 'slow down' },
+            {
+              'Retry-After': '7',
+            },
+          )
         : accept(req, res, n)
     const { outbox, clock, outcomes } = newOutbox({ random: () => 0 })
     await outbox.send(entry(await message(), inboxTarget(inbox)))
@@ -218,9 +223,14 @@ describe('outbox over real HTTPS', () => {
     const until = new Date(Math.ceil(Date.now() / 1000) * 1000 + 12_000).toUTCString()
     inbox.script = (req, res, n) =>
       n === 1
-        ? reply(res, 503, { status: 'error', code: 'unavailable', message: 'busy' }, {
-            'Retry-After': until,
-          })
+        ? reply(
+            res,
+            503,
+            { status: 'error', code: 'unavailable', message: 'busy' },
+            {
+              'Retry-After': until,
+            },
+          )
         : accept(req, res, n)
     const { outbox, clock, outcomes } = newOutbox({ random: () => 0 })
     await outbox.send(entry(await message(), inboxTarget(inbox)))
@@ -519,7 +529,10 @@ describe('outbox storage', () => {
     await storage.put('outbox/broken/m', { id: 'broken', copies: 'nope' })
     await storage.put('outbox/orphan/s', { attempts: 1, nextAttempt: 0 })
     const b = entry(await message('b'))
-    const bad = { ...b, targets: [{ ...b.targets[0]!, target: { ...b.targets[0]!.target, urls: [42] } }] }
+    const bad = {
+      ...b,
+      targets: [{ ...b.targets[0]!, target: { ...b.targets[0]!.target, urls: [42] } }],
+    }
     await storage.put(`outbox/${b.id}/m`, JSON.parse(JSON.stringify(bad)))
     expect((await outbox.list()).map((e) => e.id)).toEqual([a.id])
     // The target is stored as the transport gave it.

@@ -255,6 +255,9 @@ async function errorReply(
   // Never durable: a stranger can trigger an error reply, and must not park retries in our
   // outbox (PROFILE §4, §7).
   const sealing = await c.sealing.plan(targets, to.agent, { allowPlaintext: true })
-  const round = await tryTargets(sealing.targets, copies(unsigned, c.keys.signer, undefined, sealing))
+  const round = await tryTargets(
+    sealing.targets,
+    copies(unsigned, c.keys.signer, undefined, sealing),
+  )
   if (!round.ok) throw round.error
 }

@@ -166,7 +166,11 @@ export class Outbox {
     }
     const attempts = entry.attempts + 1
     const now = this.#clock.now()
-    const next = nextAttempt({ attempts, firstAttempt: entry.firstAttempt, now }, round.retryAfterMs, this.#o.random)
+    const next = nextAttempt(
+      { attempts, firstAttempt: entry.firstAttempt, now },
+      round.retryAfterMs,
+      this.#o.random,
+    )
     if ('reason' in next) {
       await this.#remove(entry.id)
       return next
@@ -191,9 +195,9 @@ export class Outbox {
 
   /** A later round: its outcome goes to `onOutcome`. */
   async #round(entry: OutboxEntry): Promise<void> {
-    const round = await this.#o.deliver(entry).catch(
-      (error: unknown): Round => ({ ok: false, error, retry: true }),
-    )
+    const round = await this.#o
+      .deliver(entry)
+      .catch((error: unknown): Round => ({ ok: false, error, retry: true }))
     const after = await this.#after(entry, round)
     if ('at' in after) return
     if (round.ok) return this.#o.onOutcome(entry, { type: 'delivered', round })

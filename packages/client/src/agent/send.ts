@@ -150,7 +150,9 @@ export function copies(
       const base = sealed
         ? (sealedBody ??= sealMessage(unsigned, sealing!.recipient!))
         : Promise.resolve(unsigned)
-      copy = base.then(async (m) => sized(await signMessage(m, both ? [signer, hmac] : (hmac ?? signer))))
+      copy = base.then(async (m) =>
+        sized(await signMessage(m, both ? [signer, hmac] : (hmac ?? signer))),
+      )
       made.set(kind, copy)
     }
     return copy

@@ -13,8 +13,10 @@ import {
   parseAgentId,
   validateIdentityDocument,
 } from '@agentmsg/core'
+
 export { revokeKey, rotateKey } from '@agentmsg/core'
 export { identityDocumentResolver, introducedIdentity } from '@agentmsg/core/receive'
+
 import { base64urlEncode } from '@agentmsg/core/encoding'
 import type { SelfRecord } from './identity.js'
 import type { AgentOptions } from './types.js'
