@@ -20,7 +20,6 @@ import {
   type CheckResult,
   capabilitiesCheck,
   clockCheck,
-  explain,
   failed,
   get,
   identityCheck,
@@ -30,6 +29,7 @@ import {
   type Probe,
   relayCheck,
 } from './doctor-checks.js'
+import { explain } from './doctor-explain.js'
 
 export const DOCTOR_HELP = `usage: agentmsg doctor URL|ID [--ca F ...] [--allow-private HOSTS] [--relay URL ...] [--json]
 
