@@ -14,12 +14,11 @@ import {
 import { AgentImpl } from './agent.js'
 import { createContacts } from './contacts.js'
 import { Conversations } from './conversations.js'
-import { lazyDocuments } from './documents.js'
+import { lazy, lazyDocuments } from './documents.js'
 import { AgentEmitter } from './events.js'
 import { OwnKeys, relayList } from './identity.js'
-import type { Clock, Outbox, OutboxEntry, Outcome } from './outbox.js'
+import type { Clock, OutboxEntry, Outcome } from './outbox.js'
 import { PeerRelays } from './peers.js'
-import type { ReceiveSide } from './receive.js'
 import { type PlannedTarget, type Round, Router, tryTargets } from './route.js'
 import { relayTrusts, Sealing } from './seal.js'
 import { copies, type SendContext } from './send.js'
@@ -61,9 +60,8 @@ export async function openAgent(
   const events = new AgentEmitter(options.onError)
   // The receive side (receiver, key store, auth levels) is a chunk of its own, imported now
   // without waiting: sending does not need it, and it is there by the first delivery.
-  let receiving: Promise<ReceiveSide> | undefined
-  const side = (): Promise<ReceiveSide> => {
-    const current = (receiving ??= import('./receive.js').then((m) =>
+  const side = lazy(() =>
+    import('./receive.js').then((m) =>
       m.openReceiveSide({
         agentId: keys.id,
         storage,
@@ -75,13 +73,8 @@ export async function openAgent(
         errorReplies: { send: (message, to) => errorReply(send, message, to) },
         seedFor: (keyId) => keys.seedFor(keyId),
       }),
-    ))
-    // A chunk that did not download is tried again on the next need.
-    current.catch(() => {
-      if (receiving === current) receiving = undefined
-    })
-    return current
-  }
+    ),
+  )
   const documents = lazyDocuments({
     fetch: options.resolveIdentity ?? lazyIdentityFetcher(options.fetch),
     now,
@@ -131,9 +124,8 @@ export async function openAgent(
     peers,
     fallbackToRelay: options.fallbackToRelay !== false,
   })
-  let outbox: Promise<Outbox> | undefined
-  const loadOutbox = (): Promise<Outbox> => {
-    const current = (outbox ??= import('./outbox.js').then(
+  const loadOutbox = lazy(() =>
+    import('./outbox.js').then(
       ({ Outbox }) =>
         new Outbox({
           storage,
@@ -142,12 +134,8 @@ export async function openAgent(
           ...(extras.clock ? { clock: extras.clock } : {}),
           ...(extras.random ? { random: extras.random } : {}),
         }),
-    ))
-    current.catch(() => {
-      if (outbox === current) outbox = undefined
-    })
-    return current
-  }
+    ),
+  )
   const send: SendContext = {
     keys,
     relays,
@@ -175,7 +163,7 @@ export async function openAgent(
     send,
     transports,
     side,
-    outbox: () => outbox,
+    outbox: loadOutbox.peek,
   })
   try {
     // Every transport hands what it receives to the one receiver.

@@ -11,6 +11,7 @@ import {
   type TransportFactory,
 } from '@agentmsg/core'
 import { relayTransport } from '@agentmsg/transport-relay/transport'
+import { lazy } from './documents.js'
 import type { AgentOptions } from './types.js'
 
 /** Loads the https transport on first use (a separate chunk for bundlers). */
@@ -39,21 +40,13 @@ export function lazyHttpsTransport(options: { fetch?: typeof fetch } = {}): Tran
   return {
     protocol: 'https',
     async create(components: TransportComponents): Promise<Transport> {
-      let loading: Promise<Transport> | undefined
       let closed = false
-      const load = (): Promise<Transport> => {
-        const current = (loading ??= loadHttps().then(async ({ httpsTransport }) => {
-          const transport = await httpsTransport(options).create(components)
-          // Loaded after close(): closed at once, so its sends reject.
-          if (closed) await transport.close()
-          return transport
-        }))
-        // A failed load (e.g. a chunk that did not download) is tried again on the next need.
-        current.catch(() => {
-          if (loading === current) loading = undefined
-        })
-        return current
-      }
+      const load = lazy(async () => {
+        const transport = await (await loadHttps()).httpsTransport(options).create(components)
+        // Loaded after close(): closed at once, so its sends reject.
+        if (closed) await transport.close()
+        return transport
+      })
       return {
         protocol: 'https',
         async targets(peer, targetOptions) {
@@ -64,7 +57,7 @@ export function lazyHttpsTransport(options: { fetch?: typeof fetch } = {}): Tran
           (await load()).send(message, target, sendOptions),
         async close() {
           closed = true
-          const transport = await loading?.catch(() => undefined)
+          const transport = await load.peek()?.catch(() => undefined)
           await transport?.close()
         },
       }
