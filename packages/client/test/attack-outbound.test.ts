@@ -1,5 +1,5 @@
 /**
- * Attack (issue 9, item 2): strangers make a default `createNodeAgent` (no network options)
+ * Attack: strangers make a default `createNodeAgent` (no network options)
  * fetch URLs they chose. PROFILE §4: the agent uses the address policy by default, so a message
  * "from" a loopback URL agent, or a did:key message whose signed `from.relays` names an internal
  * service, makes it connect nowhere; and what the stranger gets back (the inbox's 401 body, an

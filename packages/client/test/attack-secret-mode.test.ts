@@ -1,5 +1,5 @@
 /**
- * Attack (issue 9, item 13): another local user reads an agent's secrets from its storage
+ * Attack: another local user reads an agent's secrets from its storage
  * directory. After `createAgent` and `introduce` on fsStorage — at the top level and under a
  * namespacedStorage prefix — every file holding the key seed or the introduction token is 0600.
  */
