@@ -1,16 +1,60 @@
+/**
+ * An agent directory is an `fsStorage` store: the client's identity, replay, auth-level, contact
+ * and conversation state (the seed in 0600 files), `cli/relays`, and `dev-tls/` for `inbox
+ * --dev-tls`. The CLI keeps no identity format of its own and reads none of the client's
+ * records: it opens the agent through the client.
+ */
 import { existsSync } from 'node:fs'
-import path from 'node:path'
-import { createAgent } from '@agentmsg/client'
+import { createAgent, type OwnIdentity } from '@agentmsg/client'
+import { isAgentMsgError } from '@agentmsg/core'
 import { fsStorage } from '@agentmsg/storage-fs'
 import { CliError } from './command.js'
-import { hasLegacyFiles, migrateLegacyDir, removeLegacyFiles } from './legacy.js'
-import { type AgentStore, rememberRelays, storedAgentId, withStore } from './store.js'
+
+export type AgentStore = Awaited<ReturnType<typeof fsStorage>>
 
 /** What `agentmsg init` reports. */
 export interface AgentSummary {
   agentId: string
   keyId: string
   kind: 'did:key' | 'url'
+}
+
+/** The directory's agent as the client stored it, if it holds one. */
+async function storedIdentity(storage: AgentStore): Promise<OwnIdentity | undefined> {
+  try {
+    const agent = await createAgent({
+      storage,
+      sendOnly: true,
+      transports: [],
+      identity: { create: false },
+    })
+    await agent.close()
+    return agent.identity
+  } catch (error) {
+    if (isAgentMsgError(error) && error.code === 'not_found') return undefined
+    throw error
+  }
+}
+
+/**
+ * The relays the CLI remembers for the directory's agent: given to `init`, `listen` or `inbox`
+ * with `--relay`, used by them when it is left out. (A URL agent's identity document lists them
+ * too; a did:key agent has no document, so the CLI keeps them.)
+ */
+const RELAYS_KEY = 'cli/relays'
+
+/** The remembered relays, else a URL agent's document's `relay.urls`, else none. */
+export async function storedRelays(storage: AgentStore, identity: OwnIdentity): Promise<string[]> {
+  const remembered = (await storage.get(RELAYS_KEY)) as { relays?: unknown } | undefined
+  const relays = Array.isArray(remembered?.relays)
+    ? remembered.relays
+    : (identity.document?.relay?.urls ?? [])
+  return relays.filter((r): r is string => typeof r === 'string')
+}
+
+/** Remember `relays` for the directory's agent (replacing the list). */
+export async function rememberRelays(storage: AgentStore, relays: string[]): Promise<void> {
+  await storage.put(RELAYS_KEY, { relays })
 }
 
 /**
@@ -38,67 +82,60 @@ export async function createAgentDir(
   dir: string,
   options: { url?: string; display?: string; force?: boolean; relays?: string[] } = {},
 ): Promise<AgentSummary> {
-  return withStore(dir, async (storage) => {
-    const existing =
-      (await storedAgentId(storage)) ??
-      ((await hasLegacyFiles(dir)) ? 'a legacy agent-key.json' : undefined)
+  const storage = await fsStorage({ dir })
+  try {
+    const existing = await storedIdentity(storage)
     if (existing !== undefined) {
       if (!options.force) {
         throw new CliError(
           'identity_exists',
-          `${dir} holds the identity of ${existing}; refusing to overwrite an identity — pass --force to replace it, or use another --dir`,
+          `${dir} holds the identity of ${existing.agentId}; refusing to overwrite an identity — pass --force to replace it, or use another --dir`,
         )
       }
       const all = await storage.list('')
       await storage.batch(all.map(([key]) => ({ type: 'delete' as const, key })))
-      await removeLegacyFiles(dir)
     }
     const relays = options.relays ?? []
+    const { url, display } = options
     const agent = await createAgent({
       storage,
       sendOnly: true,
       // A URL agent's identity document lists them (PROFILE §4 `relay.urls`).
       ...(relays.length ? { relays } : {}),
-      ...(options.url !== undefined
-        ? {
-            identity: {
-              agentId: agentUrl(options.url),
-              ...(options.display !== undefined ? { display: options.display } : {}),
-            },
-          }
+      ...(url !== undefined
+        ? { identity: { agentId: agentUrl(url), ...(display !== undefined ? { display } : {}) } }
         : {}),
     })
-    try {
-      if (relays.length) await rememberRelays(storage, relays)
-      const { agentId, keyId, document } = agent.identity
-      return { agentId, keyId, kind: document ? 'url' : 'did:key' }
-    } finally {
-      await agent.close()
-    }
-  })
+    await agent.close()
+    if (relays.length) await rememberRelays(storage, relays)
+    const { agentId, keyId, document } = agent.identity
+    return { agentId, keyId, kind: document ? 'url' : 'did:key' }
+  } finally {
+    await storage.close?.()
+  }
+}
+
+/** An opened agent directory: its store (holding its lock) and its agent's identity. */
+export interface OpenedDir {
+  storage: AgentStore
+  agentId: string
+  identity: OwnIdentity
 }
 
 /**
- * Open the store of an agent directory for a long-running command, migrating a legacy
- * `agent-key.json` directory first. Rejects when the directory holds no identity: the client
- * would otherwise make up a new one.
+ * Open the store of an agent directory for a command. Rejects when the directory holds no
+ * identity: the client would otherwise make up a new one.
  */
-export async function openAgentDir(dir: string): Promise<{ storage: AgentStore; agentId: string }> {
+export async function openAgentDir(dir: string): Promise<OpenedDir> {
   const noIdentity = () =>
     new CliError('no_identity', `${dir} holds no identity (run "agentmsg init --dir ${dir}" first)`)
   // Opening the store would create a mistyped directory.
   if (!existsSync(dir)) throw noIdentity()
   const storage = await fsStorage({ dir })
   try {
-    const migrated = await migrateLegacyDir(dir, storage)
-    if (migrated) {
-      process.stderr.write(
-        `agentmsg: migrated ${path.join(dir, 'agent-key.json')} (${migrated}) into the agent store ${path.join(dir, 'data')}; the old files are removed\n`,
-      )
-    }
-    const agentId = await storedAgentId(storage)
-    if (agentId === undefined) throw noIdentity()
-    return { storage, agentId }
+    const identity = await storedIdentity(storage)
+    if (identity === undefined) throw noIdentity()
+    return { storage, agentId: identity.agentId, identity }
   } catch (error) {
     await storage.close?.()
     throw error
@@ -109,9 +146,7 @@ export async function openAgentDir(dir: string): Promise<{ storage: AgentStore; 
  * {@link openAgentDir}, or the pid of the live process holding the directory's lock (an
  * `agentmsg inbox` or `listen`: one process per store, storage-fs takes an exclusive lock).
  */
-export async function openOrInUse(
-  dir: string,
-): Promise<{ storage: AgentStore; agentId: string } | { inUse: number }> {
+export async function openOrInUse(dir: string): Promise<OpenedDir | { inUse: number }> {
   try {
     return await openAgentDir(dir)
   } catch (error) {

@@ -12,10 +12,9 @@ import {
   fingerprint,
   type SendOptions,
 } from '@agentmsg/client/node'
-import { openOrInUse } from './agent-dir.js'
+import { type AgentStore, openOrInUse, storedRelays } from './agent-dir.js'
 import { CliError } from './command.js'
 import { askRunning } from './control.js'
-import { type AgentStore, storedRelays } from './store.js'
 
 export type AgentRequest =
   | { op: 'identity' }
@@ -60,7 +59,7 @@ export async function identitySummary(agent: Agent, storage: AgentStore): Promis
     key_id: keyId,
     public_key: base64url(publicKey),
     fingerprint: await fingerprint(publicKey),
-    relays: await storedRelays(storage),
+    relays: await storedRelays(storage, agent.identity),
     ...(document ? { document_url: `${agentId}/.well-known/agentmsg/identity`, document } : {}),
   }
 }
@@ -151,7 +150,7 @@ export async function onAgent(
   }
   const { storage } = opened
   try {
-    const relays = await storedRelays(storage)
+    const relays = await storedRelays(storage, opened.identity)
     const agent = network
       ? await createNodeAgent({
           storage,

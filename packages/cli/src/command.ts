@@ -184,7 +184,7 @@ export function safeText(text: string): string {
 }
 
 /** The largest `--ca` file read: a CA bundle is a few KiB, a system bundle a few hundred. */
-const MAX_CA_FILE_BYTES = 1_048_576
+const MAX_CA_FILE_BYTES = 1024 * 1024
 
 /** The PEM text of each `--ca` file (exit 2 when one cannot be read or holds no certificate). */
 export async function readCaFiles(files: readonly string[] | undefined): Promise<string[]> {

@@ -12,10 +12,11 @@
 import { chmod, unlink } from 'node:fs/promises'
 import net from 'node:net'
 import path from 'node:path'
+import { PROFILE } from '@agentmsg/core'
 import { CliError, describeError } from './command.js'
 
-/** Largest request or answer line: a send carries at most a 1 MiB JSON value (PROFILE §6). */
-const MAX_LINE_BYTES = 2 * 1_048_576 + 65_536
+/** Largest request or answer line: a send carries at most a message's JSON value (PROFILE §6), escaped. */
+const MAX_LINE_BYTES = 2 * PROFILE.maxBodyBytes
 /** A client that has not sent its whole request by then is dropped. */
 const REQUEST_TIMEOUT_MS = 30_000
 

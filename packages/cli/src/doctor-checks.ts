@@ -1,11 +1,14 @@
 /**
- * The checks of `agentmsg doctor`, each one line: what was found, and on failure what to do.
- * Failures name their real cause: Node's `fetch failed` hides it in `.cause` (a certificate, a
- * refused connection), so errors are unwrapped and put in a person's words.
+ * The checks of `agentmsg doctor`, each one line: what was found, and on failure what to do
+ * (./doctor-explain.ts names the real cause of a failed request).
  */
-import { agentEndpoints, type IdentityDocument, validateIdentityDocument } from '@agentmsg/core'
-import { isAddressRefusedError } from '@agentmsg/transport-https/node'
-import { agentmsgHome } from '@agentmsg/dev-tls'
+import {
+  agentEndpoints,
+  type IdentityDocument,
+  PROFILE,
+  validateIdentityDocument,
+} from '@agentmsg/core'
+import { explain } from './doctor-explain.js'
 
 /** One line of the report. `skipped`: it could not run because an earlier check failed. */
 export interface CheckResult {
@@ -31,112 +34,6 @@ export interface Probe {
   caGiven: boolean
 }
 
-/** The clock window of PROFILE §6: a message more than 5 minutes ahead is `stale_message`. */
-const CLOCK_WINDOW_MS = 5 * 60_000
-/** Unknown-authority verification codes (OpenSSL's, as Node reports them). */
-const UNKNOWN_CA = new Set([
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-])
-
-/** The first `code` and every message down a `cause` chain. */
-function unwrap(error: unknown): { code: string | undefined; messages: string; node: unknown } {
-  let code: string | undefined
-  let node: unknown
-  const messages: string[] = []
-  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 6; depth++) {
-    const c = (e as { code?: unknown }).code
-    if (code === undefined && typeof c === 'string') {
-      code = c
-      node = e
-    }
-    if (e instanceof Error) messages.push(e.message)
-    if ((e as { name?: unknown }).name === 'TimeoutError') code ??= 'TimeoutError'
-    e = (e as { cause?: unknown }).cause
-  }
-  return { code, messages: messages.join(': '), node }
-}
-
-/**
- * A failed request to `url` in words: the cause and the fix. `role` names what should answer
- * there, for the "is it running?" hint.
- */
-export function explain(
-  error: unknown,
-  url: string,
-  role: string,
-  caGiven: boolean,
-): { detail: string; fix?: string } {
-  const { hostname, port } = new URL(url)
-  const host = hostname.replace(/^\[|\]$/g, '')
-  const where = `${host}:${port || 443}`
-  if (isAddressRefusedError(error)) {
-    return {
-      detail: `${host} is a private or loopback address, refused by default (PROFILE §4)`,
-      fix: `pass --allow-private ${host}`,
-    }
-  }
-  const { code, messages } = unwrap(error)
-  const devCa = `${agentmsgHome()}/dev-ca/ca.pem`
-  if (code !== undefined && UNKNOWN_CA.has(code)) {
-    return {
-      detail: `certificate signed by an unknown authority (${code})`,
-      fix: caGiven
-        ? `the --ca given did not issue it: pass the CA that did (a dev server on this machine: --ca ${devCa})`
-        : `pass --ca <the CA file> (a dev server on this machine: --ca ${devCa})`,
-    }
-  }
-  if (/permitted subtree violation|excluded subtree violation/.test(messages)) {
-    return {
-      detail: "certificate names a host its CA may not certify (the CA's name constraints)",
-      fix: 'a dev CA certifies localhost, *.test and loopback addresses only: connect by one of those',
-    }
-  }
-  switch (code) {
-    case 'ECONNREFUSED':
-      return { detail: `connection refused by ${where}`, fix: `is the ${role} running there?` }
-    case 'ERR_TLS_CERT_ALTNAME_INVALID':
-      return {
-        detail: `certificate is not for ${host}`,
-        fix: 'connect by a name the certificate covers (dev certificates: localhost, 127.0.0.1, ::1)',
-      }
-    case 'CERT_HAS_EXPIRED':
-      return {
-        detail: 'certificate expired',
-        fix: 'renew it (a dev server re-issues it on restart)',
-      }
-    case 'CERT_NOT_YET_VALID':
-      return { detail: 'certificate not valid yet', fix: "check this machine's clock" }
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return { detail: `${host} does not resolve`, fix: 'check the host name' }
-    case 'ECONNRESET':
-      return { detail: `connection reset by ${where}`, fix: `is an https ${role} on that port?` }
-    case 'TimeoutError':
-    case 'ETIMEDOUT':
-      return {
-        detail: `no answer from ${where} in time`,
-        fix: 'is the host reachable (firewall, port)?',
-      }
-  }
-  if (/wrong version number|packet length too long|http request/i.test(messages)) {
-    return {
-      detail: `${where} does not speak TLS (plain http?)`,
-      fix: 'agentmsg needs https, also in development: start it with --dev-tls',
-    }
-  }
-  if (/unsupported protocol|protocol version/i.test(messages)) {
-    return {
-      detail: `${where} offers only TLS older than 1.2`,
-      fix: 'TLS 1.2 or later (PROFILE §6)',
-    }
-  }
-  return { detail: messages || String(error) }
-}
-
 /** A response and when it was asked and answered (for the clock check). */
 export interface Answer {
   res: Response
@@ -153,7 +50,7 @@ export async function get(probe: Probe, url: string): Promise<Answer> {
   return { res, body: await res.text(), sentAt, answeredAt }
 }
 
-/** The clock line: the server's `Date` against ours, within PROFILE §6's 5 minutes. */
+/** The clock line: the server's `Date` against ours, within PROFILE §6's skew. */
 export function clockCheck(answer: Answer, who: string): CheckResult {
   const date = answer.res.headers.get('date')
   const server = date === null ? Number.NaN : Date.parse(date)
@@ -166,7 +63,9 @@ export function clockCheck(answer: Answer, who: string): CheckResult {
   // Date has whole seconds: its middle against the middle of our request.
   const skew = server + 500 - (answer.sentAt + answer.answeredAt) / 2
   const words = skewWords(skew)
-  if (Math.abs(skew) <= CLOCK_WINDOW_MS) return ok('clock', `${who} ${words} (within ±5 min)`)
+  const window = PROFILE.clockSkewMs / 60_000
+  if (Math.abs(skew) <= PROFILE.clockSkewMs)
+    return ok('clock', `${who} ${words} (within ±${window} min)`)
   return failed(
     'clock',
     `${who} ${words}: messages would be refused as stale_message (PROFILE §6)`,

@@ -3,8 +3,9 @@
  * ✓ or ✗ with what to do — TLS, the identity document, the clock, the inbox, the capabilities
  * document and every relay. Exit 0 when all pass, 1 when one fails, 2 on a usage error.
  */
-import { agentEndpoints, isDidKey, parseAgentId } from '@agentmsg/core'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { agentEndpoints, isDidKey, PROFILE, parseAgentId } from '@agentmsg/core'
+import { createAddressPolicy } from '@agentmsg/core/http'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import {
   allowList,
   oneLine,
@@ -19,7 +20,6 @@ import {
   type CheckResult,
   capabilitiesCheck,
   clockCheck,
-  explain,
   failed,
   get,
   identityCheck,
@@ -29,6 +29,7 @@ import {
   type Probe,
   relayCheck,
 } from './doctor-checks.js'
+import { explain } from './doctor-explain.js'
 
 export const DOCTOR_HELP = `usage: agentmsg doctor URL|ID [--ca F ...] [--allow-private HOSTS] [--relay URL ...] [--json]
 
@@ -54,8 +55,6 @@ examples:
 
 /** Each request's budget: a person waits for the report. */
 const TIMEOUT_MS = 10_000
-/** Documents are capped at 64 KiB (PROFILE §4); so is everything doctor reads. */
-const MAX_BYTES = 65_536
 
 /** `agentmsg doctor`: the report on stdout; exit 0 when every check passed. */
 export function runDoctor(argv: string[]): Promise<number> {
@@ -102,7 +101,8 @@ async function makeProbe(
     ...(ca.length > 0 ? { ca } : {}),
     addressPolicy,
     timeoutMs: TIMEOUT_MS,
-    maxResponseBytes: MAX_BYTES,
+    // Documents are capped (PROFILE §4); so is everything doctor reads.
+    maxResponseBytes: PROFILE.documentMaxBytes,
     // One request per check: nothing to reuse, and no idle socket keeps the process alive.
     keepAlive: false,
   })

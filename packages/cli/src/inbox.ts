@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { createAddressPolicy, createNodeAgent, type NodeAgent } from '@agentmsg/client/node'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
-import { openAgentDir } from './agent-dir.js'
+import { openAgentDir, rememberRelays, storedRelays } from './agent-dir.js'
 import {
   allowList,
   inputError,
@@ -14,7 +14,6 @@ import {
   usageError,
 } from './command.js'
 import { reportError, runUntilStopped } from './running.js'
-import { rememberRelays, storedRelays } from './store.js'
 
 export const INBOX_HELP = `usage: agentmsg inbox --dir D [--port P] [--host H] (--dev-tls | --tls-cert F --tls-key F)
                       [--relay URL ...] [--json] [--ca F ...] [--allow-private HOSTS]
@@ -76,7 +75,7 @@ export function runInbox(argv: string[]): Promise<number> {
       ? { cert: await readPem(values['tls-cert']!), key: await readPem(values['tls-key']!) }
       : undefined
 
-    const { storage, agentId } = await openAgentDir(dir)
+    const { storage, agentId, identity } = await openAgentDir(dir)
     // A URL agent at `https://host/agents/bob` serves under `/agents/bob/.well-known/…`.
     const url = agentId.startsWith('https://') ? new URL(agentId) : undefined
     const basePath = url ? url.pathname.replace(/\/$/, '') : ''
@@ -95,7 +94,7 @@ export function runInbox(argv: string[]): Promise<number> {
       }
       // After the dev CA exists: the first dev server on a machine may be told to trust it.
       const ca = await readCaFiles(values.ca)
-      const relays = given.length ? given : await storedRelays(storage)
+      const relays = given.length ? given : await storedRelays(storage, identity)
       agent = await createNodeAgent({
         storage,
         ...(relays.length ? { relays } : {}),

@@ -1,5 +1,5 @@
 import { createAddressPolicy, createNodeAgent, type NodeAgent } from '@agentmsg/client/node'
-import { openAgentDir } from './agent-dir.js'
+import { openAgentDir, rememberRelays, storedRelays } from './agent-dir.js'
 import {
   allowList,
   parseFlags,
@@ -9,7 +9,6 @@ import {
   usageError,
 } from './command.js'
 import { reportError, runUntilStopped } from './running.js'
-import { rememberRelays, storedRelays } from './store.js'
 
 export const LISTEN_HELP = `usage: agentmsg listen --dir D [--relay URL ...] [--ws] [--json] [--ca F ...]
                        [--allow-private HOSTS]
@@ -47,11 +46,11 @@ export function runListen(argv: string[]): Promise<number> {
     const dir = values.dir
     const given = relayFlags('listen', values.relay)
     const ca = await readCaFiles(values.ca)
-    const { storage, agentId } = await openAgentDir(dir)
+    const { storage, agentId, identity } = await openAgentDir(dir)
     let agent: NodeAgent
     let relays: string[]
     try {
-      relays = given.length ? given : await storedRelays(storage)
+      relays = given.length ? given : await storedRelays(storage, identity)
       if (relays.length === 0)
         throw usageError('listen', `${dir} remembers no relay: pass --relay URL (remembered after)`)
       agent = await createNodeAgent({

@@ -3,11 +3,11 @@
  * commands' requests on the control socket, stop cleanly on SIGINT/SIGTERM.
  */
 import type { NodeAgent } from '@agentmsg/client/node'
+import type { AgentStore } from './agent-dir.js'
 import { type AgentRequest, perform } from './agent-ops.js'
 import { describeError, info, untilSignal, writeOut } from './command.js'
 import { type ControlServer, serveControl } from './control.js'
 import { messageLine } from './print.js'
-import type { AgentStore } from './store.js'
 
 /**
  * Report what the agent cannot tell anyone else (a relay down and retried, a refused message):

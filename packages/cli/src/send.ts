@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises'
 import type { Content, SendOptions, SendResult } from '@agentmsg/client/node'
+import { PROFILE } from '@agentmsg/core'
 import { onAgent } from './agent-ops.js'
 import {
   allowList,
@@ -46,8 +47,8 @@ examples:
 /** A JSON value, as a data part carries it. */
 type JsonValue = Extract<Exclude<Content, string>['parts'][number], { type: 'data' }>['data']
 
-/** The largest `--json` file read: a bigger one cannot fit a message (PROFILE §6: 1 MiB). */
-const MAX_JSON_FILE_BYTES = 1_048_576
+/** The largest `--json` file read: a bigger one cannot fit a message (PROFILE §6). */
+const MAX_JSON_FILE_BYTES = PROFILE.maxMessageBytes
 
 const usage = (message: string) => usageError('send', message)
 
@@ -145,7 +146,7 @@ async function readJsonFile(file: string): Promise<JsonValue> {
     throw inputError(`--json ${file}: ${(e as Error).message}`)
   }
   if (bytes.length > MAX_JSON_FILE_BYTES)
-    throw inputError(`--json ${file}: over ${MAX_JSON_FILE_BYTES} bytes (a message holds 1 MiB)`)
+    throw inputError(`--json ${file}: over ${MAX_JSON_FILE_BYTES} bytes (what a message holds)`)
   try {
     return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as JsonValue
   } catch (e) {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createAgent, STORAGE_KEYS } from '@agentmsg/client'
+import { createAgent } from '@agentmsg/client'
 import { createAddressPolicy, createNodeAgent } from '@agentmsg/client/node'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
 import { fsStorage } from '@agentmsg/storage-fs'
@@ -32,7 +32,7 @@ afterAll(async () => {
 async function loadWithClient(d: string) {
   const storage = await fsStorage({ dir: d })
   const agent = await createAgent({ storage, sendOnly: true })
-  const record = (await storage.get(STORAGE_KEYS.self)) as { seeds: Record<string, string> }
+  const record = (await storage.get('keys/self/identity')) as { seeds: Record<string, string> }
   const identity = agent.identity
   await agent.close()
   await storage.close?.()

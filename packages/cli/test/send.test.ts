@@ -1,7 +1,12 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createAddressPolicy, createNodeAgent, type NodeAgentOptions, type ReceivedMessage } from '@agentmsg/client/node'
+import {
+  createAddressPolicy,
+  createNodeAgent,
+  type NodeAgentOptions,
+  type ReceivedMessage,
+} from '@agentmsg/client/node'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
 import { fsStorage } from '@agentmsg/storage-fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -29,4 +29,3 @@ export type {
   SendResult,
   TransportKind,
 } from './agent/types.js'
-export { STORAGE_KEYS } from './agent/types.js'

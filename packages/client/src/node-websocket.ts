@@ -8,8 +8,7 @@
 import dns from 'node:dns'
 import net from 'node:net'
 import { rootCertificates } from 'node:tls'
-import type { AddressPolicy } from '@agentmsg/transport-https/node'
-import { AddressRefusedError } from '@agentmsg/transport-https/node'
+import { type AddressPolicy, AddressRefusedError } from '@agentmsg/core/http'
 import type { WebSocketClientOptions, WebSocketConstructor } from '@agentmsg/transport-relay'
 import { type ClientOptions, WebSocket as WsWebSocket } from 'ws'
 

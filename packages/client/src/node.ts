@@ -9,9 +9,8 @@
  * @packageDocumentation
  */
 import type { TransportFactory } from '@agentmsg/core'
+import { type AddressPolicy, createAddressPolicy } from '@agentmsg/core/http'
 import {
-  type AddressPolicy,
-  createAddressPolicy,
   createNodeFetch,
   createNodeIdentityFetcher,
   httpsTransport,

@@ -7,12 +7,7 @@ import type { RelayServer } from '@agentmsg/relay'
 import { fsStorage } from '@agentmsg/storage-fs'
 import { publishToRelay } from '@agentmsg/transport-relay'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import {
-  createNodeAgent,
-  type NodeAgent,
-  type NodeAgentOptions,
-  STORAGE_KEYS,
-} from '../src/node.js'
+import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '../src/node.js'
 import {
   collect,
   createEnv,
@@ -172,7 +167,7 @@ describe('fallback and restart', () => {
     expect(m1.text).toBe('one')
     // The cursor is persisted once the handler completed (then the entry is acknowledged).
     await expect
-      .poll(() => storage.get(STORAGE_KEYS.cursors + encodeURIComponent(relay.url)))
+      .poll(() => storage.get('relay/cursor/' + encodeURIComponent(relay.url)))
       .toBeTypeOf('string')
 
     await carol.close()
@@ -209,7 +204,7 @@ describe('fallback and restart', () => {
     const s1 = await bob.send(carol.id, 'before', { relays: [relay.url] })
     await inbox.nth(1)
     await expect
-      .poll(() => storage.get(STORAGE_KEYS.cursors + encodeURIComponent(relay.url)))
+      .poll(() => storage.get('relay/cursor/' + encodeURIComponent(relay.url)))
       .toBeTypeOf('string')
     await carol.close()
     open.splice(open.indexOf(carol), 1)

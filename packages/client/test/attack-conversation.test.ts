@@ -1,5 +1,5 @@
 /**
- * Attack (issue 9, item 16): a third agent who knows the id of alice's conversation with bob
+ * Attack: a third agent who knows the id of alice's conversation with bob
  * sends alice messages in it with sequence numbers near 2^53−1. Conversation state is kept per
  * (peer, conversation), so alice's numbering with bob does not move and her sends keep working.
  * The agents meet on the in-process memory transport of @agentmsg/conformance.

@@ -1,5 +1,5 @@
 /**
- * Attacks on introductions (issue 9, item 1; PROFILE §5), against real agents on 127.0.0.1
+ * Attacks on introductions (PROFILE §5), against real agents on 127.0.0.1
  * with a dev certificate: a token introduces one peer, so its holder cannot speak as anybody
  * else (at the inbox and on the relay path), a forged greeting cannot redirect later sends to
  * the attacker's "relay", and a URL agent's fetched identity document is final over keys

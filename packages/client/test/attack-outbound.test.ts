@@ -1,5 +1,5 @@
 /**
- * Attack (issue 9, item 2): strangers make a default `createNodeAgent` (no network options)
+ * Attack: strangers make a default `createNodeAgent` (no network options)
  * fetch URLs they chose. PROFILE §4: the agent uses the address policy by default, so a message
  * "from" a loopback URL agent, or a did:key message whose signed `from.relays` names an internal
  * service, makes it connect nowhere; and what the stranger gets back (the inbox's 401 body, an
@@ -10,10 +10,15 @@ import https from 'node:https'
 import type net from 'node:net'
 import { fixtureAgent, signedMessage, socketDetail } from '@agentmsg/conformance'
 import { ed25519Signer, generateKeyPair, memoryStorage } from '@agentmsg/core'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type AgentErrorEvent, createAddressPolicy, createNodeAgent, type NodeAgent } from '../src/node.js'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
+import {
+  type AgentErrorEvent,
+  createAddressPolicy,
+  createNodeAgent,
+  type NodeAgent,
+} from '../src/node.js'
 import { freePort } from './helpers.js'
 
 interface Listener {

@@ -1,5 +1,5 @@
 /**
- * Attack (issue 9, item 13): another local user reads an agent's secrets from its storage
+ * Attack: another local user reads an agent's secrets from its storage
  * directory. After `createAgent` and `introduce` on fsStorage — at the top level and under a
  * namespacedStorage prefix — every file holding the key seed or the introduction token is 0600.
  */
@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { createIntroductionToken, namespacedStorage, type Storage } from '@agentmsg/core'
 import { fsStorage } from '@agentmsg/storage-fs'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createAgent, STORAGE_KEYS } from '../src/index.js'
+import { createAgent } from '../src/index.js'
 import { removeTempDirs, tempDir } from './helpers.js'
 
 afterAll(removeTempDirs)
@@ -38,7 +38,7 @@ describe('attack: secrets readable by other local users', () => {
       const named = createIntroductionToken()
       await agent.introduce(named, { agent: 'https://bob.example' })
       await agent.close()
-      const self = (await storage.get(STORAGE_KEYS.self)) as { seeds: Record<string, string> }
+      const self = (await storage.get('keys/self/identity')) as { seeds: Record<string, string> }
       const seeds = Object.values(self.seeds)
       expect(seeds).toHaveLength(1)
       await base.close?.()

@@ -1,5 +1,5 @@
 /**
- * Attack (issue 9, item 12) at a real inbox on 127.0.0.1: a genuine signed message gains an
+ * Attack at a real inbox on 127.0.0.1: a genuine signed message gains an
  * extra `"__proto__"` member in its signature object. Every member but `sig` is bound
  * (PROFILE §3), so the inbox refuses it (401 `invalid_signature`) and delivers nothing; the
  * unmodified message is accepted. Unit cases: packages/core/test/attack-signature-proto.test.ts.

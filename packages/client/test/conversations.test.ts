@@ -5,7 +5,6 @@
 import { memoryStorage } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
 import { advanceConversation, Conversations } from '../src/agent/conversations.js'
-import { STORAGE_KEYS } from '../src/index.js'
 
 describe('advanceConversation', () => {
   it('starts a conversation after the first sequence seen', () => {
@@ -30,7 +29,7 @@ describe('Conversations', () => {
     await conversations.seen('c1', 'bob', 4) // the peer's message 4
     expect(await conversations.take('c1', 'bob')).toEqual({ sequence: 5, isNew: false })
     await conversations.seen('c1', 'bob', 2) // an old one: no change
-    expect(await storage.get(`${STORAGE_KEYS.conversations}bob/c1`)).toEqual({
+    expect(await storage.get('conv/bob/c1')).toEqual({
       peer: 'bob',
       next: 6,
     })
@@ -46,20 +45,16 @@ describe('Conversations', () => {
     })
   })
 
-  it('keeps one record per peer, and its peer takes over a record written by an earlier version', async () => {
+  it('keeps one record per peer: another agent using the same conversation id starts its own', async () => {
     const storage = memoryStorage()
-    await storage.put(`${STORAGE_KEYS.conversations}c1`, { peer: 'bob', next: 7 })
     const conversations = new Conversations(storage)
+    await conversations.seen('c1', 'bob', 6)
     // Another agent using the same conversation id starts its own numbering …
     await conversations.seen('c1', 'mallory', 100)
     expect(await conversations.take('c1', 'mallory')).toEqual({ sequence: 101, isNew: false })
-    // … and the legacy record, still Bob's, moves under his name.
+    // … and Bob's stays his.
     expect(await conversations.take('c1', 'bob')).toEqual({ sequence: 7, isNew: false })
-    expect(await storage.get(`${STORAGE_KEYS.conversations}c1`)).toBeUndefined()
-    expect(await storage.get(`${STORAGE_KEYS.conversations}bob/c1`)).toEqual({
-      peer: 'bob',
-      next: 8,
-    })
+    expect(await storage.get('conv/bob/c1')).toEqual({ peer: 'bob', next: 8 })
   })
 
   it('concurrent takes get distinct numbers', async () => {

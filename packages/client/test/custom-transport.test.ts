@@ -1,8 +1,8 @@
 /**
  * A transport written only against core's interfaces, passed with `createAgent({ transports })`:
- * the agent routes through its `route()`, sends with it, hands its `listen` the one receive
+ * the agent routes through its `targets()`, sends with it, hands its `listen` the one receive
  * pipeline, gives it its own storage namespace, and falls back past a target that fails for
- * now (PROFILE §6 retryable: 5xx, 429, network) but not past a refusal.
+ * now (PROFILE §6 retryable: 5xx, 429, network) or locally, but not past a refusal by the peer.
  */
 import {
   AgentMsgError,
@@ -14,6 +14,8 @@ import {
   type TransportFactory,
 } from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/encoding'
+import { AddressRefusedError } from '@agentmsg/core/http'
+import { openSealedBody } from '@agentmsg/core/sealed-box'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, type AgentOptions, createAgent } from '../src/index.js'
 import { collect } from './collect.js'
@@ -29,9 +31,10 @@ function memoryHub(protocol = 'memory') {
       let mine: DeliveryHandler | undefined
       const transport: Transport = {
         protocol,
-        kinds: [protocol],
-        async route(agent) {
-          return listening.has(agent) ? { kind: protocol, agent, urls: [] } : undefined
+        async targets({ agent }) {
+          // In-process: only the peer can read what it is handed.
+          const target = { kind: protocol, agent, urls: [], route: 'direct', confidential: true }
+          return listening.has(agent) ? [target as DeliveryTarget] : []
         },
         async send(message: Message, target: DeliveryTarget) {
           const receive = listening.get(target.agent)
@@ -66,8 +69,7 @@ function failing(protocol: string, error: () => Error) {
     protocol,
     create: () => ({
       protocol,
-      kinds: [protocol],
-      route: async (agent) => ({ kind: protocol, agent, urls: [] }),
+      targets: ({ agent }) => [{ kind: protocol, agent, urls: [], route: 'direct' }],
       async send(message) {
         tried.push(message.message_id)
         throw error()
@@ -152,7 +154,11 @@ describe('a custom transport', () => {
     expect(down.tried).toEqual([sent.messageId])
     expect((await atBob.nth(1)).text).toBe('around the outage')
 
-    const refusing = failing('refusing', () => new AgentMsgError('forbidden', 'not you'))
+    // The peer answered 403: a refusal by the peer ends the send.
+    const refusing = failing(
+      'refusing',
+      () => new AgentMsgError('forbidden', 'not you', { peerStatus: 403 }),
+    )
     const carol = await agent({ transports: [refusing.factory, hub.factory] })
     await expect(carol.send(bob.id, 'refused')).rejects.toMatchObject({ code: 'forbidden' })
     expect(refusing.tried).toHaveLength(1)
@@ -178,59 +184,104 @@ describe('a custom transport', () => {
     expect((await atBob.nth(1)).message.message_id).toBe(sent.messageId)
   })
 
-  it('an inbox is tried durable only when nothing follows; after every relay refused, back to it durable', async () => {
-    // Stand-ins for the https and relay transports that record how they were asked.
-    const calls: Array<{ kind: string; durable: boolean; urls: readonly string[] }> = []
-    let relayError = (): Error => new AgentMsgError('unavailable', 'relay down')
-    const fake = (protocol: string, kind: string): TransportFactory => ({
-      protocol,
+  it("a custom transport's copies are sealed by default and reported with its target's route", async () => {
+    // A third-party broker: the agent knows nothing of it but what its targets say.
+    const sent: Array<{ message: Message; target: DeliveryTarget }> = []
+    const broker = (target: Partial<DeliveryTarget>): TransportFactory => ({
+      protocol: 'broker',
       create: () => ({
-        protocol,
-        kinds: [kind],
-        async send(message, target, options = {}) {
-          calls.push({ kind, durable: options.durable === true, urls: target.urls })
-          if (kind === 'relay') throw relayError()
-          if (options.durable) return { messageId: message.message_id, target, pending: true }
-          throw new AgentMsgError('unavailable', 'inbox down')
+        protocol: 'broker',
+        targets: ({ agent }) => [
+          { kind: 'queue', agent, urls: ['https://broker.example'], route: 'relay', ...target },
+        ],
+        async send(message, t) {
+          sent.push({ message, target: t })
+          return { messageId: message.message_id, target: t, url: 'https://broker.example' }
         },
         async close() {},
       }),
     })
-    const bob = 'https://bob.example'
-    const alice = await agent({
-      transports: [fake('https', 'inbox'), fake('relay', 'relay')],
-      resolveIdentity: async () => ({ status: 'not_found', reason: 'test' }),
-      // Bob's key is unknown (no document), so an untrusted relay would be left out (PROFILE §8).
-      relayTrust: { 'https://relay.example': 'trusted' },
+    const seed = crypto.getRandomValues(new Uint8Array(32))
+    const bob = await agent({ identity: { seed }, transports: [], sendOnly: true })
+
+    const viaBroker = await agent({ transports: [broker({})], sendOnly: true })
+    expect(await viaBroker.send(bob.id, 'through the broker')).toEqual({
+      messageId: expect.any(String),
+      conversationId: expect.any(String),
+      route: 'relay',
+      transport: 'broker',
+      relayUrl: 'https://broker.example',
+      sealed: true,
     })
-    const inbox = ['https://bob.example/.well-known/agentmsg/inbox']
-
-    // No relay known: the inbox is the last target, so the first attempt is durable.
-    expect(await alice.send(bob, 'one')).toMatchObject({ route: 'direct', pending: true })
-    expect(calls.splice(0)).toEqual([{ kind: 'inbox', durable: true, urls: inbox }])
-
-    // Relays follow: the inbox is tried once, not durable; the relays fail for now too, so the
-    // message goes back to the inbox, durable.
-    const relays = ['https://relay.example']
-    expect(await alice.send(bob, 'two', { relays })).toMatchObject({ pending: true })
-    expect(calls.splice(0)).toEqual([
-      { kind: 'inbox', durable: false, urls: inbox },
-      { kind: 'relay', durable: true, urls: relays },
-      { kind: 'inbox', durable: true, urls: inbox },
+    const sealed = sent[0]!.message
+    expect(sealed.body.parts).toEqual([
+      expect.objectContaining({ type: 'sealed', recipient: bob.id }),
+    ])
+    expect(JSON.stringify(sealed)).not.toContain('through the broker')
+    expect(openSealedBody(sealed, { agent: bob.id, ed25519Seed: seed }).parts).toEqual([
+      { type: 'text', text: 'through the broker' },
     ])
 
-    // A relay refusal after the inbox failed: the same.
-    relayError = () => new AgentMsgError('forbidden', 'not here')
-    expect(await alice.send(bob, 'three')).toMatchObject({ pending: true })
-    expect(calls.splice(0).map((c) => [c.kind, c.durable])).toEqual([
-      ['inbox', false],
-      ['relay', true],
-      ['inbox', true],
-    ])
+    const direct = await agent({ transports: [broker({ route: 'direct' })], sendOnly: true })
+    expect(await direct.send(bob.id, 'direct, still sealed')).toMatchObject({
+      route: 'direct',
+      transport: 'broker',
+      sealed: true,
+    })
+    expect((await direct.send(bob.id, 'x')).relayUrl).toBeUndefined()
 
-    // route: 'direct' never reaches the relays.
-    await alice.send(bob, 'four', { route: 'direct' })
-    expect(calls.splice(0).map((c) => [c.kind, c.durable])).toEqual([['inbox', true]])
+    const declared = await agent({ transports: [broker({ confidential: true })], sendOnly: true })
+    expect(await declared.send(bob.id, 'declared confidential')).toMatchObject({
+      route: 'relay',
+      sealed: false,
+    })
+    expect(sent.at(-1)!.message.body.parts).toEqual([
+      { type: 'text', text: 'declared confidential' },
+    ])
+  })
+
+  it('a refused inbox address fails over to the relays; a refusal by the peer ends the send', async () => {
+    let inboxError: () => Error = () => new AddressRefusedError('10.0.0.1', 'bob.example')
+    const tried: string[] = []
+    const stand = (protocol: string, route: 'direct' | 'relay'): TransportFactory => ({
+      protocol,
+      create: () => ({
+        protocol,
+        targets: ({ agent }) => [
+          {
+            kind: protocol,
+            agent,
+            urls: [`https://${protocol}.example`],
+            route,
+            confidential: true,
+          },
+        ],
+        async send(message, target) {
+          tried.push(protocol)
+          if (route === 'direct') throw inboxError()
+          return { messageId: message.message_id, target, url: target.urls[0] }
+        },
+        async close() {},
+      }),
+    })
+    // Listed relay first: direct targets are still tried first.
+    const alice = await agent({
+      transports: [stand('relayish', 'relay'), stand('inboxish', 'direct')],
+    })
+    const bob = await agent({ transports: [] })
+    expect(await alice.send(bob.id, 'around a refused address')).toMatchObject({
+      route: 'relay',
+      transport: 'relayish',
+      relayUrl: 'https://relayish.example',
+    })
+    expect(tried.splice(0)).toEqual(['inboxish', 'relayish'])
+
+    inboxError = () => new AgentMsgError('forbidden', 'not you', { peerStatus: 403 })
+    await expect(alice.send(bob.id, 'refused')).rejects.toMatchObject({
+      code: 'forbidden',
+      peerStatus: 403,
+    })
+    expect(tried).toEqual(['inboxish'])
   })
 
   it('sendOnly agents do not listen; no route is not_found', async () => {

@@ -1,5 +1,5 @@
 /**
- * Fault test (issue: "agent process killed with SIGKILL while messages are pending in its
+ * Fault test ("agent process killed with SIGKILL while messages are pending in its
  * outbox and unacked in its relay mailbox; after restart every message reaches the app, none
  * twice except at most the one in flight at the kill").
  *

@@ -7,10 +7,16 @@
 import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { memoryStorage } from '@agentmsg/core'
+import { isAddressRefusedError } from '@agentmsg/core/http'
+import { loadDevCertificate, type StoredDevCertificate } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createAddressPolicy, createNodeAgent, isAddressRefusedError, type NodeAgent, type NodeAgentOptions } from '../src/node.js'
-import { loadDevCertificate, type StoredDevCertificate } from '@agentmsg/dev-tls'
+import {
+  createAddressPolicy,
+  createNodeAgent,
+  type NodeAgent,
+  type NodeAgentOptions,
+} from '../src/node.js'
 import { collect, freePort, removeTempDirs, tempDir } from './helpers.js'
 
 let tls: StoredDevCertificate

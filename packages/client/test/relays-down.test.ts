@@ -5,12 +5,18 @@
  * on its port; a relay that refuses the agent fails start-up instead. Also the Node agent's
  * own WebSocket (`mode: 'ws'`), which trusts `ca` and obeys the address policy.
  */
+
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { memoryRelayStore, type RelayServer, serveRelay } from '@agentmsg/relay'
 import { RelayError } from '@agentmsg/transport-relay'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { Agent, ReceivedMessage } from '../src/index.js'
-import { type AddressPolicy, createAddressPolicy, createNodeAgent, type NodeAgentOptions } from '../src/node.js'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
+import {
+  type AddressPolicy,
+  createAddressPolicy,
+  createNodeAgent,
+  type NodeAgentOptions,
+} from '../src/node.js'
 import { nodeWebSocket } from '../src/node-websocket.js'
 import { collect, freePort, removeTempDirs, sleep, tempDir } from './helpers.js'
 

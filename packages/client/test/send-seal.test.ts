@@ -30,14 +30,29 @@ interface Sent {
   target: DeliveryTarget
 }
 
-/** An inbox and a relay transport that accept everything and keep what they were given. */
+/**
+ * An inbox and a relay transport that accept everything and keep what they were given; their
+ * targets as the https and relay transports make them (the inbox's confidential, a relay's
+ * when every relay is trusted).
+ */
 function recording() {
   const sent: Sent[] = []
   const transport = (kind: 'inbox' | 'relay'): TransportFactory => ({
     protocol: kind === 'inbox' ? 'https' : 'relay',
-    create: () => ({
+    create: (components) => ({
       protocol: kind === 'inbox' ? 'https' : 'relay',
-      kinds: [kind],
+      targets(peer): DeliveryTarget[] {
+        const { agent } = peer
+        if (kind === 'inbox') {
+          if (!agent.startsWith('https://')) return []
+          const urls = [`${agent}/.well-known/agentmsg/inbox`]
+          return [{ kind, agent, urls, route: 'direct', confidential: true, durable: true }]
+        }
+        const urls = [...new Set([...peer.relays, ...(peer.document?.relay?.urls ?? [])])]
+        if (urls.length === 0) return []
+        const confidential = urls.every((u) => components.trusts(u))
+        return [{ kind, agent, urls, route: 'relay', confidential }]
+      },
       async send(message, target) {
         sent.push({ kind, message, target })
         return { messageId: message.message_id, target }

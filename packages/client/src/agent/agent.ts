@@ -6,6 +6,7 @@ import { type IdentityDocument, type Message, parseAgentId, type Transport } fro
 import type { Conversations } from './conversations.js'
 import type { AgentEmitter } from './events.js'
 import type { OwnKeys } from './identity.js'
+import type { Outbox } from './outbox.js'
 import type { ReceiveSide } from './receive.js'
 import { type SendContext, sendMessage } from './send.js'
 import type {
@@ -31,6 +32,8 @@ export interface AgentParts {
   transports: readonly Transport[]
   /** The receiver, key store and auth levels: a chunk loaded by `createAgent` (./receive.ts). */
   side: () => Promise<ReceiveSide>
+  /** The outbox, when it was loaded. */
+  outbox: () => Promise<Outbox> | undefined
 }
 
 export class AgentImpl implements Agent {
@@ -53,7 +56,7 @@ export class AgentImpl implements Agent {
   async send(to: string, content: Content, options: SendOptions = {}): Promise<SendResult> {
     if (this.#closed) throw new TypeError('send: this agent is closed')
     const result = await sendMessage(this.#p.send, to, content, options)
-    // A pending delivery is reported by its transport when it ends (`onOutcome`).
+    // A pending delivery is reported by the outbox when it ends.
     if (!result.pending) {
       void this.#p.events.emit('delivered', {
         messageId: result.messageId,
@@ -123,6 +126,7 @@ export class AgentImpl implements Agent {
     // Listeners still running may reply: the transports stay open until they are done.
     await side?.idle()
     this.#closed = true
+    ;(await this.#p.outbox()?.catch(() => undefined))?.close()
     await Promise.allSettled(transports.map((t) => t.close()))
   }
 }

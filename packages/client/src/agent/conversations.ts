@@ -8,7 +8,6 @@
  * 2^53−1 would stop our sends to that peer).
  */
 import type { JsonValue, Storage } from '@agentmsg/core'
-import { STORAGE_KEYS } from './types.js'
 
 /** What `conv/<peer>/<conversation_id>` holds (URI-encoded components). */
 export interface ConversationRecord {
@@ -58,27 +57,11 @@ export class Conversations {
     pick: (record: ConversationRecord | undefined) => number,
   ): Promise<{ sequence: number; isNew: boolean }> {
     const run = this.#lock.then(async () => {
-      const key = `${STORAGE_KEYS.conversations}${encodeURIComponent(peer)}/${encodeURIComponent(conversationId)}`
-      let record = (await this.#storage.get(key)) as ConversationRecord | undefined
-      // Written by an earlier version under the conversation id alone: the peer it names
-      // takes it over; anyone else starts their own record.
-      const legacyKey = STORAGE_KEYS.conversations + encodeURIComponent(conversationId)
-      let legacy = false
-      if (record === undefined) {
-        const old = (await this.#storage.get(legacyKey)) as ConversationRecord | undefined
-        if (old?.peer === peer) {
-          record = old
-          legacy = true
-        }
-      }
+      const key = `conv/${encodeURIComponent(peer)}/${encodeURIComponent(conversationId)}`
+      const record = (await this.#storage.get(key)) as ConversationRecord | undefined
       const sequence = pick(record)
       const next = advanceConversation(record, peer, sequence)
-      if (legacy) {
-        await this.#storage.batch([
-          { type: 'put', key, value: next as unknown as JsonValue },
-          { type: 'delete', key: legacyKey },
-        ])
-      } else if (record?.next !== next.next || record.peer !== next.peer) {
+      if (record?.next !== next.next || record.peer !== next.peer) {
         await this.#storage.put(key, next as unknown as JsonValue)
       }
       return { sequence, isNew: record === undefined }

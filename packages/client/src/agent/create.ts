@@ -3,7 +3,6 @@
  * and start listening.
  */
 import {
-  type DeliveryEvent,
   type DeliveryHandler,
   isAgentMsgError,
   namespacedStorage,
@@ -15,14 +14,13 @@ import {
 import { AgentImpl } from './agent.js'
 import { createContacts } from './contacts.js'
 import { Conversations } from './conversations.js'
-import { lazyDocuments } from './documents.js'
+import { lazy, lazyDocuments } from './documents.js'
 import { AgentEmitter } from './events.js'
 import { OwnKeys, relayList } from './identity.js'
-import { migrateStorage } from './migrate.js'
+import type { Clock, OutboxEntry, Outcome } from './outbox.js'
 import { PeerRelays } from './peers.js'
-import type { ReceiveSide } from './receive.js'
-import { Router } from './route.js'
-import { Sealing } from './seal.js'
+import { type PlannedTarget, type Round, Router, tryTargets } from './route.js'
+import { relayTrusts, Sealing } from './seal.js'
 import { copies, type SendContext } from './send.js'
 import { defaultTransports, lazyIdentityFetcher } from './transports.js'
 import type { Agent, AgentOptions } from './types.js'
@@ -31,6 +29,9 @@ import type { Agent, AgentOptions } from './types.js'
 export interface AgentExtras {
   /** A transport of `options.transports` that listens even for a `sendOnly` agent: the Node inbox the caller asked for. */
   serving?: TransportFactory
+  /** The outbox's schedule (tests). */
+  clock?: Clock
+  random?: () => number
 }
 
 /**
@@ -52,17 +53,15 @@ export async function openAgent(
   extras: AgentExtras = {},
 ): Promise<AgentImpl> {
   // The in-memory default is imported only when no storage is given (browsers pass IndexedDB).
-  const storage = options.storage ?? (await import('@agentmsg/core')).memoryStorage()
+  const storage = options.storage ?? (await import('./memory.js')).memoryStorage()
   const now = options.now ?? Date.now
-  await migrateStorage(storage)
   const keys = await OwnKeys.load(storage, options, now)
   const relays = relayList(options.relays ?? [], 'relays')
   const events = new AgentEmitter(options.onError)
   // The receive side (receiver, key store, auth levels) is a chunk of its own, imported now
-  // without waiting: sending does not need it, and it is there by the first delivery (issue 12).
-  let receiving: Promise<ReceiveSide> | undefined
-  const side = (): Promise<ReceiveSide> => {
-    const current = (receiving ??= import('./receive.js').then((m) =>
+  // without waiting: sending does not need it, and it is there by the first delivery.
+  const side = lazy(() =>
+    import('./receive.js').then((m) =>
       m.openReceiveSide({
         agentId: keys.id,
         storage,
@@ -74,13 +73,8 @@ export async function openAgent(
         errorReplies: { send: (message, to) => errorReply(send, message, to) },
         seedFor: (keyId) => keys.seedFor(keyId),
       }),
-    ))
-    // A chunk that did not download is tried again on the next need.
-    current.catch(() => {
-      if (receiving === current) receiving = undefined
-    })
-    return current
-  }
+    ),
+  )
   const documents = lazyDocuments({
     fetch: options.resolveIdentity ?? lazyIdentityFetcher(options.fetch),
     now,
@@ -98,12 +92,12 @@ export async function openAgent(
         (await side()).resolver.resolve(lookup, resolveOptions),
     },
     relays,
+    trusts: relayTrusts(options.relayTrust ?? {}),
     identityDocument: () => keys.document,
     // The receiver below opens sealed bodies with the agent's seeds (PROFILE §8).
     encryption: ['sealed_box'],
     now,
     onError: (error) => events.error({ error }),
-    onOutcome: (event) => outcome(events, event),
   }
   const factories = options.transports ?? defaultTransports(options)
   const transports: Transport[] = []
@@ -129,8 +123,19 @@ export async function openAgent(
     documents,
     peers,
     fallbackToRelay: options.fallbackToRelay !== false,
-    onError: (error) => events.error({ error }),
   })
+  const loadOutbox = lazy(() =>
+    import('./outbox.js').then(
+      ({ Outbox }) =>
+        new Outbox({
+          storage,
+          deliver: (entry, signal) => deliverEntry(transports, entry, signal),
+          onOutcome: (entry, o) => outcome(events, entry, o),
+          ...(extras.clock ? { clock: extras.clock } : {}),
+          ...(extras.random ? { random: extras.random } : {}),
+        }),
+    ),
+  )
   const send: SendContext = {
     keys,
     relays,
@@ -138,12 +143,12 @@ export async function openAgent(
     now,
     router,
     sealing: new Sealing({
-      relayTrust: options.relayTrust,
       documents,
       keyStore: async () => (await side()).keyStore,
     }),
     peers,
     conversations,
+    outbox: loadOutbox,
     addToken: async (token) => (await side()).keyStore.addIntroductionToken(token),
     tokenPeer: async (token) => (await side()).keyStore.introducedPeer(token),
   }
@@ -158,10 +163,15 @@ export async function openAgent(
     send,
     transports,
     side,
+    outbox: loadOutbox.peek,
   })
   try {
     // Every transport hands what it receives to the one receiver.
     for (const t of listening) await t.listen?.(receive)
+    // Deliveries an earlier run left are taken up again (PROFILE §6: they survive a restart).
+    if (transports.length > 0 && (await storage.list('outbox/', { limit: 1 })).length > 0) {
+      await (await loadOutbox()).resume()
+    }
   } catch (error) {
     await agent.close()
     throw error
@@ -169,21 +179,37 @@ export async function openAgent(
   return agent
 }
 
-/** A transport finished a `durable` delivery later: tell the application. */
-function outcome(events: AgentEmitter, e: DeliveryEvent): void {
-  const base = {
-    messageId: e.messageId,
-    to: e.target.agent,
-    route: e.target.kind === 'relay' ? ('relay' as const) : ('direct' as const),
+/** @internal One round over a stored entry's targets, with the transports this agent has. */
+export function deliverEntry(
+  transports: readonly Transport[],
+  entry: OutboxEntry,
+  signal?: AbortSignal,
+): Promise<Round> {
+  const planned: Array<PlannedTarget & { copy: number }> = []
+  for (const { target, protocol, copy } of entry.targets) {
+    const transport = transports.find((t) => t.protocol === protocol)
+    if (transport) planned.push({ target, transport, copy })
   }
-  if (e.type === 'delivered') void events.emit('delivered', base)
-  else {
-    void events.emit('undeliverable', {
-      ...base,
-      reason: e.reason,
-      ...(e.code !== undefined ? { code: e.code } : {}),
-    })
+  return tryTargets(planned, async (_target, i) => entry.copies[planned[i]!.copy]!, signal)
+}
+
+/** A send that resolved pending ended later: tell the application. */
+function outcome(events: AgentEmitter, entry: OutboxEntry, o: Outcome): void {
+  const durable = entry.targets.find((t) => t.target.durable) ?? entry.targets[0]!
+  const base = { messageId: entry.id, to: durable.target.agent }
+  if (o.type === 'delivered') {
+    const { target, url } = o.round.receipt
+    const relayUrl = target.route === 'relay' && url ? { relayUrl: url } : {}
+    void events.emit('delivered', { ...base, route: target.route, ...relayUrl })
+    return
   }
+  const code = isAgentMsgError(o.error) ? { code: o.error.peerCode ?? o.error.code } : {}
+  void events.emit('undeliverable', {
+    ...base,
+    route: durable.target.route,
+    reason: o.reason,
+    ...code,
+  })
 }
 
 /**
@@ -214,11 +240,12 @@ async function errorReply(
     if (isAgentMsgError(error) && error.code === 'not_found') return
     throw error
   }
+  // Never durable: a stranger can trigger an error reply, and must not park retries in our
+  // outbox (PROFILE §4, §7).
   const sealing = await c.sealing.plan(targets, to.agent, { allowPlaintext: true })
-  await c.router.deliver(
+  const round = await tryTargets(
     sealing.targets,
     copies(unsigned, c.keys.signer, undefined, sealing),
-    undefined,
-    true,
   )
+  if (!round.ok) throw round.error
 }

@@ -1,11 +1,10 @@
 /**
  * URL agents' identity documents (PROFILE §4) for the agent: core's `IdentityDocumentCache`,
- * imported with the identity fetcher the first time a URL agent is involved. An agent that only
- * meets did:key agents never loads document validation (issue 12: a browser agent's bundle).
+ * imported (./url-identity.ts) the first time a URL agent is involved. An agent that only
+ * meets did:key agents never loads document validation.
  */
 import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
 import type {
-  IdentityDocumentCache,
   IdentityDocumentResolverOptions,
   KeyLookup,
   KeyResolution,
@@ -17,19 +16,30 @@ export interface Documents extends KeyResolver {
   document(agentId: string, options?: AbortOptions): Promise<IdentityDocument | KeyResolution>
 }
 
+/**
+ * `load()` on the first call, its promise after; one that failed (a chunk that did not
+ * download) is tried again on the next call. `peek()`: the promise, without loading.
+ */
+export function lazy<T>(load: () => Promise<T>): {
+  (): Promise<T>
+  peek(): Promise<T> | undefined
+} {
+  let current: Promise<T> | undefined
+  const get = (): Promise<T> => {
+    const p = (current ??= load())
+    p.catch(() => {
+      if (current === p) current = undefined
+    })
+    return p
+  }
+  return Object.assign(get, { peek: () => current })
+}
+
 /** An {@link IdentityDocumentCache} built on first use. */
 export function lazyDocuments(options: IdentityDocumentResolverOptions): Documents {
-  let loading: Promise<IdentityDocumentCache> | undefined
-  const cache = (): Promise<IdentityDocumentCache> => {
-    const current = (loading ??= import('@agentmsg/core/receive').then((m) =>
-      m.identityDocumentResolver(options),
-    ))
-    // A chunk that did not download is tried again on the next need.
-    current.catch(() => {
-      if (loading === current) loading = undefined
-    })
-    return current
-  }
+  const cache = lazy(() =>
+    import('./url-identity.js').then((m) => m.identityDocumentResolver(options)),
+  )
   return {
     async document(agentId, opts) {
       return (await cache()).document(agentId, opts)
@@ -40,16 +50,11 @@ export function lazyDocuments(options: IdentityDocumentResolverOptions): Documen
       // message of one asks this resolver first).
       const refused = nonDocumentLookup(lookup)
       if (refused) return refused
-      let documents: IdentityDocumentCache
-      try {
-        documents = await cache()
-      } catch {
-        // The chunk did not download: a failure for now, never a verdict (PROFILE §4).
-        return {
-          status: 'unavailable',
-          reason: 'identity document support could not be loaded',
-          retryAfter: 30,
-        }
+      const documents = await cache().catch(() => undefined)
+      // The chunk did not download: a failure for now, never a verdict (PROFILE §4).
+      if (!documents) {
+        const reason = 'identity document support could not be loaded'
+        return { status: 'unavailable', reason, retryAfter: 30 }
       }
       return documents.resolve(lookup, opts)
     },

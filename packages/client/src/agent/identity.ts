@@ -20,13 +20,15 @@ import {
 } from '@agentmsg/core'
 import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
 import { assertRelayUrl } from '@agentmsg/core/http'
-import { type AgentOptions, type OwnIdentity, STORAGE_KEYS } from './types.js'
+import type { AgentOptions, OwnIdentity } from './types.js'
+
+const SELF = 'keys/self/identity'
 
 /**
- * Identity documents (building, validation, rotation, revocation) are imported when a URL
- * agent's identity is created, loaded or changed: a did:key agent never needs them (issue 12).
+ * A URL agent's own document (building, validation, rotation, revocation) is a chunk of its
+ * own, imported when such an identity is created, loaded or changed: a did:key agent never
+ * needs it.
  */
-const loadIdentityDocuments = () => import('@agentmsg/core/receive')
 const loadUrlIdentity = () => import('./url-identity.js')
 
 /** What `keys/self/identity` holds. */
@@ -87,7 +89,7 @@ export class OwnKeys {
    * the configured `relays` (its `relay.urls`).
    */
   static async load(storage: Storage, options: AgentOptions, now: () => number): Promise<OwnKeys> {
-    const stored = (await storage.get(STORAGE_KEYS.self)) as unknown as SelfRecord | undefined
+    const stored = (await storage.get(SELF)) as unknown as SelfRecord | undefined
     const relays = relayList(options.relays ?? [], 'relays')
     if (stored) {
       const given = options.identity?.agentId
@@ -104,18 +106,21 @@ export class OwnKeys {
         const document = withRelays(self.document, relays)
         if (document !== self.document) {
           self = { ...self, document }
-          await storage.put(STORAGE_KEYS.self, self as unknown as JsonValue)
+          await storage.put(SELF, self as unknown as JsonValue)
         }
       }
       return new OwnKeys(storage, now, self, await keyPairFromSeed(base64urlDecode(seed)))
     }
     const o = options.identity ?? {}
+    if (o.create === false) {
+      throw new AgentMsgError('not_found', 'the storage holds no identity (identity.create: false)')
+    }
     const keys = o.seed ? await keyPairFromSeed(o.seed) : await generateKeyPair()
     const self =
       o.agentId === undefined
         ? didKeySelf(keys)
         : (await loadUrlIdentity()).urlSelf(o, keys, relays)
-    await storage.put(STORAGE_KEYS.self, self as unknown as JsonValue)
+    await storage.put(SELF, self as unknown as JsonValue)
     return new OwnKeys(storage, now, self, keys)
   }
 
@@ -157,7 +162,7 @@ export class OwnKeys {
         'only URL agents rotate keys; a did:key agent needs a new identity',
       )
     }
-    const { rotateKey } = await loadIdentityDocuments()
+    const { rotateKey } = await loadUrlIdentity()
     const keys = await generateKeyPair()
     const next = rotateKey(doc, { publicKey: keys.publicKey }, { now: this.#now() })
     const fragment = next.keys[next.keys.length - 1]!.key_id
@@ -180,7 +185,7 @@ export class OwnKeys {
     if (fragment === this.#self.active) {
       throw new TypeError('rotate first: the active key cannot be revoked')
     }
-    const { revokeKey } = await loadIdentityDocuments()
+    const { revokeKey } = await loadUrlIdentity()
     const next = revokeKey(doc, fragment)
     const seeds = { ...this.#self.seeds }
     delete seeds[fragment]
@@ -189,7 +194,7 @@ export class OwnKeys {
   }
 
   async #save(self: SelfRecord): Promise<void> {
-    await this.#storage.put(STORAGE_KEYS.self, self as unknown as JsonValue)
+    await this.#storage.put(SELF, self as unknown as JsonValue)
     this.#self = self
   }
 

@@ -5,7 +5,6 @@
 
 import type { JsonValue, Storage } from '@agentmsg/core'
 import { assertRelayUrl } from '@agentmsg/core/http'
-import { STORAGE_KEYS } from './types.js'
 
 /** What `peers/<agent>` holds. */
 export interface PeerRecord {
@@ -15,6 +14,8 @@ export interface PeerRecord {
 
 /** Most relays remembered per peer (the newest first). */
 const MAX_RELAYS = 8
+
+const PREFIX = 'peers/'
 
 export class PeerRelays {
   readonly #storage: Storage
@@ -36,7 +37,7 @@ export class PeerRelays {
       }
     }
     if (valid.length === 0) return
-    const key = STORAGE_KEYS.peers + encodeURIComponent(agent)
+    const key = PREFIX + encodeURIComponent(agent)
     const prev = (await this.#storage.get(key)) as PeerRecord | undefined
     const merged = [...new Set([...valid, ...(prev?.relays ?? [])])].slice(0, MAX_RELAYS)
     if (prev && prev.relays.join('\n') === merged.join('\n')) return
@@ -45,20 +46,20 @@ export class PeerRelays {
   }
 
   async of(agent: string): Promise<string[]> {
-    const key = STORAGE_KEYS.peers + encodeURIComponent(agent)
+    const key = PREFIX + encodeURIComponent(agent)
     return ((await this.#storage.get(key)) as PeerRecord | undefined)?.relays ?? []
   }
 
   /** Every peer with remembered relays. */
   async list(): Promise<Array<{ agent: string; relays: string[] }>> {
-    const entries = await this.#storage.list(STORAGE_KEYS.peers)
+    const entries = await this.#storage.list(PREFIX)
     return entries.map(([key, value]) => ({
-      agent: decodeURIComponent(key.slice(STORAGE_KEYS.peers.length)),
+      agent: decodeURIComponent(key.slice(PREFIX.length)),
       relays: (value as unknown as PeerRecord).relays,
     }))
   }
 
   async forget(agent: string): Promise<void> {
-    await this.#storage.delete(STORAGE_KEYS.peers + encodeURIComponent(agent))
+    await this.#storage.delete(PREFIX + encodeURIComponent(agent))
   }
 }

@@ -2,8 +2,8 @@
  * The agent's receive side: one `Receiver` (core's `createReceiver`, the PROFILE §6 pipeline)
  * whose `receive` every transport's `listen` gets, the application dispatch it runs for each
  * accepted message, and the state it shares with contacts and introductions (key store, auth
- * levels). `createAgent` imports this module lazily (issue 12: what a browser agent loads up
- * front), starting at once, so it is there when the first message arrives.
+ * levels). `createAgent` imports this module lazily (a browser agent loads less up front),
+ * starting at once, so it is there when the first message arrives.
  */
 import {
   createReceiver,
@@ -158,7 +158,7 @@ async function dispatch(o: AgentReceiverOptions, message: Message, info: Receive
   if (info.level === 0 && message.phase === 'greeting') {
     try {
       // Identity documents are loaded only now, for a greeting that may carry one (PROFILE §5).
-      const { introducedIdentity } = await import('@agentmsg/core/receive')
+      const { introducedIdentity } = await import('./url-identity.js')
       const doc = introducedIdentity(message)
       if (doc && (await o.keyStore.addIntroducedKeys(doc)).length > 0) await reconcile(o, from)
     } catch (error) {

@@ -1,21 +1,19 @@
 /**
- * Routing: where a message for an agent can go, in the order to try, and the tries.
+ * Routing: where a message for an agent can go, in the order to try, and one round of tries.
  *
- * Targets (PROFILE §4, §9): what the transports know by themselves (`route()`), then the inbox
- * of a URL agent (from its identity document, else the well-known one), then its relays — the
- * ones given, the document's `relay.urls`, those remembered from its verified `from.relays`.
- * A retryable failure (network error, 5xx, 429) falls back to the next target; a refusal ends
- * the send. The inbox is tried `durable` (kept in the https outbox) only when nothing comes
- * after it; when what came after refused too, the message goes back to the inbox `durable`.
+ * What the agent knows of the peer (its identity document, the relays given to this send and
+ * those remembered for it) is put together once; each transport turns it into its targets
+ * (PROFILE §4, §9). Targets to the peer itself come before targets through relays. A failure
+ * moves on to the next target unless it is a refusal by the peer, which ends the send.
  */
 import {
   AgentMsgError,
-  agentEndpoints,
   type DeliveryReceipt,
   type DeliveryTarget,
   type IdentityDocument,
   isAgentMsgError,
   type Message,
+  type PeerRoute,
   parseAgentId,
   type Transport,
 } from '@agentmsg/core'
@@ -25,9 +23,9 @@ import type { PeerRelays } from './peers.js'
 /** What to route: the recipient and what the caller knows about it. */
 export interface RouteRequest {
   to: string
-  /** `direct`: no relays; `relay`: relays only; `auto`: everything. */
+  /** `direct`: targets to the peer itself; `relay`: through relays only; `auto`: both. */
   route: 'direct' | 'relay' | 'auto'
-  /** Relays known for `to` out of band (tried first among its relays). */
+  /** Relays known for `to` out of band (before the remembered ones). */
   relays?: readonly string[]
   /** The inbox to use instead of the document's (error replies, PROFILE §7). */
   inbox?: string
@@ -39,31 +37,39 @@ export interface PlannedTarget {
   transport: Transport
 }
 
-/** What a successful delivery reports. */
-export interface Delivered {
-  receipt: DeliveryReceipt
-  transport: Transport
-}
+/** What one round of tries came to. */
+export type Round =
+  | { ok: true; receipt: DeliveryReceipt; transport: string }
+  | {
+      ok: false
+      /** The refusal that ended the round, else the last failure. */
+      error: unknown
+      /** A durable target failed for now: worth another round later (PROFILE §6). */
+      retry: boolean
+      /** The longest `Retry-After` of those failures: the next round not before (PROFILE §6). */
+      retryAfterMs?: number
+    }
 
 export interface RouterOptions {
   transports: readonly Transport[]
   documents: Pick<Documents, 'document'>
   peers: PeerRelays
-  /** Relays as a fallback after direct targets (`route: 'auto'`). */
+  /** Relay targets after direct ones with `route: 'auto'`. */
   fallbackToRelay: boolean
-  /** A later target's failure after which the message went back to the inbox's outbox. */
-  onError: (error: unknown) => void
 }
 
 /**
- * Whether another target may succeed where this one failed: a network error, a 5xx or a 429
- * (the peer's answer when there was one, else the error's own status).
+ * A refusal by the peer: it answered, and not "for now" (PROFILE §6). It ends a delivery; any
+ * other failure (network, 5xx, 429, a refused address) moves on to the next target or relay.
  */
-function isRetryable(error: unknown): boolean {
+export function isRefusal(error: unknown): boolean {
+  return isAgentMsgError(error) && error.peerStatus !== undefined && !error.shouldRetry()
+}
+
+/** Whether the same delivery may pass later (PROFILE §6): never a 429 that gave no Retry-After. */
+function passesLater(error: unknown): boolean {
   if (!isAgentMsgError(error)) return true
-  const peerStatus = (error as { peerStatus?: unknown }).peerStatus
-  const status = typeof peerStatus === 'number' ? peerStatus : error.status
-  return status >= 500 || status === 429
+  return error.shouldRetry() && !(error.status === 429 && error.retryAfter === undefined)
 }
 
 export class Router {
@@ -76,106 +82,71 @@ export class Router {
   /** The targets for `request.to`, in the order to try. */
   async plan(request: RouteRequest): Promise<PlannedTarget[]> {
     const { to, route } = request
-    const out: PlannedTarget[] = []
-    if (route !== 'relay') {
-      for (const transport of this.#o.transports) {
-        const target = await transport.route?.(to)
-        if (target) out.push({ target, transport })
+    const peer: PeerRoute = {
+      agent: to,
+      document: await this.#document(to),
+      relays: [...new Set([...(request.relays ?? []), ...(await this.#o.peers.of(to))])],
+      ...(request.inbox ? { inbox: request.inbox } : {}),
+    }
+    const direct: PlannedTarget[] = []
+    const relayed: PlannedTarget[] = []
+    for (const transport of this.#o.transports) {
+      for (const target of (await transport.targets?.(peer)) ?? []) {
+        ;(target.route === 'relay' ? relayed : direct).push({ target, transport })
       }
     }
-    const doc = await this.#document(to)
-    const inboxTransport = this.#transportFor('inbox')
-    if (route !== 'relay' && inboxTransport && (request.inbox || isUrlAgent(to))) {
-      const inbox = request.inbox ?? doc?.endpoints.inbox ?? agentEndpoints(to).inbox
-      out.push({ target: { kind: 'inbox', agent: to, urls: [inbox] }, transport: inboxTransport })
-    }
-    const relayTransport = this.#transportFor('relay')
     const wantRelays =
-      route === 'relay' || (route === 'auto' && (this.#o.fallbackToRelay || out.length === 0))
-    if (wantRelays && relayTransport) {
-      const relays = [
-        ...new Set([
-          ...(request.relays ?? []),
-          ...(doc?.relay?.urls ?? []),
-          ...(await this.#o.peers.of(to)),
-        ]),
-      ]
-      if (relays.length > 0) {
-        // A document's relays are equivalent unless it says otherwise; relays learned
-        // elsewhere are tried in the order known (PROFILE §9 failover).
-        const preference = doc ? (doc.relay?.preference ?? 'any') : 'ordered'
-        const target: DeliveryTarget = { kind: 'relay', agent: to, urls: relays, preference }
-        out.push({ target, transport: relayTransport })
-      }
-    }
+      route === 'relay' || (route === 'auto' && (this.#o.fallbackToRelay || direct.length === 0))
+    const out = [...(route === 'relay' ? [] : direct), ...(wantRelays ? relayed : [])]
     if (out.length === 0) throw noRoute(to, route)
     return out
   }
 
-  /**
-   * Try `targets` in order; `copy` gives the message to send to each (a relay copy may carry
-   * more signatures, PROFILE §9). `bestEffort` (error phase messages, which a stranger can
-   * trigger): no durable outbox entry and no report of the failures on the way, so nobody can
-   * park retries in our outbox or put their network's detail into our logs (PROFILE §4, §7).
-   */
-  async deliver(
-    targets: readonly PlannedTarget[],
-    copy: (target: DeliveryTarget) => Promise<Message>,
-    signal?: AbortSignal,
-    bestEffort = false,
-  ): Promise<Delivered> {
-    let inboxTried: PlannedTarget | undefined
-    for (let i = 0; i < targets.length; i++) {
-      const { target, transport } = targets[i]!
-      const last = i === targets.length - 1
-      try {
-        const receipt = await transport.send(await copy(target), target, {
-          durable: last && !bestEffort,
-          ...(signal ? { signal } : {}),
-        })
-        return { receipt, transport }
-      } catch (error) {
-        if (signal?.aborted) throw error
-        if (!last && isRetryable(error)) {
-          if (target.kind === 'inbox') inboxTried ??= targets[i]
-          continue
-        }
-        if (!inboxTried || bestEffort) throw error
-        // Nothing after the inbox took it: back to the inbox, kept in its outbox for retries.
-        this.#o.onError(error)
-        const receipt = await inboxTried.transport.send(
-          await copy(inboxTried.target),
-          inboxTried.target,
-          { durable: true, ...(signal ? { signal } : {}) },
-        )
-        return { receipt, transport: inboxTried.transport }
-      }
-    }
-    throw new AgentMsgError('not_found', 'no delivery target')
-  }
-
-  #transportFor(kind: string): Transport | undefined {
-    return this.#o.transports.find((t) => t.kinds.includes(kind))
-  }
-
   /** A URL agent's identity document, when it can be had now. */
   async #document(agent: string): Promise<IdentityDocument | undefined> {
-    if (!isUrlAgent(agent)) return undefined
+    if (parseAgentId(agent, 'to').kind !== 'url') return undefined
     const doc = await this.#o.documents.document(agent).catch(() => undefined)
     return doc && !('status' in doc) ? doc : undefined
   }
 }
 
-function isUrlAgent(agent: string): boolean {
-  return parseAgentId(agent, 'to').kind === 'url'
+/**
+ * Try `targets` in order, each once, with the copy `copy` gives for it, until one takes the
+ * message or a peer refuses it.
+ */
+export async function tryTargets(
+  targets: readonly PlannedTarget[],
+  copy: (target: DeliveryTarget, index: number) => Promise<Message>,
+  signal?: AbortSignal,
+): Promise<Round> {
+  let last: unknown = new AgentMsgError('not_found', 'no delivery target')
+  let retry = false
+  let retryAfterMs: number | undefined
+  for (const [i, { target, transport }] of targets.entries()) {
+    try {
+      const message = await copy(target, i)
+      const receipt = await transport.send(message, target, signal ? { signal } : {})
+      return { ok: true, receipt, transport: transport.protocol }
+    } catch (error) {
+      if (signal?.aborted) throw error
+      if (isRefusal(error)) return { ok: false, error, retry: false }
+      last = error
+      if (target.durable && passesLater(error)) {
+        retry = true
+        const after = isAgentMsgError(error) ? error.retryAfter : undefined
+        if (after !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, after * 1000)
+      }
+    }
+  }
+  return { ok: false, error: last, retry, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
 }
 
 function noRoute(to: string, route: RouteRequest['route']): AgentMsgError {
   return route === 'direct'
-    ? new AgentMsgError('not_found', `${to} has no inbox to deliver to directly`)
+    ? new AgentMsgError('not_found', `${to} has no target to deliver to directly`)
     : new AgentMsgError(
         'not_found',
-        `no route to ${to}: it has no inbox (not a URL agent) and no relay is known; ` +
-          'pass options.relays, pin it with relays, or wait for a message from it',
+        `no route to ${to}: no transport has a target for it (a did:key has no inbox) and no ` +
+          'relay is known; pass options.relays, pin it with relays, or wait for a message from it',
       )
 }

@@ -1,10 +1,10 @@
 /**
  * Sealing on send (PROFILE §8, SPEC §5.7): which copies of a message get a sealed body, and for
- * which key. Relays are untrusted unless the agent says otherwise (SPEC §5.7.2), so a body that
- * goes through a relay not marked `trusted` or `self-operated` is sealed whenever the
- * recipient's key is known; direct deliveries (TLS to the recipient itself) are not, unless the
- * caller asks. The sealed-box cryptography is imported only when something is sealed, so a
- * bundle whose agent never seals does not load it.
+ * which key. A copy is sealed by default unless its target is confidential (TLS to the peer
+ * itself, or relays the agent trusts with bodies, SPEC §5.7.2): the transport says so for each
+ * target, a custom transport's targets are not unless it declares them so. The sealed-box
+ * cryptography is imported only when something is sealed, so a bundle whose agent never seals
+ * does not load it.
  */
 
 import {
@@ -40,38 +40,22 @@ export interface SealPlan {
 const NOTHING_SEALED = (targets: PlannedTarget[]): SealPlan => ({ targets, seals: () => false })
 
 export class Sealing {
-  readonly #trust: Map<string, RelayTrust>
   readonly #documents: Pick<Documents, 'document'>
   readonly #keyStore: () => Promise<KeyStore>
 
   constructor(o: {
-    relayTrust?: Record<string, RelayTrust> | undefined
     documents: Pick<Documents, 'document'>
     /** The key store loads with the receive side (./receive.ts). */
     keyStore: () => Promise<KeyStore>
   }) {
-    this.#trust = parseTrust(o.relayTrust ?? {})
     this.#documents = o.documents
     this.#keyStore = o.keyStore
   }
 
-  /** How far a relay is trusted with bodies (SPEC §5.7.2). @default 'untrusted' */
-  trustOf(relayUrl: string): RelayTrust {
-    return this.#trust.get(relayUrl) ?? 'untrusted'
-  }
-
-  /**
-   * Whether the copy for `target` is sealed when the caller did not say: a relay target any of
-   * whose relays is untrusted (the transport picks among them, so one is enough).
-   */
-  sealsByDefault(target: DeliveryTarget): boolean {
-    return target.kind === 'relay' && target.urls.some((u) => this.trustOf(u) === 'untrusted')
-  }
-
   /**
    * The sealing of a send to `to` over `targets`. `seal: true` seals every copy and fails when
-   * the key is unknown; `seal: false` seals none. By default, copies through untrusted relays
-   * are sealed; when the key is unknown they are dropped from the route (plaintext is sent only
+   * the key is unknown; `seal: false` seals none. By default, copies for targets that are not
+   * confidential are sealed; when the key is unknown they are dropped from the route (plaintext is sent only
    * with `allowPlaintext`), and the send fails when nothing is left.
    *
    * @throws AgentMsgError `not_found` when a copy must be sealed and `to`'s key is unknown.
@@ -82,7 +66,7 @@ export class Sealing {
     options: Pick<SendOptions, 'seal' | 'allowPlaintext'>,
   ): Promise<SealPlan> {
     if (options.seal === false) return NOTHING_SEALED(targets)
-    const wants = (t: DeliveryTarget) => options.seal === true || this.sealsByDefault(t)
+    const wants = (t: DeliveryTarget) => options.seal === true || t.confidential !== true
     if (!targets.some((t) => wants(t.target))) return NOTHING_SEALED(targets)
     const recipient = await this.recipientKey(to)
     if (recipient) return { targets, recipient, seals: wants }
@@ -132,17 +116,27 @@ export async function sealMessage(
   return { ...unsigned, body, security: { ...security, encryption } }
 }
 
-function parseTrust(given: Record<string, RelayTrust>): Map<string, RelayTrust> {
-  const out = new Map<string, RelayTrust>()
+/**
+ * Whether the agent trusts the relay at a URL with bodies (SPEC §5.7.2): `trusted` or
+ * `self-operated` in `relayTrust`; every other relay is `untrusted`.
+ */
+export function relayTrusts(given: Record<string, RelayTrust>): (url: string) => boolean {
+  const trusted = new Set<string>()
   for (const [url, trust] of Object.entries(given)) {
     if (!TRUST_LEVELS.has(trust)) {
       throw new TypeError(
         `relayTrust[${JSON.stringify(url)}] must be 'untrusted', 'trusted' or 'self-operated'`,
       )
     }
-    out.set(normalizeAgentUrl(url), trust)
+    if (trust !== 'untrusted') trusted.add(normalizeAgentUrl(url))
   }
-  return out
+  return (url) => {
+    try {
+      return trusted.has(normalizeAgentUrl(url))
+    } catch {
+      return false
+    }
+  }
 }
 
 function cannotSeal(to: string, way: string): AgentMsgError {

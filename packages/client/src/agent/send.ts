@@ -1,8 +1,10 @@
 /**
  * Sending: a message is numbered in its conversation, signed (twice for a level-0
- * introduction: relays need an Ed25519 signature, PROFILE §9) and handed to the router.
+ * introduction through relays, PROFILE §9), and tried over the router's targets: once, or
+ * through the outbox when a target is durable.
  */
 import {
+  AgentMsgError,
   type BodyPart,
   createMessage,
   createMessageId,
@@ -10,16 +12,19 @@ import {
   hmacSigner,
   type JsonValue,
   type Message,
+  PROFILE,
   parseAgentId,
   type Signer,
   type Storage,
   signMessage,
   type UnsignedMessage,
 } from '@agentmsg/core'
+import { canonicalizeToBytes } from '@agentmsg/core/encoding'
 import type { Conversations } from './conversations.js'
 import { type OwnKeys, relayList } from './identity.js'
+import type { Outbox } from './outbox.js'
 import type { PeerRelays } from './peers.js'
-import type { Delivered, Router } from './route.js'
+import { type Round, type Router, tryTargets } from './route.js'
 import { type Sealing, type SealPlan, sealMessage } from './seal.js'
 import type { Content, SendOptions, SendResult } from './types.js'
 
@@ -33,6 +38,8 @@ export interface SendContext {
   sealing: Sealing
   peers: PeerRelays
   conversations: Conversations
+  /** The durable outbox, loaded on first use. */
+  outbox: () => Promise<Outbox>
   /** Store an introduction token; returns its fragment. */
   addToken(token: string): Promise<unknown>
   /** The agent a held token introduces (named, or bound by its first greeting), if any. */
@@ -83,21 +90,48 @@ export async function sendMessage(
     relays: given,
   })
   const sealing = await c.sealing.plan(planned, recipient, options)
-  const delivered = await c.router.deliver(
-    sealing.targets,
-    copies(unsigned, c.keys.signer, hmac, sealing),
+  const copy = copies(unsigned, c.keys.signer, hmac, sealing)
+  const ids = { messageId: unsigned.message_id, conversationId }
+  const targets = sealing.targets
+  // Decided once, before anything goes out (PROFILE §6).
+  const durable = targets.find((t) => t.target.durable)
+  if (!durable) {
+    return result(await tryTargets(targets, copy, options.signal), ids, sealing)
+  }
+  const messages = await Promise.all(targets.map((t) => copy(t.target)))
+  const unique = [...new Set(messages)]
+  const outbox = await c.outbox()
+  const first = await outbox.send(
+    {
+      id: unsigned.message_id,
+      targets: targets.map((t, i) => ({
+        target: t.target,
+        protocol: t.transport.protocol,
+        copy: unique.indexOf(messages[i]!),
+      })),
+      copies: unique,
+      firstAttempt: c.now(),
+      attempts: 0,
+      nextAttempt: c.now(),
+    },
     options.signal,
   )
+  if (!('pending' in first)) return result(first, ids, sealing)
+  const { target, transport } = durable
   return {
-    ...sendResult(delivered, unsigned.message_id, conversationId),
-    sealed: sealing.seals(delivered.receipt.target),
+    ...ids,
+    route: target.route,
+    transport: transport.protocol,
+    sealed: sealing.seals(target),
+    pending: true,
   }
 }
 
 /**
  * The copy for each target, made once per kind of copy: sealed when `sealing` says so for the
- * target (PROFILE §8, signed after sealing); a level-0 introduction is signed by the token only,
- * and its relay copy also carries the sender's Ed25519 signature, which relays require (PROFILE §9).
+ * target (PROFILE §8, signed after sealing); a level-0 introduction is signed by the token
+ * only, and its copy through relays also carries the sender's Ed25519 signature, which relays
+ * require (PROFILE §9). Each copy is checked against PROFILE §6's size once, here.
  */
 export function copies(
   unsigned: UnsignedMessage,
@@ -109,34 +143,48 @@ export function copies(
   const made = new Map<string, Promise<Message>>()
   return (target) => {
     const sealed = sealing?.recipient !== undefined && sealing.seals(target)
-    const both = target.kind === 'relay' && hmac !== undefined
+    const both = target.route === 'relay' && hmac !== undefined
     const kind = `${sealed}/${both}`
     let copy = made.get(kind)
     if (!copy) {
       const base = sealed
         ? (sealedBody ??= sealMessage(unsigned, sealing!.recipient!))
         : Promise.resolve(unsigned)
-      copy = base.then((m) => signMessage(m, both ? [signer, hmac] : (hmac ?? signer)))
+      copy = base.then(async (m) =>
+        sized(await signMessage(m, both ? [signer, hmac] : (hmac ?? signer))),
+      )
       made.set(kind, copy)
     }
     return copy
   }
 }
 
-/** `SendResult` of a delivery, but `sealed`. */
-function sendResult(
-  d: Delivered,
-  messageId: string,
-  conversationId: string,
-): Omit<SendResult, 'sealed'> {
-  const viaRelay = d.receipt.target.kind === 'relay'
+/** Senders refuse to send a message over 1 MiB (PROFILE §6). */
+function sized(message: Message): Message {
+  const bytes = canonicalizeToBytes(message).byteLength
+  if (bytes > PROFILE.maxMessageBytes) {
+    throw new AgentMsgError(
+      'payload_too_large',
+      `the message is ${bytes} bytes; at most ${PROFILE.maxMessageBytes} are sent (PROFILE §6)`,
+    )
+  }
+  return message
+}
+
+/** The send's result from a round, or its failure. */
+function result(
+  round: Round,
+  ids: { messageId: string; conversationId: string },
+  sealing: SealPlan,
+): SendResult {
+  if (!round.ok) throw round.error
+  const { target, url } = round.receipt
   return {
-    messageId,
-    conversationId,
-    route: viaRelay ? 'relay' : 'direct',
-    transport: d.transport.protocol,
-    ...(viaRelay && d.receipt.url ? { relayUrl: d.receipt.url } : {}),
-    ...(d.receipt.pending ? { pending: true } : {}),
+    ...ids,
+    route: target.route,
+    transport: round.transport,
+    ...(target.route === 'relay' && url ? { relayUrl: url } : {}),
+    sealed: sealing.seals(target),
   }
 }
 

@@ -1,23 +1,21 @@
 /**
- * The default transports: https (sends to inboxes through its durable outbox) and relay
- * (publishes with failover, streams the agent's own relays). The https transport and the
- * identity fetcher (with ky) are loaded with `import()` when first needed, so a relay-only
- * browser agent does not download them.
+ * The default transports: https (delivers to inboxes) and relay (publishes with failover,
+ * streams the agent's own relays). The https transport and the identity fetcher are loaded
+ * with `import()` when first needed, so a relay-only browser agent does not download them.
  */
-import type {
-  IdentityFetcher,
-  Transport,
-  TransportComponents,
-  TransportFactory,
+import {
+  type IdentityFetcher,
+  parseAgentId,
+  type Transport,
+  type TransportComponents,
+  type TransportFactory,
 } from '@agentmsg/core'
 import { relayTransport } from '@agentmsg/transport-relay/transport'
+import { lazy } from './documents.js'
 import type { AgentOptions } from './types.js'
 
 /** Loads the https transport on first use (a separate chunk for bundlers). */
 const loadHttps = () => import('@agentmsg/transport-https')
-
-/** Where the https transport keeps its outbox, in its storage namespace. */
-const OUTBOX_PREFIX = 'outbox/'
 
 /** The transports an agent uses when `transports` is not given. */
 export function defaultTransports(o: AgentOptions): TransportFactory[] {
@@ -35,37 +33,31 @@ export function relayFactory(o: AgentOptions): TransportFactory {
 }
 
 /**
- * The https transport behind a lazy `import()`: loaded on the first send, or at once when an
- * earlier run left deliveries in the outbox (they are resumed).
+ * The https transport behind a lazy `import()`: loaded the first time a peer may have an inbox
+ * (a URL agent, or an inbox given for it: PROFILE §4, §7).
  */
 export function lazyHttpsTransport(options: { fetch?: typeof fetch } = {}): TransportFactory {
   return {
     protocol: 'https',
     async create(components: TransportComponents): Promise<Transport> {
-      let loading: Promise<Transport> | undefined
       let closed = false
-      const load = (): Promise<Transport> => {
-        const current = (loading ??= loadHttps().then(async ({ httpsTransport }) => {
-          const transport = await httpsTransport(options).create(components)
-          // Loaded after close(): closed at once, so its sends reject.
-          if (closed) await transport.close()
-          return transport
-        }))
-        // A failed load (e.g. a chunk that did not download) is tried again on the next need.
-        current.catch(() => {
-          if (loading === current) loading = undefined
-        })
-        return current
-      }
-      if ((await components.storage.list(OUTBOX_PREFIX, { limit: 1 })).length > 0) await load()
+      const load = lazy(async () => {
+        const transport = await (await loadHttps()).httpsTransport(options).create(components)
+        // Loaded after close(): closed at once, so its sends reject.
+        if (closed) await transport.close()
+        return transport
+      })
       return {
         protocol: 'https',
-        kinds: ['inbox'],
+        async targets(peer, targetOptions) {
+          if (!peer.inbox && parseAgentId(peer.agent, 'to').kind !== 'url') return []
+          return (await load()).targets?.(peer, targetOptions) ?? []
+        },
         send: async (message, target, sendOptions) =>
           (await load()).send(message, target, sendOptions),
         async close() {
           closed = true
-          const transport = await loading?.catch(() => undefined)
+          const transport = await load.peek()?.catch(() => undefined)
           await transport?.close()
         },
       }

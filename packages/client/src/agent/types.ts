@@ -51,6 +51,11 @@ export interface AgentOptions {
     document?: IdentityDocument
     /** `display` of a built identity document. */
     display?: string
+    /**
+     * `false`: fail with `not_found` when `storage` holds no identity, rather than make one
+     * (to open an existing agent). @default true
+     */
+    create?: boolean
   }
   /** Everything the agent remembers. Use a persistent adapter to survive restarts. @default memoryStorage() */
   storage?: Storage
@@ -86,8 +91,9 @@ export interface AgentOptions {
   /** Errors nobody else sees (also emitted as `error` events). */
   onError?: (error: unknown) => void
   /**
-   * Fall back to the recipient's relays when a direct attempt fails retryably (network error,
-   * 5xx, 429). @default true
+   * With `route: 'auto'`, try the recipient's relays after its direct targets (when those fail
+   * for now: network error, 5xx, 429). `false`: relays only when it has no direct target.
+   * @default true
    */
   fallbackToRelay?: boolean
   /** Don't listen on transports (no relay streams): for agents that only send. @default false */
@@ -120,13 +126,14 @@ export interface SendOptions {
   /**
    * Seal the body for the recipient (PROFILE §8): `true` on every route, also direct (fails with
    * `not_found` when its key is unknown); `false` never.
-   * @default sealed when it goes through a relay not marked trusted in `relayTrust`
+   * @default sealed unless the target is confidential: an inbox (TLS to the recipient), relays
+   * all marked trusted in `relayTrust`, a custom transport's target that says it is
    */
   seal?: boolean
   /**
    * When the default would seal but the recipient's key is unknown (a URL agent whose identity
    * document cannot be fetched and has no pinned key): send the body in plaintext rather than
-   * fail with `not_found`. @default false
+   * leave out those targets (or fail with `not_found` when no other is left). @default false
    */
   allowPlaintext?: boolean
   /** Abort the send. */
@@ -137,7 +144,7 @@ export interface SendOptions {
 export interface SendResult {
   messageId: string
   conversationId: string
-  /** The route the message took (after any fallback). */
+  /** The route of the target that took it (after any fallback). */
   route: Route
   /** The transport that took it (`https`, `relay`, or a custom one's protocol). */
   transport: TransportKind
@@ -146,8 +153,9 @@ export interface SendResult {
   /** Whether the body went sealed for the recipient (PROFILE §8). */
   sealed: boolean
   /**
-   * `true` when the inbox delivery is still being retried from the durable outbox (nothing to
-   * fall back to, or no relay took it); `delivered` / `undeliverable` events tell the outcome.
+   * `true` when no target took it yet and a durable one (an inbox) failed for now: it is kept in
+   * the agent's outbox and retried (PROFILE §6); `delivered` / `undeliverable` events tell the
+   * outcome. `route` and `transport` are then the durable target's.
    */
   pending?: boolean
 }
@@ -282,25 +290,6 @@ export interface Agent {
   rotateKey(): Promise<IdentityDocument>
   /** URL agents: revoke a key (by fragment) at once. */
   revokeKey(fragment: string): Promise<IdentityDocument>
-  /** Stop transports and timers. Pending deliveries stay in storage for the next run. */
+  /** Stop transports and timers. Pending deliveries stay in the outbox for the next run. */
   close(): Promise<void>
 }
-
-/** Storage keys the agent uses (all under the storage it was given). */
-export const STORAGE_KEYS = {
-  /** Own identity: agent id, key seeds, active fragment, document. */
-  self: 'keys/self/identity',
-  /** Peer routes: `peers/<agent>` → {relays, updated}. */
-  peers: 'peers/',
-  /**
-   * Conversations: `conv/<peer>/<conversation_id>` (URI-encoded) → {peer, next}. Earlier
-   * versions wrote `conv/<conversation_id>`; its peer takes such a record over on first use.
-   */
-  conversations: 'conv/',
-  /** Relay stream cursors: `relay/cursor/<relay url>` (the relay transport's namespace). */
-  cursors: 'relay/cursor/',
-  /** Relay subscriptions: `relay/sub/<relay url>` → subscription id. */
-  subscriptions: 'relay/sub/',
-  /** The https transport's durable outbox (`outbox/` before; moved on start). */
-  outbox: 'https/outbox/',
-} as const

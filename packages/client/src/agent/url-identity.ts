@@ -1,7 +1,9 @@
 /**
- * A URL agent's own identity document (PROFILE §4): made (or checked) when the identity is
- * created, and kept in step with the configured relays. Imported by ./identity.ts only for URL
- * agents, with core's identity documents (issue 12: a did:key browser agent loads neither).
+ * URL agents' identity documents (PROFILE §4), a chunk of its own: the agent's own (made or
+ * checked when the identity is created, kept in step with the configured relays, rotated and
+ * revoked), peers' (fetched and cached, ./documents.ts), and those a level-0 greeting carries
+ * (PROFILE §5). Imported the first time a URL agent is involved: a did:key browser agent that
+ * meets only did:key agents never loads it.
  */
 
 import {
@@ -11,6 +13,10 @@ import {
   parseAgentId,
   validateIdentityDocument,
 } from '@agentmsg/core'
+
+export { revokeKey, rotateKey } from '@agentmsg/core'
+export { identityDocumentResolver, introducedIdentity } from '@agentmsg/core/receive'
+
 import { base64urlEncode } from '@agentmsg/core/encoding'
 import type { SelfRecord } from './identity.js'
 import type { AgentOptions } from './types.js'
