@@ -18,12 +18,18 @@
 import { createPublicKey, verify as nodeVerify } from 'node:crypto'
 import { Agent, createServer, request } from 'node:https'
 import { pathToFileURL } from 'node:url'
+import {
+  createMessage,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  signMessage,
+} from '@agentmsg/core'
 import { buildSigningInput } from '@agentmsg/core/encoding'
-import { createMessage, didKeyFromPublicKey, ed25519Signer, generateKeyPair, signMessage } from '@agentmsg/core'
 import { didKeyResolver } from '@agentmsg/core/receive'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { createInboxHandler } from '@agentmsg/transport-https'
 import { serveInbox } from '@agentmsg/transport-https/node'
-import { createDevCertificate } from '@agentmsg/dev-tls'
 import { percentile, printTable } from './lib.mjs'
 
 const SENDERS = 200

@@ -3,8 +3,7 @@
  * relay client's stream (`ws` and `sse`) into an agent's receive pipeline, against the bare
  * https POST → ws push server, in alternating order.
  */
-import { createReceiver } from '@agentmsg/core'
-import { didKeyResolver } from '@agentmsg/core/receive'
+import { createReceiver, didKeyResolver } from '@agentmsg/core/receive'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { WebSocket } from 'ws'

@@ -5,8 +5,15 @@ import {
   verify as nodeVerify,
 } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
+import {
+  createMessage,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  signMessage,
+} from '@agentmsg/core'
 import { buildSigningInput } from '@agentmsg/core/encoding'
-import { createKeyResolver, createMessage, didKeyFromPublicKey, ed25519Signer, generateKeyPair, signMessage, verifyMessage } from '@agentmsg/core'
+import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { comparePair, printTable } from './lib.mjs'
 
 /** A ~1 KB message (canonical size printed by the bench). */

@@ -2,8 +2,23 @@
 // packages as an application uses them: Alice's receive side is core's `createReceiver`, the
 // one receive pipeline every transport hands its deliveries to (PROFILE §6: validate, date
 // window, verify, duplicate, auth level), fed here by hand instead of by a transport.
-import { createIdentityDocument, createIntroductionToken, createKeyResolver, createMessage, createReceiver, didKeyFromPublicKey, ed25519Signer, generateKeyPair, hmacSigner, signMessage } from '@agentmsg/core'
-import { introducedIdentity, KeyStore } from '@agentmsg/core/receive'
+
+import {
+  createIntroductionToken,
+  createMessage,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  hmacSigner,
+  signMessage,
+} from '@agentmsg/core'
+import {
+  createIdentityDocument,
+  createKeyResolver,
+  createReceiver,
+  introducedIdentity,
+  KeyStore,
+} from '@agentmsg/core/receive'
 
 const step = (s) => console.log(`\n▶ ${s}`)
 

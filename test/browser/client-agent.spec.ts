@@ -22,8 +22,8 @@
  */
 import { rm } from 'node:fs/promises'
 import type { ReceivedMessage } from '@agentmsg/client'
-import type { RelayServer } from '@agentmsg/relay'
 import type { DevCertificate } from '@agentmsg/dev-tls'
+import type { RelayServer } from '@agentmsg/relay'
 import { type Browser, expect, test } from '@playwright/test'
 import type { Mode, PageLog, StartInfo } from './entries/client-agent.js'
 import { bundleEntry } from './harness.js'

@@ -20,8 +20,22 @@
  *   content and did:key signatures (level 3), then verifies them once more on its own.
  */
 import { rm } from 'node:fs/promises'
-import { createKeyResolver, createMessage, didKeyFromPublicKey, ed25519Signer, generateKeyPair, type Message, type Signer, signMessage, verifyMessage } from '@agentmsg/core'
-import { ReplayGuard, receive, type VerifyResult } from '@agentmsg/core/receive'
+import {
+  createMessage,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  type Message,
+  type Signer,
+  signMessage,
+} from '@agentmsg/core'
+import {
+  createKeyResolver,
+  ReplayGuard,
+  receive,
+  type VerifyResult,
+  verifyMessage,
+} from '@agentmsg/core/receive'
 import type { RelayServer } from '@agentmsg/relay'
 import { createRelayClient, type RelayClient } from '@agentmsg/transport-relay'
 import { type Browser, expect, type Page, test } from '@playwright/test'

@@ -6,8 +6,8 @@
  * in place from ../shared/vectors by the runtime's `loadVector`.
  */
 import * as core from '@agentmsg/core'
-import * as encoding from '@agentmsg/core/encoding'
 import { nobleCryptoProvider } from '@agentmsg/core/crypto'
+import * as encoding from '@agentmsg/core/encoding'
 import * as x25519 from '@agentmsg/core/x25519'
 // packages/core/test/shared, bundled to plain JavaScript by the orchestrator (vector-checks.mjs
 // in .tmp/runtimes): the same checks vitest runs on Node and Playwright in Chromium.

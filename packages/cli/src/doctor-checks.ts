@@ -2,12 +2,8 @@
  * The checks of `agentmsg doctor`, each one line: what was found, and on failure what to do
  * (./doctor-explain.ts names the real cause of a failed request).
  */
-import {
-  agentEndpoints,
-  type IdentityDocument,
-  PROFILE,
-  validateIdentityDocument,
-} from '@agentmsg/core'
+import { agentEndpoints, type IdentityDocument, PROFILE } from '@agentmsg/core'
+import { validateIdentityDocument } from '@agentmsg/core/receive'
 import { explain } from './doctor-explain.js'
 
 /** One line of the report. `skipped`: it could not run because an earlier check failed. */

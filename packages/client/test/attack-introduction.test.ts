@@ -9,7 +9,6 @@ import { createServer, type Server } from 'node:https'
 import { fixtureAgent } from '@agentmsg/conformance/portable'
 import {
   type CreateMessageOptions,
-  createIdentityDocument,
   createIntroductionToken,
   createMessage,
   ed25519Signer,
@@ -22,6 +21,7 @@ import {
   type Signer,
   signMessage,
 } from '@agentmsg/core'
+import { createIdentityDocument } from '@agentmsg/core/receive'
 import type { RelayServer } from '@agentmsg/relay'
 import { createIdentityFetcher } from '@agentmsg/transport-https'
 import { publishToRelay } from '@agentmsg/transport-relay'

@@ -6,16 +6,19 @@
  */
 import {
   AgentMsgError,
-  createIdentityDocument,
   type DeliveryTarget,
   generateKeyPair,
   type IdentityDocument,
   type Message,
-  rotateKey,
   type TransportFactory,
-  verifyMessage,
 } from '@agentmsg/core'
-import { chainResolvers, didKeyResolver } from '@agentmsg/core/receive'
+import {
+  chainResolvers,
+  createIdentityDocument,
+  didKeyResolver,
+  rotateKey,
+  verifyMessage,
+} from '@agentmsg/core/receive'
 import { openSealedBody } from '@agentmsg/core/sealed-box'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, type AgentOptions, createAgent } from '../src/index.js'

@@ -1,9 +1,12 @@
 /**
- * @agentmsg/core — agent ids, did:key, identity documents, RFC 8785 canonical form, Ed25519 and
- * HMAC signatures, the one receive pipeline, and the `Storage` / `Transport` contracts.
- * Isomorphic: no Node built-ins; the crypto provider is picked per platform through package
- * conditions. The other entries: `/receive` (the pipeline's parts, for servers and agents),
- * `/http` (the HTTP toolkit and RFC 9421 agent auth), `/sealed-box`, `/encoding`, `/crypto`.
+ * @agentmsg/core — what every agent loads up front to write and send: agent ids, did:key, RFC
+ * 8785 canonical form, Ed25519 and HMAC signing, errors, `PROFILE`, and the `Storage` /
+ * `Transport` contracts. Isomorphic: no Node built-ins; the crypto provider is picked per
+ * platform through package conditions. The other entries: `/receive` (verifying and receiving:
+ * the pipeline, key resolution, identity documents), `/http` (the HTTP toolkit and RFC 9421
+ * agent auth), `/sealed-box`, `/encoding`, `/crypto`. They are separate so that a browser
+ * bundle loads the receive side only when it is first needed: a bundler cannot leave behind
+ * what an entry re-exports.
  *
  * @packageDocumentation
  */
@@ -13,10 +16,8 @@ export { type CreateMessageOptions, createMessage, createMessageId } from './cre
 export { didKeyFragment, didKeyFromPublicKey, isDidKey, publicKeyFromDidKey } from './did-key.js'
 export type { ErrorCode } from './errors.js'
 export { AgentMsgError, isAgentMsgError } from './errors.js'
-export { createIdentityDocument, revokeKey, rotateKey } from './identity/create.js'
 export type { IdentityDocument } from './identity/document.js'
-export { validateIdentityDocument } from './identity/document.js'
-export { createKeyResolver, type IdentityFetcher } from './identity-resolver.js'
+export type { IdentityFetcher } from './identity-resolver.js'
 export type { AbortOptions } from './interfaces/abort.js'
 export type { Storage, StorageListOptions, StorageOp } from './interfaces/storage.js'
 export type {
@@ -32,15 +33,14 @@ export type {
   TransportFactory,
 } from './interfaces/transport.js'
 export { createIntroductionToken, hmacSigner } from './introduction-token.js'
+export { canonicalize } from './jcs.js'
 export type { KeyPair, Signer } from './keys.js'
 export { ed25519Signer, generateKeyPair, keyPairFromSeed } from './keys.js'
 export { validateMessage } from './message.js'
 export { PROFILE } from './profile.js'
-export { createReceiver } from './receive/receiver.js'
 export type { ReceivedInfo, Receiver } from './receive/types.js'
 export type { KeyResolver } from './resolver.js'
 export { signMessage } from './sign.js'
 export { memoryStorage } from './storage/memory.js'
 export { namespacedStorage } from './storage/namespace.js'
 export type { AuthLevel, BodyPart, JsonValue, Message, Phase } from './types.js'
-export { verifyMessage } from './verify.js'

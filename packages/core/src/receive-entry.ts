@@ -1,12 +1,14 @@
 /**
- * `@agentmsg/core/receive` — the parts of the one receive pipeline, for inboxes, relays and
- * agents that assemble their own: the pipeline itself, the key store and resolvers, auth
- * levels (PROFILE §5), the replay guard (PROFILE §6), identity documents fetched and cached
- * (PROFILE §4).
+ * `@agentmsg/core/receive` — verifying and receiving: `verifyMessage`, key resolution
+ * (`createKeyResolver`), the one receive pipeline (`createReceiver`, `receive`) and its parts
+ * (key store, auth levels of PROFILE §5, the replay guard of PROFILE §6), and identity documents
+ * (create, rotate, validate; fetched and cached, PROFILE §4).
  *
  * @packageDocumentation
  */
 export { AuthLevelTracker } from './auth-level.js'
+export { createIdentityDocument, revokeKey, rotateKey } from './identity/create.js'
+export { validateIdentityDocument } from './identity/document.js'
 export {
   createKeyResolver,
   IdentityDocumentCache,

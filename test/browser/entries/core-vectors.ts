@@ -4,10 +4,10 @@
  * `@agentmsg/core` as a browser bundler resolves it (`dist/`, `#crypto-default` → browser file).
  */
 
-import type { CryptoProvider } from '@agentmsg/core/crypto'
 import * as core from '@agentmsg/core'
-import * as encodingLib from '@agentmsg/core/encoding'
+import type { CryptoProvider } from '@agentmsg/core/crypto'
 import { nobleCryptoProvider } from '@agentmsg/core/crypto'
+import * as encodingLib from '@agentmsg/core/encoding'
 import * as sealedBoxLib from '@agentmsg/core/sealed-box'
 import * as x25519Lib from '@agentmsg/core/x25519'
 import { checkDidKeyVectors } from '../../../packages/core/test/shared/didkey-vectors.js'

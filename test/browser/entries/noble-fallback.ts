@@ -5,11 +5,16 @@
  * does — its key, its signatures, relay agent auth, verifying what it receives — must then go
  * through the `@agentmsg/noble` fallback, which `#crypto-default` imports lazily.
  */
-import { webCryptoSupportsEd25519 } from '@agentmsg/core/crypto'
-import { createMessage, didKeyFromPublicKey, ed25519Signer, generateKeyPair, signMessage } from '@agentmsg/core'
-import { getDefaultCryptoProvider } from '@agentmsg/core/crypto'
-import { didKeyResolver } from '@agentmsg/core/receive'
-import { verifyMessage } from '@agentmsg/core'
+
+import {
+  createMessage,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  signMessage,
+} from '@agentmsg/core'
+import { getDefaultCryptoProvider, webCryptoSupportsEd25519 } from '@agentmsg/core/crypto'
+import { didKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import {
   checkEd25519Vectors,
   type VectorCheckResult,

@@ -11,8 +11,16 @@
  * was acknowledged (the agent itself does not say).
  */
 import { type Agent, createAgent, STORAGE_KEYS } from '@agentmsg/client'
-import { createKeyResolver, didKeyFromPublicKey, ed25519Signer, generateKeyPair, type KeyPair, memoryStorage, type Storage, verifyMessage } from '@agentmsg/core'
+import {
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  type KeyPair,
+  memoryStorage,
+  type Storage,
+} from '@agentmsg/core'
 import { getDefaultCryptoProvider } from '@agentmsg/core/crypto'
+import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { createRelayClient, relayTransport } from '@agentmsg/transport-relay'
 import {
   forbiddenWebSocket,

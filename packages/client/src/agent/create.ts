@@ -5,11 +5,11 @@
 import {
   type DeliveryHandler,
   isAgentMsgError,
+  type Message,
   namespacedStorage,
   type Transport,
   type TransportComponents,
   type TransportFactory,
-  type UnsignedMessage,
 } from '@agentmsg/core'
 import { AgentImpl } from './agent.js'
 import { createContacts } from './contacts.js'
@@ -220,13 +220,13 @@ function outcome(events: AgentEmitter, entry: OutboxEntry, o: Outcome): void {
  */
 async function errorReply(
   c: SendContext,
-  message: UnsignedMessage,
+  message: Message,
   to: { agent: string; inbox?: string; relays?: string[] },
 ): Promise<void> {
   const from = (message as { from: { agent: string; relays?: string[] } }).from
   const unsigned =
     c.relays.length && !from.relays
-      ? ({ ...message, from: { ...from, relays: [...c.relays] } } as UnsignedMessage)
+      ? ({ ...message, from: { ...from, relays: [...c.relays] } } as Message)
       : message
   let targets
   try {

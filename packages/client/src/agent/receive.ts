@@ -5,8 +5,8 @@
  * levels). `createAgent` imports this module lazily (a browser agent loads less up front),
  * starting at once, so it is there when the first message arrives.
  */
+
 import {
-  createReceiver,
   type DeliveryHandler,
   type KeyResolver,
   type Message,
@@ -18,6 +18,7 @@ import {
 import {
   AuthLevelTracker,
   chainResolvers,
+  createReceiver,
   didKeyResolver,
   type ErrorReplySender,
   KeyStore,

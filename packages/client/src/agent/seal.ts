@@ -12,9 +12,9 @@ import {
   type DeliveryTarget,
   didKeyFragment,
   isDidKey,
+  type Message,
   normalizeAgentUrl,
   publicKeyFromDidKey,
-  type UnsignedMessage,
 } from '@agentmsg/core'
 import { base64urlDecode } from '@agentmsg/core/encoding'
 import type { KeyStore } from '@agentmsg/core/receive'
@@ -106,10 +106,7 @@ export class Sealing {
 }
 
 /** `unsigned` with its body sealed for `recipient` and `security.encryption` set; sign it next. */
-export async function sealMessage(
-  unsigned: UnsignedMessage,
-  recipient: SealRecipient,
-): Promise<UnsignedMessage> {
+export async function sealMessage(unsigned: Message, recipient: SealRecipient): Promise<Message> {
   const { sealBody } = await import('@agentmsg/core/sealed-box')
   const { body, encryption } = sealBody(unsigned, [recipient])
   const security = { ...unsigned.security, signatures: unsigned.security?.signatures ?? [] }

@@ -17,7 +17,6 @@ import {
   type Signer,
   type Storage,
   signMessage,
-  type UnsignedMessage,
 } from '@agentmsg/core'
 import { canonicalizeToBytes } from '@agentmsg/core/encoding'
 import type { Conversations } from './conversations.js'
@@ -134,12 +133,12 @@ export async function sendMessage(
  * require (PROFILE §9). Each copy is checked against PROFILE §6's size once, here.
  */
 export function copies(
-  unsigned: UnsignedMessage,
+  unsigned: Message,
   signer: Signer,
   hmac?: Signer,
   sealing?: SealPlan,
 ): (target: DeliveryTarget) => Promise<Message> {
-  let sealedBody: Promise<UnsignedMessage> | undefined
+  let sealedBody: Promise<Message> | undefined
   const made = new Map<string, Promise<Message>>()
   return (target) => {
     const sealed = sealing?.recipient !== undefined && sealing.seals(target)

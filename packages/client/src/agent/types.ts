@@ -9,10 +9,10 @@ import type {
   IdentityFetcher,
   Message,
   Phase,
+  ReceivedInfo,
   Storage,
   TransportFactory,
 } from '@agentmsg/core'
-import type { KeySource } from '@agentmsg/core/receive'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
 
 /**
@@ -166,7 +166,7 @@ export interface ReceivedMessage {
   /** The authentication level it was verified at (PROFILE §5). */
   level: AuthLevel
   /** Where the verifying key came from. */
-  source: KeySource
+  source: ReceivedInfo['source']
   /** Pinned, introduced or accepted before (PROFILE §5). */
   knownContact: boolean
   transport: TransportKind

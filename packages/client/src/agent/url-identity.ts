@@ -6,16 +6,15 @@
  * meets only did:key agents never loads it.
  */
 
-import {
-  createIdentityDocument,
-  type IdentityDocument,
-  type KeyPair,
-  parseAgentId,
-  validateIdentityDocument,
-} from '@agentmsg/core'
+import { type IdentityDocument, type KeyPair, parseAgentId } from '@agentmsg/core'
+import { createIdentityDocument, validateIdentityDocument } from '@agentmsg/core/receive'
 
-export { revokeKey, rotateKey } from '@agentmsg/core'
-export { identityDocumentResolver, introducedIdentity } from '@agentmsg/core/receive'
+export {
+  identityDocumentResolver,
+  introducedIdentity,
+  revokeKey,
+  rotateKey,
+} from '@agentmsg/core/receive'
 
 import { base64urlEncode } from '@agentmsg/core/encoding'
 import type { SelfRecord } from './identity.js'
