@@ -7,7 +7,7 @@
  * per-address limit (a load balancer probes from one address), so readiness is cheap whatever
  * the request rate: one store check at a time, its answer reused for `cacheMs`.
  */
-import type { HttpReply } from '@agentmsg/transport-https/http-kit'
+import type { HttpReply } from '@agentmsg/core/http'
 import type { RelayStore } from '../store/types.js'
 
 export type HealthPath = 'healthz' | 'readyz'

@@ -10,9 +10,8 @@ import {
   errorReply,
   onBodyDone,
   preflightReply,
-} from '@agentmsg/transport-https/http-kit'
-import { setRequestBucket } from './buckets.js'
-import { decodeSegment, type RelayReply } from './context.js'
+} from '@agentmsg/core/http'
+import { decodeSegment, type RelayReply, setRequestBucket } from './context.js'
 import type { RequestTrace } from './relay-report.js'
 
 const POST_ONLY = 'POST, OPTIONS'

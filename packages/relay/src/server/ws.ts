@@ -14,8 +14,9 @@ import { isAgentMsgError, parseAgentId } from '@agentmsg/core'
 import { createChallenge, verifyWsAuth } from '@agentmsg/core/http'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { MailboxEntry } from '../store/types.js'
+import type { Feed, FeedSink } from './feed.js'
 import { codeStatus, knownCode, reportRefused } from './relay-report.js'
-import type { Feed, FeedSink, RelayObserver, RelayServerHandler } from './types.js'
+import type { RelayObserver, RelayServerHandler } from './types.js'
 
 /** Options of {@link createRelayWebSocket}. */
 export interface RelayWebSocketOptions {
