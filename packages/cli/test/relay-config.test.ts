@@ -100,7 +100,7 @@ describe('relay --config', () => {
   })
 
   it('takes the README example, which states the defaults', async () => {
-    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const readme = await readFile(new URL('../../relay/README.md', import.meta.url), 'utf8')
     const block = /```json\n(\{\n {2}"limits"[\s\S]*?)```/.exec(readme)?.[1]
     expect(block).toBeDefined()
     expect(relayConfigFrom('README.md', JSON.parse(block!))).toEqual({

@@ -26,7 +26,7 @@ import { createIdentityFetcher, createNodeFetch } from '@agentmsg/transport-http
 import type { RelayStore } from '../store/types.js'
 import type { RelayContext, RelayReply } from './context.js'
 import { type Feed, type FeedContext, type FeedSink, Notifier, startFeed } from './feed.js'
-import { type HealthPath, healthPath, healthReply, Readiness } from './health.js'
+import { type HealthPath, healthPath, healthReply, readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
 import { deliveryContexts, timedStore } from './observed-store.js'
 import { Publisher } from './publish.js'
@@ -59,8 +59,8 @@ class Relay implements RelayServerHandler {
   readonly #subscriptions: Subscriptions
   readonly #endpoints: RelayEndpoints
   readonly #observer: RelayObserver | undefined
-  readonly #readiness: Readiness
-  /** The feeds of WebSocket streams: their entries count as `ws` deliveries. */
+  readonly #ready: () => Promise<boolean>
+  /** WebSocket feeds: their entries count as `ws` deliveries. */
   readonly #wsFeed: FeedContext
   readonly #connections = new Set<() => void>()
   /** Open streams per agent (PROFILE §9 stream cap). */
@@ -140,7 +140,7 @@ class Relay implements RelayServerHandler {
     const ctx = this.#ctx
     const modes = deliveryContexts(ctx, observer, (agent) => this.claimStream(agent, 'sse'))
     this.#wsFeed = modes.wsFeed
-    this.#readiness = new Readiness(store, { closing: () => this.#closing, ...o.readyCheck })
+    this.#ready = readiness(store, () => this.#closing, o.readyCheck)
     this.#endpoints = {
       publish: (request, trace) => this.#publish(request, trace),
       subscribe: (request, url) => this.#subscriptions.subscribe(request, url),
@@ -184,7 +184,7 @@ class Relay implements RelayServerHandler {
   /** `/healthz`, `/readyz` (health.ts): not routed, not rate limited, not reported. */
   async #probe(probe: HealthPath, request: Request): Promise<HttpReply> {
     discardBody(request.body)
-    const ok = probe === 'healthz' || (await this.#readiness.ready())
+    const ok = probe === 'healthz' || (await this.#ready())
     return healthReply(ok, request.method)
   }
 
@@ -200,11 +200,7 @@ class Relay implements RelayServerHandler {
     const wait = this.#clients.take(bucket)
     if (wait > 0 && this.#observer !== undefined) {
       const refused = { code: 'rate_limited', status: 429, route: 'ws', method: 'GET' }
-      reportRefused(
-        this.#observer,
-        bucket === undefined ? refused : { ...refused, bucket },
-        'address',
-      )
+      reportRefused(this.#observer, { ...refused, ...(bucket && { bucket }) }, 'address')
     }
     return wait
   }
