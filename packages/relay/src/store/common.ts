@@ -116,19 +116,12 @@ export function newSubscription(input: Parameters<RelayStore['subscribe']>[0]): 
 
 /** One write of a queued store (SQLite, PostgreSQL), as its writer runs it. */
 export type WriteOp =
-  | {
+  | (Required<Omit<PublishInput, 'forgetAt' | 'skipFull'>> & {
       op: 'publish'
-      from: string
-      messageId: string
-      json: string
-      bytes: number
-      receivedAt: number
-      expiresAt: number
+      /** Resolved; the mailboxes without repeats. */
       forgetAt: number
-      /** Without repeats. */
-      mailboxes: string[]
       skipFull: boolean
-    }
+    })
   | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
   | { op: 'expire'; now: number }
   | {
