@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { sqliteRelayStore } from '@agentmsg/relay'
+import { sqliteRelayStore } from '@agentmsg/relay/sqlite'
 import Database from 'better-sqlite3'
 import { printTable } from './lib.mjs'
 

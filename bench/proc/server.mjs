@@ -112,13 +112,14 @@ function groupCommitter(path) {
 }
 
 /**
- * The relay package: the built one, or `BENCH_RELAY_MODULE` (a path to another build of it, to
- * measure a before/after in one run).
+ * The relay package (its root and its SQLite entry): the built one, or `BENCH_RELAY_MODULE` (a
+ * path to a module exporting `serveRelay` and `sqliteRelayStore`, to measure a before/after in
+ * one run).
  */
-const relayModule = () =>
+const relayModule = async () =>
   process.env.BENCH_RELAY_MODULE
     ? import(process.env.BENCH_RELAY_MODULE)
-    : import('@agentmsg/relay')
+    : { ...(await import('@agentmsg/relay')), ...(await import('@agentmsg/relay/sqlite')) }
 
 /** `config.postgres` `{connectionString, schema}`: the shared PostgreSQL store (issue 13). */
 async function postgresStore(options) {

@@ -61,8 +61,8 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   inbox: runInbox,
   contacts: runContacts,
   rotate: runRotate,
-  // The relay has its own flags and lives in @agentmsg/relay (loaded only when used).
-  relay: async (argv) => (await import('@agentmsg/relay')).runRelayCommand(argv),
+  // The relay has its own flags (relay/); it and @agentmsg/relay are loaded only when used.
+  relay: async (argv) => (await import('./relay/command.js')).runRelayCommand(argv),
   doctor: async (argv) => (await import('./doctor.js')).runDoctor(argv),
 }
 

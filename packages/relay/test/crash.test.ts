@@ -30,8 +30,8 @@ import {
   signMessage,
   verifyMessage,
 } from '@agentmsg/core'
-import { signRequest } from '@agentmsg/core/http'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createAddressPolicy, signRequest } from '@agentmsg/core/http'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   freePort,

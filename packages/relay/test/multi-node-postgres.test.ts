@@ -25,7 +25,8 @@ import {
   type KeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createAddressPolicy } from '@agentmsg/core/http'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import {
   createRelayClient,
   type RelayClient,

@@ -1,14 +1,9 @@
-/** serveRelay's graceful close and the `agentmsg relay` command logic. */
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
+/** serveRelay's graceful close (the `agentmsg relay` command: packages/cli/test/relay-command.test.ts). */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { agentmsgHome } from '@agentmsg/dev-tls'
 import { describe, expect, it } from 'vitest'
-import { relayOptionsFromArgs, runRelayCommand } from '../src/cli.js'
 import { memoryRelayStore } from '../src/store/memory.js'
 import type { PublishInput, RelayStore, StorePublishResult } from '../src/store/types.js'
-import { relayClient, startRelay } from './helpers.js'
+import { startRelay } from './helpers.js'
 
 describe('graceful close', () => {
   it('lets a publish in flight be stored and answered 202 before closing', async () => {
@@ -40,65 +35,5 @@ describe('graceful close', () => {
     await stopping
     expect(inner.storedMessages()).toBe(1)
     expect(r.errors).toEqual([])
-  })
-})
-
-describe('agentmsg relay', () => {
-  it('serves with a development certificate and stops cleanly on a signal', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-relay-cli-'))
-    try {
-      const err: string[] = []
-      let url = ''
-      const code = await runRelayCommand(['--data', dir, '--port', '0', '--dev-tls'], {
-        stderr: (t) => err.push(t),
-        stopSignal: async (server) => {
-          url = server.url
-          // Its certificate is issued by the machine's development CA, which clients trust.
-          const ca = await readFile(path.join(agentmsgHome(), 'dev-ca', 'ca.pem'), 'utf8')
-          const bob = await fixtureAgent()
-          const page = await relayClient(server.url, ca).retrieve(bob)
-          expect(page.messages).toEqual([])
-          return 'SIGTERM'
-        },
-      })
-      expect(code).toBe(0)
-      expect(url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/)
-      const text = err.join('')
-      expect(text).toContain(path.join(dir, 'dev-tls', 'cert.pem'))
-      expect(text).toContain('SIGTERM: stopping')
-      expect((await stat(path.join(dir, 'dev-tls', 'key.pem'))).mode & 0o777).toBe(0o600)
-      expect((await stat(path.join(dir, 'relay.sqlite'))).isFile()).toBe(true)
-    } finally {
-      await rm(dir, { recursive: true, force: true })
-    }
-  })
-
-  it('uses the public URL given and refuses bad usage', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'agentmsg-relay-cli-'))
-    try {
-      let url = ''
-      const code = await runRelayCommand(
-        ['--data', dir, '--port', '0', '--dev-tls', '--public-url', 'HTTPS://Relay.Example/'],
-        { stderr: () => undefined, stopSignal: async (s) => ((url = s.url), 'SIGINT') },
-      )
-      expect(code).toBe(0)
-      expect(url).toBe('https://relay.example')
-      const err: string[] = []
-      expect(await runRelayCommand(['--port', '1'], { stderr: (t) => err.push(t) })).toBe(2)
-      expect(err.join('')).toContain('--data')
-      expect(await runRelayCommand(['--data', dir], { stderr: () => undefined })).toBe(2)
-      // The relay-wide storage cap (PROFILE §9, default 10 GiB).
-      const log = () => undefined
-      const capped = await relayOptionsFromArgs(
-        ['--data', dir, '--dev-tls', '--max-storage', '512MiB'],
-        log,
-      )
-      expect(capped?.quota).toEqual({ totalBytes: 512 * 1024 * 1024 })
-      await expect(
-        relayOptionsFromArgs(['--data', dir, '--dev-tls', '--max-storage', 'lots'], log),
-      ).rejects.toThrow(/not a size/)
-    } finally {
-      await rm(dir, { recursive: true, force: true })
-    }
   })
 })

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
-import { isTypeScriptModule, sqliteWriterExecArgv } from '../src/store/sqlite-writer-start.js'
+import { isTypeScriptModule, sqliteWriterExecArgv } from '../src/store/sqlite.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const DIST = fileURLToPath(new URL('../dist/', import.meta.url))
@@ -44,7 +44,7 @@ describe('sqlite writer location', () => {
   })
 
   it('has the source writer next to the module that starts it', () => {
-    const start = new URL('../src/store/sqlite-writer-start.ts', import.meta.url)
+    const start = new URL('../src/store/sqlite.ts', import.meta.url)
     expect(existsSync(new URL('./sqlite-writer.ts', start))).toBe(true)
   })
 
@@ -60,7 +60,7 @@ describe('sqlite writer location', () => {
     dirs.push(dir)
     const path = join(dir, 'relay.db')
     const script = `
-      const { sqliteRelayStore } = await import('@agentmsg/relay')
+      const { sqliteRelayStore } = await import('@agentmsg/relay/sqlite')
       const store = sqliteRelayStore({ path: process.argv[1] })
       const now = Date.now()
       const json = '{"message_id":"m1"}'

@@ -7,7 +7,7 @@
 import { publishInput as message, RELAY_STORE_NOW as NOW } from '@agentmsg/conformance'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { PostgresRelayStore } from '../src/store/postgres.js'
-import { POSTGRES_LEAD_APPLICATION, postgresLeadKey } from '../src/store/postgres-lead.js'
+import { POSTGRES_LEAD_APPLICATION, postgresLeadKey } from '../src/store/postgres-session.js'
 import { MailboxFullError, RelayStorageFullError } from '../src/store/types.js'
 import {
   adminQuery,

@@ -18,7 +18,7 @@ import {
   type PostgresRelayStoreOptions,
 } from '../src/store/postgres.js'
 import { postgresChannel } from '../src/store/postgres-schema.js'
-import { POSTGRES_LISTEN_APPLICATION } from '../src/store/postgres-watch.js'
+import { POSTGRES_LISTEN_APPLICATION } from '../src/store/postgres-session.js'
 import {
   adminQuery,
   closeAdmin,

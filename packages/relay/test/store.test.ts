@@ -248,6 +248,8 @@ describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
       platform: 'node',
       format: 'esm',
       outdir: dir,
+      // The workspace packages from their sources, as everywhere in the tests.
+      conditions: ['@agentmsg/source'],
       logLevel: 'silent',
       plugins: [
         {

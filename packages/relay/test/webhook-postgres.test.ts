@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openPostgresRelayStore } from '../src/store/postgres.js'
-import { POSTGRES_LEAD_APPLICATION, postgresLeadKey } from '../src/store/postgres-lead.js'
+import { POSTGRES_LEAD_APPLICATION, postgresLeadKey } from '../src/store/postgres-session.js'
 import { startRelay, type TestRelay, testCertificate } from './helpers.js'
 import {
   adminQuery,

@@ -1,13 +1,20 @@
 /**
- * What the relay's endpoints share: the relay's state as one object, and the small request
- * helpers every endpoint uses (mailbox owners, cursors, path segments, 413).
+ * What the relay's endpoints share: the relay's state as one object, and the request helpers
+ * every endpoint uses (agent auth, mailbox owners, cursors, path segments, 413, 415).
  */
-
 import { type KeyResolver, parseAgentId } from '@agentmsg/core'
-import { invalidFormat, type NonceMemory, verifyRequest } from '@agentmsg/core/http'
-import { errorReply, type HttpReply } from '@agentmsg/transport-https/http-kit'
+import {
+  discardBody,
+  errorReply,
+  type HttpReply,
+  invalidFormat,
+  isJsonContentType,
+  jsonReply,
+  type NonceMemory,
+  readBody,
+  verifyRequest,
+} from '@agentmsg/core/http'
 import type { RelayStore } from '../store/types.js'
-import { requestBucket } from './buckets.js'
 import type { FeedContext, Notifier } from './feed.js'
 import type { RelayHandlerOptions } from './types.js'
 
@@ -39,13 +46,15 @@ export interface RelayContext {
   claimStream(agent: string): (() => void) | undefined
 }
 
-/** Open SSE and WebSocket streams per agent (PROFILE §9). */
-export const DEFAULT_STREAMS_PER_AGENT = 4
-/** Subscriptions per agent (PROFILE §9). */
-export const DEFAULT_SUBSCRIPTIONS_PER_AGENT = 16
+/**
+ * The client-address bucket each request came from (PROFILE §6), set by the routing step and
+ * read where a per-bucket share is charged (the nonce memory of agent auth).
+ */
+const buckets = new WeakMap<Request, string>()
 
-/** `Retry-After` of a stream refused at the cap: a slot frees when a stream ends (PROFILE §9). */
-export const STREAM_CAP_RETRY_AFTER = 15
+export function setRequestBucket(request: Request, bucket: string | undefined): void {
+  if (bucket !== undefined) buckets.set(request, bucket)
+}
 
 /** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
 export function overCap(what: string, max: number, retryAfter: number): HttpReply {
@@ -54,27 +63,41 @@ export function overCap(what: string, max: number, retryAfter: number): HttpRepl
   })
 }
 
-/** A streaming answer that is not plain data (SSE). */
-export class ResponseReply {
-  constructor(readonly response: Response) {}
+/** 204, with the CORS headers every answer carries (PROFILE §6). */
+export function noContent(): HttpReply {
+  const { 'content-type': _, ...headers } = jsonReply(204, null).headers
+  return { status: 204, headers, body: null }
 }
 
-/** An endpoint's answer. */
-export type RelayReply = HttpReply | ResponseReply
+/** An endpoint's answer: data, or a streaming `Response` (SSE). */
+export type RelayReply = HttpReply | Response
 
 /** 413 for a request body over the limit; the connection closes (PROFILE §6). */
-export function tooLarge(): HttpReply {
-  return errorReply('payload_too_large', `the request body exceeds the limit`, {
+function tooLarge(): HttpReply {
+  return errorReply('payload_too_large', 'the request body exceeds the limit', {
     headers: { connection: 'close' },
   })
 }
 
 /** 415 for anything but JSON (PROFILE §6). */
-export function unsupportedMediaType(): HttpReply {
+function unsupportedMediaType(): HttpReply {
   return errorReply(
     'unsupported_media_type',
     'Content-Type must be application/json (charset utf-8)',
   )
+}
+
+/** The JSON body of `request`, at most `maxBytes`: the bytes, or the 415 / 413 to answer. */
+export async function jsonBody(
+  request: Request,
+  maxBytes: number,
+): Promise<Uint8Array | HttpReply> {
+  if (!isJsonContentType(request.headers.get('content-type'))) {
+    discardBody(request.body)
+    return unsupportedMediaType()
+  }
+  const bytes = await readBody(request, { maxBytes, failure: 'invalid_format' })
+  return bytes ?? tooLarge()
 }
 
 /** A mailbox owner: did:key and URL agents only (PROFILE §9). */
@@ -113,7 +136,7 @@ export async function authenticate(
   expectedAgent: string | undefined,
   body?: Uint8Array,
 ): Promise<string> {
-  const bucket = requestBucket(request)
+  const bucket = buckets.get(request)
   const verified = await verifyRequest({
     method: request.method,
     targetUri: `${ctx.origin}${url.pathname}${url.search}`,

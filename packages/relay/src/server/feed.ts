@@ -7,13 +7,21 @@
  * stored while the backlog was being read is found by the next read, and an entry already sent
  * is never read again.
  */
-import type { RelayStore } from '../store/types.js'
-import type { Feed, FeedSink } from './types.js'
+import { PROFILE } from '@agentmsg/core'
+import type { MailboxEntry, RelayStore } from '../store/types.js'
 
-/** Entries per store read of a feed. */
-const FEED_PAGE = 100
-/** Bytes per store read of a feed. */
-const FEED_PAGE_BYTES = 1024 * 1024
+/** Where a feed sends a mailbox's entries (an SSE stream, a WebSocket, a webhook). */
+export interface FeedSink {
+  /** Never blocks. */
+  send(entry: MailboxEntry): void
+  /** True when the sink can take more, false when it is gone (the feed stops). */
+  ready(): Promise<boolean>
+}
+
+/** A running feed: backlog after a cursor, then live entries, no gaps, no duplicates. */
+export interface Feed {
+  close(): void
+}
 
 /** In-process "something new in this mailbox" signals. */
 export class Notifier {
@@ -44,7 +52,7 @@ export class Notifier {
     for (const mailbox of [...this.#listeners.keys()]) this.notify(mailbox)
   }
 
-  /** Mailboxes with listeners (for tests). */
+  /** Mailboxes with listeners. */
   get size(): number {
     return this.#listeners.size
   }
@@ -90,8 +98,9 @@ export function startFeed(
           if (closed) return
           const page = await ctx.store.retrieve(mailbox, {
             ...(cursor !== undefined ? { after: cursor } : {}),
-            limit: FEED_PAGE,
-            maxBytes: FEED_PAGE_BYTES,
+            limit: PROFILE.pageLimit,
+            // At most one stream's unsent bytes per read (PROFILE §9).
+            maxBytes: PROFILE.maxMessageBytes,
             now: ctx.now(),
           })
           if (closed) return
@@ -100,7 +109,7 @@ export function startFeed(
             cursor = entry.cursor
           }
           // A complete page read everything due: the next notification wakes the feed again
-          // (issue 12 profile: a second, empty read per pushed entry otherwise).
+          // (else a second, empty read per pushed entry).
           if (page.entries.length === 0 || page.complete === true) break
         }
       }

@@ -10,67 +10,36 @@ import {
   isAgentMsgError,
   type KeyResolver,
   normalizeAgentUrl,
+  PROFILE,
 } from '@agentmsg/core'
-import { NonceMemory } from '@agentmsg/core/http'
 import {
   ClientLimits,
+  createAddressPolicy,
   discardBody,
   errorReply,
   type HttpReply,
+  NonceMemory,
   TokenBuckets,
   toResponse,
-} from '@agentmsg/transport-https/http-kit'
-import {
-  createAddressPolicy,
-  createNodeFetch,
-  createNodeIdentityFetcher,
-  createSender,
-  type HttpsSender,
-  type RateLimit,
-} from '@agentmsg/transport-https/node'
+} from '@agentmsg/core/http'
+import { createIdentityFetcher, createNodeFetch } from '@agentmsg/transport-https/node'
 import type { RelayStore } from '../store/types.js'
-import {
-  DEFAULT_STREAMS_PER_AGENT,
-  DEFAULT_SUBSCRIPTIONS_PER_AGENT,
-  type RelayContext,
-  type RelayReply,
-  ResponseReply,
-} from './context.js'
-import { type FeedContext, Notifier, startFeed } from './feed.js'
-import { type HealthPath, healthPath, healthReply, Readiness } from './health.js'
+import type { RelayContext, RelayReply } from './context.js'
+import { type Feed, type FeedContext, type FeedSink, Notifier, startFeed } from './feed.js'
+import { type HealthPath, healthPath, healthReply, readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
-import { NODE_PUBLISH, type NodePublishTarget } from './node-publish.js'
 import { deliveryContexts, timedStore } from './observed-store.js'
-import { Publisher, type PublishRequest, webPublishRequest } from './publish.js'
+import { Publisher } from './publish.js'
 import { type RequestTrace, reportRefused, reportReply } from './relay-report.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
 import { Subscriptions } from './subscriptions.js'
-import type {
-  Feed,
-  FeedSink,
-  RelayHandlerOptions,
-  RelayObserver,
-  RelayRequestInfo,
-  RelayServerHandler,
-  StreamKind,
-} from './types.js'
-
-export { DEFAULT_STREAMS_PER_AGENT, DEFAULT_SUBSCRIPTIONS_PER_AGENT } from './context.js'
-export { DEFAULT_PAGE_LIMIT, MAX_PAGE_BYTES, MAX_PAGE_LIMIT } from './mailbox.js'
-
-const DAY = 86_400_000
-/** Minimum (and default) retention of an unacknowledged message (PROFILE §9). */
-export const DEFAULT_RETENTION_MS = 7 * DAY
-
-function limit(given: Partial<RateLimit> | undefined, perMinute: number, burst: number): RateLimit {
-  return { perMinute: given?.perMinute ?? perMinute, burst: given?.burst ?? burst }
-}
+import type { RelayHandlerOptions, RelayObserver, RelayServerHandler, StreamKind } from './types.js'
 
 /**
- * Create the relay's HTTP handler.
+ * Create the relay's HTTP handler, webhook push included.
  *
  * @example
- * const relay = createRelayHandler({ baseUrl: 'https://relay.example', store: sqliteRelayStore({ path }) })
+ * const relay = createRelayHandler({ baseUrl: 'https://relay.example', store: memoryRelayStore() })
  * // Node: serveRelay(...) wires it to node:https and adds the WebSocket endpoint.
  */
 export function createRelayHandler(options: RelayHandlerOptions): RelayServerHandler {
@@ -86,13 +55,12 @@ class Relay implements RelayServerHandler {
   readonly #store: RelayStore
   readonly #onError: (error: unknown) => void
   readonly #clients: ClientLimits
-  readonly #sender: HttpsSender
   readonly #publisher: Publisher
   readonly #subscriptions: Subscriptions
   readonly #endpoints: RelayEndpoints
   readonly #observer: RelayObserver | undefined
-  readonly #readiness: Readiness
-  /** The feeds of WebSocket streams: their entries count as `ws` deliveries. */
+  readonly #ready: () => Promise<boolean>
+  /** WebSocket feeds: their entries count as `ws` deliveries. */
   readonly #wsFeed: FeedContext
   readonly #connections = new Set<() => void>()
   /** Open streams per agent (PROFILE §9 stream cap). */
@@ -118,21 +86,22 @@ class Relay implements RelayServerHandler {
     const now = o.now ?? Date.now
     const onError = o.onError ?? ((error) => console.error('agentmsg relay:', error))
     this.#onError = onError
-    const retention = o.retentionMs ?? DEFAULT_RETENTION_MS
-    if (!(retention >= DEFAULT_RETENTION_MS)) {
+    const retention = o.retentionMs ?? PROFILE.relayRetentionMs
+    if (!(retention >= PROFILE.relayRetentionMs)) {
       throw new RangeError('retentionMs may only be raised above 7 days (PROFILE §9)')
     }
-    const policy = o.addressPolicy ?? createAddressPolicy()
+    // Outbound: https only, under the address rules (identity documents, webhooks).
     const ca = o.ca === undefined ? {} : { ca: o.ca }
-    this.resolver =
-      o.resolver ??
-      createKeyResolver({
-        fetchIdentity: createNodeIdentityFetcher({ addressPolicy: policy, ...ca }),
-        now,
-      })
+    const nodeFetch = createNodeFetch({
+      addressPolicy: o.addressPolicy ?? createAddressPolicy(),
+      ...ca,
+    })
+    const fetchIdentity = createIdentityFetcher({ fetch: nodeFetch })
+    this.resolver = o.resolver ?? createKeyResolver({ fetchIdentity, now })
+    const fetchFn = o.fetch ?? nodeFetch
     const notifier = new Notifier()
     const limits = o.limits ?? {}
-    this.#maxStreams = limits.streamsPerAgent ?? DEFAULT_STREAMS_PER_AGENT
+    this.#maxStreams = limits.streamsPerAgent ?? PROFILE.streamsPerAgent
     this.#ctx = {
       baseUrl: this.baseUrl,
       origin: base.origin,
@@ -155,7 +124,7 @@ class Relay implements RelayServerHandler {
       claimStream: (agent) => this.claimStream(agent),
     }
     // A store shared by several relay processes signals entries another process added, so a
-    // stream here gets a message published there without polling (issue 13).
+    // stream here gets a message published there without polling.
     this.#unwatch = o.store.watch?.((mailbox) =>
       mailbox === undefined ? notifier.notifyAll() : notifier.notify(mailbox),
     )
@@ -164,31 +133,16 @@ class Relay implements RelayServerHandler {
       { ...limits, ...(o.trustedProxies ? { trustedProxies: o.trustedProxies } : {}), now },
       'agentmsg relay',
     )
-    const perSender = new TokenBuckets(limit(limits.perSender, 60, 20), now, maxKeys)
-    const fetchFn = o.fetch ?? createNodeFetch({ addressPolicy: policy, ...ca })
-    const w = o.webhook ?? {}
-    this.#sender = createSender({
-      fetch: fetchFn,
-      resume: false,
-      ...(w.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: w.attemptTimeoutMs } : {}),
-      ...(w.deadlineMs !== undefined ? { deadlineMs: w.deadlineMs } : {}),
-      ...(w.random ? { random: w.random } : {}),
-      ...(w.clock ? { clock: w.clock } : {}),
-    })
+    const perSender = new TokenBuckets({ ...PROFILE.perSender, ...limits.perSender }, now, maxKeys)
     this.#publisher = new Publisher(this.#ctx, retention, (from) => perSender.take(from))
-    this.#subscriptions = new Subscriptions(
-      this.#ctx,
-      this.#sender,
-      fetchFn,
-      limits.subscriptionsPerAgent ?? DEFAULT_SUBSCRIPTIONS_PER_AGENT,
-      observer,
-    )
+    const maxSubscriptions = limits.subscriptionsPerAgent ?? PROFILE.subscriptionsPerAgent
+    this.#subscriptions = new Subscriptions(this.#ctx, fetchFn, maxSubscriptions, observer)
     const ctx = this.#ctx
     const modes = deliveryContexts(ctx, observer, (agent) => this.claimStream(agent, 'sse'))
     this.#wsFeed = modes.wsFeed
-    this.#readiness = new Readiness(store, { closing: () => this.#closing, ...o.readyCheck })
+    this.#ready = readiness(store, () => this.#closing, o.readyCheck)
     this.#endpoints = {
-      publish: (request, trace) => this.#publish(webPublishRequest(request), trace),
+      publish: (request, trace) => this.#publish(request, trace),
       subscribe: (request, url) => this.#subscriptions.subscribe(request, url),
       unsubscribe: (request, url, id) => this.#subscriptions.unsubscribe(request, url, id),
       retrieve: (request, url) => retrieveMessages(modes.retrieve, request, url),
@@ -203,7 +157,10 @@ class Relay implements RelayServerHandler {
     this.ready = this.#subscriptions.load().catch(onError)
   }
 
-  readonly fetch = async (request: Request, info: RelayRequestInfo = {}): Promise<Response> => {
+  readonly fetch = async (
+    request: Request,
+    info: { clientAddress?: string } = {},
+  ): Promise<Response> => {
     const probe = healthPath(request.url, this.#basePath)
     if (probe !== undefined) return toResponse(await this.#probe(probe, request))
     const trace: RequestTrace = { route: 'unknown' }
@@ -214,7 +171,7 @@ class Relay implements RelayServerHandler {
     } catch (error) {
       reply = this.#failure(error)
     }
-    if (reply instanceof ResponseReply) return reply.response
+    if (reply instanceof Response) return reply
     if (this.#observer !== undefined) {
       if (reply.status >= 400 && trace.bucket === undefined) {
         trace.bucket = this.bucketOf(info.clientAddress, request.headers.get('x-forwarded-for'))
@@ -227,21 +184,8 @@ class Relay implements RelayServerHandler {
   /** `/healthz`, `/readyz` (health.ts): not routed, not rate limited, not reported. */
   async #probe(probe: HealthPath, request: Request): Promise<HttpReply> {
     discardBody(request.body)
-    const ok = probe === 'healthz' || (await this.#readiness.ready())
+    const ok = probe === 'healthz' || (await this.#ready())
     return healthReply(ok, request.method)
-  }
-
-  /** The Node fast path of publish (node-publish.ts), for `serveRelay`. */
-  get [NODE_PUBLISH](): NodePublishTarget {
-    return {
-      basePath: this.#basePath,
-      clients: this.#clients,
-      publish: (request, trace) => this.#publish(request, trace),
-      failure: (error) => this.#failure(error),
-      report: (trace, reply) => {
-        if (this.#observer !== undefined) reportReply(this.#observer, 'POST', trace, reply)
-      },
-    }
   }
 
   admit(address: string | undefined, forwardedFor: string | null = null): number {
@@ -256,11 +200,7 @@ class Relay implements RelayServerHandler {
     const wait = this.#clients.take(bucket)
     if (wait > 0 && this.#observer !== undefined) {
       const refused = { code: 'rate_limited', status: 429, route: 'ws', method: 'GET' }
-      reportRefused(
-        this.#observer,
-        bucket === undefined ? refused : { ...refused, bucket },
-        'address',
-      )
+      reportRefused(this.#observer, { ...refused, ...(bucket && { bucket }) }, 'address')
     }
     return wait
   }
@@ -332,15 +272,14 @@ class Relay implements RelayServerHandler {
       this.#connections.clear()
       this.#subscriptions.close()
       await this.ready
-      await this.#sender.close()
     })()
     return this.#closed
   }
 
   /** Publishes in flight are stored and answered before `close()` goes on (PROFILE §9 202). */
-  async #publish(request: PublishRequest, trace?: RequestTrace): Promise<HttpReply> {
+  async #publish(request: Request, trace?: RequestTrace): Promise<HttpReply> {
     if (this.#closing) {
-      request.discardBody()
+      discardBody(request.body)
       return errorReply('unavailable', 'the relay is shutting down', { retryAfter: 5 })
     }
     this.#inFlight++

@@ -1,13 +1,11 @@
 /**
- * `GET /healthz` (liveness: the process answers) and `GET /readyz` (readiness: the store can take
- * a write now and the relay is not draining), for load balancers and orchestrators (issue 14).
- *
- * Unauthenticated, so they tell a stranger nothing: `{"status":"ok"}` or 503
- * `{"status":"unavailable"}`, no error text, version or path. They are not charged to the
- * per-address limit (a load balancer probes from one address), so readiness is cheap whatever
- * the request rate: one store check at a time, its answer reused for `cacheMs`.
+ * `GET /healthz` (liveness: the process answers) and `GET /readyz` (readiness: the store can
+ * take a write now and the relay is not draining), for load balancers and orchestrators.
+ * Unauthenticated, so they tell a stranger nothing: no error text, version or path. Not charged
+ * to the per-address limit (a load balancer probes from one address), so readiness stays cheap
+ * whatever the probe rate: one store check at a time, its answer reused for `cacheMs`.
  */
-import type { HttpReply } from '@agentmsg/transport-https/http-kit'
+import type { HttpReply } from '@agentmsg/core/http'
 import type { RelayStore } from '../store/types.js'
 
 export type HealthPath = 'healthz' | 'readyz'
@@ -19,87 +17,54 @@ export function healthPath(url: string, basePath: string): HealthPath | undefine
   const path = new URL(url).pathname
   const below =
     basePath !== '' && path.startsWith(`${basePath}/`) ? path.slice(basePath.length) : path
-  if (below === '/healthz') return 'healthz'
-  if (below === '/readyz') return 'readyz'
-  return undefined
+  return below === '/healthz' ? 'healthz' : below === '/readyz' ? 'readyz' : undefined
 }
 
-const HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' }
-
-/** The answer of a probe: 200 ok, 503 unavailable (with Retry-After), 405 for other methods. */
+/** 200 ok, 503 unavailable (with Retry-After), 405 for other methods than GET and HEAD. */
 export function healthReply(ok: boolean, method: string): HttpReply {
+  const headers = { 'content-type': 'application/json', 'cache-control': 'no-store' }
   if (method !== 'GET' && method !== 'HEAD') {
-    return { status: 405, headers: { ...HEADERS, allow: 'GET, HEAD' }, body: null }
+    return { status: 405, headers: { ...headers, allow: 'GET, HEAD' }, body: null }
   }
-  const head = method === 'HEAD'
-  if (ok) return { status: 200, headers: HEADERS, body: head ? null : '{"status":"ok"}' }
-  return {
-    status: 503,
-    headers: { ...HEADERS, 'retry-after': '1' },
-    body: head ? null : '{"status":"unavailable"}',
-  }
-}
-
-export interface ReadinessOptions {
-  /** True once the relay began to close (draining: not ready). */
-  closing: () => boolean
-  /** A check that takes longer counts as failed. @default 2000 */
-  timeoutMs?: number
-  /** How long a check's answer is reused. @default 1000 */
-  cacheMs?: number
-  now?: () => number
+  const body = (text: string) => (method === 'HEAD' ? null : text)
+  if (ok) return { status: 200, headers, body: body('{"status":"ok"}') }
+  const retry = { ...headers, 'retry-after': '1' }
+  return { status: 503, headers: retry, body: body('{"status":"unavailable"}') }
 }
 
 /**
- * The relay's readiness: not draining, and the store can take a write now
- * (`RelayStore.checkWritable`; a store without it is asked a read, `usage()`).
+ * The relay's readiness: not `closing`, and the store can take a write now
+ * (`RelayStore.checkWritable`, or a read, `usage()`, for a store without it); a check slower
+ * than `timeoutMs` fails.
  */
-export class Readiness {
-  readonly #store: RelayStore
-  readonly #closing: () => boolean
-  readonly #timeoutMs: number
-  readonly #cacheMs: number
-  readonly #now: () => number
-  #checking: Promise<boolean> | undefined
-  #last: { ok: boolean; at: number } | undefined
-
-  constructor(store: RelayStore, options: ReadinessOptions) {
-    this.#store = store
-    this.#closing = options.closing
-    this.#timeoutMs = options.timeoutMs ?? 2000
-    this.#cacheMs = options.cacheMs ?? 1000
-    this.#now = options.now ?? Date.now
-  }
-
-  async ready(): Promise<boolean> {
-    if (this.#closing()) return false
-    const last = this.#last
-    if (last !== undefined && this.#now() - last.at < this.#cacheMs) return last.ok
-    this.#checking ??= this.#check().then((ok) => {
-      this.#last = { ok, at: this.#now() }
-      this.#checking = undefined
-      return ok
-    })
-    const ok = await this.#checking
-    return ok && !this.#closing()
-  }
-
-  async #check(): Promise<boolean> {
-    const store = this.#store
+export function readiness(
+  store: RelayStore,
+  closing: () => boolean,
+  { timeoutMs = 2000, cacheMs = 1000 }: { timeoutMs?: number; cacheMs?: number } = {},
+): () => Promise<boolean> {
+  let checking: Promise<boolean> | undefined
+  let last: { ok: boolean; at: number } | undefined
+  const check = async () => {
     let timer: ReturnType<typeof setTimeout> | undefined
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.#timeoutMs)
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs)
       timer.unref?.()
     })
-    const check = (async () => {
-      if (store.checkWritable !== undefined) await store.checkWritable()
-      else await store.usage()
-      return true
-    })().catch(() => false)
+    const write = (store.checkWritable?.() ?? store.usage()).then(() => true)
     try {
-      return await Promise.race([check, timeout])
+      return await Promise.race([write.catch(() => false), late])
     } finally {
       clearTimeout(timer)
     }
+  }
+  return async () => {
+    if (closing()) return false
+    if (last !== undefined && Date.now() - last.at < cacheMs) return last.ok
+    checking ??= check().then((ok) => {
+      last = { ok, at: Date.now() }
+      checking = undefined
+      return ok
+    })
+    return (await checking) && !closing()
   }
 }

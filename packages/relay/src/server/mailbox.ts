@@ -4,52 +4,40 @@
  * (Server-Sent Events). Each needs agent auth as the mailbox's owner.
  */
 
-import { parseAgentId } from '@agentmsg/core'
+import { PROFILE, parseAgentId } from '@agentmsg/core'
 import { parseStrictJson } from '@agentmsg/core/encoding'
-import { invalidFormat } from '@agentmsg/core/http'
 import {
-  CORS_RESPONSE_HEADERS,
   discardBody,
   errorReply,
   type HttpReply,
-  isJsonContentType,
+  invalidFormat,
   jsonReply,
-  readLimited,
-} from '@agentmsg/transport-https/http-kit'
+} from '@agentmsg/core/http'
 import type { MailboxPage } from '../store/types.js'
 import {
   authenticate,
   cursorParam,
-  DEFAULT_STREAMS_PER_AGENT,
+  jsonBody,
   mailboxAgent,
+  noContent,
   overCap,
   type RelayContext,
   type RelayReply,
-  ResponseReply,
-  STREAM_CAP_RETRY_AFTER,
-  tooLarge,
-  unsupportedMediaType,
 } from './context.js'
-import { startFeed } from './feed.js'
+import { type Feed, startFeed } from './feed.js'
 import { SseChannel } from './sse.js'
-import type { Feed } from './types.js'
 
-/** Entries of one `POST /relay/ack` (PROFILE §9). */
-export const MAX_ACKS = 500
 /** Largest `POST /relay/ack` body: 500 entries of a long agent URL and a 128-character id. */
-const MAX_ACK_BYTES = 1024 * 1024
-
-/** Page size of `GET /relay/messages`: default, maximum, bytes (PROFILE §9). */
-export const DEFAULT_PAGE_LIMIT = 100
-export const MAX_PAGE_LIMIT = 500
-export const MAX_PAGE_BYTES = 8 * 1024 * 1024
+const MAX_ACK_BYTES = PROFILE.maxMessageBytes
+/** `Retry-After` of a stream refused at the cap: a slot frees when a stream ends. */
+const STREAM_CAP_RETRY_AFTER = 15
 
 function pageLimit(given: string | null): number {
-  if (given === null) return DEFAULT_PAGE_LIMIT
+  if (given === null) return PROFILE.pageLimit
   if (!/^[0-9]{1,9}$/.test(given) || Number(given) < 1) {
     throw invalidFormat('must be a positive integer', 'limit')
   }
-  return Math.min(MAX_PAGE_LIMIT, Number(given))
+  return Math.min(PROFILE.maxPageLimit, Number(given))
 }
 
 /** The mailbox a request's `?agent=` names: its owner authenticates for it (PROFILE §9). */
@@ -70,7 +58,7 @@ async function read(
     return await ctx.store.retrieve(agent, {
       ...(after !== undefined ? { after } : {}),
       limit: count,
-      maxBytes: MAX_PAGE_BYTES,
+      maxBytes: PROFILE.pageBytes,
       now: ctx.now(),
     })
   } catch (error) {
@@ -93,15 +81,7 @@ export async function retrieveMessages(
   const cursor = page.cursor ?? after
   // The stored JSON goes out as it is: no parse and re-serialisation per message.
   const text = `{"messages":[${page.entries.map((e) => e.json).join(',')}],"cursor":${JSON.stringify(cursor ?? null)}}`
-  return {
-    status: 200,
-    headers: {
-      ...CORS_RESPONSE_HEADERS,
-      'content-type': 'application/json',
-      'cache-control': 'no-store',
-    },
-    body: text,
-  }
+  return { ...jsonReply(200, null, { 'cache-control': 'no-store' }), body: text }
 }
 
 /** `DELETE /relay/messages/{id}?agent=&from=`: 204, or 404 when nothing matched. */
@@ -117,7 +97,7 @@ export async function acknowledgeMessage(
   await authenticate(ctx, request, url, agent)
   const removed = await ctx.store.ack(agent, messageId, from)
   if (removed === 0) return errorReply('not_found', 'no such message in this mailbox')
-  return { status: 204, headers: { ...CORS_RESPONSE_HEADERS }, body: null }
+  return noContent()
 }
 
 /** The `{agent, acks:[{message_id, from}, …]}` body of `POST /relay/ack`. */
@@ -131,8 +111,8 @@ function ackBody(value: unknown): {
   const body = value as Record<string, unknown>
   const agent = mailboxAgent(body.agent, 'agent')
   const acks = body.acks
-  if (!Array.isArray(acks) || acks.length < 1 || acks.length > MAX_ACKS) {
-    throw invalidFormat(`must be an array of 1 to ${MAX_ACKS} entries`, 'acks')
+  if (!Array.isArray(acks) || acks.length < 1 || acks.length > PROFILE.maxAcks) {
+    throw invalidFormat(`must be an array of 1 to ${PROFILE.maxAcks} entries`, 'acks')
   }
   return {
     agent,
@@ -160,12 +140,8 @@ export async function acknowledgeMany(
   request: Request,
   url: URL,
 ): Promise<HttpReply> {
-  if (!isJsonContentType(request.headers.get('content-type'))) {
-    discardBody(request.body)
-    return unsupportedMediaType()
-  }
-  const bytes = await readLimited(request.body, MAX_ACK_BYTES)
-  if (bytes === undefined) return tooLarge()
+  const bytes = await jsonBody(request, MAX_ACK_BYTES)
+  if (!(bytes instanceof Uint8Array)) return bytes
   const { agent, acks } = ackBody(parseStrictJson(bytes))
   await authenticate(ctx, request, url, agent, bytes)
   // One call per entry: a store that commits in groups (SQLite) writes them together.
@@ -197,16 +173,16 @@ export async function streamMessages(
   await read(ctx, agent, after, 1)
   const release = ctx.claimStream(agent)
   if (release === undefined) {
-    const max = ctx.options.limits?.streamsPerAgent ?? DEFAULT_STREAMS_PER_AGENT
+    const max = ctx.options.limits?.streamsPerAgent ?? PROFILE.streamsPerAgent
     return overCap('open streams', max, STREAM_CAP_RETRY_AFTER)
   }
   const o = ctx.options
   let feed: Feed | undefined
   let untrack: (() => void) | undefined
   const channel = new SseChannel({
-    heartbeatMs: o.heartbeatMs ?? 15_000,
+    heartbeatMs: o.heartbeatMs ?? PROFILE.streamCommentMs,
     maxBytes: o.maxStreamBufferBytes ?? 4 * 1024 * 1024,
-    stallTimeoutMs: o.stallTimeoutMs ?? 60_000,
+    stallTimeoutMs: o.stallTimeoutMs ?? PROFILE.streamStallMs,
     onEnd: () => {
       feed?.close()
       untrack?.()
@@ -215,15 +191,10 @@ export async function streamMessages(
   })
   untrack = ctx.track(() => channel.close())
   feed = startFeed(ctx.feed, agent, after, channel)
-  return new ResponseReply(
-    new Response(channel.stream, {
-      status: 200,
-      headers: {
-        ...CORS_RESPONSE_HEADERS,
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        'x-accel-buffering': 'no',
-      },
-    }),
-  )
+  const { headers } = jsonReply(200, null, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-accel-buffering': 'no',
+  })
+  return new Response(channel.stream, { status: 200, headers })
 }

@@ -5,22 +5,12 @@
  * per-sender limit is charged), then what only a relay does: the mailbox lookup (after the
  * signature verified), the trace entry, the durable store within the quotas, 202.
  */
-
-import { type Message, parseAgentId, type TraceEntry } from '@agentmsg/core'
+import { type Message, PROFILE, parseAgentId } from '@agentmsg/core'
 import { canonicalizeToBytes, formatTimestamp, parseTimestamp } from '@agentmsg/core/encoding'
-import { invalidFormat } from '@agentmsg/core/http'
+import { acceptedReply, errorReply, type HttpReply, invalidFormat } from '@agentmsg/core/http'
 import { type ReceiveContext, ReplayGuard, receive } from '@agentmsg/core/receive'
-import {
-  acceptedReply,
-  discardBody,
-  errorReply,
-  type HttpReply,
-  isJsonContentType,
-  MAX_BODY_BYTES,
-  readLimited,
-} from '@agentmsg/transport-https/http-kit'
 import { MailboxFullError, RelayStorageFullError } from '../store/types.js'
-import { type RelayContext, tooLarge, unsupportedMediaType } from './context.js'
+import { jsonBody, type RelayContext } from './context.js'
 
 /** PROFILE §9: this profile has no relay-to-relay forwarding. */
 function checkNotForwarded(message: Message): void {
@@ -32,40 +22,11 @@ function checkNotForwarded(message: Message): void {
   }
 }
 
-/**
- * A publish request as the endpoint reads it: from a web `Request` ({@link webPublishRequest}),
- * or straight from Node's `IncomingMessage` (node-publish.ts), which skips the `Request`, its
- * body stream and `AbortSignal` per publish (issue 12 profile: ~10% of the main thread).
- */
-export interface PublishRequest {
-  /** A header by lower-case name, repeated ones joined with `, ` (as web `Headers` do); or null. */
-  header(name: string): string | null
-  /**
-   * The whole body, or `undefined` as soon as more than `limit` bytes arrived (the rest is never
-   * read); rejects with `invalid_format` when it cannot be read.
-   */
-  readBody(limit: number): Promise<Uint8Array | undefined>
-  /** The body will not be read. */
-  discardBody(): void
-}
-
-/** The {@link PublishRequest} of a web `Request`. */
-export function webPublishRequest(request: Request): PublishRequest {
-  return {
-    header: (name) => request.headers.get(name),
-    readBody: (limit) => readLimited(request.body, limit),
-    discardBody: () => discardBody(request.body),
-  }
-}
-
-/** How long a (mailbox, from, message_id) is remembered after its date: the date window (PROFILE §6). */
-const REMEMBER_AFTER_DATE_MS = 8 * 86_400_000 + 10 * 60_000
-
 /** Where a message goes, decided once per publish (after its signature verified). */
 interface Targets {
   /** A topic message: mailboxes without room are skipped (PROFILE §9). */
   topic: boolean
-  /** The mailboxes to store it in; undefined when a direct message has no open mailbox (404). */
+  /** Undefined when a direct message has no open mailbox (404). */
   mailboxes: string[] | undefined
   /** The mailboxes that may hold it already (a closed mailbox keeps what it holds). */
   held: string[]
@@ -83,9 +44,7 @@ export class Publisher {
     this.#retentionMs = retentionMs
     this.#receive = {
       resolver: ctx.resolver,
-      // The date window of PROFILE §6: 8 days back (7 in a relay + 24 h of retries), 5 min
-      // ahead. Duplicates are the store's: stored once per (mailbox, from, message_id), see
-      // `publish`.
+      // The date window of PROFILE §6. Duplicates are the store's (see `publish`).
       replay: new ReplayGuard({ now: ctx.now }),
       now: ctx.now,
       requireEd25519: true,
@@ -95,27 +54,17 @@ export class Publisher {
   }
 
   /** `outcome.duplicate` is set when the answer is a 202 for a copy already stored (metrics). */
-  async publish(request: PublishRequest, outcome?: { duplicate?: boolean }): Promise<HttpReply> {
-    // 3. Content-Type.
-    if (!isJsonContentType(request.header('content-type'))) {
-      request.discardBody()
-      return unsupportedMediaType()
-    }
-    // 4. Size, while streaming.
-    const declared = request.header('content-length')
-    if (declared !== null && Number(declared) > MAX_BODY_BYTES) {
-      request.discardBody()
-      return tooLarge()
-    }
-    const bytes = await request.readBody(MAX_BODY_BYTES)
-    if (bytes === undefined) return tooLarge()
+  async publish(request: Request, outcome?: { duplicate?: boolean }): Promise<HttpReply> {
+    // 3–4. Content-Type, size while streaming.
+    const body = await jsonBody(request, PROFILE.maxBodyBytes)
+    if (!(body instanceof Uint8Array)) return body
     // 5–10. Parse, validate (+ empty trace), Idempotency-Key, canonical size, date window and
     // TTL, signatures (+ Ed25519), per-sender limit: the receive pipeline.
     const receivedAt = this.#ctx.now()
     let targets: Targets | undefined
     // A copy every target mailbox holds, or remembers after an ack or expiry, is answered 202
     // before the per-sender limit is charged: a replay cannot spend its sender's quota, nor be
-    // delivered again (PROFILE §9). For a topic: already stored for every subscriber.
+    // delivered again (PROFILE §9).
     const isDuplicate = async (message: Message) => {
       targets = await this.#targets(message)
       return this.#ctx.store.isDuplicate({
@@ -126,7 +75,7 @@ export class Publisher {
       })
     }
     const result = await receive(
-      { body: bytes, idempotencyKey: request.header('idempotency-key') },
+      { body, idempotencyKey: request.headers.get('idempotency-key') },
       { ...this.#receive, now: () => receivedAt, isDuplicate },
     )
     if (result.status === 'refused') {
@@ -148,7 +97,6 @@ export class Publisher {
     return this.#store(message, mailboxes, topic, receivedAt, outcome)
   }
 
-  /** Where a message goes (see {@link Targets}). */
   async #targets(message: Message): Promise<Targets> {
     const to = message.to.agent
     if (to === undefined) {
@@ -171,14 +119,9 @@ export class Publisher {
     outcome: { duplicate?: boolean } | undefined,
   ): Promise<HttpReply> {
     const from = message.from.agent
-    const entry: TraceEntry = {
-      by: `relay:${this.#ctx.baseUrl}`,
-      with: 'https/agentmsg-1',
-      at: formatTimestamp(receivedAt),
-      from,
-    }
+    const by = `relay:${this.#ctx.baseUrl}`
+    const entry = { by, with: 'https/agentmsg-1', at: formatTimestamp(receivedAt), from }
     const traced: Message = { ...message, trace: { ...message.trace, received: [entry] } }
-    const json = JSON.stringify(traced)
     const date = parseTimestamp(message.date, 'date')
     let expiresAt = receivedAt + this.#retentionMs
     if (message.ttl_seconds !== undefined) {
@@ -192,11 +135,12 @@ export class Publisher {
         mailboxes,
         from,
         messageId: message.message_id,
-        json,
+        json: JSON.stringify(traced),
         bytes: canonicalizeToBytes(signed).byteLength,
         receivedAt,
         expiresAt,
-        forgetAt: date + REMEMBER_AFTER_DATE_MS,
+        // Remembered as long as a receiver's replay memory: widening the date window widens it.
+        forgetAt: date + PROFILE.relayForgetMs,
         // One subscriber that never reads cannot close a topic: full mailboxes are skipped.
         skipFull: topic,
       })

@@ -1,41 +1,22 @@
 /**
- * The relay's structured logs (issue 14), with `pino`: JSON lines on stderr. One line per refused
+ * The relay's structured logs, with `pino`: JSON lines on stderr. One line per refused
  * request, with its PROFILE code, status, endpoint name, method and client-address bucket, and
  * nothing a log reader could abuse: never a body, a header, a signature or a path (paths name
  * agents and messages).
  */
 import { type DestinationStream, type Level, type Logger, pino } from 'pino'
-import type { RefusedRequest, RelayObserver } from './types.js'
+import { RELAY_LOG_LEVELS, type RefusedRequest, type RelayObserver } from './types.js'
 
 export type { Logger as RelayLogger } from 'pino'
 
-/** The levels `--log-level` takes (pino's), `silent` turning logs off. */
-export const LOG_LEVELS: readonly string[] = [
-  'fatal',
-  'error',
-  'warn',
-  'info',
-  'debug',
-  'trace',
-  'silent',
-]
-
-export function isLogLevel(value: string): value is Level | 'silent' {
-  return LOG_LEVELS.includes(value)
-}
-
-export interface RelayLoggerOptions {
-  /** @default 'info' */
-  level?: string
-  /** Where lines go. @default stderr, written synchronously (a line is out before an exit) */
-  destination?: DestinationStream
-}
-
-/** A pino logger for a relay. */
-export function createRelayLogger(options: RelayLoggerOptions = {}): Logger {
-  const level = options.level ?? 'info'
-  if (!isLogLevel(level))
-    throw new RangeError(`log level ${level}: one of ${LOG_LEVELS.join(', ')}`)
+/** A pino logger for a relay; lines on stderr, written synchronously (out before an exit). */
+export function createRelayLogger(
+  options: { level?: string; destination?: DestinationStream } = {},
+): Logger {
+  const level = (options.level ?? 'info') as Level
+  if (!RELAY_LOG_LEVELS.includes(level)) {
+    throw new RangeError(`log level ${level}: one of ${RELAY_LOG_LEVELS.join(', ')}`)
+  }
   return pino(
     { name: 'agentmsg-relay', level, timestamp: pino.stdTimeFunctions.isoTime },
     options.destination ?? pino.destination({ fd: 2, sync: true }),

@@ -1,12 +1,11 @@
 /**
- * How a relay answer becomes observer reports (issue 14): the error code of a reply, which limit
- * gave a 429, and which 401/403 codes are auth failures. Used by the generic handler, the Node
- * publish fast path and the WebSocket endpoint, so the three report alike.
+ * How a relay answer becomes observer reports: the error code of a reply, which limit gave a
+ * 429, and which 401/403 codes are auth failures. Used by the handler and the WebSocket
+ * endpoint, so both report alike.
  */
 
 import type { ErrorCode } from '@agentmsg/core'
-import { ERROR_STATUS } from '@agentmsg/core/http'
-import type { HttpReply } from '@agentmsg/transport-https/http-kit'
+import { ERROR_STATUS, type HttpReply } from '@agentmsg/core/http'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
 
 /** The status PROFILE §6 gives a code, or undefined for a code it does not name. */
@@ -14,7 +13,7 @@ export function codeStatus(code: string): number | undefined {
   return Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : undefined
 }
 
-/** What one request did, filled in as it is answered (routes.ts, node-publish.ts). */
+/** What one request did, filled in as it is answered (routes.ts). */
 export interface RequestTrace {
   /** The endpoint's name (`unknown` until routed). */
   route: string

@@ -10,18 +10,12 @@ import {
   errorReply,
   onBodyDone,
   preflightReply,
-} from '@agentmsg/transport-https/http-kit'
-import { setRequestBucket } from './buckets.js'
-import { decodeSegment, type RelayReply } from './context.js'
+} from '@agentmsg/core/http'
+import { decodeSegment, type RelayReply, setRequestBucket } from './context.js'
 import type { RequestTrace } from './relay-report.js'
 
-const POST_ONLY = 'POST, OPTIONS'
-const GET_ONLY = 'GET, OPTIONS'
-const DELETE_ONLY = 'DELETE, OPTIONS'
-
-/** The endpoints a route leads to. */
+/** The endpoints a route leads to; `trace` learns whether a publish's 202 was a duplicate. */
 export interface RelayEndpoints {
-  /** `trace` learns whether the 202 was for a duplicate. */
   publish(request: Request, trace?: RequestTrace): Promise<RelayReply>
   subscribe(request: Request, url: URL): Promise<RelayReply>
   unsubscribe(request: Request, url: URL, subscriptionId: string): Promise<RelayReply>
@@ -31,66 +25,43 @@ export interface RelayEndpoints {
   stream(request: Request, url: URL): Promise<RelayReply>
 }
 
-interface Route {
-  /** The endpoint's name, for logs and metrics (never the path: it names agents and messages). */
-  name: string
-  allow: string
-  run: () => Promise<RelayReply>
-}
-
-/** The route of a path below the base path, or undefined (404). */
-function match(
-  path: string,
+type Run = (
+  e: RelayEndpoints,
   request: Request,
   url: URL,
-  e: RelayEndpoints,
-  trace: RequestTrace | undefined,
-): Route | undefined {
+  trace?: RequestTrace,
+) => Promise<RelayReply>
+
+/** Path → the endpoint's name (for logs and metrics: never the path), its methods, its run. */
+const EXACT: Record<string, [string, string, Run]> = {
+  '/relay/publish': ['publish', 'POST', (e, r, _u, t) => e.publish(r, t)],
+  '/relay/subscribe': ['subscribe', 'POST', (e, r, u) => e.subscribe(r, u)],
+  '/relay/messages': ['retrieve', 'GET', (e, r, u) => e.retrieve(r, u)],
+  '/relay/stream': ['stream', 'GET', (e, r, u) => e.stream(r, u)],
+  '/relay/ack': ['ack', 'POST', (e, r, u) => e.acknowledgeMany(r, u)],
+}
+
+/** The route of a path below the base path (the last segment decoded for the two below), or none. */
+function match(path: string): [string, string, Run] | undefined {
+  const exact = Object.hasOwn(EXACT, path) ? EXACT[path] : undefined
+  if (exact !== undefined) return exact
   const below = (prefix: string) =>
     path.startsWith(prefix) && path.length > prefix.length
       ? decodeSegment(path.slice(prefix.length))
       : undefined
-  if (path === '/relay/publish') {
-    return { name: 'publish', allow: POST_ONLY, run: () => e.publish(request, trace) }
-  }
-  if (path === '/relay/subscribe') {
-    return { name: 'subscribe', allow: POST_ONLY, run: () => e.subscribe(request, url) }
-  }
-  if (path === '/relay/messages') {
-    return { name: 'retrieve', allow: GET_ONLY, run: () => e.retrieve(request, url) }
-  }
-  if (path === '/relay/stream') {
-    return { name: 'stream', allow: GET_ONLY, run: () => e.stream(request, url) }
-  }
-  if (path === '/relay/ack') {
-    return { name: 'ack', allow: POST_ONLY, run: () => e.acknowledgeMany(request, url) }
-  }
-  const subscription = below('/relay/subscribe/')
-  if (subscription !== undefined) {
-    return {
-      name: 'unsubscribe',
-      allow: DELETE_ONLY,
-      run: () => e.unsubscribe(request, url, subscription),
-    }
-  }
+  const id = below('/relay/subscribe/')
+  if (id !== undefined) return ['unsubscribe', 'DELETE', (e, r, u) => e.unsubscribe(r, u, id)]
   const messageId = below('/relay/messages/')
   if (messageId !== undefined) {
-    return {
-      name: 'acknowledge',
-      allow: DELETE_ONLY,
-      run: () => e.acknowledge(request, url, messageId),
-    }
+    return ['acknowledge', 'DELETE', (e, r, u) => e.acknowledge(r, u, messageId)]
   }
   return undefined
 }
 
-/** Who sent a request, for the per-address limits. */
+/** Who sent a request: the peer address, the relay's per-address limits, a trace for reports. */
 export interface RequestClient {
-  /** The relay's per-address limits. */
   limits: ClientLimits
-  /** The connection's peer address, as the server adapter gave it. */
   address: string | undefined
-  /** Filled in as the request is routed and limited, for reports (relay-report.ts). */
   trace?: RequestTrace
 }
 
@@ -112,9 +83,11 @@ export async function dispatch(
     path = path.slice(basePath.length)
   }
   const { trace } = client
-  const route = match(path, request, url, endpoints, trace)
+  const route = match(path)
   if (route === undefined) return notFound(request)
-  const { allow, name } = route
+  const [name, only, endpoint] = route
+  const allow = `${only}, OPTIONS`
+  const run = () => endpoint(endpoints, request, url, trace)
   if (trace) trace.route = name
   const method = request.method
   // 1. Method.
@@ -122,7 +95,7 @@ export async function dispatch(
     discardBody(request.body)
     return preflightReply(allow)
   }
-  if (!allow.split(', ').includes(method)) {
+  if (method !== only) {
     discardBody(request.body)
     return errorReply('method_not_allowed', `${method} is not allowed here; allowed: ${allow}`, {
       headers: { allow },
@@ -141,7 +114,7 @@ export async function dispatch(
     })
   }
   setRequestBucket(request, bucket)
-  if (request.body === null) return route.run()
+  if (request.body === null) return run()
   // A read slot, ended as soon as the endpoint has read or discarded the body (or answered).
   const release = limits.startRead(bucket)
   if (typeof release !== 'function') {
@@ -151,7 +124,7 @@ export async function dispatch(
   }
   onBodyDone(request.body, release)
   try {
-    return await route.run()
+    return await run()
   } finally {
     release()
   }

@@ -1,35 +1,26 @@
 /**
- * The relay on `node:https` (TLS ≥ 1.2) with its SQLite store in a data directory, the
- * WebSocket endpoint on the `upgrade` event, the slow-client timeouts of PROFILE §6 (headers
- * in 10 s, a body 30 s after them, else the connection is closed), and a graceful close; with
- * its operations (issue 14): Prometheus metrics on a listener of their own, JSON logs.
+ * The relay on `node:https` (TLS ≥ 1.2) through the one Node adapter, with its SQLite store in a
+ * data directory, the WebSocket endpoint on the `upgrade` event, the slow-client timeouts of
+ * PROFILE §6, and a graceful close; with its operations: Prometheus metrics on a listener of
+ * their own and JSON logs, each loaded only when asked for.
  */
 import { mkdir } from 'node:fs/promises'
-import { createServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { normalizeAgentUrl } from '@agentmsg/core'
-import {
-  createAddressPolicy,
-  getRequestListener,
-  type SlowClientTimeouts,
-  slowClientServerOptions,
-} from '@agentmsg/transport-https/node'
+import { createAddressPolicy } from '@agentmsg/core/http'
+import { serveHttps } from '@agentmsg/transport-https/node'
 import type { RelayQuota } from '../store/common.js'
-import { sqliteRelayStore } from '../store/sqlite.js'
 import type { RelayStore } from '../store/types.js'
 import { createRelayHandler } from './handler.js'
-import { NODE_PUBLISH, type NodePublishTarget, nodePublishRoute } from './node-publish.js'
-import { createRelayLogger, logObserver, type RelayLogger } from './relay-log.js'
-import { listenMetrics, type MetricsListener, RelayMetrics } from './relay-metrics.js'
+import type { RelayLogger } from './relay-log.js'
+import type { MetricsListener } from './relay-metrics.js'
 import { combineObservers } from './relay-report.js'
-import type { RelayHandlerOptions, RelayRequestInfo, RelayServerHandler } from './types.js'
-import { createRelayWebSocket, type RelayWebSocketOptions } from './ws.js'
+import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
+import { createRelayWebSocket, type RelayWebSocket, type RelayWebSocketOptions } from './ws.js'
 
 /** Options of {@link serveRelay}. */
 export interface ServeRelayOptions
-  extends Omit<RelayHandlerOptions, 'baseUrl' | 'store' | 'addressPolicy'>,
-    SlowClientTimeouts {
+  extends Omit<RelayHandlerOptions, 'baseUrl' | 'store' | 'addressPolicy'> {
   /** Address to listen on. @default '127.0.0.1' */
   host?: string
   /** Port; 0 picks a free one. @default 0 */
@@ -40,9 +31,13 @@ export interface ServeRelayOptions
   publicUrl?: string
   /** Certificate and key, PEM. */
   tls: { cert: string | Buffer; key: string | Buffer }
+  /** Request headers must be in within this (PROFILE §6). @default 10_000 */
+  headersTimeoutMs?: number
+  /** A body must be in within this of its headers (PROFILE §6). @default 30_000 */
+  bodyTimeoutMs?: number
   /** Private addresses, ranges and host names outbound requests may reach (webhooks, identities). */
   allowPrivate?: string[]
-  /** Quotas. @default 10,000 messages or 256 MiB per mailbox, a quarter per sender, 10 GiB in all */
+  /** Quotas of the SQLite store. @default PROFILE §9's */
   quota?: RelayQuota
   /** A store to use instead of `<dataDir>/relay.sqlite` (closed by `close()`). */
   store?: RelayStore
@@ -64,11 +59,13 @@ export interface ServeRelayOptions
   metrics?: { port: number; host?: string }
   /**
    * A pino logger: one JSON line per refused request (relay-log.ts), and `onError` when none is
-   * given. @default a logger on stderr when `logLevel` is given, else no request logs
+   * given. @default a logger when `logLevel` is given, else no request logs
    */
   logger?: RelayLogger
   /** Level of the default logger (fatal, error, warn, info, debug, trace, silent). */
   logLevel?: string
+  /** Where the default logger writes its lines. @default stderr, synchronously */
+  logDestination?: { write(line: string): void }
 }
 
 /** A running relay. */
@@ -78,7 +75,7 @@ export interface RelayServer {
   port: number
   handler: RelayServerHandler
   store: RelayStore
-  /** The metrics listener, when `metrics` was given. */
+  /** The metrics listener (`url`, `host`, `port`), when `metrics` was given. */
   metrics?: MetricsListener
   /** The logger, when one was given or `logLevel` asked for one. */
   logger?: RelayLogger
@@ -114,54 +111,68 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     metrics: metricsOptions,
     logger: givenLogger,
     logLevel,
+    logDestination,
     ...handlerOptions
   } = options
   if (!tls) throw new TypeError('serveRelay needs tls {cert, key}: https only, also in development')
-  const timeouts = slowClientServerOptions({
-    ...(headersTimeoutMs !== undefined ? { headersTimeoutMs } : {}),
-    ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
-  })
+  let onError = handlerOptions.onError ?? ((e: unknown) => console.error('agentmsg relay:', e))
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
+  // Loaded only when used: a relay on another store never loads better-sqlite3.
   const store =
     givenStore ??
-    sqliteRelayStore({ path: path.join(dataDir, 'relay.sqlite'), ...(quota ? { quota } : {}) })
-  const server = createServer({
-    cert: tls.cert,
-    key: tls.key,
-    minVersion: 'TLSv1.2',
-    ...timeouts.tls,
-  })
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(port, host, () => {
-        server.off('error', reject)
-        resolve()
-      })
+    (await import('../store/sqlite.js')).sqliteRelayStore({
+      path: path.join(dataDir, 'relay.sqlite'),
+      ...(quota ? { quota } : {}),
     })
+  // The handler is made once the port is known (the base URL may name it); until then the
+  // adapter waits for it.
+  let started!: (relay: { fetch: RelayServerHandler['fetch']; close(): Promise<void> }) => void
+  const ready = new Promise<Parameters<typeof started>[0]>((resolve) => (started = resolve))
+  let https: Awaited<ReturnType<typeof serveHttps>>
+  try {
+    https = await serveHttps(
+      {
+        fetch: async (request, info) => (await ready).fetch(request, info),
+        close: async () => (await ready).close(),
+      },
+      {
+        host,
+        port,
+        tls,
+        closeTimeoutMs,
+        ...(headersTimeoutMs !== undefined && { headersTimeoutMs }),
+        ...(bodyTimeoutMs !== undefined && { bodyTimeoutMs }),
+        onError: (e) => onError(e),
+      },
+    )
   } catch (error) {
     await store.close()
     throw error
   }
-  const actualPort = (server.address() as AddressInfo).port
+  const { server, port: actualPort } = https
   const hostPart = host.includes(':') ? `[${host}]` : host
   const url = normalizeAgentUrl(publicUrl ?? `https://${hostPart}:${actualPort}`)
-  const logger =
-    givenLogger ?? (logLevel !== undefined ? createRelayLogger({ level: logLevel }) : undefined)
-  const onError =
-    handlerOptions.onError ??
-    (logger
-      ? (e: unknown) => logger.error({ err: e }, 'relay error')
-      : (e: unknown) => console.error('agentmsg relay:', e))
-  const metrics = metricsOptions ? new RelayMetrics({ store }) : undefined
-  const observer = combineObservers(
-    handlerOptions.observer,
-    metrics,
-    logger ? logObserver(logger) : undefined,
-  )
   let handler: RelayServerHandler | undefined
+  let wss: RelayWebSocket | undefined
   let metricsListener: MetricsListener | undefined
+  let logger = givenLogger
   try {
+    // pino and prom-client are loaded only when logs or metrics are asked for.
+    const logs =
+      logger !== undefined || logLevel !== undefined ? await import('./relay-log.js') : undefined
+    logger ??= logs?.createRelayLogger({
+      ...(logLevel !== undefined && { level: logLevel }),
+      ...(logDestination && { destination: logDestination }),
+    })
+    const log = logger
+    if (log && !handlerOptions.onError) onError = (e) => log.error({ err: e }, 'relay error')
+    const metricsModule = metricsOptions ? await import('./relay-metrics.js') : undefined
+    const metrics = metricsModule && new metricsModule.RelayMetrics({ store })
+    const observer = combineObservers(
+      handlerOptions.observer,
+      metrics,
+      log && logs?.logObserver(log),
+    )
     handler = createRelayHandler({
       ...handlerOptions,
       baseUrl: url,
@@ -170,38 +181,32 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
       onError,
       ...(observer ? { observer } : {}),
     })
-    if (metrics && metricsOptions) metricsListener = await listenMetrics(metrics, metricsOptions)
+    if (metrics && metricsOptions) {
+      metricsListener = await metricsModule.listenMetrics(metrics, metricsOptions)
+    }
+    wss = createRelayWebSocket(handler, {
+      onError,
+      ...(observer && { observer }),
+      ...wsOptions,
+    })
   } catch (error) {
+    started({ fetch: async () => new Response(null, { status: 503 }), close: async () => {} })
     await handler?.close()
-    await new Promise<void>((resolve) => server.close(() => resolve()))
+    await https.close()
     await store.close()
     throw error
   }
-  const wss = createRelayWebSocket(handler, {
-    onError,
-    ...(observer ? { observer } : {}),
-    ...wsOptions,
-  })
+  const relay = handler
+  const sockets = wss
   const basePath = new URL(url).pathname.replace(/\/$/, '')
-  const served = intercept
-    ? {
-        fetch: async (request: Request, info?: RelayRequestInfo) =>
-          (await intercept(request)) ?? handler.fetch(request, info),
-      }
-    : handler
-  const generic = getRequestListener(served, { onError, bodyTimeoutMs: timeouts.bodyTimeoutMs })
-  // Publishes skip the web Request/Response (node-publish.ts); an `intercept` sees every request.
-  const publishRoute =
-    intercept === undefined && NODE_PUBLISH in handler
-      ? nodePublishRoute((handler as { [NODE_PUBLISH]: NodePublishTarget })[NODE_PUBLISH], {
-          bodyTimeoutMs: timeouts.bodyTimeoutMs,
-          onError,
-        })
-      : undefined
-  server.on(
-    'request',
-    publishRoute ? (req, res) => publishRoute(req, res) || generic(req, res) : generic,
-  )
+  started({
+    fetch: async (request, info) =>
+      (intercept && (await intercept(request))) || relay.fetch(request, info),
+    close: async () => {
+      await relay.close()
+      await sockets.close()
+    },
+  })
   server.on('upgrade', (req, socket, head) => {
     const target = req.url ?? ''
     const q = target.indexOf('?')
@@ -210,7 +215,7 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
       socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
       return
     }
-    wss.handleUpgrade(req, socket, head)
+    sockets.handleUpgrade(req, socket, head)
   })
   server.on('tlsClientError', () => undefined)
 
@@ -218,23 +223,15 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
   return {
     url,
     port: actualPort,
-    handler,
+    handler: relay,
     store,
     ...(metricsListener ? { metrics: metricsListener } : {}),
     ...(logger ? { logger } : {}),
     close() {
       closing ??= (async () => {
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()))
-        server.closeIdleConnections()
-        const timer = setTimeout(() => server.closeAllConnections(), closeTimeoutMs)
-        timer.unref()
         try {
-          await handler.close()
-          await wss.close()
-          server.closeIdleConnections()
-          await closed
+          await https.close()
         } finally {
-          clearTimeout(timer)
           await store.close()
           // Last: a scrape during the drain still sees the final counts.
           await metricsListener?.close()

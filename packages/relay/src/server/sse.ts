@@ -10,7 +10,7 @@
  */
 import { utf8Encode } from '@agentmsg/core/encoding'
 import type { MailboxEntry } from '../store/types.js'
-import type { FeedSink } from './types.js'
+import type { FeedSink } from './feed.js'
 
 export interface SseChannelOptions {
   heartbeatMs: number

@@ -4,43 +4,37 @@
  * holds at most `limits.subscriptionsPerAgent` subscriptions (beyond → 429).
  */
 
+import { PROFILE } from '@agentmsg/core'
 import { parseStrictJson } from '@agentmsg/core/encoding'
-import { invalidFormat } from '@agentmsg/core/http'
-import type { HttpsSender } from '@agentmsg/transport-https'
 import {
-  CORS_RESPONSE_HEADERS,
   discardBody,
   errorReply,
   type HttpReply,
-  isJsonContentType,
+  invalidFormat,
   jsonReply,
-  readLimited,
-} from '@agentmsg/transport-https/http-kit'
-import type { MailboxEntry, Subscription } from '../store/types.js'
+} from '@agentmsg/core/http'
+import type { Subscription } from '../store/types.js'
 import {
   authenticate,
+  jsonBody,
   mailboxAgent,
+  noContent,
   overCap,
   type RelayContext,
-  tooLarge,
-  unsupportedMediaType,
 } from './context.js'
-import { startFeed } from './feed.js'
-import type { Feed, RelayObserver } from './types.js'
+import { type Feed, startFeed } from './feed.js'
+import type { RelayObserver } from './types.js'
 import { checkWebhookUrl, verifyWebhook, WebhookSink } from './webhook.js'
 
-/** Largest subscribe request body. */
-const MAX_SUBSCRIBE_BYTES = 64 * 1024
+/** Largest subscribe request body: a reply's size (PROFILE §4). */
+const MAX_SUBSCRIBE_BYTES = PROFILE.replyMaxBytes
 /** Grammar of a topic (PROFILE §2). */
 const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
 const MAX_TOPICS = 100
 /** `Retry-After` of a subscribe beyond the cap: room comes only when the agent deletes one. */
 const SUBSCRIPTION_CAP_RETRY_AFTER = 60
-/**
- * How often the relay process that leads webhook pushes on a shared store re-reads the
- * subscriptions, for those another process added or deleted.
- */
-export const WEBHOOK_RESYNC_MS = 5_000
+/** How often the process leading webhook pushes on a shared store re-reads the subscriptions. */
+const WEBHOOK_RESYNC_MS = 5_000
 
 function object(value: unknown, field: string | undefined): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -67,7 +61,6 @@ function topicsOf(value: unknown): string[] {
 /** Subscriptions of one relay and the webhook feeds they started. */
 export class Subscriptions {
   readonly #ctx: RelayContext
-  readonly #sender: HttpsSender
   readonly #fetch: typeof fetch
   readonly #max: number
   readonly #observer: RelayObserver | undefined
@@ -85,15 +78,8 @@ export class Subscriptions {
   #unlead: (() => void) | undefined
 
   /** `observer` is told of each message a webhook took (2xx). */
-  constructor(
-    ctx: RelayContext,
-    sender: HttpsSender,
-    fetchFn: typeof fetch,
-    max: number,
-    observer?: RelayObserver,
-  ) {
+  constructor(ctx: RelayContext, fetchFn: typeof fetch, max: number, observer?: RelayObserver) {
     this.#ctx = ctx
-    this.#sender = sender
     this.#fetch = fetchFn
     this.#max = max
     this.#observer = observer
@@ -101,12 +87,8 @@ export class Subscriptions {
   }
 
   async subscribe(request: Request, url: URL): Promise<HttpReply> {
-    if (!isJsonContentType(request.headers.get('content-type'))) {
-      discardBody(request.body)
-      return unsupportedMediaType()
-    }
-    const bytes = await readLimited(request.body, MAX_SUBSCRIBE_BYTES)
-    if (bytes === undefined) return tooLarge()
+    const bytes = await jsonBody(request, MAX_SUBSCRIBE_BYTES)
+    if (!(bytes instanceof Uint8Array)) return bytes
     const body = object(parseStrictJson(bytes), undefined)
     const sub = object(body.subscribe, 'subscribe')
     const agent = mailboxAgent(sub.agent, 'subscribe.agent')
@@ -145,7 +127,7 @@ export class Subscriptions {
     const agent = await authenticate(this.#ctx, request, url, undefined)
     if (await this.#ctx.store.unsubscribe(id, agent)) {
       this.#stopWebhook(id)
-      return { status: 204, headers: { ...CORS_RESPONSE_HEADERS }, body: null }
+      return noContent()
     }
     const all = await this.#ctx.store.subscriptions()
     if (all.some((s) => s.id === id)) {
@@ -215,11 +197,10 @@ export class Subscriptions {
     if (this.#shared && !this.#leading) return
     const agent = subscription.agent
     const sink = new WebhookSink({
-      sender: this.#sender,
-      agent,
       url,
-      ack: (entry: MailboxEntry) => this.#ctx.store.ack(agent, entry.messageId, entry.from),
-      maxInFlight: this.#ctx.options.webhook?.maxInFlight ?? 64,
+      fetch: this.#fetch,
+      options: this.#ctx.options.webhook ?? {},
+      ack: (entry) => this.#ctx.store.ack(agent, entry.messageId, entry.from),
       onError: this.#ctx.onError,
       onDelivered: () => this.#observer?.delivered?.('webhook', 1),
     })

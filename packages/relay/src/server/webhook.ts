@@ -2,22 +2,39 @@
  * Webhook push (PROFILE §9): the URL is checked by the outbound address policy (on the address
  * actually connected to) and verified by a `webhook_verify` challenge before use; then every
  * message of the subscriber's mailbox is POSTed as §6 delivery, retries included, and deleted
- * from the mailbox once the target answered 2xx.
+ * from the mailbox once the target took it (2xx). Refused, or still failing at the deadline, it
+ * stays in the mailbox for retrieval.
  */
-
-import type { DeliveryTarget, Message } from '@agentmsg/core'
-import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
+import { AgentMsgError, isAgentMsgError, PROFILE } from '@agentmsg/core'
 import { base64urlEncode, randomBytes } from '@agentmsg/core/encoding'
-import { invalidFormat } from '@agentmsg/core/http'
-import type { HttpsSender } from '@agentmsg/transport-https'
-import { readLimited } from '@agentmsg/transport-https/http-kit'
+import {
+  Backoff,
+  discardBody,
+  httpRequest,
+  invalidFormat,
+  readJson,
+  sleep,
+} from '@agentmsg/core/http'
 import type { MailboxEntry } from '../store/types.js'
-import type { FeedSink } from './types.js'
+import type { FeedSink } from './feed.js'
 
-/** Largest webhook verification reply read (PROFILE §4: 64 KiB for a reply). */
-const MAX_REPLY_BYTES = 64 * 1024
+/** Webhook push settings. */
+export interface RelayWebhookOptions {
+  /** Timeout of the `webhook_verify` round trip. @default 10_000 */
+  verifyTimeoutMs?: number
+  /** Timeout of one delivery attempt. @default PROFILE.attemptTimeoutMs (30 s) */
+  attemptTimeoutMs?: number
+  /** Retries stop this long after the first attempt. @default PROFILE.retryDeadlineMs (24 h) */
+  deadlineMs?: number
+  /** Jitter source of the retry schedule, in [0, 1). @default Math.random */
+  random?: () => number
+  /** Deliveries in flight per webhook subscription. @default 64 */
+  maxInFlight?: number
+}
 
-/** Check the form of a webhook URL: https, no userinfo, no fragment. Returns it serialised. */
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' }
+
+/** The form of a webhook URL: https, no userinfo, no fragment. Returns it serialised. */
 export function checkWebhookUrl(value: unknown): string {
   if (typeof value !== 'string') throw invalidFormat('must be a string', 'push.url')
   let url: URL
@@ -36,46 +53,33 @@ export function checkWebhookUrl(value: unknown): string {
   return url.href
 }
 
-/**
- * POST `{type:"webhook_verify",challenge}` and require 200 with the challenge echoed.
- *
- * @throws AgentMsgError `invalid_format` when the address is refused by the policy, the target
- *   is unreachable or answers anything else (the subscription is then not made).
- */
+/** POST `{type:"webhook_verify",challenge}` and require 200 with the challenge echoed. */
 export async function verifyWebhook(
   fetchFn: typeof fetch,
   url: string,
   timeoutMs: number,
 ): Promise<void> {
   const challenge = base64urlEncode(randomBytes(24))
-  let response: Response
-  try {
-    response = await fetchFn(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ type: 'webhook_verify', challenge }),
-      signal: AbortSignal.timeout(timeoutMs),
-      redirect: 'manual',
-    })
-  } catch (error) {
-    // PROFILE §4: a failed outbound request is reported as failed, never with the socket, TLS
-    // or address detail (which would make the relay a port scanner for its subscribers).
-    throw new AgentMsgError('invalid_format', 'push.url: webhook verification failed', {
-      cause: error,
-      field: 'push.url',
-    })
-  }
   let echoed: unknown
   try {
-    // A reply is read with the 64 KiB cap of PROFILE §4, never whole.
-    const bytes = await readLimited(response.body, MAX_REPLY_BYTES)
-    if (response.status === 200 && bytes !== undefined) {
-      echoed = (JSON.parse(new TextDecoder().decode(bytes)) as { challenge?: unknown }).challenge
+    const body = JSON.stringify({ type: 'webhook_verify', challenge })
+    const options = { fetch: fetchFn, method: 'POST', headers: JSON_HEADERS, body, timeoutMs }
+    echoed = await httpRequest(url, options, async (response, signal) => {
+      if (response.status !== 200) return discardBody(response.body)
+      const answer = await readJson(response, signal).catch(() => undefined)
+      return (answer as { challenge?: unknown } | undefined)?.challenge
+    })
+  } catch (error) {
+    // No answer: never the socket, TLS or address detail, which would make the relay a port
+    // scanner for its subscribers (PROFILE §4).
+    if (!isAgentMsgError(error) || error.peerStatus === undefined) {
+      throw new AgentMsgError('invalid_format', 'push.url: webhook verification failed', {
+        cause: error,
+        field: 'push.url',
+      })
     }
-  } catch {
-    echoed = undefined
   }
-  if (response.status !== 200 || echoed !== challenge) {
+  if (echoed !== challenge) {
     throw invalidFormat(
       'webhook verification failed: expected 200 with the challenge echoed',
       'push.url',
@@ -83,77 +87,96 @@ export async function verifyWebhook(
   }
 }
 
-/** A feed sink that delivers each entry to a webhook and acknowledges it on success. */
+/** A feed sink that delivers each entry to a webhook and acknowledges it once taken. */
 export class WebhookSink implements FeedSink {
-  readonly #sender: HttpsSender
-  readonly #target: DeliveryTarget
+  readonly #url: string
+  readonly #fetch: typeof fetch
+  readonly #options: RelayWebhookOptions
   readonly #ack: (entry: MailboxEntry) => Promise<unknown>
-  readonly #maxInFlight: number
   readonly #onError: (error: unknown) => void
-  readonly #onDelivered: (() => void) | undefined
+  readonly #onDelivered: () => void
+  readonly #stop = new AbortController()
   #inFlight = 0
-  #closed = false
   #waiters: Array<(ok: boolean) => void> = []
 
-  constructor(options: {
-    sender: HttpsSender
-    /** The mailbox's owner, to whose webhook its messages go. */
-    agent: string
+  /** `onDelivered`: a message was taken (2xx), before it is acknowledged (metrics). */
+  constructor(o: {
     url: string
+    fetch: typeof fetch
+    options: RelayWebhookOptions
     ack: (entry: MailboxEntry) => Promise<unknown>
-    maxInFlight: number
     onError: (error: unknown) => void
-    /** A message was taken by the webhook (2xx), before it is acknowledged (metrics). */
-    onDelivered?: () => void
+    onDelivered: () => void
   }) {
-    this.#sender = options.sender
-    this.#target = { kind: 'inbox', agent: options.agent, urls: [options.url] }
-    this.#ack = options.ack
-    this.#maxInFlight = options.maxInFlight
-    this.#onError = options.onError
-    this.#onDelivered = options.onDelivered
+    this.#url = o.url
+    this.#fetch = o.fetch
+    this.#options = o.options
+    this.#ack = o.ack
+    this.#onError = o.onError
+    this.#onDelivered = o.onDelivered
   }
 
   send(entry: MailboxEntry): void {
-    if (this.#closed) return
-    let message: Message
-    try {
-      message = JSON.parse(entry.json) as Message
-    } catch (error) {
-      this.#onError(error)
-      return
-    }
+    if (this.#stop.signal.aborted) return
     this.#inFlight++
-    this.#sender
-      .send(message, this.#target)
-      .then(
-        () => {
-          this.#onDelivered?.()
-          return this.#ack(entry)
-        },
-        (error: unknown) => {
-          // Refused (4xx) or undeliverable after 24 h: it stays in the mailbox for retrieval.
-          if (!isAgentMsgError(error)) this.#onError(error)
-        },
-      )
+    this.#deliver(entry)
+      .then((taken) => {
+        if (!taken) return
+        this.#onDelivered()
+        return this.#ack(entry)
+      })
       .catch(this.#onError)
       .finally(() => {
         this.#inFlight--
-        const w = this.#waiters.shift()
-        w?.(!this.#closed)
+        this.#waiters.shift()?.(!this.#stop.signal.aborted)
       })
   }
 
   ready(): Promise<boolean> {
-    if (this.#closed) return Promise.resolve(false)
-    if (this.#inFlight < this.#maxInFlight) return Promise.resolve(true)
+    if (this.#stop.signal.aborted) return Promise.resolve(false)
+    if (this.#inFlight < (this.#options.maxInFlight ?? 64)) return Promise.resolve(true)
     return new Promise((resolve) => this.#waiters.push(resolve))
   }
 
   close(): void {
-    this.#closed = true
-    const waiters = this.#waiters
-    this.#waiters = []
-    for (const w of waiters) w(false)
+    this.#stop.abort()
+    for (const w of this.#waiters.splice(0)) w(false)
+  }
+
+  /**
+   * One message as §6 delivery: true once taken. 5xx and network errors are retried with
+   * backoff, 429 and 503 no sooner than their `Retry-After` (a 429 without one is refused),
+   * until the deadline; any other answer is a refusal (PROFILE §6).
+   */
+  async #deliver(entry: MailboxEntry): Promise<boolean> {
+    const { signal } = this.#stop
+    const o = this.#options
+    const deadline = Date.now() + (o.deadlineMs ?? PROFILE.retryDeadlineMs)
+    const backoff = new Backoff(o.random ? { random: o.random } : {})
+    const request = {
+      fetch: this.#fetch,
+      method: 'POST',
+      headers: { ...JSON_HEADERS, 'idempotency-key': entry.messageId },
+      body: entry.json,
+      timeoutMs: o.attemptTimeoutMs ?? PROFILE.attemptTimeoutMs,
+      signal,
+    }
+    for (;;) {
+      try {
+        await httpRequest(this.#url, request, async (response) => discardBody(response.body))
+        return true
+      } catch (error) {
+        if (signal.aborted) return false
+        if (!isAgentMsgError(error)) throw error
+        const { retryAfter } = error
+        if (!error.shouldRetry() || (error.peerStatus === 429 && retryAfter === undefined)) {
+          return false
+        }
+        const wait = retryAfter !== undefined ? retryAfter * 1000 : backoff.next()
+        if (Date.now() + wait > deadline) return false
+        await sleep(wait, signal)
+        if (signal.aborted) return false
+      }
+    }
   }
 }

@@ -1,23 +1,21 @@
 /**
- * `GET /relay/ws` (PROFILE §9) over the `ws` package, in noServer mode on the HTTPS server's
- * `upgrade` event. Relay → `{type:"challenge",nonce}`; the client's first frame must be a valid
- * `{type:"auth",…}` within `authTimeoutMs`; then the mailbox after `after`, held entries first,
- * as `{type:"message",cursor,message}`; client `{type:"ack",message_id,from}` frames delete.
- * An agent with every stream slot open (PROFILE §9: SSE and WebSocket together) is closed after
- * authentication with 1013 (try again later).
- * A connection whose send buffer (`bufferedAmount`) passes `maxBufferedBytes`, or stays full for
- * `stallTimeoutMs`, is dropped; the client resumes from its last cursor.
+ * `GET /relay/ws` (PROFILE §9) over the `ws` package, on the HTTPS server's `upgrade` event.
+ * Relay → `{type:"challenge",nonce}`; the client's first frame must be a valid `{type:"auth",…}`
+ * within `authTimeoutMs`; then the mailbox after `after` as `{type:"message",cursor,message}`;
+ * `{type:"ack",message_id,from}` frames delete. An agent with every stream slot open is closed
+ * after authentication with 1013 (try again later). A connection whose send buffer passes
+ * `maxBufferedBytes`, or stays full for `stallTimeoutMs`, is dropped; the client resumes.
  */
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { isAgentMsgError, parseAgentId } from '@agentmsg/core'
+import { isAgentMsgError, PROFILE, parseAgentId } from '@agentmsg/core'
 import { createChallenge, verifyWsAuth } from '@agentmsg/core/http'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { MailboxEntry } from '../store/types.js'
+import type { Feed, FeedSink } from './feed.js'
 import { codeStatus, knownCode, reportRefused } from './relay-report.js'
-import type { Feed, FeedSink, RelayObserver, RelayServerHandler } from './types.js'
+import type { RelayObserver, RelayServerHandler } from './types.js'
 
-/** Options of {@link createRelayWebSocket}. */
 export interface RelayWebSocketOptions {
   /** Time for the client's auth frame. @default 10_000 */
   authTimeoutMs?: number
@@ -29,27 +27,23 @@ export interface RelayWebSocketOptions {
   maxPayload?: number
   now?: () => number
   onError?: (error: unknown) => void
-  /** Told of refused connections (auth, the stream cap), as the HTTP endpoints report theirs. */
   observer?: RelayObserver
   /**
-   * On `close()`, connections get this long to finish the closing handshake (close code 1012,
-   * so clients reconnect, perhaps elsewhere) before they are cut. @default 1000
+   * On `close()`, connections get this long to finish the closing handshake (1012: reconnect,
+   * perhaps elsewhere) before they are cut. @default 1000
    */
   closeGraceMs?: number
 }
 
-/** The WebSocket endpoint of a relay handler. */
 export interface RelayWebSocket {
-  /** Take over an upgrade request for the WebSocket path. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void
   /** Close every connection and the server. */
   close(): Promise<void>
 }
 
-/** Close codes. */
+// Close codes (RFC 6455 registry); 1012: the relay is restarting, reconnect.
 const POLICY = 1008
 const INTERNAL = 1011
-/** Service restart: the relay is stopping; reconnect (RFC 6455 registry). */
 const SERVICE_RESTART = 1012
 const TRY_AGAIN_LATER = 1013
 
@@ -82,43 +76,29 @@ class WsSink implements FeedSink {
   }
 }
 
-/**
- * The WebSocket endpoint for `handler`.
- *
- * @example
- * const wss = createRelayWebSocket(handler)
- * server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head))
- */
+/** The WebSocket endpoint for `handler`. */
 export function createRelayWebSocket(
   handler: RelayServerHandler,
   options: RelayWebSocketOptions = {},
 ): RelayWebSocket {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? 64 * 1024 })
+  const maxPayload = options.maxPayload ?? PROFILE.replyMaxBytes
+  const wss = new WebSocketServer({ noServer: true, maxPayload })
   const onError =
     options.onError ?? ((error: unknown) => console.error('agentmsg relay ws:', error))
   const now = options.now ?? Date.now
   const authTimeoutMs = options.authTimeoutMs ?? 10_000
   const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024
-  const stallTimeoutMs = options.stallTimeoutMs ?? 60_000
+  const stallTimeoutMs = options.stallTimeoutMs ?? PROFILE.streamStallMs
   const closeGraceMs = options.closeGraceMs ?? 1000
   const observer = options.observer
-  /** Client-address buckets of the connections, for reports. */
+  // Client-address buckets of the connections, for reports.
   const buckets = new WeakMap<WebSocket, string>()
   const report = (ws: WebSocket, code: string, scope?: 'streams') => {
     if (observer === undefined) return
     const known = knownCode(code)
     const bucket = buckets.get(ws)
-    reportRefused(
-      observer,
-      {
-        code: known,
-        status: codeStatus(known) ?? 500,
-        route: 'ws',
-        method: 'GET',
-        ...(bucket !== undefined ? { bucket } : {}),
-      },
-      scope,
-    )
+    const refused = { code: known, status: codeStatus(known) ?? 500, route: 'ws', method: 'GET' }
+    reportRefused(observer, { ...refused, ...(bucket !== undefined && { bucket }) }, scope)
   }
 
   const connection = (ws: WebSocket) => {
@@ -176,13 +156,8 @@ export function createRelayWebSocket(
             release = handler.claimStream(verified.agent, 'ws')
             if (release === undefined) {
               report(ws, 'rate_limited', 'streams')
-              ws.send(
-                JSON.stringify({
-                  type: 'error',
-                  code: 'rate_limited',
-                  message: 'this agent has the most streams open; retry later',
-                }),
-              )
+              const message = 'this agent has the most streams open; retry later'
+              ws.send(JSON.stringify({ type: 'error', code: 'rate_limited', message }))
               ws.close(TRY_AGAIN_LATER, 'rate_limited')
               return
             }
@@ -241,27 +216,23 @@ export function createRelayWebSocket(
 
   return {
     handleUpgrade(req, socket, head) {
-      const wait = handler.admit(req.socket.remoteAddress, headerOf(req, 'x-forwarded-for'))
+      const v = req.headers['x-forwarded-for']
+      const forwarded = v === undefined ? null : Array.isArray(v) ? v.join(', ') : v
+      const wait = handler.admit(req.socket.remoteAddress, forwarded)
       if (wait > 0) {
-        socket.end(
-          `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${wait}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
-        )
-        return
+        const head429 = `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${wait}\r\n`
+        return void socket.end(`${head429}Content-Length: 0\r\nConnection: close\r\n\r\n`)
       }
       wss.handleUpgrade(req, socket, head, (ws) => {
-        const bucket = handler.bucketOf?.(
-          req.socket.remoteAddress,
-          headerOf(req, 'x-forwarded-for'),
-        )
+        const bucket = handler.bucketOf(req.socket.remoteAddress, forwarded)
         if (bucket !== undefined) buckets.set(ws, bucket)
         connection(ws)
       })
     },
     async close() {
-      // Sockets the relay's close() did not end (none tracked them) are asked to reconnect too;
-      // each gets `closeGraceMs` for the closing handshake before it is cut.
-      const open = [...wss.clients]
-      const closed = open.map(
+      // Sockets the relay's close() did not end are asked to reconnect too, each given
+      // `closeGraceMs` for the closing handshake before it is cut.
+      const closed = [...wss.clients].map(
         (ws) =>
           new Promise<void>((resolve) => {
             if (ws.readyState === WebSocket.CLOSED) return resolve()
@@ -270,21 +241,11 @@ export function createRelayWebSocket(
           }),
       )
       let timer: ReturnType<typeof setTimeout> | undefined
-      await Promise.race([
-        Promise.all(closed),
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, closeGraceMs)
-        }),
-      ])
+      const grace = new Promise((resolve) => (timer = setTimeout(resolve, closeGraceMs)))
+      await Promise.race([Promise.all(closed), grace])
       clearTimeout(timer)
       for (const ws of wss.clients) ws.terminate()
       return new Promise((resolve) => wss.close(() => resolve()))
     },
   }
-}
-
-function headerOf(req: IncomingMessage, name: string): string | null {
-  const v = req.headers[name]
-  if (v === undefined) return null
-  return Array.isArray(v) ? v.join(', ') : v
 }

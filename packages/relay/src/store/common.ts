@@ -1,46 +1,45 @@
-/**
- * Helpers shared by the relay stores (SQLite, memory): defaults, cursor syntax, input checks.
- */
+/** What the relay stores share: quotas, cursors, input checks, and the queued stores' shape. */
 import { randomBytes } from 'node:crypto'
-import type { PublishInput, StorePublishResult } from './types.js'
+import { PROFILE } from '@agentmsg/core'
+import type { CommitQueue } from './commit-queue.js'
+import {
+  type DuplicateQuery,
+  type MailboxEntry,
+  MailboxFullError,
+  type MailboxPage,
+  type PublishInput,
+  RelayStorageFullError,
+  type RelayStore,
+  type StorePublishResult,
+  type Subscription,
+} from './types.js'
 
-/** Quotas of PROFILE §9 (all configurable). */
+/** Quotas of PROFILE §9, all configurable. */
 export interface RelayQuota {
   /** Entries a mailbox may hold. @default 10,000 */
   messages?: number
-  /** Bytes a mailbox may hold, a topic message counting in full in each. @default 256 MiB */
+  /** Bytes a mailbox may hold (a topic message in full in each). @default 256 MiB */
   bytes?: number
-  /** Entries one sender may hold in one mailbox. @default a quarter of `messages` (at least 1) */
+  /** Entries of one sender in one mailbox. @default a quarter of `messages` (at least 1) */
   senderMessages?: number
-  /** Bytes one sender may hold in one mailbox. @default a quarter of `bytes` */
+  /** Bytes of one sender in one mailbox. @default a quarter of `bytes` */
   senderBytes?: number
-  /** Bytes the whole relay may hold, a topic message counting once. @default 10 GiB */
+  /** Bytes the relay holds (a topic message once). @default 10 GiB */
   totalBytes?: number
 }
 
-/** Every quota, resolved. */
 export type ResolvedQuota = Required<RelayQuota>
 
-export const DEFAULT_QUOTA_MESSAGES = 10_000
-export const DEFAULT_QUOTA_BYTES = 256 * 1024 * 1024
-export const DEFAULT_QUOTA_TOTAL_BYTES = 10 * 1024 * 1024 * 1024
-
-/**
- * How long a triple is remembered after the relay received it when the publish does not say:
- * the 8-day date window plus the 5 minutes a date may be ahead, and a margin (PROFILE §6, §9).
- */
-export const DEFAULT_FORGET_AFTER_MS = 8 * 86_400_000 + 15 * 60_000
-
 export function resolveQuota(quota: RelayQuota | undefined): ResolvedQuota {
-  const messages = quota?.messages ?? DEFAULT_QUOTA_MESSAGES
-  const bytes = quota?.bytes ?? DEFAULT_QUOTA_BYTES
-  // PROFILE §9: one sender may hold at most a quarter of a mailbox.
+  const messages = quota?.messages ?? PROFILE.mailboxMessages
+  const bytes = quota?.bytes ?? PROFILE.mailboxBytes
   const resolved = {
     messages,
     bytes,
-    senderMessages: quota?.senderMessages ?? Math.max(1, Math.floor(messages / 4)),
-    senderBytes: quota?.senderBytes ?? Math.floor(bytes / 4),
-    totalBytes: quota?.totalBytes ?? DEFAULT_QUOTA_TOTAL_BYTES,
+    senderMessages:
+      quota?.senderMessages ?? Math.max(1, Math.floor(messages * PROFILE.senderShare)),
+    senderBytes: quota?.senderBytes ?? Math.floor(bytes * PROFILE.senderShare),
+    totalBytes: quota?.totalBytes ?? PROFILE.relayBytes,
   }
   for (const value of Object.values(resolved)) {
     if (!(value >= 0)) throw new RangeError('quotas must be non-negative numbers')
@@ -50,24 +49,19 @@ export function resolveQuota(quota: RelayQuota | undefined): ResolvedQuota {
 
 /** Until when a publish's triple is remembered after its entry is gone. */
 export function forgetAtOf(input: PublishInput): number {
-  return input.forgetAt ?? input.receivedAt + DEFAULT_FORGET_AFTER_MS
+  return input.forgetAt ?? input.receivedAt + PROFILE.relayForgetAfterReceiptMs
 }
 
 const CURSOR = /^(?:0|[1-9][0-9]{0,15})$/
 
-/**
- * The position after which to read: 0 when `after` is undefined. Cursors are decimal integer
- * text; anything else (or beyond 2^53) is a RangeError.
- */
+/** The position to read after (0 for none); cursors are decimal integer text, else a RangeError. */
 export function parseAfter(after: string | undefined): number {
   if (after === undefined) return 0
-  if (!CURSOR.test(after)) throw new RangeError(`invalid cursor: ${JSON.stringify(after)}`)
-  const n = Number(after)
+  const n = CURSOR.test(after) ? Number(after) : Number.NaN
   if (!Number.isSafeInteger(n)) throw new RangeError(`invalid cursor: ${JSON.stringify(after)}`)
   return n
 }
 
-/** The UTF-8 length of a string (page sizes count the stored JSON text). */
 export function utf8Length(text: string): number {
   return Buffer.byteLength(text, 'utf8')
 }
@@ -79,7 +73,22 @@ export function checkRetrieveOptions(options: { limit: number; maxBytes: number 
   if (!(options.maxBytes > 0)) throw new RangeError('maxBytes must be positive')
 }
 
-/** Validate a publish and return its mailboxes without repeats (first occurrence order). */
+/**
+ * A page of `entries` read for `options`; `cut` when `maxBytes` stopped it. Complete is only
+ * said of pages with entries: an empty page ends a feed's reading anyway.
+ */
+export function pageOf(
+  entries: MailboxEntry[],
+  options: { after?: string; limit: number },
+  cut: boolean,
+): MailboxPage {
+  const last = entries[entries.length - 1]
+  const page: MailboxPage = { entries, cursor: last === undefined ? options.after : last.cursor }
+  if (last !== undefined && !cut && entries.length < options.limit) page.complete = true
+  return page
+}
+
+/** Check a publish; its mailboxes without repeats, in first occurrence order. */
 export function publishMailboxes(input: PublishInput): string[] {
   if (!Number.isInteger(input.bytes) || input.bytes < 0) {
     throw new RangeError('bytes must be a non-negative integer')
@@ -93,21 +102,27 @@ export function publishMailboxes(input: PublishInput): string[] {
   return [...new Set(input.mailboxes)]
 }
 
-/** Topics without repeats, in first occurrence order. */
-export function uniqueTopics(topics: string[]): string[] {
-  return [...new Set(topics)]
+/** A new subscription: a random id (128 bits), topics without repeats. */
+export function newSubscription(input: Parameters<RelayStore['subscribe']>[0]): Subscription {
+  const subscription: Subscription = {
+    id: randomBytes(16).toString('base64url'),
+    agent: input.agent,
+    topics: [...new Set(input.topics)],
+    created: input.now,
+  }
+  if (input.webhook !== undefined) subscription.webhook = { ...input.webhook }
+  return subscription
 }
 
-/** A random subscription id (128 bits, base64url). */
-export function newSubscriptionId(): string {
-  return randomBytes(16).toString('base64url')
-}
-
-/**
- * The writes a queued store (SQLite, PostgreSQL) carries besides publish and ack, whose shapes
- * differ per store.
- */
-export type QueuedSubscriptionWrite =
+/** One write of a queued store (SQLite, PostgreSQL), as its writer runs it. */
+export type WriteOp =
+  | (Required<Omit<PublishInput, 'forgetAt' | 'skipFull'>> & {
+      op: 'publish'
+      /** Resolved; the mailboxes without repeats. */
+      forgetAt: number
+      skipFull: boolean
+    })
+  | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
   | { op: 'expire'; now: number }
   | {
       op: 'subscribe'
@@ -123,23 +138,90 @@ export type QueuedSubscriptionWrite =
   /** Readiness (`checkWritable`): a write turn that changes nothing. */
   | { op: 'check' }
 
+/** A writer's answer to a publish: per mailbox, or the refusal decided before it stored anything. */
+export type PublishOutcome =
+  | StorePublishResult[]
+  | { full: string; reason: 'mailbox' | 'sender' }
+  | { relayFull: true }
+
+/** A publish outcome as the store resolves or rejects it. */
+export function publishResult(outcome: PublishOutcome): StorePublishResult[] {
+  if (Array.isArray(outcome)) return outcome
+  if ('full' in outcome) throw new MailboxFullError(outcome.full, outcome.reason)
+  throw new RelayStorageFullError()
+}
+
+/** The reads of a queued store, synchronous (SQLite) or not. */
+export interface StoreReads {
+  subscriptions(agent?: string): Subscription[] | Promise<Subscription[]>
+  mailboxState(agent: string): RelayState | Promise<RelayState>
+  topicSubscribers(topic: string): string[] | Promise<string[]>
+  retrieve(...args: Parameters<RelayStore['retrieve']>): MailboxPage | Promise<MailboxPage>
+  isDuplicate(query: DuplicateQuery): boolean | Promise<boolean>
+  usage(mailbox?: string, from?: string): Usage | Promise<Usage>
+  countMailboxes(): number | Promise<number>
+}
+type RelayState = 'open' | 'closed' | 'none'
+type Usage = { messages: number; bytes: number }
+
 /**
- * `RelayStore.publish` of a queued store: the input checked and its mailboxes deduplicated, then
- * queued by `enqueue`; no mailboxes resolves `[]` at once (a closed store still refuses).
+ * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.
+ * `guard` turns a call's failure into what the relay should see.
  */
-export function queuePublish(
-  input: PublishInput,
-  closed: boolean,
-  enqueue: (mailboxes: string[]) => Promise<StorePublishResult[]>,
-): Promise<StorePublishResult[]> {
-  let mailboxes: string[]
-  try {
-    mailboxes = publishMailboxes(input)
-  } catch (error) {
-    return Promise.reject(error)
-  }
-  if (mailboxes.length === 0) {
-    return closed ? Promise.reject(new Error('relay store is closed')) : Promise.resolve([])
-  }
-  return enqueue(mailboxes)
+export function queuedStore(
+  queue: CommitQueue<WriteOp>,
+  reads: StoreReads,
+  close: () => Promise<void>,
+  guard: <T>(call: Promise<T>) => Promise<T> = (call) => call,
+) {
+  const write = <T>(op: WriteOp, lazy?: boolean) => guard(queue.enqueue<T>(op, lazy))
+  const read =
+    <A extends unknown[], T>(f: (...args: A) => T | Promise<T>) =>
+    (...args: A): Promise<T> =>
+      queue.closed
+        ? Promise.reject(new Error('relay store is closed'))
+        : guard(Promise.resolve().then(() => f(...args)))
+  let gone: Promise<void> | undefined
+  return {
+    async subscribe(input) {
+      const s = newSubscription(input)
+      const { id, agent, topics, created } = s
+      const webhookUrl = s.webhook?.url ?? null
+      const verified = s.webhook?.verified === true
+      await write({ op: 'subscribe', id, agent, topics, webhookUrl, verified, created })
+      return s
+    },
+    unsubscribe: (id, agent) => write<boolean>({ op: 'unsubscribe', id, agent }),
+    setWebhookVerified: (id, verified) => write<void>({ op: 'setWebhookVerified', id, verified }),
+    subscriptions: read(reads.subscriptions),
+    mailboxState: read(reads.mailboxState),
+    topicSubscribers: read(reads.topicSubscribers),
+    async publish(input) {
+      const mailboxes = publishMailboxes(input)
+      if (mailboxes.length === 0) {
+        if (queue.closed) throw new Error('relay store is closed')
+        return []
+      }
+      const { mailboxes: _, skipFull, forgetAt: __, ...rest } = input
+      const op: WriteOp = {
+        op: 'publish',
+        ...rest,
+        forgetAt: forgetAtOf(input),
+        mailboxes,
+        skipFull: skipFull === true,
+      }
+      return publishResult(await write<PublishOutcome>(op))
+    },
+    isDuplicate: read(reads.isDuplicate),
+    retrieve: read(reads.retrieve),
+    ack: (mailbox, messageId, from, options) =>
+      write<number>({ op: 'ack', mailbox, messageId, from: from ?? null }, options?.lazy),
+    expire: (now) => write<number>({ op: 'expire', now }),
+    settled: () => queue.settled(),
+    usage: read(reads.usage),
+    // Through the group commit: the write lock and a COMMIT, as a publish would take.
+    checkWritable: () => write<void>({ op: 'check' }),
+    countMailboxes: read(reads.countMailboxes),
+    close: () => (gone ??= close()),
+  } satisfies RelayStore
 }

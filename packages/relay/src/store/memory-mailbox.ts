@@ -1,14 +1,14 @@
 /**
  * One mailbox of the in-memory relay store: its entries in cursor order, its usage per sender
- * (PROFILE §9: one sender holds at most a share of it), and the (from, message_id) pairs it
- * remembers after their entries were acknowledged or expired.
+ * (PROFILE §9: one sender holds at most a share), and the (from, message_id) pairs it remembers
+ * after their entries were acknowledged or expired.
  */
 import type { ResolvedQuota } from './common.js'
 
 /** A message as stored once, however many mailboxes reference it. */
 export interface StoredMessage {
   json: string
-  /** Quota bytes: `JCS(message without trace)`. */
+  /** Quota bytes. */
   bytes: number
   /** UTF-8 length of `json`, for page sizes. */
   jsonBytes: number
@@ -34,13 +34,12 @@ export const keyOf = (messageId: string, from: string) => `${messageId}\n${from}
 
 export class MemoryMailbox {
   state: 'none' | 'open' | 'closed' = 'none'
-  /** Ordered by cursor (cursors are only ever appended). */
+  /** Ordered by cursor (only ever appended). */
   entries: Entry[] = []
-  /** By {@link keyOf}. */
   readonly byKey = new Map<string, Entry>()
   bytes = 0
   readonly #senders = new Map<string, Usage>()
-  /** Triples whose entries are gone, by {@link keyOf}: until when they are remembered. */
+  /** Until when the triples whose entries are gone are remembered. */
   readonly #seen = new Map<string, number>()
 
   /** Held, or remembered at `now`. */
@@ -73,10 +72,7 @@ export class MemoryMailbox {
     }
   }
 
-  /**
-   * Remove the entries that match, remembering their triples until their `forgetAt`; `gone`
-   * runs for each removed entry. Returns how many.
-   */
+  /** Remove the entries that match, remembering their triples; `gone` runs for each. */
   removeWhere(match: (entry: Entry) => boolean, gone: (entry: Entry) => void): number {
     let removed = 0
     const kept: Entry[] = []
@@ -100,7 +96,6 @@ export class MemoryMailbox {
     return removed
   }
 
-  /** Forget the triples whose `forgetAt` passed at `now`. */
   forget(now: number): void {
     for (const [key, until] of this.#seen) if (until <= now) this.#seen.delete(key)
   }

@@ -1,13 +1,12 @@
 /**
- * PostgreSQL failures that mean "the database cannot be reached now" — not a defect of the
- * request or of the relay — become `unavailable` (503 with Retry-After, PROFILE §7), so that
- * clients retry (another node, or later) instead of reading a 500. The operator still hears the
- * original error through the store's `onError`.
+ * PostgreSQL failures that mean "the database cannot be reached now" become `unavailable` (503
+ * with Retry-After, PROFILE §6), so clients retry (another node, or later) instead of reading a
+ * 500. The operator still hears the original error through the store's `onError`.
  */
 import { AgentMsgError } from '@agentmsg/core'
 
-/** Seconds a client is told to wait before retrying while the database is unreachable. */
-export const STORE_UNAVAILABLE_RETRY_AFTER = 5
+/** Seconds a client is told to wait while the database is unreachable. */
+const RETRY_AFTER = 5
 
 /** Node socket errors of a connection that failed or broke. */
 const SOCKET_CODES = new Set([
@@ -59,6 +58,6 @@ export function asStoreError(error: unknown, onError: (error: unknown) => void):
   if (!isPostgresUnavailable(error)) return error
   onError(error)
   return new AgentMsgError('unavailable', 'the relay store is unavailable; retry later', {
-    retryAfter: STORE_UNAVAILABLE_RETRY_AFTER,
+    retryAfter: RETRY_AFTER,
   })
 }

@@ -1,27 +1,19 @@
 /**
- * The PostgreSQL relay store's writes, as PL/pgSQL functions in the store's schema (created by
- * the migration, postgres-schema.ts). The group commit (postgres-writes.ts) sends a whole batch
- * of writes in ONE call, `apply_writes(ops, quota)`, so a batch costs one round trip however
- * many writes it holds, and the decisions a write makes (duplicate? room?) read the rows the
- * earlier writes of the batch just wrote.
+ * The PostgreSQL store's writes as PL/pgSQL functions in the store's schema. The group commit
+ * sends a whole batch in ONE call, `apply_writes(ops, quota)`: one round trip however many
+ * writes, and each write's decisions (duplicate? room?) read what the earlier ones wrote.
  *
- * `apply_writes` first locks the one row of `relay_state` (FOR UPDATE): every write transaction
- * of every relay process sharing the database takes that lock, so writers take turns. That is
- * what makes cursors (allocated from `relay_state.next_cursor` under the lock) increase in
- * commit order across processes — a reader never sees a later cursor before an earlier one has
- * committed — and what makes the quotas exact, as nobody else writes between a write's check and
- * its insert. Serialising writers costs little because they are group-committed: one lock and
- * one COMMIT (one WAL flush) cover a whole batch.
+ * `apply_writes` first locks the one row of `relay_state`: every write transaction of every
+ * relay process takes that lock, so writers take turns. That makes cursors (allocated from
+ * `relay_state.next_cursor` under the lock) increase in commit order across processes — a
+ * reader never sees a later cursor before an earlier one committed — and the quotas exact. It
+ * costs little because writes are group-committed. The state row's values travel through the
+ * batch as `st` = {next_cursor, messages, bytes} and are written back once at its end: a row
+ * version per publish would make each later read walk them all.
  *
- * The state row's values (next cursor, relay-wide messages and bytes) travel through the batch
- * as `st` = {next_cursor, messages, bytes} (INOUT), and are written back once at its end:
- * updating that one row per publish would leave a version of it per publish in the transaction,
- * each later read walking them all (measured: 3 of the 5 most expensive statements per publish).
- *
- * A refusal (no room, relay-wide cap) is an outcome, decided before the write stores anything,
- * not an exception: raising would abort the batch's transaction (and a savepoint per write would
- * make every write a subtransaction). Like the SQLite store, a mailbox's expired entries are
- * dropped to make room, and stay dropped when the publish is refused anyway.
+ * A refusal (no room, relay-wide cap) is an outcome decided before the write stores anything,
+ * not an exception, which would abort the batch. As in the SQLite store, a mailbox's expired
+ * entries are dropped to make room, and stay dropped when the publish is refused anyway.
  */
 
 import { postgresRemovalFunctions } from './postgres-removals.js'

@@ -1,13 +1,11 @@
 /**
- * The reads of the PostgreSQL relay store, each one statement on a pooled connection. A read
- * sees what was committed when it started, never a write in progress: a publish whose promise
- * has not resolved yet may be invisible, as the relay has not answered for it either (PROFILE
- * §9). Every write transaction commits in cursor order (postgres-functions.ts), so a page read
- * after a cursor never misses an entry that commits later.
+ * The reads of the PostgreSQL relay store, each one statement on a pooled connection: what was
+ * committed when it started. Writes commit in cursor order (postgres-functions.ts), so a page
+ * read after a cursor never misses an entry that commits later.
  */
 import type pg from 'pg'
-import { checkRetrieveOptions, parseAfter } from './common.js'
-import type { DuplicateQuery, MailboxEntry, MailboxPage, Subscription } from './types.js'
+import { checkRetrieveOptions, pageOf, parseAfter, type StoreReads } from './common.js'
+import type { MailboxEntry, Subscription } from './types.js'
 
 interface SubscriptionRow {
   id: string
@@ -16,31 +14,6 @@ interface SubscriptionRow {
   webhook_url: string | null
   webhook_verified: boolean
   created: number
-}
-
-interface PageRow {
-  cursor: string
-  from_agent: string
-  message_id: string
-  json: string
-  /** Entries due after `after` within `limit` (the page may be cut by bytes before that). */
-  due: number
-}
-
-export interface PostgresReads {
-  subscriptions(agent?: string): Promise<Subscription[]>
-  mailboxState(agent: string): Promise<'open' | 'closed' | 'none'>
-  topicSubscribers(topic: string): Promise<string[]>
-  retrieve(
-    mailbox: string,
-    options: { after?: string; limit: number; maxBytes: number; now: number },
-  ): Promise<MailboxPage>
-  isDuplicate(query: DuplicateQuery): Promise<boolean>
-  usage(mailbox?: string, from?: string): Promise<{ messages: number; bytes: number }>
-  /** Mailboxes opened by a subscription (open or closed since). */
-  countMailboxes(): Promise<number>
-  /** Messages stored (a topic message once). */
-  storedMessages(): Promise<number>
 }
 
 function readSubscription(row: SubscriptionRow): Subscription {
@@ -57,7 +30,10 @@ function readSubscription(row: SubscriptionRow): Subscription {
 }
 
 /** The reads of the store whose tables are in the quoted schema `s`. */
-export function postgresReads(pool: pg.Pool, s: string): PostgresReads {
+export function postgresReads(
+  pool: pg.Pool,
+  s: string,
+): StoreReads & { storedMessages(): Promise<number> } {
   const subscriptionColumns = 'id, agent, topics, webhook_url, webhook_verified, created'
   // Pages are sized by the stored text (PROFILE §9: at most 8 MiB), quotas by `bytes`. The
   // running sum picks the entries that fit in maxBytes (always the first), on the server, so
@@ -121,18 +97,14 @@ export function postgresReads(pool: pg.Pool, s: string): PostgresReads {
       checkRetrieveOptions(opts)
       const after = parseAfter(opts.after)
       const { rows } = await pool.query(page, [mailbox, after, opts.now, opts.limit, opts.maxBytes])
-      const entries: MailboxEntry[] = (rows as PageRow[]).map((row) => ({
+      const entries: MailboxEntry[] = rows.map((row) => ({
         cursor: row.cursor,
         from: row.from_agent,
         messageId: row.message_id,
         json: row.json,
       }))
-      const last = entries[entries.length - 1]
-      const result: MailboxPage = { entries, cursor: last === undefined ? opts.after : last.cursor }
-      // Only said of pages with entries: an empty page ends a feed's reading anyway.
-      const cut = rows.length > 0 && entries.length < (rows[0] as PageRow).due
-      if (last !== undefined && !cut && entries.length < opts.limit) result.complete = true
-      return result
+      // `due`: entries due within `limit`; fewer in the page means bytes cut it.
+      return pageOf(entries, opts, rows.length > 0 && entries.length < rows[0].due)
     },
 
     async isDuplicate({ mailboxes, from, messageId, now }) {

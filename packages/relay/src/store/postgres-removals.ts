@@ -1,11 +1,6 @@
 /**
- * Removing entries from the PostgreSQL relay store (acknowledgements, expiry), as PL/pgSQL
- * functions run by `apply_writes` (postgres-functions.ts) inside a batch's transaction. Every
- * removal keeps the counters the quotas read in step (per mailbox, per sender of a mailbox,
- * relay-wide in the batch's state `st`) and remembers each removed entry's (mailbox, from,
- * message_id) until its message's `forget_at`, so that a copy published again is a duplicate
- * (PROFILE §9: dedupe after ack or expiry). The same removals as the SQLite store's
- * (sqlite-removals.ts).
+ * Removing entries (acknowledgements, expiry) as PL/pgSQL functions run by `apply_writes`:
+ * the same removals as the SQLite store's (sqlite-writes.ts).
  */
 
 /** The functions, for the quoted schema `s`. */

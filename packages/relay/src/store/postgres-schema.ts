@@ -1,12 +1,10 @@
 /**
- * The PostgreSQL relay store's schema and its versioned migration. Every relay process opening
- * the store runs `migratePostgresSchema`; a transaction-scoped advisory lock makes concurrent
- * opens take turns, so exactly one of them creates or migrates the schema and the others find
- * it done.
+ * The PostgreSQL relay store's schema, created by the first relay process that opens the store
+ * (an advisory lock makes concurrent opens take turns).
  *
- * Times (received, expires, forget, created) are `double precision`: they are JavaScript numbers
- * (epoch ms), stored and read back exactly. Identifiers (agents, ids, topics) use the "C"
- * collation: compared byte for byte like the SQLite store's, and cheaper to index.
+ * Times are `double precision`: JavaScript numbers (epoch ms), stored and read back exactly.
+ * Identifiers use the "C" collation: compared byte for byte like the SQLite store's, and cheaper
+ * to index.
  */
 import { createHash } from 'node:crypto'
 import type pg from 'pg'
@@ -14,9 +12,6 @@ import { postgresFunctions } from './postgres-functions.js'
 
 /** The schema version this code writes (the row of `<schema>.schema_version`). */
 export const POSTGRES_SCHEMA_VERSION = 1
-
-/** The default schema holding the store's tables. */
-export const DEFAULT_POSTGRES_SCHEMA = 'agentmsg_relay'
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
@@ -40,8 +35,8 @@ export function postgresChannel(schema: string): string {
   return `${schema.slice(0, 46)}:${hash}`
 }
 
-/** Version 1: the tables, then the write functions (postgres-functions.ts). */
-function schemaV1(s: string): string {
+/** The tables; the write functions follow (postgres-functions.ts). */
+function tables(s: string): string {
   return `
 CREATE TABLE ${s}.relay_state (
   id integer PRIMARY KEY CHECK (id = 1),
@@ -133,22 +128,12 @@ CREATE INDEX nonces_expires ON ${s}.nonces (expires_at);
 `
 }
 
-/** Migrations by the version they reach; each runs in the migration's transaction. */
-function migrations(schema: string): Array<{ version: number; sql: string }> {
-  const s = quoteSchema(schema)
-  return [
-    { version: 1, sql: schemaV1(s) + postgresFunctions(s, postgresChannel(schema)) },
-    // Later versions: { version: 2, sql: ALTER …, CREATE OR REPLACE FUNCTION … }, …
-  ]
-}
-
 /**
- * Create the schema, or migrate it to {@link POSTGRES_SCHEMA_VERSION}; refuse a newer one.
- * Runs in one transaction holding an advisory lock named after the schema, so concurrent
- * opens (several relay processes starting at once) never race: the first creates, the others
- * wait and then find the current version.
+ * Create the schema unless it exists; refuse a newer version. One transaction holding an
+ * advisory lock named after the schema: the first of several opens creates, the others wait
+ * and find it done.
  */
-export async function migratePostgresSchema(client: pg.ClientBase, schema: string): Promise<void> {
+export async function createPostgresSchema(client: pg.ClientBase, schema: string): Promise<void> {
   const s = quoteSchema(schema)
   await client.query('BEGIN')
   try {
@@ -174,9 +159,7 @@ export async function migratePostgresSchema(client: pg.ClientBase, schema: strin
       )
     }
     if (version < POSTGRES_SCHEMA_VERSION) {
-      for (const step of migrations(schema)) {
-        if (step.version > version) await client.query(step.sql)
-      }
+      await client.query(tables(s) + postgresFunctions(s, postgresChannel(schema)))
       await client.query(
         `INSERT INTO ${s}.schema_version (id, version) VALUES (1, $1) ` +
           'ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, migrated_at = now()',

@@ -1,129 +1,71 @@
 /**
- * The PostgreSQL relay store's writes as the group commit runs them (postgres-queue.ts): a batch
- * is one transaction holding one call of `apply_writes` (postgres-functions.ts), so BEGIN, the
- * call and COMMIT are its only round trips. A write's promise settles after that COMMIT returned,
- * which means durable: `apply_writes` turns `synchronous_commit = off` into `local` for its
- * transaction (PROFILE §9: 202 only once durably stored).
+ * The PostgreSQL store's batches: one transaction holding one call of `apply_writes`
+ * (postgres-functions.ts), so BEGIN, the call and COMMIT are its only round trips. A write
+ * settles after that COMMIT returned, which means durable: `apply_writes` turns
+ * `synchronous_commit = off` into `local` for its transaction (PROFILE §9).
  *
- * One write's failure does not fail the others: a full mailbox or relay is an outcome decided
- * before that write stored anything, so the batch goes on. An unexpected error raised by one
- * write (a bug, a value the database refuses) rolls the batch back, and its writes run again one
- * transaction each, so only the failing one fails — as the SQLite writer does. When the
+ * A refusal (no room) is an outcome, so the batch goes on. An error one write raised rolls the
+ * batch back, and its writes run again one transaction each, so only that one fails. When the
  * connection itself fails (or COMMIT does), every write of the batch fails: whether a lost
- * COMMIT happened cannot be known, so nothing is retried here (a client's retry of a publish is
- * answered as a duplicate if it did).
+ * COMMIT happened cannot be known (a client's retry of a publish is then a duplicate).
  */
-import pg from 'pg'
-import { forgetAtOf, type QueuedSubscriptionWrite, type ResolvedQuota } from './common.js'
-import type { PostgresBatchRunner, PostgresSettlement } from './postgres-queue.js'
-import {
-  MailboxFullError,
-  type PublishInput,
-  RelayStorageFullError,
-  type StorePublishResult,
-} from './types.js'
+import type pg from 'pg'
+import type { BatchRunner, Settlement } from './commit-queue.js'
+import type { PublishOutcome, ResolvedQuota, WriteOp } from './common.js'
+import type { StorePublishResult } from './types.js'
 
-/** One write, as queued and as `apply_writes` reads it (JSON). */
-export type PostgresWriteOp =
-  | {
-      op: 'publish'
-      from: string
-      messageId: string
-      json: string
-      bytes: number
-      receivedAt: number
-      expiresAt: number
-      forgetAt: number
-      /** Without repeats (common.ts publishMailboxes). */
-      mailboxes: string[]
-      skipFull: boolean
-    }
-  | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
-  | QueuedSubscriptionWrite
-
-/** The publish op of an input whose mailboxes were checked and deduplicated. */
-export function publishOp(input: PublishInput, mailboxes: string[]): PostgresWriteOp {
-  return {
-    op: 'publish',
-    from: input.from,
-    messageId: input.messageId,
-    json: input.json,
-    bytes: input.bytes,
-    receivedAt: input.receivedAt,
-    expiresAt: input.expiresAt,
-    forgetAt: forgetAtOf(input),
-    mailboxes,
-    skipFull: input.skipFull === true,
-  }
-}
-
-/** What `publish` returns in SQL: per mailbox, or a refusal. */
-type PublishOutcome =
+/** What `publish` returns in SQL: per mailbox new/duplicate/full and cursors, or a refusal. */
+type SqlPublishOutcome =
   | { kinds: Array<'n' | 'd' | 'f'>; cursors: Array<string | null> }
-  | { full: string; reason: 'mailbox' | 'sender' }
-  | { relayFull: true }
+  | Exclude<PublishOutcome, StorePublishResult[]>
 
-function publishSettlement(mailboxes: string[], outcome: PublishOutcome): PostgresSettlement {
-  if ('full' in outcome) return { error: new MailboxFullError(outcome.full, outcome.reason) }
-  if ('relayFull' in outcome) return { error: new RelayStorageFullError() }
-  const results = mailboxes.map((mailbox, i): StorePublishResult => {
-    const kind = outcome.kinds[i]
-    const cursor = outcome.cursors[i]
-    if (kind === 'f') return { mailbox, duplicate: false, full: true }
-    const result: StorePublishResult = { mailbox, duplicate: kind === 'd' }
-    if (cursor !== null && cursor !== undefined) result.cursor = cursor
-    return result
+function settlementOf(op: WriteOp, outcome: unknown): Settlement {
+  if (op.op !== 'publish') return { ok: outcome ?? undefined }
+  const o = outcome as SqlPublishOutcome
+  if (!('kinds' in o)) return { ok: o }
+  const results = op.mailboxes.map((mailbox, i): StorePublishResult => {
+    if (o.kinds[i] === 'f') return { mailbox, duplicate: false, full: true }
+    const cursor = o.cursors[i]
+    return { mailbox, duplicate: o.kinds[i] === 'd', ...(cursor != null && { cursor }) }
   })
   return { ok: results }
-}
-
-function settlementOf(op: PostgresWriteOp, outcome: unknown): PostgresSettlement {
-  if (op.op === 'publish') return publishSettlement(op.mailboxes, outcome as PublishOutcome)
-  return { ok: outcome ?? undefined }
-}
-
-/**
- * An error one write raised (rolled back, the connection fine): worth running the batch's
- * writes one by one. Not: connection trouble (class 08), operator intervention (57: shutdown,
- * cancel), resources (53), system or internal errors (58, XX), or anything not from the server.
- */
-function isWriteError(error: unknown): boolean {
-  if (!(error instanceof pg.DatabaseError) || error.code === undefined) return false
-  return !['08', '53', '57', '58', 'XX'].includes(error.code.slice(0, 2))
 }
 
 /** Thrown when ROLLBACK or COMMIT failed: the batch's fate is the connection's. */
 class TransactionError extends Error {
   constructor(override readonly cause: unknown) {
     super(cause instanceof Error ? cause.message : String(cause))
-    this.name = 'TransactionError'
   }
 }
 
 /** The batch runner of a store whose tables are in the quoted schema `s`. */
 export function postgresBatchRunner(
+  pgModule: typeof pg,
   pool: pg.Pool,
   s: string,
   quota: ResolvedQuota,
-): PostgresBatchRunner<PostgresWriteOp> {
+): BatchRunner<WriteOp> {
   const apply = `SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r`
-  const limits = [
-    quota.messages,
-    quota.bytes,
-    quota.senderMessages,
-    quota.senderBytes,
-    quota.totalBytes,
-  ]
+  const { messages, bytes, senderMessages, senderBytes, totalBytes } = quota
+  const limits = [messages, bytes, senderMessages, senderBytes, totalBytes]
 
-  /** One transaction: the outcomes once COMMIT returned. */
-  async function transaction(client: pg.PoolClient, ops: PostgresWriteOp[]): Promise<unknown[]> {
+  /**
+   * An error one write raised (rolled back, the connection fine). Not: connection trouble (08),
+   * operator intervention (57), resources (53), system or internal errors (58, XX), or anything
+   * not from the server.
+   */
+  const isWriteError = (error: unknown) =>
+    error instanceof pgModule.DatabaseError &&
+    error.code !== undefined &&
+    !['08', '53', '57', '58', 'XX'].includes(error.code.slice(0, 2))
+
+  async function transaction(client: pg.PoolClient, ops: WriteOp[]): Promise<unknown[]> {
     // READ COMMITTED whatever the server's default: each statement of apply_writes then sees
     // what the writers before it (whose lock it waited for) committed.
     await client.query('BEGIN ISOLATION LEVEL READ COMMITTED')
     let outcomes: unknown[]
     try {
-      const result = await client.query(apply, [JSON.stringify(ops), limits])
-      outcomes = result.rows[0].r as unknown[]
+      outcomes = (await client.query(apply, [JSON.stringify(ops), limits])).rows[0].r
     } catch (error) {
       await client.query('ROLLBACK').catch((rollback: unknown) => {
         throw new TransactionError(rollback)
@@ -140,21 +82,25 @@ export function postgresBatchRunner(
 
   return async (ops) => {
     const client = await pool.connect()
-    /** Set when the connection may be unusable: the pool drops it instead of reusing it. */
+    /** Set when the connection may be unusable: the pool drops it. */
     let broken: Error | undefined
+    const unwrap = (error: unknown) => (error instanceof TransactionError ? error.cause : error)
+    const breaks = (error: unknown) => {
+      if (isWriteError(error)) return false
+      const cause = unwrap(error)
+      broken = cause instanceof Error ? cause : new Error(String(cause))
+      return true
+    }
     try {
       try {
         const outcomes = await transaction(client, ops)
         return ops.map((op, i) => settlementOf(op, outcomes[i]))
       } catch (error) {
-        if (!isWriteError(error)) {
-          broken = error instanceof Error ? error : new Error(String(error))
-          throw error instanceof TransactionError ? error.cause : error
-        }
+        if (breaks(error)) throw unwrap(error)
         if (ops.length === 1) return [{ error }]
       }
-      // One write failed the batch: each write alone, so that only that one fails.
-      const settlements: PostgresSettlement[] = []
+      // One write failed the batch: each alone, so that only that one fails.
+      const settlements: Settlement[] = []
       for (const op of ops) {
         if (broken !== undefined) {
           settlements.push({ error: broken })
@@ -163,10 +109,8 @@ export function postgresBatchRunner(
         try {
           settlements.push(settlementOf(op, (await transaction(client, [op]))[0]))
         } catch (error) {
-          const cause = error instanceof TransactionError ? error.cause : error
-          if (!isWriteError(error))
-            broken = cause instanceof Error ? cause : new Error(String(cause))
-          settlements.push({ error: cause })
+          breaks(error)
+          settlements.push({ error: unwrap(error) })
         }
       }
       return settlements

@@ -1,13 +1,13 @@
-/**
- * The SQLite relay store's schema, its migration, and the settings every connection to it
- * uses (the main thread's reader and the writer worker).
- */
+/** The SQLite relay store's schema, and the settings of every connection to it. */
 import type Database from 'better-sqlite3'
 
 /** The schema version this code writes (`PRAGMA user_version`). */
-export const SQLITE_SCHEMA_VERSION = 2
+export const SQLITE_SCHEMA_VERSION = 1
 
-const SCHEMA_V1 = `
+// Counters kept in step with the entries, for the quotas (PROFILE §9): per mailbox, per sender
+// of a mailbox, relay-wide (`totals`, a topic message once). `seen`: the triples remembered
+// after their entries were acknowledged or expired, until their message's `forget_at`.
+const SCHEMA = `
 CREATE TABLE messages (
   id INTEGER PRIMARY KEY,
   from_agent TEXT NOT NULL,
@@ -15,7 +15,8 @@ CREATE TABLE messages (
   json TEXT NOT NULL,
   bytes INTEGER NOT NULL,
   received_at INTEGER NOT NULL,
-  expires_at INTEGER NOT NULL
+  expires_at INTEGER NOT NULL,
+  forget_at INTEGER NOT NULL
 );
 CREATE INDEX messages_expires ON messages (expires_at);
 
@@ -38,6 +39,30 @@ CREATE TABLE mailboxes (
   bytes INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
+CREATE TABLE senders (
+  mailbox TEXT NOT NULL,
+  from_agent TEXT NOT NULL,
+  messages INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  PRIMARY KEY (mailbox, from_agent)
+) WITHOUT ROWID;
+
+CREATE TABLE totals (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  messages INTEGER NOT NULL,
+  bytes INTEGER NOT NULL
+);
+INSERT INTO totals (id, messages, bytes) VALUES (1, 0, 0);
+
+CREATE TABLE seen (
+  mailbox TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  from_agent TEXT NOT NULL,
+  forget_at INTEGER NOT NULL,
+  PRIMARY KEY (mailbox, message_id, from_agent)
+) WITHOUT ROWID;
+CREATE INDEX seen_forget ON seen (forget_at);
+
 CREATE TABLE subscriptions (
   id TEXT PRIMARY KEY,
   agent TEXT NOT NULL,
@@ -57,47 +82,8 @@ CREATE INDEX subscription_topics_subscription ON subscription_topics (subscripti
 `
 
 /**
- * Version 2 (PROFILE §9 as amended): per-sender usage of each mailbox (one sender holds at most
- * a share of it), the relay-wide bytes stored (the storage cap, a topic message once), the
- * triples remembered after their entries were acknowledged or expired, and until when each
- * message's triple is remembered. Counters start from what a version 1 database holds; its
- * messages are remembered for the longest window any of them could need (received_at + 8 days
- * + 15 minutes), as their dates are not stored.
- */
-const MIGRATION_V2 = `
-ALTER TABLE messages ADD COLUMN forget_at INTEGER NOT NULL DEFAULT 0;
-UPDATE messages SET forget_at = received_at + ${8 * 86_400_000 + 15 * 60_000};
-
-CREATE TABLE senders (
-  mailbox TEXT NOT NULL,
-  from_agent TEXT NOT NULL,
-  messages INTEGER NOT NULL,
-  bytes INTEGER NOT NULL,
-  PRIMARY KEY (mailbox, from_agent)
-) WITHOUT ROWID;
-INSERT INTO senders (mailbox, from_agent, messages, bytes)
-  SELECT mailbox, from_agent, COUNT(*), SUM(bytes) FROM entries GROUP BY mailbox, from_agent;
-
-CREATE TABLE totals (
-  id INTEGER PRIMARY KEY CHECK (id = 1),
-  messages INTEGER NOT NULL,
-  bytes INTEGER NOT NULL
-);
-INSERT INTO totals (id, messages, bytes) SELECT 1, COUNT(*), COALESCE(SUM(bytes), 0) FROM messages;
-
-CREATE TABLE seen (
-  mailbox TEXT NOT NULL,
-  message_id TEXT NOT NULL,
-  from_agent TEXT NOT NULL,
-  forget_at INTEGER NOT NULL,
-  PRIMARY KEY (mailbox, message_id, from_agent)
-) WITHOUT ROWID;
-CREATE INDEX seen_forget ON seen (forget_at);
-`
-
-/**
- * Durability (PROFILE §9: a 202 means stored): `journal_mode = WAL` with `synchronous = FULL`
- * syncs the WAL on every COMMIT before it returns. Every connection sets the same.
+ * Durability (PROFILE §9: a 202 means stored): WAL with `synchronous = FULL` syncs the WAL on
+ * every COMMIT before it returns.
  */
 export function configureSqliteConnection(db: Database.Database, busyTimeoutMs: number): void {
   db.pragma(`busy_timeout = ${busyTimeoutMs}`)
@@ -106,8 +92,8 @@ export function configureSqliteConnection(db: Database.Database, busyTimeoutMs: 
   db.pragma('foreign_keys = ON')
 }
 
-/** Create the schema, or migrate it to {@link SQLITE_SCHEMA_VERSION}; refuse a newer one. */
-export function migrateSqliteSchema(db: Database.Database): void {
+/** Create the schema unless it exists; refuse a newer version. */
+export function createSqliteSchema(db: Database.Database): void {
   const version = db.pragma('user_version', { simple: true }) as number
   if (version > SQLITE_SCHEMA_VERSION) {
     throw new Error(
@@ -116,9 +102,7 @@ export function migrateSqliteSchema(db: Database.Database): void {
   }
   if (version === SQLITE_SCHEMA_VERSION) return
   db.transaction(() => {
-    if (version < 1) db.exec(SCHEMA_V1)
-    if (version < 2) db.exec(MIGRATION_V2)
-    // Later versions: `if (version < 3) db.exec(MIGRATION_V3)`, …
+    db.exec(SCHEMA)
     db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`)
   }).immediate()
 }

@@ -1,129 +1,120 @@
 /**
- * The SQLite relay store's writer: the entry module of a `worker_threads` worker that owns the
- * write connection (built as its own file, `dist/sqlite-writer.js`, next to the store; started
- * by sqlite-writer-start.ts). better-sqlite3 is synchronous, and a COMMIT's fsync takes
- * milliseconds the main thread's event loop would otherwise spend blocked.
+ * The SQLite relay store's writer: a `worker_threads` worker that owns the write connection
+ * (built as its own file, `dist/sqlite-writer.js`, next to the store). better-sqlite3 is
+ * synchronous, and a COMMIT's fsync takes milliseconds the main thread would spend blocked.
  *
- * Group commit: each batch the store sends runs in ONE transaction, hence one fsync, and is
- * answered only after its COMMIT returned (PROFILE §9: 202 only once durably stored). One
- * write's failure does not fail the others: a full mailbox or relay is decided before that write
- * stores anything, so the batch goes on; an unexpected error (I/O, a bug) rolls the batch back, and its
- * writes run again one transaction each, so only the failing one fails.
+ * Each batch runs in ONE transaction, hence one fsync, answered after its COMMIT returned
+ * (PROFILE §9). A refusal (no room) changes nothing, so the batch goes on; an unexpected error
+ * rolls the batch back and its writes run again one transaction each, so only that one fails.
  *
- * The messages are typed in sqlite-protocol.ts.
+ * Main → writer: `{ops}` (one batch at a time), `close`. Writer → main: `{outcomes, commits}`,
+ * one outcome per op; or `{fatal}` when the connection could not be opened (then it exits).
  */
 import { performance } from 'node:perf_hooks'
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
-import {
-  errorToWire,
-  type FromSqliteWriter,
-  type SqliteCommitInfo,
-  type SqliteWriteOp,
-  type SqliteWriteOutcome,
-  type SqliteWriterData,
-  type ToSqliteWriter,
-} from './sqlite-protocol.js'
+import type { ResolvedQuota, WriteOp } from './common.js'
 import { configureSqliteConnection } from './sqlite-schema.js'
-import {
-  SqliteMailboxFull,
-  SqliteRelayFull,
-  type SqliteWriteRunner,
-  sqliteWrites,
-} from './sqlite-writes.js'
+import { sqliteWrites } from './sqlite-writes.js'
 
-interface BatchResult {
-  outcomes: SqliteWriteOutcome[]
-  commits: SqliteCommitInfo[]
+/** What a batch's COMMIT covered, for metrics and benchmarks. */
+export interface SqliteCommitInfo {
+  /** Writes in the batch. */
+  size: number
+  publishes: number
+  /** BEGIN to the end of COMMIT (ms). */
+  ms: number
 }
 
-function outcomeOf(value: ReturnType<SqliteWriteRunner>): SqliteWriteOutcome {
-  if (value instanceof SqliteMailboxFull) return { full: value.mailbox, reason: value.reason }
-  if (value instanceof SqliteRelayFull) return { relayFull: true }
-  return { ok: value }
+export interface SqliteWriterData {
+  /** Never `':memory:'`: the main thread reads the same file. */
+  path: string
+  quota: ResolvedQuota
+  busyTimeoutMs: number
 }
 
-function countPublishes(ops: SqliteWriteOp[]): number {
-  let n = 0
-  for (const op of ops) if (op.op === 'publish') n++
-  return n
+/** An error crossing the thread boundary (structured clone drops the class and `code`). */
+export interface WireError {
+  name: string
+  message: string
+  code?: unknown
 }
 
-/** Run batches on an open connection (schema created by the main thread). */
+export type WireOutcome = { ok: unknown } | { error: WireError }
+
+export type FromWriter =
+  | { outcomes: WireOutcome[]; commits: SqliteCommitInfo[] }
+  | { fatal: WireError }
+
+export function errorToWire(error: unknown): WireError {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
+  const { code } = error as { code?: unknown }
+  return { name: error.name, message: error.message, ...(code !== undefined && { code }) }
+}
+
 function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort): void {
   const run = sqliteWrites(db, data.quota)
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   const rollback = db.prepare('ROLLBACK')
-  const post = (message: FromSqliteWriter) => port.postMessage(message)
-
-  function rollbackQuietly(): void {
+  const rollbackQuietly = () => {
     try {
       if (db.inTransaction) rollback.run()
     } catch {
       // The connection is unusable; the next BEGIN reports it.
     }
   }
+  const publishes = (ops: WriteOp[]) => ops.filter((op) => op.op === 'publish').length
 
-  /** Every op in one transaction; on an unexpected error, each op in its own. */
-  function runBatch(ops: SqliteWriteOp[]): BatchResult {
-    const outcomes: SqliteWriteOutcome[] = []
+  function batch(ops: WriteOp[]): FromWriter {
+    const outcomes: WireOutcome[] = []
     const start = performance.now()
     try {
       begin.run()
       try {
-        for (const op of ops) outcomes.push(outcomeOf(run(op)))
+        for (const op of ops) outcomes.push({ ok: run(op) })
       } catch {
         rollbackQuietly()
-        return runAlone(ops)
+        return alone(ops)
       }
       commit.run()
     } catch (error) {
       // BEGIN or COMMIT failed: nothing of the batch is stored.
       rollbackQuietly()
-      const wire = errorToWire(error)
-      return { outcomes: ops.map(() => ({ error: wire })), commits: [] }
+      return { outcomes: ops.map(() => ({ error: errorToWire(error) })), commits: [] }
     }
     const ms = performance.now() - start
-    return { outcomes, commits: [{ size: ops.length, publishes: countPublishes(ops), ms }] }
+    return { outcomes, commits: [{ size: ops.length, publishes: publishes(ops), ms }] }
   }
 
-  function runAlone(ops: SqliteWriteOp[]): BatchResult {
-    const outcomes: SqliteWriteOutcome[] = []
+  function alone(ops: WriteOp[]): FromWriter {
+    const outcomes: WireOutcome[] = []
     const commits: SqliteCommitInfo[] = []
     for (const op of ops) {
       const start = performance.now()
-      let outcome: SqliteWriteOutcome
       try {
         begin.run()
-        outcome = outcomeOf(run(op))
+        const ok = run(op)
         commit.run()
+        outcomes.push({ ok })
+        commits.push({ size: 1, publishes: publishes([op]), ms: performance.now() - start })
       } catch (error) {
         rollbackQuietly()
         outcomes.push({ error: errorToWire(error) })
-        continue
       }
-      const publishes = op.op === 'publish' ? 1 : 0
-      commits.push({ size: 1, publishes, ms: performance.now() - start })
-      outcomes.push(outcome)
     }
     return { outcomes, commits }
   }
 
-  port.on('message', (message: ToSqliteWriter) => {
-    if (message.type === 'batch') {
-      post({ type: 'done', ...runBatch(message.ops) })
-    } else if (message.type === 'close') {
-      try {
-        db.close()
-      } catch {
-        // Closing is best effort: every batch was answered already.
-      }
-      post({ type: 'closed' })
-      port.close()
+  port.on('message', (message: WriteOp[] | 'close') => {
+    if (message !== 'close') return port.postMessage(batch(message))
+    try {
+      db.close()
+    } catch {
+      // Best effort: every batch was answered already.
     }
+    port.close()
   })
-  post({ type: 'ready' })
 }
 
 function main(port: MessagePort, data: SqliteWriterData): void {
@@ -135,14 +126,13 @@ function main(port: MessagePort, data: SqliteWriterData): void {
     try {
       db?.close()
     } catch {
-      // Already failing; the open error is the one to report.
+      // The open error is the one to report.
     }
     // Nothing listens on the port afterwards, so the worker exits.
-    port.postMessage({ type: 'fatal', error: errorToWire(error) } satisfies FromSqliteWriter)
+    port.postMessage({ fatal: errorToWire(error) } satisfies FromWriter)
     return
   }
   serve(db, data, port)
 }
 
-if (parentPort === null) throw new Error('sqlite-writer runs as a worker_threads worker')
-main(parentPort, workerData as SqliteWriterData)
+if (parentPort !== null) main(parentPort, workerData as SqliteWriterData)

@@ -1,144 +1,172 @@
 /**
- * The writes of the SQLite relay store, as statements on the writer's connection (run inside
- * the writer worker, sqlite-writer.ts, within a transaction it opened). Each write either
- * completes, reports a refusal (no room) having changed nothing but dropping expired entries
- * (which quotas count until then), or throws.
+ * The SQLite relay store's writes, on the writer worker's connection inside the transaction it
+ * opened (sqlite-writer.ts). A write completes, returns a refusal (no room) having changed
+ * nothing but dropping expired entries (which quotas count until then), or throws.
+ *
+ * Every removal (ack, expiry) keeps the quota counters in step and remembers each removed
+ * entry's (mailbox, from, message_id) until its message's `forget_at`, so a copy published again
+ * is a duplicate (PROFILE §9).
  */
 import type Database from 'better-sqlite3'
-import { forgetAtOf, type ResolvedQuota } from './common.js'
-import type { SqliteWriteOp, SqliteWriteResults } from './sqlite-protocol.js'
-import { sqliteRemovals } from './sqlite-removals.js'
-import type { PublishInput, StorePublishResult } from './types.js'
+import type { PublishOutcome, ResolvedQuota, WriteOp } from './common.js'
+import type { StorePublishResult } from './types.js'
 
-/** A publish's expected refusal: a mailbox has no room (nothing was written). */
-export class SqliteMailboxFull {
-  constructor(
-    readonly mailbox: string,
-    readonly reason: 'mailbox' | 'sender',
-  ) {}
-}
-
-/** A publish's expected refusal: the relay-wide storage cap (nothing was written). */
-export class SqliteRelayFull {}
-
-export type SqliteWriteValue =
-  | SqliteWriteResults[SqliteWriteOp['op']]
-  | SqliteMailboxFull
-  | SqliteRelayFull
-
-/** Run one write on the writer's connection (in the caller's transaction). */
-export type SqliteWriteRunner = (op: SqliteWriteOp) => SqliteWriteValue
-
-interface UsageRow {
+interface Usage {
   messages: number
   bytes: number
 }
 
-/** Prepare the writes on `db` for `quota` (PROFILE §9). */
-export function sqliteWrites(db: Database.Database, quota: ResolvedQuota): SqliteWriteRunner {
-  const removals = sqliteRemovals(db)
-  const findEntry = db
-    .prepare('SELECT cursor FROM entries WHERE mailbox = ? AND message_id = ? AND from_agent = ?')
-    .pluck()
-  const findSeen = db
-    .prepare(
-      'SELECT 1 FROM seen WHERE mailbox = ? AND message_id = ? AND from_agent = ? AND forget_at > ?',
-    )
-    .pluck()
-  const mailboxUsage = db.prepare('SELECT messages, bytes FROM mailboxes WHERE agent = ?')
-  const senderUsage = db.prepare(
-    'SELECT messages, bytes FROM senders WHERE mailbox = ? AND from_agent = ?',
+/** Entries removed per (mailbox, sender): how many, how many quota bytes. */
+interface Group {
+  n: number
+  b: number
+}
+
+type Removal = (...params: unknown[]) => number
+
+/** Prepare the writes on `db` for `quota`; the function runs one write. */
+export function sqliteWrites(
+  db: Database.Database,
+  quota: ResolvedQuota,
+): (op: WriteOp) => unknown {
+  const q = (sql: string) => db.prepare(sql)
+  const counters = (table: string, where: string) =>
+    q(`UPDATE ${table} SET messages = messages - ?, bytes = bytes - ? WHERE ${where}`)
+  const subtractMailbox = counters('mailboxes', 'agent = ?')
+  const subtractSender = counters('senders', 'mailbox = ? AND from_agent = ?')
+  const subtractTotals = counters('totals', 'id = 1')
+  const dropSender = q('DELETE FROM senders WHERE mailbox = ? AND from_agent = ? AND messages <= 0')
+  const deleteIfOrphan = q(
+    'DELETE FROM messages WHERE id = ? AND NOT EXISTS ' +
+      '(SELECT 1 FROM entries WHERE message_ref = ?) RETURNING bytes',
   )
-  const totalBytes = db.prepare('SELECT bytes FROM totals WHERE id = 1').pluck()
-  const touchTotals = db.prepare('UPDATE totals SET messages = messages WHERE id = 1')
-  const addMailbox = db.prepare(
+  const expiredMessages = q(
+    'SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS b FROM messages WHERE expires_at <= ?',
+  )
+  const deleteExpired = q('DELETE FROM messages WHERE expires_at <= ?')
+  const forget = q('DELETE FROM seen WHERE forget_at <= ?')
+
+  /** Removes the entries `condition` (on `entries e` joined with `messages m`) matches. */
+  function removal(condition: string, orphans: boolean): Removal {
+    const from = `FROM entries e JOIN messages m ON m.id = e.message_ref WHERE ${condition}`
+    const remember = q(
+      'INSERT INTO seen (mailbox, message_id, from_agent, forget_at) ' +
+        `SELECT e.mailbox, e.message_id, e.from_agent, m.forget_at ${from} ` +
+        'ON CONFLICT (mailbox, message_id, from_agent) ' +
+        'DO UPDATE SET forget_at = max(forget_at, excluded.forget_at)',
+    )
+    const groups = q(
+      `SELECT e.mailbox, e.from_agent, COUNT(*) AS n, SUM(e.bytes) AS b ${from} ` +
+        'GROUP BY e.mailbox, e.from_agent',
+    )
+    const remove = q(
+      `DELETE FROM entries WHERE cursor IN (SELECT e.cursor ${from}) RETURNING message_ref`,
+    ).pluck()
+    return (...params) => {
+      const rows = groups.all(...params) as Array<{ mailbox: string; from_agent: string } & Group>
+      if (rows.length === 0) return 0
+      remember.run(...params)
+      for (const row of rows) {
+        subtractSender.run(row.n, row.b, row.mailbox, row.from_agent)
+        dropSender.run(row.mailbox, row.from_agent)
+        subtractMailbox.run(row.n, row.b, row.mailbox)
+      }
+      const refs = remove.all(...params) as number[]
+      if (orphans) {
+        let messages = 0
+        let bytes = 0
+        for (const ref of new Set(refs)) {
+          const gone = deleteIfOrphan.get(ref, ref) as { bytes: number } | undefined
+          if (gone === undefined) continue
+          messages++
+          bytes += gone.bytes
+        }
+        if (messages > 0) subtractTotals.run(messages, bytes)
+      }
+      return refs.length
+    }
+  }
+  const ackFrom = removal('e.mailbox = ? AND e.message_id = ? AND e.from_agent = ?', true)
+  const ackAny = removal('e.mailbox = ? AND e.message_id = ?', true)
+  const expiredIn = removal('e.mailbox = ? AND m.expires_at <= ?', true)
+  const expiredAll = removal('m.expires_at <= ?', false)
+
+  function expire(now: number): number {
+    const removed = expiredAll(now)
+    // Every entry of an expired message is gone now: its row goes in bulk.
+    const { n, b } = expiredMessages.get(now) as Group
+    if (n > 0) {
+      subtractTotals.run(n, b)
+      deleteExpired.run(now)
+    }
+    forget.run(now)
+    return removed
+  }
+
+  const findEntry = q(
+    'SELECT cursor FROM entries WHERE mailbox = ? AND message_id = ? AND from_agent = ?',
+  ).pluck()
+  const findSeen = q(
+    'SELECT 1 FROM seen WHERE mailbox = ? AND message_id = ? AND from_agent = ? AND forget_at > ?',
+  ).pluck()
+  const mailboxUsage = q('SELECT messages, bytes FROM mailboxes WHERE agent = ?')
+  const senderUsage = q('SELECT messages, bytes FROM senders WHERE mailbox = ? AND from_agent = ?')
+  const totalBytes = q('SELECT bytes FROM totals WHERE id = 1').pluck()
+  const addMailbox = q(
     "INSERT INTO mailboxes (agent, state, messages, bytes) VALUES (?, 'none', 1, ?) " +
       'ON CONFLICT (agent) DO UPDATE SET messages = messages + 1, bytes = bytes + excluded.bytes',
   )
-  const addSender = db.prepare(
+  const addSender = q(
     'INSERT INTO senders (mailbox, from_agent, messages, bytes) VALUES (?, ?, 1, ?) ' +
       'ON CONFLICT (mailbox, from_agent) DO UPDATE SET messages = messages + 1, ' +
       'bytes = bytes + excluded.bytes',
   )
-  const addTotals = db.prepare(
-    'UPDATE totals SET messages = messages + 1, bytes = bytes + ? WHERE id = 1',
+  const addTotals = q('UPDATE totals SET messages = messages + 1, bytes = bytes + ? WHERE id = 1')
+  const insertMessage = q(
+    'INSERT INTO messages (from_agent, message_id, json, bytes, received_at, expires_at, ' +
+      'forget_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   )
-  const insertMessage = db.prepare(
-    'INSERT INTO messages (from_agent, message_id, json, bytes, received_at, expires_at, forget_at) ' +
-      'VALUES (?, ?, ?, ?, ?, ?, ?)',
-  )
-  const insertEntry = db.prepare(
+  const insertEntry = q(
     'INSERT INTO entries (mailbox, message_ref, from_agent, message_id, bytes) VALUES (?, ?, ?, ?, ?)',
   )
-  const insertSubscription = db.prepare(
-    'INSERT INTO subscriptions (id, agent, topics, webhook_url, webhook_verified, created) ' +
-      'VALUES (?, ?, ?, ?, ?, ?)',
-  )
-  const insertTopic = db.prepare(
-    'INSERT OR IGNORE INTO subscription_topics (topic, subscription_id) VALUES (?, ?)',
-  )
-  const openMailbox = db.prepare(
-    "INSERT INTO mailboxes (agent, state) VALUES (?, 'open') ON CONFLICT (agent) DO UPDATE SET state = 'open'",
-  )
-  const deleteSubscription = db.prepare('DELETE FROM subscriptions WHERE id = ? AND agent = ?')
-  const deleteTopics = db.prepare('DELETE FROM subscription_topics WHERE subscription_id = ?')
-  const hasSubscription = db.prepare('SELECT 1 FROM subscriptions WHERE agent = ? LIMIT 1').pluck()
-  const closeMailbox = db.prepare("UPDATE mailboxes SET state = 'closed' WHERE agent = ?")
-  const setVerified = db.prepare(
-    'UPDATE subscriptions SET webhook_verified = ? WHERE id = ? AND webhook_url IS NOT NULL',
-  )
 
-  /** Why `mailbox` has no room for a message of `bytes` from `from` (quotas count expired entries). */
+  /** Why `mailbox` has no room for `bytes` from `from` (quotas count expired entries). */
   function noRoom(mailbox: string, from: string, bytes: number): 'mailbox' | 'sender' | undefined {
-    const box = mailboxUsage.get(mailbox) as UsageRow | undefined
+    const box = mailboxUsage.get(mailbox) as Usage | undefined
     if ((box?.messages ?? 0) + 1 > quota.messages || (box?.bytes ?? 0) + bytes > quota.bytes) {
       return 'mailbox'
     }
-    const sender = senderUsage.get(mailbox, from) as UsageRow | undefined
+    const s = senderUsage.get(mailbox, from) as Usage | undefined
     if (
-      (sender?.messages ?? 0) + 1 > quota.senderMessages ||
-      (sender?.bytes ?? 0) + bytes > quota.senderBytes
+      (s?.messages ?? 0) + 1 > quota.senderMessages ||
+      (s?.bytes ?? 0) + bytes > quota.senderBytes
     ) {
       return 'sender'
     }
     return undefined
   }
 
-  /** As {@link noRoom}, after dropping the mailbox's expired entries when it is full. */
-  function noRoomNow(input: PublishInput, mailbox: string): 'mailbox' | 'sender' | undefined {
-    const reason = noRoom(mailbox, input.from, input.bytes)
-    if (reason === undefined || removals.expiredIn(mailbox, input.receivedAt) === 0) return reason
-    return noRoom(mailbox, input.from, input.bytes)
-  }
-
   const overCap = (bytes: number) => (totalBytes.get() as number) + bytes > quota.totalBytes
 
-  /**
-   * Decide every mailbox before writing anything: held or remembered → duplicate; no room →
-   * refusal (or skipped with `skipFull`); then store the message once for the others.
-   */
-  function publish(
-    input: PublishInput,
-    mailboxes: string[],
-  ): StorePublishResult[] | SqliteMailboxFull | SqliteRelayFull {
-    const { from, messageId, bytes, receivedAt } = input
+  /** Decide every mailbox before writing anything, then store the message once for the new ones. */
+  function publish(p: Extract<WriteOp, { op: 'publish' }>): PublishOutcome {
+    const { from, messageId, bytes, receivedAt } = p
     // Expired messages do not hold room under the relay-wide cap either.
-    if (overCap(bytes)) removals.expire(receivedAt)
+    if (overCap(bytes)) expire(receivedAt)
     const results: StorePublishResult[] = []
     const fresh: StorePublishResult[] = []
-    for (const mailbox of mailboxes) {
-      const existing = findEntry.get(mailbox, messageId, from) as number | undefined
-      if (existing !== undefined) {
-        results.push({ mailbox, cursor: String(existing), duplicate: true })
+    for (const mailbox of p.mailboxes) {
+      const held = findEntry.get(mailbox, messageId, from) as number | undefined
+      if (held !== undefined || findSeen.get(mailbox, messageId, from, receivedAt) !== undefined) {
+        results.push({ mailbox, duplicate: true, ...(held !== undefined && { cursor: `${held}` }) })
         continue
       }
-      if (findSeen.get(mailbox, messageId, from, receivedAt) !== undefined) {
-        results.push({ mailbox, duplicate: true })
-        continue
+      let reason = noRoom(mailbox, from, bytes)
+      if (reason !== undefined && expiredIn(mailbox, receivedAt) > 0) {
+        reason = noRoom(mailbox, from, bytes)
       }
-      const reason = noRoomNow(input, mailbox)
       if (reason !== undefined) {
-        if (!input.skipFull) return new SqliteMailboxFull(mailbox, reason)
+        if (!p.skipFull) return { full: mailbox, reason }
         results.push({ mailbox, duplicate: false, full: true })
         continue
       }
@@ -147,65 +175,81 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota): Sqlit
       results.push(result)
     }
     if (fresh.length === 0) return results
-    if (overCap(bytes)) return new SqliteRelayFull()
-    // The message is stored once, however many mailboxes reference it.
+    if (overCap(bytes)) return { relayFull: true }
     const ref = insertMessage.run(
       from,
       messageId,
-      input.json,
+      p.json,
       bytes,
       receivedAt,
-      input.expiresAt,
-      forgetAtOf(input),
+      p.expiresAt,
+      p.forgetAt,
     ).lastInsertRowid
     addTotals.run(bytes)
-    for (const result of fresh) {
-      addMailbox.run(result.mailbox, bytes)
-      addSender.run(result.mailbox, from, bytes)
-      result.cursor = String(
-        insertEntry.run(result.mailbox, ref, from, messageId, bytes).lastInsertRowid,
-      )
+    for (const r of fresh) {
+      addMailbox.run(r.mailbox, bytes)
+      addSender.run(r.mailbox, from, bytes)
+      r.cursor = `${insertEntry.run(r.mailbox, ref, from, messageId, bytes).lastInsertRowid}`
     }
     return results
   }
 
+  const insertSubscription = q(
+    'INSERT INTO subscriptions (id, agent, topics, webhook_url, webhook_verified, created) ' +
+      'VALUES (?, ?, ?, ?, ?, ?)',
+  )
+  const insertTopic = q(
+    'INSERT OR IGNORE INTO subscription_topics (topic, subscription_id) VALUES (?, ?)',
+  )
+  const openMailbox = q(
+    "INSERT INTO mailboxes (agent, state) VALUES (?, 'open') " +
+      "ON CONFLICT (agent) DO UPDATE SET state = 'open'",
+  )
+  const deleteSubscription = q('DELETE FROM subscriptions WHERE id = ? AND agent = ?')
+  const hasSubscription = q('SELECT 1 FROM subscriptions WHERE agent = ? LIMIT 1').pluck()
+  const closeMailbox = q("UPDATE mailboxes SET state = 'closed' WHERE agent = ?")
+  const setVerified = q(
+    'UPDATE subscriptions SET webhook_verified = ? WHERE id = ? AND webhook_url IS NOT NULL',
+  )
+  // A write statement that changes nothing: refused on a read-only database or file system.
+  const touchTotals = q('UPDATE totals SET messages = messages WHERE id = 1')
+
   return (op) => {
     switch (op.op) {
       case 'publish':
-        return publish(op.input, op.mailboxes)
+        return publish(op)
       case 'ack':
-        return op.from === undefined
-          ? removals.ackAny(op.mailbox, op.messageId)
-          : removals.ackFrom(op.mailbox, op.messageId, op.from)
+        return op.from === null
+          ? ackAny(op.mailbox, op.messageId)
+          : ackFrom(op.mailbox, op.messageId, op.from)
       case 'expire':
-        return removals.expire(op.now)
-      case 'subscribe':
+        return expire(op.now)
+      case 'subscribe': {
+        const { id, agent, topics } = op
+        const verified = op.verified ? 1 : 0
         insertSubscription.run(
-          op.id,
-          op.agent,
-          JSON.stringify(op.topics),
+          id,
+          agent,
+          JSON.stringify(topics),
           op.webhookUrl,
-          op.verified ? 1 : 0,
+          verified,
           op.created,
         )
-        for (const topic of op.topics) insertTopic.run(topic, op.id)
-        openMailbox.run(op.agent)
+        for (const topic of topics) insertTopic.run(topic, id)
+        openMailbox.run(agent)
         return undefined
+      }
       case 'unsubscribe':
+        // Its topics go with it (ON DELETE CASCADE).
         if (deleteSubscription.run(op.id, op.agent).changes === 0) return false
-        deleteTopics.run(op.id)
         if (hasSubscription.get(op.agent) === undefined) closeMailbox.run(op.agent)
         return true
       case 'setWebhookVerified':
         setVerified.run(op.verified ? 1 : 0, op.id)
         return undefined
       case 'check':
-        // A write statement: refused on a read-only database or file system (SQLite writes no
-        // page for it, so no fsync); the batch's BEGIN IMMEDIATE already took the write lock.
         touchTotals.run()
         return undefined
-      default:
-        throw new Error(`unknown relay store op ${(op as { op: unknown }).op}`)
     }
   }
 }

@@ -1,60 +1,88 @@
 /**
- * The embedded relay store on SQLite (better-sqlite3), PROFILE §9.
+ * `@agentmsg/relay/sqlite`: the embedded relay store on SQLite (better-sqlite3), PROFILE §9.
  *
- * Durability: `journal_mode = WAL`, `synchronous = FULL` (sqlite-schema.ts) — every COMMIT
- * syncs the WAL before it returns, and a write's promise resolves only after the COMMIT
- * covering it returned (the group commit, sqlite-commit-queue.ts).
- *
- * Writes run off the main thread, in a worker that owns the write connection
- * (sqlite-writer.ts). Reads (retrieve, isDuplicate, usage, mailboxState, subscriptions,
- * topicSubscribers) run on the main thread's own connection (sqlite-reads.ts), which creates or
- * migrates the schema at open and then only reads. `':memory:'` cannot be shared by two connections, so it
- * stands for a private temporary file, deleted at close.
+ * Writes are group-committed (commit-queue.ts) to a worker that owns the write connection
+ * (sqlite-writer.ts); a write resolves once the COMMIT covering it returned, in WAL mode with
+ * `synchronous = FULL`. Reads run on the main thread's own connection, which creates the schema
+ * at open and then only reads. `':memory:'` cannot be shared by two connections, so it stands
+ * for a private temporary file, deleted at close.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
-import {
-  newSubscriptionId,
-  queuePublish,
-  type RelayQuota,
-  resolveQuota,
-  uniqueTopics,
-} from './common.js'
-import { sqliteCommitQueue } from './sqlite-commit-queue.js'
-import type { SqliteCommitInfo } from './sqlite-protocol.js'
+import { Worker } from 'node:worker_threads'
+import type Database from 'better-sqlite3'
+import { commitQueue, type Settlement } from './commit-queue.js'
+import { queuedStore, type RelayQuota, resolveQuota, type WriteOp } from './common.js'
 import { sqliteReads } from './sqlite-reads.js'
-import { configureSqliteConnection, migrateSqliteSchema } from './sqlite-schema.js'
-import { startSqliteWriter } from './sqlite-writer-start.js'
-import type { PublishInput, RelayStore, Subscription } from './types.js'
+import { configureSqliteConnection, createSqliteSchema } from './sqlite-schema.js'
+import type { FromWriter, SqliteCommitInfo, SqliteWriterData, WireError } from './sqlite-writer.js'
+import type { RelayStore } from './types.js'
 
-export type { SqliteCommitInfo } from './sqlite-protocol.js'
 export { SQLITE_SCHEMA_VERSION } from './sqlite-schema.js'
+export type { SqliteCommitInfo } from './sqlite-writer.js'
 
 export interface SqliteRelayStoreOptions {
   /** Database file (in the relay's data directory); `':memory:'` for tests (not durable). */
   path: string
-  /** Quotas (default: 10,000 messages or 256 MiB per mailbox, a quarter per sender, 10 GiB). */
+  /** @default PROFILE §9: 10,000 messages or 256 MiB per mailbox, a quarter per sender, 10 GiB */
   quota?: RelayQuota
   groupCommit?: {
-    /** Flush as soon as this many writes are queued (default 1024). */
+    /** Flush as soon as this many writes are queued. @default 1024 */
     maxBatch?: number
-    /** Wait at most this long for more writes (ms); 0 (default) flushes on the next macrotask. */
+    /** Wait at most this long for more writes (ms); 0 flushes on the next macrotask. @default 0 */
     maxDelayMs?: number
   }
   /** Called after each committed batch. */
   onCommit?: (info: SqliteCommitInfo) => void
-  /** How long to wait for another connection's write lock (ms, default 5000). */
+  /** How long to wait for another connection's write lock (ms). @default 5000 */
   busyTimeoutMs?: number
 }
 
-/** The main thread's connection: creates or migrates the schema, then only reads. */
+/** better-sqlite3 is an optional peer dependency: missing, a store cannot open (one line why). */
+const Sqlite = await import('better-sqlite3').then(
+  (m) => m.default,
+  (error: { code?: string }) => {
+    if (error.code !== 'ERR_MODULE_NOT_FOUND') throw error
+    return undefined
+  },
+)
+
+/** True when `moduleUrl` is a TypeScript source (tests, examples), not built code. */
+export function isTypeScriptModule(moduleUrl: string | URL): boolean {
+  return /\.[cm]?ts$/.test(new URL(moduleUrl).pathname)
+}
+
+/** A worker inherits its parent's `execArgv`, but `--input-type` makes a file entry refused. */
+export function sqliteWriterExecArgv(parent: readonly string[]): string[] {
+  return parent.filter(
+    (arg, i) => !arg.startsWith('--input-type') && parent[i - 1] !== '--input-type',
+  )
+}
+
+/** The writer next to this module: dist/sqlite-writer.js built, the `.ts` source under a loader. */
+function startWriter(workerData: SqliteWriterData): Worker {
+  const source = isTypeScriptModule(import.meta.url)
+  const execArgv = sqliteWriterExecArgv(process.execArgv)
+  if (source) execArgv.push('--import', new URL('./sqlite-writer-dev.mjs', import.meta.url).href)
+  const writer = new URL(source ? './sqlite-writer.ts' : './sqlite-writer.js', import.meta.url)
+  return new Worker(writer, { workerData, execArgv })
+}
+
+function errorFromWire(wire: WireError): Error {
+  const { name, code } = wire
+  return Object.assign(new Error(wire.message), { name }, code !== undefined && { code })
+}
+
+/** The main thread's connection: creates the schema, then only reads. */
 function openReader(path: string, busyTimeoutMs: number): Database.Database {
-  const db = new Database(path)
+  if (Sqlite === undefined) {
+    throw new Error('the SQLite relay store needs better-sqlite3: npm install better-sqlite3')
+  }
+  const db = new Sqlite(path)
   try {
     configureSqliteConnection(db, busyTimeoutMs)
-    migrateSqliteSchema(db)
+    createSqliteSchema(db)
     db.pragma('query_only = ON')
   } catch (error) {
     db.close()
@@ -63,146 +91,83 @@ function openReader(path: string, busyTimeoutMs: number): Database.Database {
   return db
 }
 
-/** Open (creating or migrating) a SQLite relay store. */
+/** Open (creating the schema if needed) a SQLite relay store. */
 export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
   const quota = resolveQuota(options.quota)
-  const maxBatch = Math.max(1, Math.floor(options.groupCommit?.maxBatch ?? 1024))
-  const maxDelayMs = Math.max(0, options.groupCommit?.maxDelayMs ?? 0)
   const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))
-
   let tempDir: string | undefined
   let path = options.path
   if (path === ':memory:' || path === '') {
     tempDir = mkdtempSync(join(tmpdir(), 'agentmsg-relay-'))
     path = join(tempDir, 'relay.db')
   }
-  const removeTemp = () => {
-    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true })
-  }
-
+  const removeTemp = () =>
+    tempDir !== undefined && rmSync(tempDir, { recursive: true, force: true })
   let db: Database.Database
-  let writes: ReturnType<typeof sqliteCommitQueue>
+  let worker: Worker
   try {
     db = openReader(path, busyTimeoutMs)
   } catch (error) {
     removeTemp()
     throw error
   }
-  const reads = sqliteReads(db)
   try {
-    writes = sqliteCommitQueue({
-      worker: startSqliteWriter({ path, quota, busyTimeoutMs }),
-      maxBatch,
-      maxDelayMs,
-      onCommit: options.onCommit,
-    })
+    worker = startWriter({ path, quota, busyTimeoutMs })
   } catch (error) {
     db.close()
     removeTemp()
     throw error
   }
-
-  function assertOpen(): void {
-    if (writes.closed) throw new Error('relay store is closed')
+  // Keep the process alive only while a batch is in flight (as a synchronous store would).
+  worker.unref()
+  let pending: { resolve(s: Settlement[]): void; reject(e: unknown): void } | undefined
+  let failed = false
+  const queue = commitQueue<WriteOp>(
+    (ops) =>
+      new Promise((resolve, reject) => {
+        pending = { resolve, reject }
+        worker.ref()
+        worker.postMessage(ops)
+      }),
+    Math.max(1, Math.floor(options.groupCommit?.maxBatch ?? 1024)),
+    Math.max(0, options.groupCommit?.maxDelayMs ?? 0),
+  )
+  const gone = (error: Error) => {
+    failed = true
+    queue.fail(error)
+    pending?.reject(error)
+    pending = undefined
   }
-
-  let gone: Promise<void> | undefined
-
-  return {
-    async subscribe(input) {
-      const topics = uniqueTopics(input.topics)
-      const webhook = input.webhook === undefined ? undefined : { ...input.webhook }
-      const subscription: Subscription = {
-        id: newSubscriptionId(),
-        agent: input.agent,
-        topics,
-        created: input.now,
+  worker.on('message', (message: FromWriter) => {
+    if ('fatal' in message) return gone(errorFromWire(message.fatal))
+    worker.unref()
+    for (const info of message.commits) {
+      try {
+        options.onCommit?.(info)
+      } catch {
+        // A metrics hook must not break the store.
       }
-      if (webhook !== undefined) subscription.webhook = webhook
-      await writes.enqueue({
-        op: 'subscribe',
-        id: subscription.id,
-        agent: subscription.agent,
-        topics,
-        webhookUrl: webhook?.url ?? null,
-        verified: webhook?.verified === true,
-        created: subscription.created,
+    }
+    const settle = pending
+    pending = undefined
+    settle?.resolve(
+      message.outcomes.map((o) => ('ok' in o ? o : { error: errorFromWire(o.error) })),
+    )
+  })
+  worker.on('error', gone)
+  worker.on('exit', (code) => gone(new Error(`relay store writer exited (code ${code})`)))
+
+  return queuedStore(queue, sqliteReads(db), async () => {
+    await queue.close()
+    if (failed) await worker.terminate()
+    else {
+      await new Promise((resolve) => {
+        worker.once('exit', resolve)
+        worker.ref()
+        worker.postMessage('close')
       })
-      return subscription
-    },
-
-    unsubscribe(id, agent) {
-      return writes.enqueue({ op: 'unsubscribe', id, agent })
-    },
-
-    setWebhookVerified(id, verified) {
-      return writes.enqueue({ op: 'setWebhookVerified', id, verified })
-    },
-
-    async subscriptions(agent) {
-      assertOpen()
-      return reads.subscriptions(agent)
-    },
-
-    async mailboxState(agent) {
-      assertOpen()
-      return reads.mailboxState(agent)
-    },
-
-    async topicSubscribers(topic) {
-      assertOpen()
-      return reads.topicSubscribers(topic)
-    },
-
-    publish: (input: PublishInput) =>
-      queuePublish(input, writes.closed, (mailboxes) =>
-        writes.enqueue({ op: 'publish', input, mailboxes }),
-      ),
-
-    async isDuplicate(query) {
-      assertOpen()
-      return reads.isDuplicate(query)
-    },
-
-    async retrieve(mailbox, opts) {
-      assertOpen()
-      return reads.retrieve(mailbox, opts)
-    },
-
-    settled() {
-      return writes.settled()
-    },
-
-    ack(mailbox, messageId, from, options) {
-      return writes.enqueue({ op: 'ack', mailbox, messageId, from }, options?.lazy === true)
-    },
-
-    expire(now) {
-      return writes.enqueue({ op: 'expire', now })
-    },
-
-    async usage(mailbox, from) {
-      assertOpen()
-      return reads.usage(mailbox, from)
-    },
-
-    checkWritable() {
-      // A round trip through the writer: its write lock and connection, not just the thread.
-      return writes.enqueue({ op: 'check' })
-    },
-
-    async countMailboxes() {
-      assertOpen()
-      return reads.countMailboxes()
-    },
-
-    close() {
-      if (gone !== undefined) return gone
-      gone = writes.close().then(() => {
-        db.close()
-        removeTemp()
-      })
-      return gone
-    },
-  }
+    }
+    db.close()
+    removeTemp()
+  })
 }

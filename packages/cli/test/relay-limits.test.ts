@@ -1,9 +1,10 @@
-/** `agentmsg relay` rate-limit flags (issue 12: a load test needs them raised). */
+/** `agentmsg relay` rate-limit flags (a load test from one machine needs them raised). */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RELAY_USAGE, relayOptionsFromArgs } from '../src/cli.js'
+import { relayOptionsFromArgs } from '../src/relay/command.js'
+import { RELAY_USAGE } from '../src/relay/usage.js'
 
 let dir: string
 beforeAll(async () => {

@@ -2,8 +2,7 @@
  * `agentmsg relay --help` and the command's errors: a usage or input error exits 2 with one
  * line, a relay that cannot start exits 1.
  */
-import { LIMITS_USAGE } from './cli-limits.js'
-import { OPS_USAGE } from './cli-ops.js'
+import { RELAY_LOG_LEVELS } from '@agentmsg/relay'
 
 export const RELAY_USAGE = `usage: agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
                       (--dev-tls | --tls-cert F --tls-key F) [--ca F ...]
@@ -33,8 +32,22 @@ reconnect, the store is flushed, exit 0 (a second signal stops at once).
                     DIR/relay.sqlite: every relay process given the same URL and schema serves
                     the same mailboxes (DIR still holds --dev-tls files)
   --store-schema N  the PostgreSQL schema of the tables (default agentmsg_relay)
-${LIMITS_USAGE}
-${OPS_USAGE}
+  --rate-limit N    requests per minute from one client address (IPv6: per /64), or
+                    "unlimited" for a load test from one machine (default 600)
+  --burst N         requests one address may send at once before the rate applies (default 100)
+  --sender-rate-limit N   publishes per minute per verified sender, or "unlimited" (default 60)
+  --sender-burst N  a sender's burst (default 20)
+  --max-reads-per-address N   request bodies read at once per address (default 8)
+  --streams-per-agent N       open SSE and WebSocket streams per agent (default 4)
+  --config FILE     limits and quotas (PROFILE §6, §9) from a JSON file, checked at start;
+                    a flag given too wins over the file (see the relay README)
+  --metrics-port P  Prometheus metrics at http://<metrics host>:P/metrics (off unless given;
+                    never on the relay's own port)
+  --metrics-host H  address of the metrics listener (default 127.0.0.1: plain HTTP, no auth)
+  --log-level L     ${RELAY_LOG_LEVELS.join(', ')} (default info): JSON lines on stderr,
+                    one per refused request
+  --shutdown-timeout S   seconds a SIGTERM or SIGINT may take to drain and stop (default 10);
+                    past it the relay exits 1
 
 examples:
   agentmsg relay --data ./relay --port 9443 --dev-tls \\

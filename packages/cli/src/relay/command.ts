@@ -1,40 +1,32 @@
 /**
- * `agentmsg relay`: run a relay from the command line.
- *
- *   agentmsg relay --data DIR [--host H] [--port P] [--public-url URL]
- *                  [--dev-tls | --tls-cert F --tls-key F] [--ca F ...] [--allow-private LIST]
- *                  [--max-storage SIZE] [--rate-limit N|unlimited] [--burst N]
- *                  [--sender-rate-limit N|unlimited] [--sender-burst N]
- *                  [--max-reads-per-address N] [--streams-per-agent N]
- *                  [--store postgres://… [--store-schema NAME]]
- *                  [--config FILE] [--metrics-port P [--metrics-host H]] [--log-level L]
- *                  [--shutdown-timeout S]
- *
- * The `agentmsg` bin dispatches `relay` here with the arguments after the command name. Errors
- * are the CLI's: one line `agentmsg: <code>: <message — what to do>`, exit 2 for usage and
- * input errors (one line per problem of a config file), 1 when the relay cannot start. Once it
- * listens, it logs JSON lines (pino) on stderr.
+ * `agentmsg relay`: run a relay from the command line (flags: usage.ts). The `agentmsg` bin
+ * dispatches `relay` here with the arguments after the command name. Errors are one line
+ * `agentmsg: <code>: <message — what to do>`, exit 2 for usage and input errors (one line per
+ * problem of a config file), 1 when the relay cannot start. Once it listens, it logs JSON lines
+ * (pino) on stderr.
  */
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
-import { loadRelayConfig, mergeLimits, RelayConfigError } from './cli-config.js'
-import { parseSize, readPem, trustedProxiesFrom } from './cli-flags.js'
-import { LIMIT_FLAGS, limitsFromFlags } from './cli-limits.js'
-import { isLoopback, OPS_FLAGS, opsFromFlags, stopWithin } from './cli-ops.js'
+import {
+  type RelayServer,
+  type RelayStore,
+  type ServeRelayOptions,
+  serveRelay,
+} from '@agentmsg/relay'
+import { loadRelayConfig, mergeLimits, RelayConfigError } from './config.js'
 import {
   describeStore,
-  openStoreFromFlags,
+  EXTRA_FLAGS,
+  limitsFromFlags,
+  opsFromFlags,
   type PostgresStoreFlags,
+  parseSize,
+  readPem,
   storeFromFlags,
-} from './cli-store.js'
-import { RELAY_USAGE, RelayCommandError, usage } from './cli-usage.js'
-import { createRelayLogger } from './server/relay-log.js'
-import { MetricsListenError } from './server/relay-metrics.js'
-import { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
-import type { RelayStore } from './store/types.js'
-
-export { RELAY_USAGE, RelayCommandError } from './cli-usage.js'
+  trustedProxiesFrom,
+} from './flags.js'
+import { RELAY_USAGE, RelayCommandError, usage } from './usage.js'
 
 /** Where the command writes and how it waits; replaceable for tests. */
 export interface RelayCommandIo {
@@ -48,16 +40,13 @@ export interface RelayCommandIo {
   exit?: (code: number) => void
 }
 
-/**
- * Parsed `relay` flags: {@link serveRelay}'s options, the PostgreSQL store if any, and how long
- * a stop may take.
- */
+/** Parsed `relay` flags: serveRelay's options, the PostgreSQL store if any, the stop bound. */
 export type RelayCommandOptions = ServeRelayOptions & {
   postgres?: PostgresStoreFlags
   shutdownTimeoutMs: number
 }
 
-/** Parsed `relay` flags, ready for {@link serveRelay}. */
+/** Parsed `relay` flags; undefined for --help. */
 export async function relayOptionsFromArgs(
   argv: string[],
   log: (text: string) => void,
@@ -80,8 +69,7 @@ export async function relayOptionsFromArgs(
         'max-storage': { type: 'string' },
         store: { type: 'string' },
         'store-schema': { type: 'string' },
-        ...LIMIT_FLAGS,
-        ...OPS_FLAGS,
+        ...EXTRA_FLAGS,
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -106,9 +94,9 @@ export async function relayOptionsFromArgs(
       'relay needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
     )
   }
-  const ops = opsFromFlags(values, usage)
+  const ops = opsFromFlags(values)
   const maxStorage = values['max-storage']
-  const flagLimits = limitsFromFlags(values, usage)
+  const flagLimits = limitsFromFlags(values)
   // After the flags' own checks: a usage error is told before the file's problems.
   const config = ops.configFile === undefined ? {} : await loadRelayConfig(ops.configFile)
   const { limits: fileLimits, quota: fileQuota, ...fileOptions } = config
@@ -140,7 +128,7 @@ export async function relayOptionsFromArgs(
     .flatMap((v) => v.split(','))
     .map((s) => s.trim())
     .filter(Boolean)
-  const postgres = storeFromFlags(values.store, values['store-schema'], usage)
+  const postgres = storeFromFlags(values.store, values['store-schema'])
   const trustedProxies = trustedProxiesFrom(values['trusted-proxies'], fileOptions.trustedProxies)
   return {
     host,
@@ -207,35 +195,35 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
     out(RELAY_USAGE)
     return 0
   }
-  const { postgres, shutdownTimeoutMs, logLevel, ...serveOptions } = options
-  // From here on, JSON lines (pino) on the command's stderr.
-  const logger = createRelayLogger({
-    ...(logLevel !== undefined ? { level: logLevel } : {}),
-    destination: { write: (line: string) => void err(line) },
-  })
+  const { postgres, shutdownTimeoutMs, ...serveOptions } = options
   let server: RelayServer
   let store: RelayStore | undefined
   try {
-    if (postgres) store = await openStoreFromFlags(postgres, serveOptions.quota)
-    server = await serveRelay({ ...serveOptions, logger, ...(store ? { store } : {}) })
+    if (postgres) {
+      // Loaded only when asked for, so a SQLite relay never loads `pg`.
+      const { openPostgresRelayStore } = await import('@agentmsg/relay/postgres')
+      store = await openPostgresRelayStore({
+        connectionString: postgres.url,
+        ...(postgres.schema !== undefined && { schema: postgres.schema }),
+        ...(serveOptions.quota !== undefined && { quota: serveOptions.quota }),
+      })
+    }
+    // From here on, JSON lines (pino) on the command's stderr.
+    const logDestination = { write: (line: string) => void err(line) }
+    server = await serveRelay({ ...serveOptions, logDestination, ...(store && { store }) })
   } catch (e) {
     await store?.close().catch(() => undefined)
-    if (e instanceof MetricsListenError && e.code === 'EADDRINUSE') {
-      return fail(
-        'port_in_use',
-        `${e.message} — stop what holds it, or pass another --metrics-port`,
-        1,
-      )
+    const { name, code, message = String(e) } = e as Partial<NodeJS.ErrnoException>
+    const inUse = (what: string, flag: string) =>
+      fail('port_in_use', `${what} is in use — stop what holds it, or pass another ${flag}`, 1)
+    // The metrics listener's error names its port (`metrics port P on H is in use`).
+    if (name === 'MetricsListenError' && code === 'EADDRINUSE') {
+      return inUse(message.replace(/ is in use$/, ''), '--metrics-port')
     }
-    const code = (e as NodeJS.ErrnoException).code
-    if (code === 'EADDRINUSE')
-      return fail(
-        'port_in_use',
-        `port ${options.port} on ${options.host} is in use — stop what holds it, or pass another --port`,
-        1,
-      )
-    return fail('failed', e instanceof Error ? e.message : String(e), 1)
+    if (code === 'EADDRINUSE') return inUse(`port ${options.port} on ${options.host}`, '--port')
+    return fail('failed', message, 1)
   }
+  const logger = server.logger!
   for (const line of early) logger.info(line)
   const where = postgres ? describeStore(postgres) : `data in ${path.resolve(options.dataDir)}`
   const metrics = server.metrics ? `; metrics on ${server.metrics.url}` : ''
@@ -263,4 +251,29 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   }
   logger.info('stopped')
   return 0
+}
+
+/** A loopback host: the metrics listener there is reachable from this machine only. */
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+}
+
+/** Close `server` within `ms`: `stopped`, `timeout`, or the error the close failed with. */
+async function stopWithin(
+  server: RelayServer,
+  ms: number,
+): Promise<'stopped' | 'timeout' | { error: unknown }> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms)
+  })
+  try {
+    const closed = server.close().then(
+      () => 'stopped' as const,
+      (error: unknown) => ({ error }),
+    )
+    return await Promise.race([closed, late])
+  } finally {
+    clearTimeout(timer)
+  }
 }

@@ -7,9 +7,9 @@
  * The file's shape is a table ({@link SHAPE}): each leaf parses one value.
  */
 import { readFile } from 'node:fs/promises'
-import { AddressSet } from '@agentmsg/transport-https/http-kit'
-import type { RelayLimits } from './server/types.js'
-import type { RelayQuota } from './store/common.js'
+import { PROFILE } from '@agentmsg/core'
+import { AddressSet } from '@agentmsg/core/http'
+import type { RelayLimits, RelayQuota } from '@agentmsg/relay'
 
 /** What a config file sets, as serveRelay options. */
 export interface RelayConfig {
@@ -72,11 +72,13 @@ const seconds: Leaf = (v) =>
     ? { value: v * 1000 }
     : { problem: 'must be a positive number of seconds (at most 86400)' }
 
+const DAY = 86_400_000
 // PROFILE §9: a message is kept 7 days at least.
+const MIN_DAYS = PROFILE.relayRetentionMs / DAY
 const retentionDays: Leaf = (v) =>
-  typeof v === 'number' && Number.isFinite(v) && v >= 7 && v <= 3650
-    ? { value: v * 86_400_000 }
-    : { problem: 'must be a number of days from 7 (PROFILE §9) to 3650' }
+  typeof v === 'number' && Number.isFinite(v) && v >= MIN_DAYS && v <= 3650
+    ? { value: v * DAY }
+    : { problem: `must be a number of days from ${MIN_DAYS} (PROFILE §9) to 3650` }
 
 const rateLimit: Shape = { rate, burst: whole }
 

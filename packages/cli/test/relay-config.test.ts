@@ -1,5 +1,5 @@
 /**
- * Issue 14: `agentmsg relay --config FILE` (limits and quotas of PROFILE §6 and §9, checked at
+ * `agentmsg relay --config FILE` (limits and quotas of PROFILE §6 and §9, checked at
  * start: one line per bad value, exit 2; flags win over the file) and the operations flags
  * (`--metrics-port`, `--log-level`, `--shutdown-timeout`).
  */
@@ -7,21 +7,21 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fixtureAgent } from '@agentmsg/conformance'
+import { PROFILE } from '@agentmsg/core'
 import { agentmsgHome } from '@agentmsg/dev-tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { relayOptionsFromArgs, runRelayCommand } from '../src/cli.js'
-import { relayConfigFrom } from '../src/cli-config.js'
-import {
-  DEFAULT_RETENTION_MS,
-  DEFAULT_STREAMS_PER_AGENT,
-  DEFAULT_SUBSCRIPTIONS_PER_AGENT,
-} from '../src/server/handler.js'
-import {
-  DEFAULT_QUOTA_BYTES,
-  DEFAULT_QUOTA_MESSAGES,
-  DEFAULT_QUOTA_TOTAL_BYTES,
-} from '../src/store/common.js'
-import { relayClient } from './helpers.js'
+import { relayClient } from '../../relay/test/helpers.js'
+import { relayOptionsFromArgs, runRelayCommand } from '../src/relay/command.js'
+import { relayConfigFrom } from '../src/relay/config.js'
+
+const {
+  relayRetentionMs: DEFAULT_RETENTION_MS,
+  streamsPerAgent: DEFAULT_STREAMS_PER_AGENT,
+  subscriptionsPerAgent: DEFAULT_SUBSCRIPTIONS_PER_AGENT,
+  mailboxBytes: DEFAULT_QUOTA_BYTES,
+  mailboxMessages: DEFAULT_QUOTA_MESSAGES,
+  relayBytes: DEFAULT_QUOTA_TOTAL_BYTES,
+} = PROFILE
 
 let dir: string
 beforeAll(async () => {
@@ -100,7 +100,7 @@ describe('relay --config', () => {
   })
 
   it('takes the README example, which states the defaults', async () => {
-    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const readme = await readFile(new URL('../../relay/README.md', import.meta.url), 'utf8')
     const block = /```json\n(\{\n {2}"limits"[\s\S]*?)```/.exec(readme)?.[1]
     expect(block).toBeDefined()
     expect(relayConfigFrom('README.md', JSON.parse(block!))).toEqual({

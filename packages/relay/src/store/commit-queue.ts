@@ -1,0 +1,155 @@
+/**
+ * The group commit of the SQLite and PostgreSQL stores: writes are queued and run in batches,
+ * each ONE transaction (one fsync or WAL flush), and a write settles only after the COMMIT
+ * covering it returned (PROFILE §9: 202 only once durably stored).
+ *
+ * One batch is in flight at a time: what is queued meanwhile goes out as the next batch once it
+ * returned (at most `maxBatch` writes), so batches grow with the load. When idle, a batch goes
+ * on the next macrotask (after `maxDelayMs` when set), or at once at `maxBatch`. A lazy write (a
+ * WebSocket ack frame: nobody waits for it) starts no batch of its own: it goes with the next
+ * other write, after LAZY_DELAY_MS, or when `settled()` is asked — else every ack frame would be
+ * a commit and an fsync of its own.
+ */
+
+/** One write's outcome as the runner reports it. */
+export type Settlement = { ok: unknown } | { error: unknown }
+
+/** Runs one batch: one settlement per write, in order, or a rejection for all of them. */
+export type BatchRunner<Op> = (ops: Op[]) => Promise<Settlement[]>
+
+export interface CommitQueue<Op> {
+  enqueue<T>(op: Op, lazy?: boolean): Promise<T>
+  /** Resolves once every write enqueued before the call has settled. */
+  settled(): Promise<void>
+  /** True once `close()` was called. */
+  readonly closed: boolean
+  /** Every write queued and to come fails with `error` (a writer that is gone). */
+  fail(error: Error): void
+  /** Stop taking writes; resolves once what was queued has settled. */
+  close(): Promise<void>
+}
+
+const LAZY_DELAY_MS = 20
+
+interface Queued<Op> {
+  op: Op
+  resolve: (value: unknown) => void
+  reject: (error: unknown) => void
+}
+
+export function commitQueue<Op>(
+  run: BatchRunner<Op>,
+  maxBatch: number,
+  maxDelayMs = 0,
+): CommitQueue<Op> {
+  let queue: Queued<Op>[] = []
+  let inFlight = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let immediate: ReturnType<typeof setImmediate> | undefined
+  /** Queued writes that are not lazy: they start a batch. */
+  let eager = 0
+  let closed = false
+  let broken: Error | undefined
+  /** Writes enqueued and settled so far (batches settle in order). */
+  let enqueued = 0
+  let settledCount = 0
+  let waiters: Array<{ upTo: number; resolve: () => void }> = []
+
+  function unschedule(): void {
+    clearTimeout(timer)
+    if (immediate !== undefined) clearImmediate(immediate)
+    timer = undefined
+    immediate = undefined
+  }
+
+  function schedule(lazy: boolean): void {
+    if (inFlight || immediate !== undefined || (timer !== undefined && lazy)) return
+    unschedule()
+    if (lazy) timer = setTimeout(flush, LAZY_DELAY_MS)
+    else if (maxDelayMs > 0) timer = setTimeout(flush, maxDelayMs)
+    else immediate = setImmediate(flush)
+  }
+
+  function flush(): void {
+    unschedule()
+    if (inFlight || queue.length === 0) return
+    const batch = queue.length > maxBatch ? queue.splice(0, maxBatch) : queue
+    if (batch === queue) queue = []
+    // What stays queued is the next batch in any case.
+    eager = queue.length
+    inFlight = true
+    let settlements: Promise<Settlement[]>
+    try {
+      settlements = run(batch.map((write) => write.op))
+    } catch (error) {
+      settlements = Promise.reject(error)
+    }
+    settlements.then(
+      (outcomes) => done(batch, outcomes),
+      (error: unknown) => done(batch, undefined, error),
+    )
+  }
+
+  function done(batch: Queued<Op>[], outcomes?: Settlement[], failure?: unknown): void {
+    inFlight = false
+    settledCount += batch.length
+    // The next batch first: it commits while this one's promises settle.
+    if (eager > 0 || (closed && queue.length > 0)) flush()
+    else if (queue.length > 0) schedule(true)
+    batch.forEach((write, i) => {
+      const outcome = outcomes?.[i]
+      if (outcome === undefined) write.reject(failure ?? new Error('relay store: no outcome'))
+      else if ('ok' in outcome) write.resolve(outcome.ok)
+      else write.reject(outcome.error)
+    })
+    wake()
+  }
+
+  function wake(): void {
+    waiters = waiters.filter((w) => (w.upTo <= settledCount ? void w.resolve() : true))
+  }
+
+  function settled(): Promise<void> {
+    if (settledCount >= enqueued) return Promise.resolve()
+    // Someone waits now: lazy writes go at once.
+    if (eager < queue.length) {
+      eager = queue.length
+      if (!inFlight) flush()
+    }
+    const upTo = enqueued
+    return new Promise<void>((resolve) => waiters.push({ upTo, resolve }))
+  }
+
+  return {
+    enqueue<T>(op: Op, lazy = false): Promise<T> {
+      if (closed) return Promise.reject(new Error('relay store is closed'))
+      if (broken !== undefined) return Promise.reject(broken)
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ op, resolve: resolve as (value: unknown) => void, reject })
+        enqueued++
+        if (!lazy) eager++
+        if (queue.length >= maxBatch) flush()
+        else schedule(lazy)
+      })
+    },
+    settled,
+    get closed() {
+      return closed
+    },
+    fail(error) {
+      broken ??= error
+      unschedule()
+      const writes = queue
+      queue = []
+      eager = 0
+      settledCount += writes.length
+      for (const write of writes) write.reject(broken)
+      wake()
+    },
+    close() {
+      closed = true
+      flush()
+      return settled()
+    },
+  }
+}
