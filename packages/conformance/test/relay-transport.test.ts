@@ -61,6 +61,5 @@ for (const mode of ['sse', 'ws'] as const) {
     get relays() {
       return [relay.url]
     },
-    target: (agent) => ({ kind: 'relay', agent, urls: [relay.url] }),
   })
 }

@@ -1,7 +1,7 @@
 /**
- * The agents of one transport check: each a fresh did:key agent with its own transport built
- * from the harness's factory, and a recorder standing in for the receive pipeline (it hands
- * back whatever outcome the check asks for).
+ * The agents of one transport check: each a fresh did:key agent with its own transport from
+ * the harness's factory, and a recorder standing in for the receive pipeline (it answers what
+ * the check asks for).
  */
 import {
   createKeyResolver,
@@ -10,7 +10,6 @@ import {
   type InboundDelivery,
   type Message,
   memoryStorage,
-  type Storage,
   type Transport,
   type TransportComponents,
 } from '@agentmsg/core'
@@ -18,7 +17,7 @@ import { utf8Decode } from '@agentmsg/core/encoding'
 import { invalidFormat } from '@agentmsg/core/http'
 import { describeError, ok, show } from '../assert.js'
 import { type FixtureAgent, fixtureAgent } from '../fixtures.js'
-import type { TransportHarness } from './harness.js'
+import type { TransportHarness } from './suite.js'
 
 /** One delivery as the recorder saw it. */
 export interface RecordedDelivery {
@@ -35,7 +34,6 @@ export type Answer = (message: Message, count: number) => DeliveryOutcome
 /** An agent with one running transport. */
 export interface Peer {
   agent: FixtureAgent
-  storage: Storage
   transport: Transport
   /** Everything delivered to this peer's listeners, across restarts. */
   received: RecordedDelivery[]
@@ -43,14 +41,15 @@ export interface Peer {
   listen(answer?: Answer): Promise<void>
   /** Close the transport and build a new one for the same agent and storage (not listening). */
   restart(): Promise<void>
-  /** Close the transport (once). */
   close(): Promise<void>
   /** How many times the message with `id` was delivered. */
   count(id: string): number
   /** Wait until the message with `id` was delivered `times` times. */
   waitFor(id: string, times?: number): Promise<void>
-  /** Where this agent receives with the transport under test. */
-  target(): Promise<DeliveryTarget>
+  /** The targets this peer's transport finds for `to`. */
+  targets(to: Peer): Promise<DeliveryTarget[]>
+  /** The first of them. */
+  target(to: Peer): Promise<DeliveryTarget>
 }
 
 /** Builds the peers of one check and closes them all at the end. */
@@ -67,19 +66,18 @@ export class PeerSet {
   async peer(): Promise<Peer> {
     const h = this.harness
     const open = this.#open
-    const errors = this.errors
     const problems = this.problems
     const agent = await fixtureAgent()
-    const storage = memoryStorage()
     const components: TransportComponents = {
       agentId: agent.id,
       signer: agent.signer,
       resolver: createKeyResolver(),
-      storage,
+      storage: memoryStorage(),
       relays: h.relays ?? [],
+      trusts: () => false,
       identityDocument: () => undefined,
       now: () => Date.now(),
-      onError: (error) => errors.push(error),
+      onError: (error) => this.errors.push(error),
       ...h.components?.(agent),
     }
     const received: RecordedDelivery[] = []
@@ -87,11 +85,9 @@ export class PeerSet {
     let transport = await h.factory.create(components)
     let closed = false
     let generation = 1
-    const timeoutMs = h.timeoutMs ?? 10_000
     const count = (id: string): number => received.filter((r) => r.message.message_id === id).length
     const peer: Peer = {
       agent,
-      storage,
       get transport() {
         return transport
       },
@@ -127,7 +123,7 @@ export class PeerSet {
       },
       count,
       async waitFor(id, times = 1) {
-        const end = Date.now() + timeoutMs
+        const end = Date.now() + (h.timeoutMs ?? 10_000)
         while (count(id) < times) {
           if (Date.now() > end) {
             throw new Error(`message ${id} was delivered ${count(id)} time(s), expected ${times}`)
@@ -135,14 +131,15 @@ export class PeerSet {
           await new Promise((resolve) => setTimeout(resolve, 10))
         }
       },
-      async target() {
-        if (h.target) return h.target(agent.id)
-        const routed = await transport.route?.(agent.id)
-        ok(
-          routed,
-          `no target for ${agent.id}: give the harness a target() or the transport a route()`,
-        )
-        return routed
+      async targets(to) {
+        ok(typeof transport.targets === 'function', 'the transport has no targets()')
+        const route = (await h.peer?.(to.agent.id)) ?? { agent: to.agent.id, relays: h.relays ?? [] }
+        return transport.targets(route)
+      },
+      async target(to) {
+        const [first] = await peer.targets(to)
+        ok(first, `no target for ${to.agent.id}: give the harness a peer() the transport reads`)
+        return first
       },
     }
     open.add(peer)
