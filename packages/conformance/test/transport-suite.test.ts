@@ -127,7 +127,7 @@ describe('testTransport / runTransportContract', () => {
         targets: async (peer) => {
           const found = await inner.targets!(peer)
           const other = { kind: 'memory', agent: 'did:key:z6MkOther', urls: [] }
-          return found.length > 0 ? [...found, other as DeliveryTarget] : []
+          return found.length > 0 ? [...found, other as unknown as DeliveryTarget] : []
         },
       }),
     )

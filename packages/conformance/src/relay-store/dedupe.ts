@@ -4,13 +4,20 @@
  * window closed (`forgetAt`); `isDuplicate` answers before the relay charges the sender.
  */
 
+import { PROFILE } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
-import { all, ids, publishInput as message, RELAY_STORE_NOW as NOW } from './fixtures.js'
+import {
+  all,
+  DAY,
+  duplicate,
+  ids,
+  publishInput as message,
+  RELAY_STORE_NOW as NOW,
+} from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
-const DAY = 24 * 3600 * 1000
-/** The default window: 8 days and 15 minutes after receipt. */
-const DEFAULT_FORGET = NOW + 8 * DAY + 15 * 60_000
+/** The default window after receipt (8 days and 15 minutes). */
+const DEFAULT_FORGET = NOW + PROFILE.relayForgetAfterReceiptMs
 
 export function dedupeChecks(suite: RelayStoreSuite): void {
   const { make, store } = suite
@@ -34,7 +41,7 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(await s.isDuplicate({ ...query, now: NOW + 2 * DAY })).toBe(false)
       await s.expire(NOW + 2 * DAY)
       const late = { ...m, receivedAt: NOW + 2 * DAY, expiresAt: NOW + 9 * DAY }
-      expect((await s.publish(late))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, late)).toBe(false)
       expect(
         ids(await all(s, 'alice', { limit: 500, maxBytes: 1 << 20, now: late.receivedAt })),
       ).toEqual([m.messageId])
@@ -58,7 +65,7 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       const [again] = await s.publish({ ...m, receivedAt: NOW + 200, expiresAt: NOW + DAY })
       expect(again).toEqual({ mailbox: 'alice', duplicate: true })
       const other = message(['alice'], { messageId: m.messageId, from: 'did:key:z6MkOther' })
-      expect((await s.publish(other))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, other)).toBe(false)
     })
 
     it('remembers per mailbox: a topic copy is new only where it was never stored', async () => {

@@ -1,19 +1,19 @@
 /** RelayStore contract: publish (direct, fan-out, duplicates, concurrency) and quotas. */
-
 import type { MailboxFullError } from '@agentmsg/relay'
 import { describe, expect, it } from 'vitest'
 import {
-  BIG_PAGE,
+  duplicate,
   expectIncreasing,
   ids,
   publishInput as message,
   RELAY_STORE_NOW as NOW,
+  page,
   WEEK,
 } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 export function publishChecks(suite: RelayStoreSuite): void {
-  const { make, store } = suite
+  const { make, store, full } = suite
   describe('publish', () => {
     it('stores a direct message and reports its cursor; a repeat is a duplicate with the same cursor', async () => {
       const s = await store()
@@ -22,8 +22,7 @@ export function publishChecks(suite: RelayStoreSuite): void {
       expect(first).toEqual({ mailbox: 'alice', cursor: expect.any(String), duplicate: false })
       const again = await s.publish({ ...m, json: m.json.replace('hello', 'HELLO') })
       expect(again).toEqual([{ mailbox: 'alice', cursor: first!.cursor, duplicate: true }])
-      const page = await s.retrieve('alice', BIG_PAGE)
-      expect(page.entries).toEqual([
+      expect((await page(s, 'alice')).entries).toEqual([
         { cursor: first!.cursor, from: m.from, messageId: m.messageId, json: m.json },
       ])
       expect(await s.usage('alice')).toEqual({ messages: 1, bytes: m.bytes })
@@ -35,13 +34,10 @@ export function publishChecks(suite: RelayStoreSuite): void {
       const b = message(['alice'], { messageId: 'same', from: 'did:key:z6MkB' })
       const [ra] = await s.publish(a)
       const [rb] = await s.publish(b)
-      expect(ra!.duplicate).toBe(false)
-      expect(rb!.duplicate).toBe(false)
+      expect([ra!.duplicate, rb!.duplicate]).toEqual([false, false])
       expect(rb!.cursor).not.toBe(ra!.cursor)
-      expect((await s.retrieve('alice', BIG_PAGE)).entries.map((e) => e.from)).toEqual([
-        'did:key:z6MkA',
-        'did:key:z6MkB',
-      ])
+      const senders = (await page(s, 'alice')).entries.map((e) => e.from)
+      expect(senders).toEqual(['did:key:z6MkA', 'did:key:z6MkB'])
     })
 
     it('no mailboxes (a topic without subscribers) stores nothing', async () => {
@@ -74,9 +70,9 @@ export function publishChecks(suite: RelayStoreSuite): void {
         expect(await s.usage(agent)).toEqual({ messages: 1, bytes: m.bytes })
       }
       expect(await s.ack('bob', m.messageId, m.from)).toBe(1)
-      expect((await s.retrieve('bob', BIG_PAGE)).entries).toEqual([])
-      expect(ids((await s.retrieve('alice', BIG_PAGE)).entries)).toEqual([m.messageId])
-      expect((await s.retrieve('carol', BIG_PAGE)).entries[0]!.json).toBe(m.json)
+      expect((await page(s, 'bob')).entries).toEqual([])
+      expect(ids((await page(s, 'alice')).entries)).toEqual([m.messageId])
+      expect((await page(s, 'carol')).entries[0]!.json).toBe(m.json)
       expect(await sut.storedMessages()).toBe(1)
       await s.ack('alice', m.messageId)
       expect(await sut.storedMessages()).toBe(1)
@@ -124,88 +120,76 @@ export function publishChecks(suite: RelayStoreSuite): void {
   describe('quotas', () => {
     // These check the mailbox quota alone: one sender may hold all of it.
     it('by count: MailboxFullError, nothing stored; a duplicate is still answered; an ack makes room', async () => {
-      const s = await store({ quota: { messages: 2, senderMessages: 2 } })
+      const s = await store({ messages: 2, senderMessages: 2 })
       const m1 = message(['alice'])
       await s.publish(m1)
       await s.publish(message(['alice']))
       const before = await s.usage('alice')
-      const err = await s.publish(message(['alice'])).catch((e: unknown) => e)
-      expect(err).toBeInstanceOf(suite.MailboxFullError)
-      expect((err as MailboxFullError).mailbox).toBe('alice')
-      expect((err as MailboxFullError).reason).toBe('mailbox')
-      expect((err as MailboxFullError).name).toBe('MailboxFullError')
+      const err = (await s.publish(message(['alice'])).catch((e: unknown) => e)) as MailboxFullError
+      expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
+      expect([err.mailbox, err.reason, err.name]).toEqual(['alice', 'mailbox', 'MailboxFullError'])
       expect(await s.usage('alice')).toEqual(before)
-      expect((await s.retrieve('alice', BIG_PAGE)).entries).toHaveLength(2)
-      expect((await s.publish(m1))[0]!.duplicate).toBe(true)
+      expect((await page(s, 'alice')).entries).toHaveLength(2)
+      expect(await duplicate(s, m1)).toBe(true)
       await s.ack('alice', m1.messageId, m1.from)
-      expect((await s.publish(message(['alice'])))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, message(['alice']))).toBe(false)
     })
 
     it('by bytes: a message that would pass the limit is refused; one that fits exactly is taken', async () => {
-      const s = await store({ quota: { bytes: 5000, senderBytes: 5000 } })
+      const s = await store({ bytes: 5000, senderBytes: 5000 })
       const big = message(['alice'], { size: 3000 })
       await s.publish(big)
-      await expect(s.publish(message(['alice'], { size: 2500 }))).rejects.toBeInstanceOf(
-        suite.MailboxFullError,
-      )
+      await full(s.publish(message(['alice'], { size: 2500 })))
       expect(await s.usage('alice')).toEqual({ messages: 1, bytes: big.bytes })
       const rest = message(['alice'], { size: 5000 - big.bytes })
       expect(rest.bytes).toBe(5000 - big.bytes)
       await s.publish(rest)
       expect(await s.usage('alice')).toEqual({ messages: 2, bytes: 5000 })
-      await expect(s.publish(message(['bob'], { size: 6000 }))).rejects.toBeInstanceOf(
-        suite.MailboxFullError,
-      )
+      await full(s.publish(message(['bob'], { size: 6000 })))
       expect(await s.usage('bob')).toEqual({ messages: 0, bytes: 0 })
     })
 
     it('a full mailbox in a fan-out: nothing stored for any mailbox of that call', async () => {
-      const sut = await make({ quota: { messages: 1 } })
+      const sut = await make({ messages: 1 })
       const s = sut.store
       await s.publish(message(['bob']))
       const stored = await sut.storedMessages()
       const m = message(['alice', 'bob', 'carol'])
       const err = await s.publish(m).catch((e: unknown) => e)
-      expect(err).toBeInstanceOf(suite.MailboxFullError)
+      expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
       expect((err as MailboxFullError).mailbox).toBe('bob')
       for (const agent of ['alice', 'carol']) {
         expect(await s.usage(agent)).toEqual({ messages: 0, bytes: 0 })
-        expect((await s.retrieve(agent, BIG_PAGE)).entries).toEqual([])
+        expect((await page(s, agent)).entries).toEqual([])
       }
       expect(await sut.storedMessages()).toBe(stored)
       // …and the message can be published later without the full mailbox.
-      expect(
-        (await s.publish({ ...m, mailboxes: ['alice', 'carol'] })).map((r) => r.duplicate),
-      ).toEqual([false, false])
+      const later = await s.publish({ ...m, mailboxes: ['alice', 'carol'] })
+      expect(later.map((r) => r.duplicate)).toEqual([false, false])
     })
 
     it('a refused publish does not fail concurrent ones', async () => {
-      const s = await store({ quota: { messages: 3, senderMessages: 3 } })
+      const s = await store({ messages: 3, senderMessages: 3 })
       const outcomes = await Promise.allSettled(
         Array.from({ length: 6 }, (_, i) => s.publish(message([i % 2 === 0 ? 'alice' : 'bob']))),
       )
       // alice and bob each get 3 (quota 3) — all fit.
       expect(outcomes.every((o) => o.status === 'fulfilled')).toBe(true)
-      const more = await Promise.allSettled([
-        s.publish(message(['alice'])),
-        s.publish(message(['carol'])),
-        s.publish(message(['bob'])),
-        s.publish(message(['carol'])),
-      ])
+      const more = await Promise.allSettled(
+        ['alice', 'carol', 'bob', 'carol'].map((agent) => s.publish(message([agent]))),
+      )
       expect(more.map((o) => o.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'fulfilled'])
       expect(await s.usage('carol')).toMatchObject({ messages: 2 })
     })
 
     it('expired entries do not hold room', async () => {
-      const s = await store({ quota: { messages: 2, senderMessages: 2 } })
+      const s = await store({ messages: 2, senderMessages: 2 })
       await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
       await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
-      await expect(s.publish(message(['alice']))).rejects.toBeInstanceOf(suite.MailboxFullError)
+      await full(s.publish(message(['alice'])))
       const later = message(['alice'], { receivedAt: NOW + 10, expiresAt: NOW + WEEK })
-      expect((await s.publish(later))[0]!.duplicate).toBe(false)
-      expect(ids((await s.retrieve('alice', { ...BIG_PAGE, now: NOW + 10 })).entries)).toEqual([
-        later.messageId,
-      ])
+      expect(await duplicate(s, later)).toBe(false)
+      expect(ids((await page(s, 'alice', { now: NOW + 10 })).entries)).toEqual([later.messageId])
     })
   })
 }

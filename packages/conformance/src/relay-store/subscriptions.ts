@@ -1,6 +1,6 @@
 /** RelayStore contract: subscriptions, mailbox states (none, open, closed) and webhooks. */
 import { describe, expect, it } from 'vitest'
-import { BIG_PAGE, ids, publishInput as message, RELAY_STORE_NOW as NOW } from './fixtures.js'
+import { ids, publishInput as message, RELAY_STORE_NOW as NOW, page } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 export function subscriptionChecks(suite: RelayStoreSuite): void {
@@ -30,12 +30,12 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       await s.publish(m)
       await s.unsubscribe(sub.id, 'alice')
       expect(await s.mailboxState('alice')).toBe('closed')
-      const page = await s.retrieve('alice', BIG_PAGE)
-      expect(ids(page.entries)).toEqual([m.messageId])
-      expect(page.entries[0]!.json).toBe(m.json)
+      const held = await page(s, 'alice')
+      expect(ids(held.entries)).toEqual([m.messageId])
+      expect(held.entries[0]!.json).toBe(m.json)
       expect(await s.usage('alice')).toEqual({ messages: 1, bytes: m.bytes })
       expect(await s.ack('alice', m.messageId, m.from)).toBe(1)
-      expect(await s.retrieve('alice', BIG_PAGE)).toEqual({ entries: [], cursor: undefined })
+      expect(await page(s, 'alice')).toEqual({ entries: [], cursor: undefined })
     })
 
     it("unsubscribe refuses another agent's subscription and unknown ids", async () => {

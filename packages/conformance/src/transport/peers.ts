@@ -133,7 +133,10 @@ export class PeerSet {
       },
       async targets(to) {
         ok(typeof transport.targets === 'function', 'the transport has no targets()')
-        const route = (await h.peer?.(to.agent.id)) ?? { agent: to.agent.id, relays: h.relays ?? [] }
+        const route = (await h.peer?.(to.agent.id)) ?? {
+          agent: to.agent.id,
+          relays: h.relays ?? [],
+        }
         return transport.targets(route)
       },
       async target(to) {
