@@ -2,9 +2,19 @@
  * The `Storage` checks, part two: `list` order, prefixes and paging, abort signals, many
  * keys, and (for persistent adapters) what survives a reopen.
  */
-import type { JsonValue } from '@agentmsg/core'
+import type { JsonValue, Storage } from '@agentmsg/core'
 import { describeError, equal, ok, rejects } from '../assert.js'
-import { type AddStorageCheck, keysOf, type StorageCheck } from './check-types.js'
+
+/** What each check gets: a fresh store, and `reopen` for persistent adapters. */
+export type StorageCheck = (ctx: {
+  storage: Storage
+  reopen: () => Promise<Storage>
+}) => Promise<void>
+
+/** Registers a check under a name (the order of registration is the order of the run). */
+export type AddStorageCheck = (name: string, check: StorageCheck) => void
+
+export const keysOf = (entries: Array<[string, JsonValue]>): string[] => entries.map(([k]) => k)
 
 /** Registers the list, abort and persistence checks with `it`. */
 export function addListChecks(it: AddStorageCheck, persistent: boolean): void {

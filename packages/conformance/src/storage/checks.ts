@@ -4,8 +4,7 @@
  */
 import type { JsonValue } from '@agentmsg/core'
 import { equal, ok, rejects } from '../assert.js'
-import { type AddStorageCheck, keysOf, type StorageCheck } from './check-types.js'
-import { addListChecks } from './checks-list.js'
+import { type AddStorageCheck, addListChecks, keysOf, type StorageCheck } from './checks-list.js'
 
 /** Every check, in order (with the persistence checks when `persistent`). */
 export function storageChecks(persistent: boolean): Array<[string, StorageCheck]> {
