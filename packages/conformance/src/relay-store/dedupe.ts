@@ -5,7 +5,7 @@
  */
 
 import { PROFILE } from '@agentmsg/core'
-import { describe, expect, it } from 'vitest'
+import { describe, expect } from 'vitest'
 import {
   all,
   DAY,
@@ -20,10 +20,9 @@ import type { RelayStoreSuite } from './suite.js'
 const DEFAULT_FORGET = NOW + PROFILE.relayForgetAfterReceiptMs
 
 export function dedupeChecks(suite: RelayStoreSuite): void {
-  const { make, store } = suite
+  const { test } = suite
   describe('remembered duplicates', () => {
-    it('an acknowledged message stays a duplicate until forgetAt, then may be stored again', async () => {
-      const s = await store()
+    test('an acknowledged message stays a duplicate until forgetAt, then may be stored again', async (s) => {
       const m = { ...message(['alice']), forgetAt: NOW + 2 * DAY }
       await s.publish(m)
       await s.ack('alice', m.messageId, m.from)
@@ -47,8 +46,7 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       ).toEqual([m.messageId])
     })
 
-    it('by default remembered 8 days and 15 minutes after receipt', async () => {
-      const s = await store()
+    test('by default remembered 8 days and 15 minutes after receipt', async (s) => {
       const m = message(['alice'])
       await s.publish(m)
       await s.ack('alice', m.messageId)
@@ -57,8 +55,7 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(await s.isDuplicate({ ...query, now: DEFAULT_FORGET })).toBe(false)
     })
 
-    it('an expired entry is remembered too; another sender’s same id is another message', async () => {
-      const s = await store()
+    test('an expired entry is remembered too; another sender’s same id is another message', async (s) => {
       const m = message(['alice'], { expiresAt: NOW + 100 })
       await s.publish(m)
       expect(await s.expire(NOW + 100)).toBe(1)
@@ -68,9 +65,7 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(await duplicate(s, other)).toBe(false)
     })
 
-    it('remembers per mailbox: a topic copy is new only where it was never stored', async () => {
-      const sut = await make()
-      const s = sut.store
+    test('remembers per mailbox: a topic copy is new only where it was never stored', async (s) => {
       const m = message(['alice', 'bob'])
       await s.publish(m)
       await s.ack('alice', m.messageId, m.from)
@@ -89,8 +84,7 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(ids(await all(s, 'carol'))).toEqual([m.messageId])
     })
 
-    it('a held entry answers isDuplicate, acks without `from` are remembered too', async () => {
-      const s = await store()
+    test('a held entry answers isDuplicate, acks without `from` are remembered too', async (s) => {
       const m = message(['alice'])
       const query = { mailboxes: ['alice'], from: m.from, messageId: m.messageId, now: NOW }
       expect(await s.isDuplicate(query)).toBe(false)

@@ -13,10 +13,9 @@ import {
 import type { RelayStoreSuite } from './suite.js'
 
 export function readChecks(suite: RelayStoreSuite): void {
-  const { factory, make, store } = suite
+  const { factory, test } = suite
   describe('retrieve', () => {
-    it('pages by cursor, oldest first; an empty page keeps the cursor', async () => {
-      const s = await store()
+    test('pages by cursor, oldest first; an empty page keeps the cursor', async (s) => {
       const sent = Array.from({ length: 5 }, () => message(['alice']))
       for (const m of sent) await s.publish(m)
       const opts = { limit: 2, maxBytes: 1 << 20, now: NOW }
@@ -38,15 +37,13 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(await all(s, 'alice', opts)).toHaveLength(6)
     })
 
-    it('an empty or unknown mailbox gives an empty page', async () => {
-      const s = await store()
+    test('an empty or unknown mailbox gives an empty page', async (s) => {
       expect(await page(s, 'nobody')).toEqual({ entries: [], cursor: undefined })
       await s.publish(message(['alice']))
       expect(await page(s, 'nobody', { after: '12345' })).toEqual({ entries: [], cursor: '12345' })
     })
 
-    it('caps a page by bytes: stops before passing maxBytes, but always returns at least one', async () => {
-      const s = await store()
+    test('caps a page by bytes: stops before passing maxBytes, but always returns at least one', async (s) => {
       const small = [message(['alice'], { size: 300 }), message(['alice'], { size: 300 })]
       const large = message(['alice'], { size: 5000 })
       const tail = message(['alice'], { size: 300 })
@@ -65,16 +62,14 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect((await s.retrieve('alice', { ...opts, maxBytes: two - 1 })).entries).toHaveLength(1)
     })
 
-    it('a page is short only at the end or for the byte cap', async () => {
-      const s = await store()
+    test('a page is short only at the end or for the byte cap', async (s) => {
       for (let i = 0; i < 7; i++) await s.publish(message(['alice'], { size: 200 }))
       const opts = { maxBytes: 1 << 20, now: NOW }
       expect((await s.retrieve('alice', { ...opts, limit: 5 })).entries).toHaveLength(5)
       expect((await s.retrieve('alice', { ...opts, limit: 50 })).entries).toHaveLength(7)
     })
 
-    it('skips entries expired at `now`', async () => {
-      const s = await store()
+    test('skips entries expired at `now`', async (s) => {
       const short = message(['alice'], { expiresAt: NOW + 1000 })
       const long = message(['alice'])
       await s.publish(short)
@@ -87,8 +82,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(await at({ limit: 1, maxBytes: 1 << 20, now: NOW + 1000 })).toEqual([long.messageId])
     })
 
-    it('refuses a cursor that is not one of its cursors’ syntax', async () => {
-      const s = await store()
+    test('refuses a cursor that is not one of its cursors’ syntax', async (s) => {
       for (const after of ['abc', '-1', '1.5', '', ' 1', '0x10', '99999999999999999999']) {
         await expect(page(s, 'alice', { after })).rejects.toThrow(RangeError)
       }
@@ -97,8 +91,7 @@ export function readChecks(suite: RelayStoreSuite): void {
   })
 
   describe('cursors', () => {
-    it('strictly increase across mailboxes, batches and concurrent publishes, and never repeat', async () => {
-      const s = await store()
+    test('strictly increase across mailboxes, batches and concurrent publishes, and never repeat', async (s) => {
       const seen: string[] = []
       for (let round = 0; round < 3; round++) {
         const sent = Array.from({ length: 40 }, (_, i) =>
@@ -122,8 +115,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       }
     })
 
-    it('the order of publish resolution matches the order of cursors in the mailbox', async () => {
-      const s = await store()
+    test('the order of publish resolution matches the order of cursors in the mailbox', async (s) => {
       const sent = Array.from({ length: 30 }, () => message(['alice']))
       const results = await Promise.all(sent.map((m) => s.publish(m)))
       const byCursor = sent
@@ -134,8 +126,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       )
     })
 
-    it('“after” any cursor returns exactly the later entries', async () => {
-      const s = await store()
+    test('“after” any cursor returns exactly the later entries', async (s) => {
       for (let i = 0; i < 10; i++) await s.publish(message(i % 2 ? ['alice'] : ['alice', 'bob']))
       const entries = await all(s, 'alice')
       for (let i = 0; i < entries.length; i++) {
@@ -146,8 +137,7 @@ export function readChecks(suite: RelayStoreSuite): void {
   })
 
   describe('acknowledge', () => {
-    it('with `from`: only that sender’s entry; without: every entry with that id', async () => {
-      const s = await store()
+    test('with `from`: only that sender’s entry; without: every entry with that id', async (s) => {
       const a = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkA' })
       const b = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkB' })
       const c = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkC' })
@@ -161,8 +151,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(await s.usage('alice')).toEqual({ messages: 1, bytes: other.bytes })
     })
 
-    it('unknown ids, other mailboxes and other senders → 0, nothing removed', async () => {
-      const s = await store()
+    test('unknown ids, other mailboxes and other senders → 0, nothing removed', async (s) => {
       const m = message(['alice'])
       await s.publish(m)
       expect(await s.ack('alice', 'nope')).toBe(0)
@@ -173,8 +162,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(ids(await all(s, 'alice'))).toEqual([m.messageId])
     })
 
-    it('after an ack the same message is a duplicate: not stored or delivered again (PROFILE §9)', async () => {
-      const s = await store()
+    test('after an ack the same message is a duplicate: not stored or delivered again (PROFILE §9)', async (s) => {
       const m = message(['alice'])
       const [r1] = await s.publish(m)
       await s.ack('alice', m.messageId, m.from)
@@ -189,9 +177,7 @@ export function readChecks(suite: RelayStoreSuite): void {
   })
 
   describe('expiry', () => {
-    it('expire(now) removes expired entries and their messages, returns the count', async () => {
-      const sut = await make()
-      const s = sut.store
+    test('expire(now) removes expired entries and their messages, returns the count', async (s, sut) => {
       const soon = message(['alice', 'bob'], { expiresAt: NOW + 100 })
       const soon2 = message(['alice'], { expiresAt: NOW + 200 })
       const keep = message(['alice', 'bob'])
@@ -214,8 +200,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(await sut.storedMessages()).toBe(1)
     })
 
-    it('an ack of an already expired (not yet removed) entry still removes it', async () => {
-      const sut = await make()
+    test('an ack of an already expired (not yet removed) entry still removes it', async (_s, sut) => {
       const m = message(['alice'], { expiresAt: NOW + 1 })
       await sut.store.publish(m)
       expect(await sut.store.ack('alice', m.messageId, m.from)).toBe(1)

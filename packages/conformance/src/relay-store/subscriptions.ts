@@ -1,13 +1,12 @@
 /** RelayStore contract: subscriptions, mailbox states (none, open, closed) and webhooks. */
-import { describe, expect, it } from 'vitest'
+import { describe, expect } from 'vitest'
 import { ids, publishInput as message, RELAY_STORE_NOW as NOW, page } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 export function subscriptionChecks(suite: RelayStoreSuite): void {
-  const { store } = suite
+  const { test } = suite
   describe('subscriptions and mailbox states', () => {
-    it('none → open → open (two) → closed when the last subscription is deleted → open again', async () => {
-      const s = await store()
+    test('none → open → open (two) → closed when the last subscription is deleted → open again', async (s) => {
       expect(await s.mailboxState('alice')).toBe('none')
       const a = await s.subscribe({ agent: 'alice', topics: [], now: NOW })
       expect(await s.mailboxState('alice')).toBe('open')
@@ -23,8 +22,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.mailboxState('bob')).toBe('none')
     })
 
-    it('a closed mailbox keeps what it holds and can still be retrieved and acknowledged', async () => {
-      const s = await store()
+    test('a closed mailbox keeps what it holds and can still be retrieved and acknowledged', async (s) => {
       const sub = await s.subscribe({ agent: 'alice', topics: [], now: NOW })
       const m = message(['alice'])
       await s.publish(m)
@@ -38,8 +36,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await page(s, 'alice')).toEqual({ entries: [], cursor: undefined })
     })
 
-    it("unsubscribe refuses another agent's subscription and unknown ids", async () => {
-      const s = await store()
+    test("unsubscribe refuses another agent's subscription and unknown ids", async (s) => {
       const sub = await s.subscribe({ agent: 'alice', topics: ['t'], now: NOW })
       expect(await s.unsubscribe(sub.id, 'mallory')).toBe(false)
       expect(await s.unsubscribe('no-such-id', 'alice')).toBe(false)
@@ -48,8 +45,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.mailboxState('mallory')).toBe('none')
     })
 
-    it('subscriptions() lists all or one agent’s, with topics (no repeats) and created', async () => {
-      const s = await store()
+    test('subscriptions() lists all or one agent’s, with topics (no repeats) and created', async (s) => {
       const a = await s.subscribe({ agent: 'alice', topics: ['x', 'y', 'x'], now: NOW })
       const b = await s.subscribe({ agent: 'bob', topics: [], now: NOW + 5 })
       expect(a).toMatchObject({ agent: 'alice', topics: ['x', 'y'], created: NOW })
@@ -63,8 +59,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.subscriptions()).toEqual([b])
     })
 
-    it('topicSubscribers lists each agent once and follows unsubscribes', async () => {
-      const s = await store()
+    test('topicSubscribers lists each agent once and follows unsubscribes', async (s) => {
       const a1 = await s.subscribe({ agent: 'alice', topics: ['news', 'sport'], now: NOW })
       const a2 = await s.subscribe({ agent: 'alice', topics: ['news'], now: NOW })
       const b = await s.subscribe({ agent: 'bob', topics: ['news'], now: NOW })
@@ -80,8 +75,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.topicSubscribers('news')).toEqual([])
     })
 
-    it('webhooks: subscribe with one, verify it, list it; verification can be withdrawn', async () => {
-      const s = await store()
+    test('webhooks: subscribe with one, verify it, list it; verification can be withdrawn', async (s) => {
       const url = 'https://hooks.example/agentmsg'
       const sub = await s.subscribe({
         agent: 'alice',
@@ -101,8 +95,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect((await s.subscriptions('bob'))[0]!.webhook).toBeUndefined()
     })
 
-    it('returned subscriptions are copies', async () => {
-      const s = await store()
+    test('returned subscriptions are copies', async (s) => {
       const sub = await s.subscribe({
         agent: 'alice',
         topics: ['t'],

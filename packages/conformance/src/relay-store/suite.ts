@@ -3,7 +3,7 @@
  * SQLite, PostgreSQL, yours) runs `testRelayStore(name, factory)` and must pass all of it.
  */
 import type { RelayQuota, RelayStore } from '@agentmsg/relay'
-import { afterEach, beforeAll, describe, expect } from 'vitest'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { dedupeChecks } from './dedupe.js'
 import { publishChecks } from './publish.js'
 import { quotaChecks } from './quotas.js'
@@ -25,13 +25,13 @@ export type RelayStoreFactory = (options: {
 }) => RelayStoreUnderTest | Promise<RelayStoreUnderTest>
 
 type Relay = typeof import('@agentmsg/relay')
+type Body = (store: RelayStore, sut: RelayStoreUnderTest) => Promise<void>
 
 /** What the parts of the suite share. */
 export interface RelayStoreSuite {
   factory: RelayStoreFactory
-  /** A store the suite closes and disposes after the test. */
-  make(quota?: RelayQuota): Promise<RelayStoreUnderTest>
-  store(quota?: RelayQuota): Promise<RelayStore>
+  /** A vitest test of a fresh store (with `quota`), closed and disposed after it. */
+  test(name: string, ...args: [Body] | [RelayQuota, Body]): void
   /** `@agentmsg/relay`'s error classes (loaded before the first test). */
   relay: Pick<Relay, 'MailboxFullError' | 'RelayStorageFullError'>
   /** Expects `publish` to reject with a `MailboxFullError`. */
@@ -67,13 +67,13 @@ export function testRelayStore(name: string, factory: RelayStoreFactory): void {
     })
     const suite: RelayStoreSuite = {
       factory,
-      async make(quota) {
-        const sut = await factory(quota ? { quota } : {})
-        open.push(sut)
-        return sut
-      },
-      async store(quota) {
-        return (await suite.make(quota)).store
+      test(name, ...args) {
+        const [quota, body] = args.length === 1 ? [undefined, args[0]] : args
+        it(name, async () => {
+          const sut = await factory(quota ? { quota } : {})
+          open.push(sut)
+          await body(sut.store, sut)
+        })
       },
       relay: {} as RelayStoreSuite['relay'],
       full: (p) => expect(p).rejects.toBeInstanceOf(suite.relay.MailboxFullError),
