@@ -1,7 +1,4 @@
-/**
- * The fixtures the suites and every package's tests share: a did:key agent that can sign, and
- * signed (or sealed) messages from it. Isomorphic (core only), so browser pages use them too.
- */
+/** Fixtures for tests: a did:key agent that signs, and signed or sealed messages from it. */
 import {
   type CreateMessageOptions,
   createMessage,

@@ -1,10 +1,7 @@
 /**
- * Example: a custom transport written only against `@agentmsg/core`'s interfaces. Agents in
- * one process reach each other through a shared hub, with no network. It only moves signed
- * messages: parsing, verification, replay protection and auth levels happen in the agent's
- * receive pipeline, the same as for https and relays. The hub hands the message bytes to the
- * receiving agent's `receive` and reports its outcome back to the sender, as an inbox answers
- * 202 or an error (the `direct` model of `testTransport`).
+ * A transport between the agents of one process, through a shared hub: it hands the message
+ * bytes to the receiving agent's pipeline and its outcome back to the sender, as an inbox
+ * answers 202 or an error (the `direct` model of `testTransport`).
  */
 import {
   type AbortOptions,
@@ -21,10 +18,7 @@ import {
 import { invalidFormat } from '@agentmsg/core/http'
 
 /** Where the agents of one process find each other: agent id → its receive side. */
-export interface MemoryHub {
-  /** The listening agents. */
-  readonly agents: Map<string, DeliveryHandler>
-}
+type MemoryHub = { readonly agents: Map<string, DeliveryHandler> }
 
 /** A hub for {@link memoryTransport}: agents sharing it can message each other. */
 export function createMemoryHub(): MemoryHub {
@@ -34,9 +28,8 @@ export function createMemoryHub(): MemoryHub {
 const KIND = 'memory'
 
 /**
- * A transport factory for `createAgent({ transports: [memoryTransport(hub)] })`: each agent's
- * transport listens on the hub under its id and delivers to any agent listening there by
- * calling its receive side.
+ * A transport factory for `createAgent({ transports: [memoryTransport(hub)] })`: each agent
+ * listens on the hub under its id and delivers to any agent listening there.
  *
  * @example
  * const hub = createMemoryHub()

@@ -1,8 +1,4 @@
-/**
- * RelayStore contract, PROFILE §9 duplicates as amended: (mailbox, from, message_id) is stored
- * once and remembered after its entry is acknowledged or expires, until the message's date
- * window closed (`forgetAt`); `isDuplicate` answers before the relay charges the sender.
- */
+/** RelayStore contract, PROFILE §9 duplicates: a (mailbox, from, message_id) is remembered until `forgetAt`. */
 
 import { PROFILE } from '@agentmsg/core'
 import { describe, expect } from 'vitest'
@@ -45,7 +41,6 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
         ids(await all(s, 'alice', { limit: 500, maxBytes: 1 << 20, now: late.receivedAt })),
       ).toEqual([m.messageId])
     })
-
     test('by default remembered 8 days and 15 minutes after receipt', async (s) => {
       const m = message(['alice'])
       await s.publish(m)
@@ -54,7 +49,6 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(await s.isDuplicate({ ...query, now: DEFAULT_FORGET - 1 })).toBe(true)
       expect(await s.isDuplicate({ ...query, now: DEFAULT_FORGET })).toBe(false)
     })
-
     test('an expired entry is remembered too; another sender’s same id is another message', async (s) => {
       const m = message(['alice'], { expiresAt: NOW + 100 })
       await s.publish(m)
@@ -64,7 +58,6 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       const other = message(['alice'], { messageId: m.messageId, from: 'did:key:z6MkOther' })
       expect(await duplicate(s, other)).toBe(false)
     })
-
     test('remembers per mailbox: a topic copy is new only where it was never stored', async (s) => {
       const m = message(['alice', 'bob'])
       await s.publish(m)
@@ -83,7 +76,6 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(await all(s, 'alice')).toEqual([])
       expect(ids(await all(s, 'carol'))).toEqual([m.messageId])
     })
-
     test('a held entry answers isDuplicate, acks without `from` are remembered too', async (s) => {
       const m = message(['alice'])
       const query = { mailboxes: ['alice'], from: m.from, messageId: m.messageId, now: NOW }

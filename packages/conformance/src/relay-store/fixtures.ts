@@ -1,7 +1,4 @@
-/**
- * What the RelayStore suite publishes and how it reads stores back: publish inputs with
- * controlled ids, sizes and times, cursor order, and whole-mailbox reads.
- */
+/** What the RelayStore suite publishes, and how it reads stores back. */
 import { PROFILE } from '@agentmsg/core'
 import type { MailboxEntry, PublishInput, RelayStore } from '@agentmsg/relay'
 

@@ -26,7 +26,6 @@ export function publishChecks(suite: RelayStoreSuite): void {
       ])
       expect(await s.usage('alice')).toEqual({ messages: 1, bytes: m.bytes })
     })
-
     test('the same id from another sender is another message', async (s) => {
       const a = message(['alice'], { messageId: 'same', from: 'did:key:z6MkA' })
       const b = message(['alice'], { messageId: 'same', from: 'did:key:z6MkB' })
@@ -37,19 +36,16 @@ export function publishChecks(suite: RelayStoreSuite): void {
       const senders = (await page(s, 'alice')).entries.map((e) => e.from)
       expect(senders).toEqual(['did:key:z6MkA', 'did:key:z6MkB'])
     })
-
     test('no mailboxes (a topic without subscribers) stores nothing', async (_s, sut) => {
       expect(await sut.store.publish(message([]))).toEqual([])
       expect(await sut.storedMessages()).toBe(0)
     })
-
     test('a mailbox named twice in one publish gets one entry', async (s) => {
       const results = await s.publish(message(['alice', 'alice']))
       expect(results).toHaveLength(1)
       expect(results[0]!.duplicate).toBe(false)
       expect(await s.usage('alice')).toMatchObject({ messages: 1 })
     })
-
     test('a topic message fans out to 3 mailboxes, stored once; an ack by one leaves it for the others', async (s, sut) => {
       const m = message(['alice', 'bob', 'carol'], { size: 2000 })
       const results = await s.publish(m)
@@ -73,7 +69,6 @@ export function publishChecks(suite: RelayStoreSuite): void {
       await s.ack('carol', m.messageId, m.from)
       expect(await sut.storedMessages()).toBe(0)
     })
-
     test('a fan-out where some mailboxes already hold it: duplicates there, new entries elsewhere', async (s) => {
       const m = message(['alice'])
       const [ra] = await s.publish(m)
@@ -83,7 +78,6 @@ export function publishChecks(suite: RelayStoreSuite): void {
       expect(await s.usage('alice')).toMatchObject({ messages: 1 })
       expect(await s.usage('bob')).toMatchObject({ messages: 1 })
     })
-
     test('concurrent publishes of the same message: one entry, the others duplicates of it', async (s) => {
       const m = message(['alice'])
       const results = (await Promise.all(Array.from({ length: 20 }, () => s.publish(m)))).flat()
@@ -91,7 +85,6 @@ export function publishChecks(suite: RelayStoreSuite): void {
       expect(new Set(results.map((r) => r.cursor)).size).toBe(1)
       expect(await s.usage('alice')).toMatchObject({ messages: 1 })
     })
-
     test('publishing to a mailbox no one subscribed stores it (state checks belong to the relay)', async (s) => {
       await s.publish(message(['nobody']))
       expect(await s.usage('nobody')).toMatchObject({ messages: 1 })
@@ -100,7 +93,6 @@ export function publishChecks(suite: RelayStoreSuite): void {
       expect(await s.mailboxState('nobody')).toBe('open')
       expect(await s.usage('nobody')).toMatchObject({ messages: 1 })
     })
-
     test('rejects a malformed input', async (s) => {
       await expect(s.publish({ ...message(['alice']), bytes: -1 })).rejects.toThrow(RangeError)
       await expect(s.publish({ ...message(['alice']), bytes: 1.5 })).rejects.toThrow(RangeError)
@@ -126,7 +118,6 @@ export function publishChecks(suite: RelayStoreSuite): void {
       await s.ack('alice', m1.messageId, m1.from)
       expect(await duplicate(s, message(['alice']))).toBe(false)
     })
-
     test('by bytes: a message that would pass the limit is refused; one that fits exactly is taken', {
       bytes: 5000,
       senderBytes: 5000,
@@ -142,7 +133,6 @@ export function publishChecks(suite: RelayStoreSuite): void {
       await full(s.publish(message(['bob'], { size: 6000 })))
       expect(await s.usage('bob')).toEqual({ messages: 0, bytes: 0 })
     })
-
     test(
       'a full mailbox in a fan-out: nothing stored for any mailbox of that call',
       { messages: 1 },
@@ -179,7 +169,6 @@ export function publishChecks(suite: RelayStoreSuite): void {
       expect(more.map((o) => o.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'fulfilled'])
       expect(await s.usage('carol')).toMatchObject({ messages: 2 })
     })
-
     test('expired entries do not hold room', { messages: 2, senderMessages: 2 }, async (s) => {
       await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
       await s.publish(message(['alice'], { expiresAt: NOW + 10 }))

@@ -1,8 +1,4 @@
-/**
- * RelayStore contract, PROFILE §9 quotas as amended: one sender's share of a mailbox, the
- * relay-wide storage cap (a topic message counted once), and topic fan-out that skips mailboxes
- * without room instead of failing.
- */
+/** RelayStore contract, PROFILE §9 quotas: a sender's share, the relay-wide cap, `skipFull` fan-out. */
 import type { MailboxFullError } from '@agentmsg/relay'
 import { describe, expect } from 'vitest'
 import {
@@ -36,7 +32,6 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       // The share is per mailbox: A still writes to bob.
       expect(await duplicate(s, message(['bob'], { from: A }))).toBe(false)
     })
-
     test('by bytes, a quarter of the mailbox bytes; an ack gives the sender room again', {
       bytes: 4000,
     }, async (s) => {
@@ -48,7 +43,6 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       expect(await s.usage('alice', A)).toEqual({ messages: 0, bytes: 0 })
       expect(await duplicate(s, message(['alice'], { from: A, size: 600 }))).toBe(false)
     })
-
     test('expired entries of the sender do not hold its share', { messages: 4 }, async (s) => {
       await s.publish(message(['alice'], { from: A, expiresAt: NOW + 10 }))
       await full(s.publish(message(['alice'], { from: A })))

@@ -36,13 +36,11 @@ export function readChecks(suite: RelayStoreSuite): void {
       // Retrieval does not remove anything.
       expect(await all(s, 'alice', opts)).toHaveLength(6)
     })
-
     test('an empty or unknown mailbox gives an empty page', async (s) => {
       expect(await page(s, 'nobody')).toEqual({ entries: [], cursor: undefined })
       await s.publish(message(['alice']))
       expect(await page(s, 'nobody', { after: '12345' })).toEqual({ entries: [], cursor: '12345' })
     })
-
     test('caps a page by bytes: stops before passing maxBytes, but always returns at least one', async (s) => {
       const small = [message(['alice'], { size: 300 }), message(['alice'], { size: 300 })]
       const large = message(['alice'], { size: 5000 })
@@ -61,14 +59,12 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect((await s.retrieve('alice', { ...opts, maxBytes: two })).entries).toHaveLength(2)
       expect((await s.retrieve('alice', { ...opts, maxBytes: two - 1 })).entries).toHaveLength(1)
     })
-
     test('a page is short only at the end or for the byte cap', async (s) => {
       for (let i = 0; i < 7; i++) await s.publish(message(['alice'], { size: 200 }))
       const opts = { maxBytes: 1 << 20, now: NOW }
       expect((await s.retrieve('alice', { ...opts, limit: 5 })).entries).toHaveLength(5)
       expect((await s.retrieve('alice', { ...opts, limit: 50 })).entries).toHaveLength(7)
     })
-
     test('skips entries expired at `now`', async (s) => {
       const short = message(['alice'], { expiresAt: NOW + 1000 })
       const long = message(['alice'])
@@ -81,7 +77,6 @@ export function readChecks(suite: RelayStoreSuite): void {
       // An expired entry does not count against the limit.
       expect(await at({ limit: 1, maxBytes: 1 << 20, now: NOW + 1000 })).toEqual([long.messageId])
     })
-
     test('refuses a cursor that is not one of its cursors’ syntax', async (s) => {
       for (const after of ['abc', '-1', '1.5', '', ' 1', '0x10', '99999999999999999999']) {
         await expect(page(s, 'alice', { after })).rejects.toThrow(RangeError)
@@ -114,7 +109,6 @@ export function readChecks(suite: RelayStoreSuite): void {
         expectIncreasing(got.map((e) => e.cursor))
       }
     })
-
     test('the order of publish resolution matches the order of cursors in the mailbox', async (s) => {
       const sent = Array.from({ length: 30 }, () => message(['alice']))
       const results = await Promise.all(sent.map((m) => s.publish(m)))
@@ -125,7 +119,6 @@ export function readChecks(suite: RelayStoreSuite): void {
         byCursor.map((x) => x.id),
       )
     })
-
     test('“after” any cursor returns exactly the later entries', async (s) => {
       for (let i = 0; i < 10; i++) await s.publish(message(i % 2 ? ['alice'] : ['alice', 'bob']))
       const entries = await all(s, 'alice')
@@ -150,7 +143,6 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(ids(await all(s, 'alice'))).toEqual([other.messageId])
       expect(await s.usage('alice')).toEqual({ messages: 1, bytes: other.bytes })
     })
-
     test('unknown ids, other mailboxes and other senders → 0, nothing removed', async (s) => {
       const m = message(['alice'])
       await s.publish(m)
@@ -161,7 +153,6 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(await s.ack('nobody', m.messageId)).toBe(0)
       expect(ids(await all(s, 'alice'))).toEqual([m.messageId])
     })
-
     test('after an ack the same message is a duplicate: not stored or delivered again (PROFILE §9)', async (s) => {
       const m = message(['alice'])
       const [r1] = await s.publish(m)
@@ -199,7 +190,6 @@ export function readChecks(suite: RelayStoreSuite): void {
       ])
       expect(await sut.storedMessages()).toBe(1)
     })
-
     test('an ack of an already expired (not yet removed) entry still removes it', async (_s, sut) => {
       const m = message(['alice'], { expiresAt: NOW + 1 })
       await sut.store.publish(m)

@@ -21,7 +21,6 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.mailboxState('alice')).toBe('open')
       expect(await s.mailboxState('bob')).toBe('none')
     })
-
     test('a closed mailbox keeps what it holds and can still be retrieved and acknowledged', async (s) => {
       const sub = await s.subscribe({ agent: 'alice', topics: [], now: NOW })
       const m = message(['alice'])
@@ -35,7 +34,6 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.ack('alice', m.messageId, m.from)).toBe(1)
       expect(await page(s, 'alice')).toEqual({ entries: [], cursor: undefined })
     })
-
     test("unsubscribe refuses another agent's subscription and unknown ids", async (s) => {
       const sub = await s.subscribe({ agent: 'alice', topics: ['t'], now: NOW })
       expect(await s.unsubscribe(sub.id, 'mallory')).toBe(false)
@@ -44,7 +42,6 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.topicSubscribers('t')).toEqual(['alice'])
       expect(await s.mailboxState('mallory')).toBe('none')
     })
-
     test('subscriptions() lists all or one agent’s, with topics (no repeats) and created', async (s) => {
       const a = await s.subscribe({ agent: 'alice', topics: ['x', 'y', 'x'], now: NOW })
       const b = await s.subscribe({ agent: 'bob', topics: [], now: NOW + 5 })
@@ -58,7 +55,6 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       await s.unsubscribe(a.id, 'alice')
       expect(await s.subscriptions()).toEqual([b])
     })
-
     test('topicSubscribers lists each agent once and follows unsubscribes', async (s) => {
       const a1 = await s.subscribe({ agent: 'alice', topics: ['news', 'sport'], now: NOW })
       const a2 = await s.subscribe({ agent: 'alice', topics: ['news'], now: NOW })
@@ -74,7 +70,6 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       await s.unsubscribe(b.id, 'bob')
       expect(await s.topicSubscribers('news')).toEqual([])
     })
-
     test('webhooks: subscribe with one, verify it, list it; verification can be withdrawn', async (s) => {
       const url = 'https://hooks.example/agentmsg'
       const sub = await s.subscribe({
@@ -94,7 +89,6 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       await s.setWebhookVerified(plain.id, true)
       expect((await s.subscriptions('bob'))[0]!.webhook).toBeUndefined()
     })
-
     test('returned subscriptions are copies', async (s) => {
       const sub = await s.subscribe({
         agent: 'alice',

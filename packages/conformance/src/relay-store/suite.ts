@@ -1,7 +1,4 @@
-/**
- * The RelayStore contract (PROFILE §9, SPEC §3.3) as a reusable suite: every store (memory,
- * SQLite, PostgreSQL, yours) runs `testRelayStore(name, factory)` and must pass all of it.
- */
+/** The RelayStore contract (PROFILE §9, SPEC §3.3) as a suite every store runs. */
 import type { RelayQuota, RelayStore } from '@agentmsg/relay'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { dedupeChecks } from './dedupe.js'

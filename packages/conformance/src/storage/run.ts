@@ -1,8 +1,4 @@
-/**
- * Runs the `Storage` checks without a test runner: a browser page (the IndexedDB adapter's
- * Playwright suite) calls it directly, and `testStorage` turns each check into one vitest test,
- * so both share this one list.
- */
+/** The `Storage` checks without a test runner (a browser page); `testStorage` runs each under vitest. */
 import type { Storage } from '@agentmsg/core'
 import { describeError } from '../assert.js'
 import { storageChecks } from './checks.js'

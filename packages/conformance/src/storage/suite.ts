@@ -4,12 +4,10 @@ import { storageChecks } from './checks.js'
 import { runStorageContract } from './run.js'
 
 /**
- * The `Storage` conformance suite. Every adapter (memory, fs, IndexedDB, yours) runs it, so
- * they all behave the same where the contract is precise: JSON in, equal JSON out; atomic
+ * The `Storage` conformance suite, one vitest test per check: JSON in, equal JSON out; atomic
  * batches; ascending UTF-16 key order in `list`; non-JSON values refused; aborts honoured.
- * Each check of `runStorageContract` is one vitest test. `factory` must return an empty store
- * each time; `persistent.reopen` (close `old`, open the same store again) adds the checks of
- * what survives a reopen.
+ * `factory` returns an empty store each time; `persistent.reopen` (close `old`, open the same
+ * store again) adds the checks of what survives a reopen.
  *
  * @example
  * testStorage('memory', () => memoryStorage())

@@ -1,7 +1,4 @@
-/**
- * The Transport checks: what core's `Transport` contract promises, tested through agents that
- * each run the transport under test. Plain assertions, any runner.
- */
+/** The Transport checks: what core's `Transport` contract promises (plain assertions). */
 import { AgentMsgError, type DeliveryOutcome, type Message } from '@agentmsg/core'
 import { equal, ok, rejects } from '../assert.js'
 import { fixtureAgent, signedMessage } from '../fixtures.js'
@@ -24,7 +21,6 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     const { transport } = await peers.peer()
     ok(typeof transport.protocol === 'string' && transport.protocol !== '', 'protocol is empty')
   })
-
   it('finds targets for a peer it can reach: for that agent, with a kind and a route', async (peers) => {
     const { alice, bob } = await pair(peers)
     const targets = await alice.targets(bob)
@@ -36,14 +32,12 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
       ok(target.route === 'direct' || target.route === 'relay', `route ${target.route}`)
     }
   })
-
   it('finds no target for a peer it knows nothing of', async (peers) => {
     const { transport } = await peers.peer()
     const stranger = await fixtureAgent()
     const targets = await transport.targets?.({ agent: stranger.id, relays: [] })
     equal(targets, [], 'targets of an unknown peer')
   })
-
   it('send resolves with a receipt for the message and the target', async (peers) => {
     const { alice, bob, target } = await pair(peers)
     const message = await signedMessage(alice.agent, bob.agent.id)
@@ -52,7 +46,6 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     equal(receipt.target.kind, target.kind, 'receipt.target.kind')
     equal(receipt.target.agent, target.agent, 'receipt.target.agent')
   })
-
   it('listen hands each message to receive once, as sent, naming its protocol', async (peers) => {
     const { alice, bob, target } = await pair(peers)
     const sent = [
@@ -70,11 +63,9 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
       equal(withoutTrace(got.message), withoutTrace(message), 'the delivered message')
     }
   })
-
   it('does not deliver an accepted message again, also when the agent listens again', async (peers) => {
     await notAgain(peers, accept)
   })
-
   it('does not deliver a message answered duplicate again', async (peers) => {
     await notAgain(peers, (m) => ({ status: 'duplicate', messageId: m.message_id }))
   })
@@ -100,7 +91,6 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     it('does not deliver a message refused without retry again', async (peers) => {
       await notAgain(peers, () => refusal('forbidden', false))
     })
-
     it('delivers a message refused with retry: true again', async (peers) => {
       const answer: Answer = (m, count) => (count === 1 ? refusal('unavailable', true) : accept(m))
       const { alice, bob, target } = await pair(peers, answer)
@@ -124,7 +114,6 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     await marker(alice, bob)
     equal(bob.count(message.message_id), 0, 'deliveries')
   })
-
   it('rejects a send whose signal is aborted with its reason, and delivers nothing', async (peers) => {
     const { alice, bob, target } = await pair(peers)
     const message = await signedMessage(alice.agent, bob.agent.id)
@@ -135,7 +124,6 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     await marker(alice, bob)
     equal(bob.count(message.message_id), 0, 'deliveries')
   })
-
   it('delivers nothing to an agent after its transport closed', async (peers) => {
     const { alice, bob, target } = await pair(peers)
     const message = await signedMessage(alice.agent, bob.agent.id)
@@ -156,7 +144,6 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
       .map((r) => r.listener)
     equal(listeners, [2], 'listeners that got it')
   })
-
   it('rejects a send after close, and delivers nothing', async (peers) => {
     const { alice, bob, target } = await pair(peers)
     const message = await signedMessage(alice.agent, bob.agent.id)

@@ -1,8 +1,4 @@
-/**
- * The agents of one transport check: each a fresh did:key agent with its own transport from
- * the harness's factory, and a recorder standing in for the receive pipeline (it answers what
- * the check asks for).
- */
+/** The agents of one transport check, each with its transport and a recorder for a receive pipeline. */
 import {
   createKeyResolver,
   type DeliveryOutcome,

@@ -37,11 +37,7 @@ export function transportCheckNames(delivery: TransportHarness['delivery']): str
   return transportChecks(delivery).map(([name]) => name)
 }
 
-/**
- * Run the Transport checks (all, or `only` these) against `harness`, each with fresh agents,
- * and report each one; never throws for a failing check. What the transports reported through
- * `components.onError` is added to a failure's message.
- */
+/** Run the Transport checks (all, or `only` these) and report each; a failure adds `onError`'s reports. */
 export async function runTransportContract(
   harness: TransportHarness,
   only?: readonly string[],
@@ -66,11 +62,9 @@ export async function runTransportContract(
 }
 
 /**
- * The Transport conformance suite (core's `Transport` contract), one vitest test per check.
- * Each check creates fresh did:key agents, each running its own transport from
- * `harness.factory`; one listens, another finds its targets and sends. The harness is read when
- * the checks run, so its fields may use a server that a `beforeAll` started
- * (`get relays() { return [relay.url] }`).
+ * The Transport conformance suite, one vitest test per check, each with fresh did:key agents
+ * running their own transports: one listens, another finds its targets and sends. The harness
+ * is read when the checks run (`get relays() { return [relay.url] }` after a `beforeAll`).
  *
  * @example
  * testTransport('memoryTransport', { factory: memoryTransport(createMemoryHub()), delivery: 'direct' })
