@@ -49,10 +49,7 @@ class MemoryTransport implements Transport {
     private readonly components: TransportComponents,
   ) {}
 
-  /**
-   * A target for an agent listening on the hub; others are left to the agent's other
-   * transports. Nothing stands between the two agents, so the target is `confidential`.
-   */
+  /** A target for an agent listening on the hub; nothing stands between them: `confidential`. */
   targets(peer: PeerRoute): DeliveryTarget[] {
     if (!this.agents.has(peer.agent)) return []
     return [{ kind: KIND, agent: peer.agent, urls: [], route: 'direct', confidential: true }]

@@ -164,10 +164,7 @@ async function pair(peers: PeerSet, answer: Answer = accept) {
   return { alice, bob, target: await alice.target(bob) }
 }
 
-/**
- * A message answered with `answer` is delivered once: not again to the same listener, nor
- * after the agent listens again with a new transport.
- */
+/** A message answered with `answer` is delivered once, also when the agent listens again. */
 async function notAgain(peers: PeerSet, answer: Answer): Promise<void> {
   const plan = new Set<string>()
   const { alice, bob, target } = await pair(peers, (m, n) =>
@@ -183,10 +180,7 @@ async function notAgain(peers: PeerSet, answer: Answer): Promise<void> {
   equal(bob.count(message.message_id), 1, 'deliveries')
 }
 
-/**
- * Send one more message and wait for it: with deliveries in order, anything that was going to
- * be delivered (again) before it has been by then.
- */
+/** Send one more message and wait for it: what was still to come (in order) has come by then. */
 async function marker(from: Peer, to: Peer): Promise<void> {
   const message = await signedMessage(from.agent, to.agent.id, { text: 'marker' })
   await from.transport.send(message, await from.target(to))

@@ -18,18 +18,13 @@ import type { TransportHarness } from './suite.js'
 /** Decides the outcome for one delivery (default: accepted). */
 export type Answer = (message: Message, count: number) => DeliveryOutcome
 
-/** The default answer: accepted. */
-export const accept = (m: Message): DeliveryOutcome => ({
-  status: 'accepted',
-  messageId: m.message_id,
-})
+export function accept(m: Message): DeliveryOutcome {
+  return { status: 'accepted', messageId: m.message_id }
+}
 
 /** An agent with one running transport. */
 export class Peer {
-  /**
-   * Everything delivered to this peer's listeners, across restarts; `listener` is which of its
-   * transports delivered it: 1 for the first, 2 after a restart, …
-   */
+  /** Everything delivered, across restarts; `listener`: 1 for the first transport, 2 after a restart… */
   readonly received: Array<{ delivery: InboundDelivery; message: Message; listener: number }> = []
   #generation = 1
   #closed = false
