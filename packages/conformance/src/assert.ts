@@ -1,8 +1,4 @@
-/**
- * Plain assertions for the framework-free checks (`runStorageContract`, `runTransportContract`):
- * they throw an Error with a readable message and need no test runner, so the same checks run
- * under vitest and in a browser page.
- */
+/** Plain assertions, so the checks run under any runner and in a browser page. */
 
 /** Throws `message` unless `condition` holds. */
 export function ok(condition: unknown, message: string): asserts condition {
@@ -66,9 +62,4 @@ export function show(value: unknown): string {
   } catch {
     return String(value)
   }
-}
-
-/** An error as `Name: message`, anything else as a string. */
-export function describeError(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err)
 }

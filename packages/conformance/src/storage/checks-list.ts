@@ -1,6 +1,8 @@
 /** The `Storage` checks, part two: `list`, abort signals, many keys, what survives a reopen. */
+
 import type { JsonValue, Storage } from '@agentmsg/core'
-import { describeError, equal, ok, rejects } from '../assert.js'
+import { describeError } from '@agentmsg/core/http'
+import { equal, ok, rejects } from '../assert.js'
 
 /** What each check gets: a fresh store, and `reopen` for persistent adapters. */
 export type StorageCheck = (ctx: {

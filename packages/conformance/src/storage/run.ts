@@ -1,6 +1,8 @@
 /** The `Storage` checks without a test runner (a browser page); `testStorage` runs each under vitest. */
+
 import type { Storage } from '@agentmsg/core'
-import { describeError } from '../assert.js'
+import { describeError } from '@agentmsg/core/http'
+
 import { storageChecks } from './checks.js'
 
 /** The outcome of one check. */

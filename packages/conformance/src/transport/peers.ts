@@ -10,8 +10,8 @@ import {
   type TransportComponents,
 } from '@agentmsg/core'
 import { utf8Decode } from '@agentmsg/core/encoding'
-import { invalidFormat } from '@agentmsg/core/http'
-import { describeError, ok, show } from '../assert.js'
+import { describeError, invalidFormat } from '@agentmsg/core/http'
+import { ok, show } from '../assert.js'
 import { type FixtureAgent, fixtureAgent } from '../fixtures.js'
 import type { TransportHarness } from './suite.js'
 

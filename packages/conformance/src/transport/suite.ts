@@ -1,6 +1,7 @@
 import type { PeerRoute, TransportComponents, TransportFactory } from '@agentmsg/core'
+import { describeError } from '@agentmsg/core/http'
 import { describe, expect, it } from 'vitest'
-import { describeError } from '../assert.js'
+
 import type { FixtureAgent } from '../fixtures.js'
 import { transportChecks } from './checks.js'
 import { PeerSet } from './peers.js'
