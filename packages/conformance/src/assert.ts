@@ -1,8 +1,4 @@
-/**
- * Plain assertions for the framework-free checks (`runStorageContract`, `runTransportContract`):
- * they throw an Error with a readable message and need no test runner, so the same checks run
- * under vitest and in a browser page.
- */
+/** Plain assertions, so the checks run under any runner and in a browser page. */
 
 /** Throws `message` unless `condition` holds. */
 export function ok(condition: unknown, message: string): asserts condition {
@@ -66,24 +62,4 @@ export function show(value: unknown): string {
   } catch {
     return String(value)
   }
-}
-
-/** An error as `Name: message`, anything else as a string. */
-export function describeError(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err)
-}
-
-/** Socket, TLS and DNS words a port scanner would read in an error (PROFILE §4). */
-const SOCKET_DETAIL =
-  /ECONN|EHOST|ENETUNREACH|ETIMEDOUT|ENOTFOUND|EAI_|socket|certificate|self.signed|wrong version|\bTLS\b|\bSSL\b|handshake|timed out/i
-
-/**
- * The socket detail in `text`, or `undefined` if there is none. Identifiers are blanked first:
- * a random did:key or ULID can spell "TLS" or "econn" by chance, and that is not a leak.
- */
-export function socketDetail(text: string): string | undefined {
-  const blanked = text
-    .replace(/did:key:z[1-9A-HJ-NP-Za-km-z]+/g, 'did:key:<id>')
-    .replace(/[A-Za-z0-9_-]{20,}/g, '<id>')
-  return SOCKET_DETAIL.exec(blanked)?.[0]
 }

@@ -1,7 +1,4 @@
-/**
- * The fixtures every package's tests share: a did:key agent that can sign, and a signed message
- * from it. Isomorphic (core only), so browser entries use them too.
- */
+/** Fixtures for tests: a did:key agent that signs, and signed or sealed messages from it. */
 import {
   type CreateMessageOptions,
   createMessage,
@@ -25,8 +22,8 @@ export interface FixtureAgent {
 }
 
 /**
- * A did:key agent (PROFILE §2). With a 32-byte `seed` (the Ed25519 secret key) it is the same
- * agent every run; without one it is a fresh random key.
+ * A did:key agent (PROFILE §2): the same agent every run for a 32-byte `seed` (the Ed25519
+ * secret key), else a fresh random key.
  *
  * @example
  * const alice = await fixtureAgent()
@@ -37,59 +34,28 @@ export async function fixtureAgent(seed?: Uint8Array): Promise<FixtureAgent> {
   return { id: didKeyFromPublicKey(keys.publicKey), keys, signer: ed25519Signer(keys) }
 }
 
-/** Options for how {@link signedMessage} signs. */
-export interface FixtureSignOptions {
-  /** The signature's `created` time (ms or a timestamp string). @default now */
-  created?: number | string
-  /** Sign with these instead of the sender's own signer (e.g. a wrong key, or two signers). */
-  signer?: Signer | Signer[]
-}
+/** How the fixtures sign: `created` (ms or a timestamp; default now), other `signer`(s). */
+type SignOptions = { created?: number | string; signer?: Signer | Signer[] }
+type Sender = { id: string; signer: Signer }
 
 let conversation = 0
 
 /**
  * A `request` message from `sender` to an agent id or `{ topic }`, text `hello`, signed by the
  * sender (PROFILE §3). Each call starts a new conversation (`c-1`, `c-2`, …) at sequence 0;
- * `overrides` change any of {@link CreateMessageOptions}.
+ * `overrides` change any of core's `CreateMessageOptions`; `sign` signs at another `created`
+ * time or with other signers (a wrong key, two signers).
  *
  * @example
  * const m = await signedMessage(alice, bob.id, { text: 'hi', ttlSeconds: 60 })
  */
 export async function signedMessage(
-  sender: { id: string; signer: Signer },
+  sender: Sender,
   to: string | { topic: string },
   overrides: Partial<CreateMessageOptions> = {},
-  sign: FixtureSignOptions = {},
+  sign: SignOptions = {},
 ): Promise<Message> {
-  return signAs(sender, unsignedMessage(sender, to, overrides), sign)
-}
-
-function unsignedMessage(
-  sender: { id: string },
-  to: string | { topic: string },
-  overrides: Partial<CreateMessageOptions>,
-): Message {
-  return createMessage({
-    from: sender.id,
-    to,
-    conversationId: `c-${++conversation}`,
-    sequence: 0,
-    phase: 'request',
-    text: 'hello',
-    ...overrides,
-  })
-}
-
-function signAs(
-  sender: { signer: Signer },
-  message: Message,
-  sign: FixtureSignOptions,
-): Promise<Message> {
-  return signMessage(
-    message,
-    sign.signer ?? sender.signer,
-    sign.created !== undefined ? { created: sign.created } : {},
-  )
+  return signAs(sender, unsigned(sender, to, overrides), sign)
 }
 
 /**
@@ -100,16 +66,38 @@ function signAs(
  * const m = await sealedMessage(alice, bob.id, [bob], { text: 'for bob only' })
  */
 export async function sealedMessage(
-  sender: { id: string; signer: Signer },
+  sender: Sender,
   to: string | { topic: string },
   recipients: readonly FixtureAgent[],
   overrides: Partial<CreateMessageOptions> = {},
-  sign: FixtureSignOptions = {},
+  sign: SignOptions = {},
 ): Promise<Message> {
-  const message = unsignedMessage(sender, to, overrides)
+  const message = unsigned(sender, to, overrides)
   const { body, encryption } = sealBody(
     message,
     recipients.map((r) => ({ agent: r.id, keyId: r.signer.keyId, publicKey: r.keys.publicKey })),
   )
   return signAs(sender, { ...message, body, security: { signatures: [], encryption } }, sign)
+}
+
+function unsigned(
+  sender: Sender,
+  to: string | { topic: string },
+  o: Partial<CreateMessageOptions>,
+) {
+  const conversationId = `c-${++conversation}`
+  return createMessage({
+    from: sender.id,
+    to,
+    conversationId,
+    sequence: 0,
+    phase: 'request',
+    text: 'hello',
+    ...o,
+  })
+}
+
+function signAs(sender: Sender, message: Message, sign: SignOptions): Promise<Message> {
+  const options = sign.created !== undefined ? { created: sign.created } : {}
+  return signMessage(message, sign.signer ?? sender.signer, options)
 }

@@ -26,6 +26,7 @@ async function open(hub = createMemoryHub()) {
     resolver: createKeyResolver(),
     storage: memoryStorage(),
     relays: [],
+    trusts: () => false,
     identityDocument: () => undefined,
     now: () => Date.now(),
     onError: (error) => {
@@ -36,20 +37,19 @@ async function open(hub = createMemoryHub()) {
 }
 
 describe('memoryTransport', () => {
-  it('routes only to agents listening on the same hub', async () => {
+  it('finds a confidential direct target only for agents listening on the same hub', async () => {
     const alice = await open()
     const bob = await open(alice.hub)
     const elsewhere = await open()
-    expect(await alice.transport.route!(bob.agent.id)).toBeUndefined()
+    const bobRoute = { agent: bob.agent.id, relays: [] }
+    expect(await alice.transport.targets!(bobRoute)).toEqual([])
     await bob.transport.listen!(async () => ({ status: 'accepted', messageId: 'x' }))
-    expect(await alice.transport.route!(bob.agent.id)).toEqual({
-      kind: 'memory',
-      agent: bob.agent.id,
-      urls: [],
-    })
-    expect(await elsewhere.transport.route!(bob.agent.id)).toBeUndefined()
+    expect(await alice.transport.targets!(bobRoute)).toEqual([
+      { kind: 'memory', agent: bob.agent.id, urls: [], route: 'direct', confidential: true },
+    ])
+    expect(await elsewhere.transport.targets!(bobRoute)).toEqual([])
     await bob.transport.close()
-    expect(await alice.transport.route!(bob.agent.id)).toBeUndefined()
+    expect(await alice.transport.targets!(bobRoute)).toEqual([])
   })
 
   it('hands over the message as JSON bytes and leaves the hub when the signal aborts', async () => {
@@ -63,7 +63,7 @@ describe('memoryTransport', () => {
     const controller = new AbortController()
     await bob.transport.listen!(receive, { signal: controller.signal })
     const message = await signedMessage(alice.agent, bob.agent.id)
-    const target = { kind: 'memory', agent: bob.agent.id, urls: [] }
+    const target = { kind: 'memory', agent: bob.agent.id, urls: [], route: 'direct' as const }
     // The receipt carries the id the receiver echoed.
     expect(await alice.transport.send(message, target)).toEqual({ messageId: 'echoed-id', target })
     expect(bodies).toHaveLength(1)

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { testTransport } from '@agentmsg/conformance'
 import type { TransportFactory } from '@agentmsg/core'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { type RelayServer, serveRelay } from '@agentmsg/relay'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
-import { createDevCertificate } from '@agentmsg/dev-tls'
 import { relayTransport, type WebSocketConstructor } from '@agentmsg/transport-relay'
 import { afterAll, beforeAll } from 'vitest'
 import { WebSocket as NodeWebSocket } from 'ws'
@@ -61,6 +61,5 @@ for (const mode of ['sse', 'ws'] as const) {
     get relays() {
       return [relay.url]
     },
-    target: (agent) => ({ kind: 'relay', agent, urls: [relay.url] }),
   })
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { socketDetail } from '../src/portable.js'
+import { socketDetail } from './support/socket-detail.js'
 
 describe('socketDetail', () => {
   it('finds what a port scanner reads in an error', () => {

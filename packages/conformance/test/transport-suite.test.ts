@@ -4,14 +4,10 @@
  * to fail.
  */
 
-import {
-  createMemoryHub,
-  memoryTransport,
-  runTransportContract,
-  transportCheckNames,
-} from '@agentmsg/conformance'
-import type { DeliveryHandler, Transport, TransportFactory } from '@agentmsg/core'
+import { createMemoryHub, memoryTransport } from '@agentmsg/conformance'
+import type { DeliveryHandler, DeliveryTarget, Transport, TransportFactory } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
+import { runTransportContract, transportCheckNames } from '../src/transport/suite.js'
 
 /** The memory transport with `change` applied to each transport it creates. */
 function defective(change: (inner: Transport) => Transport): TransportFactory {
@@ -31,8 +27,7 @@ async function failing(factory: TransportFactory): Promise<string[]> {
 
 const wrap = (inner: Transport, over: Partial<Transport>): Transport => ({
   protocol: inner.protocol,
-  kinds: inner.kinds,
-  route: (agent) => inner.route!(agent),
+  targets: (peer) => inner.targets!(peer),
   send: (m, t, o) => inner.send(m, t, o),
   listen: (r, o) => inner.listen!(r, o),
   close: () => inner.close(),
@@ -114,6 +109,37 @@ describe('testTransport / runTransportContract', () => {
     )
     expect(await failing(factory)).toEqual([
       'listen hands each message to receive once, as sent, naming its protocol',
+    ])
+  })
+
+  it('fails a transport that finds targets for agents it cannot reach', async () => {
+    const factory = defective((inner) =>
+      wrap(inner, {
+        targets: (peer) => [{ kind: 'memory', agent: peer.agent, urls: [], route: 'direct' }],
+      }),
+    )
+    expect(await failing(factory)).toEqual(['finds no target for a peer it knows nothing of'])
+  })
+
+  it('fails a transport whose targets name another agent or no route', async () => {
+    const factory = defective((inner) =>
+      wrap(inner, {
+        targets: async (peer) => {
+          const found = await inner.targets!(peer)
+          const other = { kind: 'memory', agent: 'did:key:z6MkOther', urls: [] }
+          return found.length > 0 ? [...found, other as unknown as DeliveryTarget] : []
+        },
+      }),
+    )
+    expect(await failing(factory)).toEqual([
+      'finds targets for a peer it can reach: for that agent, with a kind and a route',
+    ])
+  })
+
+  it('fails a transport that sends in spite of an aborted signal', async () => {
+    const factory = defective((inner) => wrap(inner, { send: (m, t) => inner.send(m, t) }))
+    expect(await failing(factory)).toEqual([
+      'rejects a send whose signal is aborted with its reason, and delivers nothing',
     ])
   })
 })

@@ -2,9 +2,8 @@ import { open, rename, rm } from 'node:fs/promises'
 import { isCode } from './_lock.js'
 
 /**
- * Writes `data` to `path` so that after a crash `path` holds either its old contents or all of
- * `data`: write `path.tmp`, fsync it, rename it over `path`. The caller fsyncs the directory
- * (with {@link syncDir}) to make the rename itself durable, once per group of renames.
+ * Writes `data` to `path` so that after a crash it holds its old contents or all of `data`
+ * (`path.tmp`, fsync, rename); the caller's {@link syncDir} makes the rename durable.
  */
 export async function replaceFile(path: string, data: string, mode: number): Promise<void> {
   const tmp = `${path}.tmp`

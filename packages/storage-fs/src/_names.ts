@@ -63,3 +63,12 @@ function unbase32(text: string): Buffer | undefined {
   }
   return Buffer.from(out)
 }
+
+/**
+ * Whether a key holds a secret: it starts with one of `prefixes`, or has one right after a `/`
+ * (the same key under a `namespacedStorage` prefix, `agents/alice/keys/self/…`).
+ */
+export function privateKeyTest(prefixes: readonly string[]): (key: string) => boolean {
+  const inner = prefixes.map((p) => `/${p}`)
+  return (key) => prefixes.some((p) => key.startsWith(p)) || inner.some((p) => key.includes(p))
+}

@@ -1,37 +1,41 @@
 /**
- * @agentmsg/storage-fs — a {@link Storage} in a directory (Node only): one file per key, crash-safe
- * atomic writes, atomic multi-key batches through a write-ahead journal, an exclusive directory
- * lock, and private keys in files only their owner can read.
+ * `@agentmsg/storage-fs`: a `Storage` in a directory (Node only): one file per key, crash-safe
+ * writes, atomic batches through a journal, a directory lock, secrets in owner-only files.
  *
  * @packageDocumentation
  */
-import { mkdir, readdir, readFile } from 'node:fs/promises'
+import { chmod, mkdir, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import type {
-  AbortOptions,
-  JsonValue,
-  Storage,
-  StorageListOptions,
-  StorageOp,
+import {
+  type AbortOptions,
+  type JsonValue,
+  memoryStorage,
+  type Storage,
+  type StorageListOptions,
+  type StorageOp,
 } from '@agentmsg/core'
 import { eachLimited, removeFile, replaceFile, syncDir } from './_durable.js'
-import { entryText, jsonText, parseEntry } from './_json.js'
-import { KeyIndex } from './_key-index.js'
+import {
+  type Change,
+  entryText,
+  IO_PARALLELISM,
+  JOURNAL,
+  load,
+  parseEntry,
+  recover,
+} from './_journal.js'
 import { acquireLock, isCode, releaseLock } from './_lock.js'
-import { fileName, keyFromName } from './_names.js'
-import { privateKeyTest, restrictPrivateFiles } from './_private.js'
+import { fileName, privateKeyTest } from './_names.js'
 
 /** Options for {@link fsStorage}. */
 export interface FsStorageOptions {
   /** The directory to keep the store in. Created (mode 0700) if missing. */
   dir: string
   /**
-   * Keys starting with one of these, or holding one right after a `/` (the same keys under a
-   * `namespacedStorage` prefix), are secrets: their files have mode 0600, also files written
-   * 0644 by an earlier version (fixed at open). Other keys are 0644; the directory is 0700
-   * either way. The agentmsg client keeps its key seeds under `keys/self/` and introduction
-   * tokens under `keys/secret/`.
-   * @default ['keys/self/', 'keys/secret/', 'identity/secret']
+   * Keys starting with one of these, or holding one after a `/` (under a `namespacedStorage`
+   * prefix), are secrets: mode 0600 (fixed at open), others 0644. The client keeps its key
+   * seeds under `keys/self/`, introduction tokens under `keys/secret/`.
+   * @default DEFAULT_PRIVATE_PREFIXES
    */
   privatePrefixes?: string[]
 }
@@ -43,24 +47,12 @@ export const DEFAULT_PRIVATE_PREFIXES: readonly string[] = Object.freeze([
   'identity/secret',
 ])
 
-// Layout of `dir`: `lock` (the holder's pid) and `data/`, which holds one file per key
-// (`k<base32>` or `h<sha256>`, see _names.ts), at most one committed batch `journal`, and
-// `*.tmp` files from interrupted writes (deleted at open).
-const JOURNAL = 'journal'
-const IO_PARALLELISM = 16
-
-/** A write whose target state is known: the file contents for a put, `null` for a delete. */
-type Change = [key: string, content: string | null]
-
 /**
- * Opens (creating it if needed) the store in `options.dir` and takes its lock. Rejects with
- * `directory <dir> is locked by process <pid>` while another live process (or another open
- * store in this one) holds it; a lock left by a dead process is taken over. Call `close()` to
- * release the lock.
- *
- * Every `put`/`delete`/`batch` is durable when its promise resolves, and a `batch` is atomic
- * across keys even if the process or machine dies halfway: the batch is first written to a
- * journal whose rename is the commit point, and a committed journal is replayed at open.
+ * Opens (creating it if needed) the store in `options.dir` and takes its lock: rejects while
+ * another live process (or another open store in this one) holds it; a dead one's is taken
+ * over. `close()` releases it. Every write is durable when its promise resolves, and a `batch`
+ * is atomic across keys even if the machine dies halfway (a journal whose rename commits it,
+ * replayed at open).
  *
  * @example
  * const storage = await fsStorage({ dir: '/var/lib/my-agent' })
@@ -74,6 +66,8 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
   if (typeof options?.dir !== 'string' || options.dir === '') {
     throw new TypeError('fsStorage: options.dir must be a non-empty string')
   }
+  // `dir` holds `lock` (the holder's pid) and `data/`: one file per key (_names.ts), at most one
+  // committed batch `journal`, and `*.tmp` files of interrupted writes (deleted at open).
   const dir = resolve(options.dir)
   const dataDir = join(dir, 'data')
   const journalPath = join(dataDir, JOURNAL)
@@ -83,7 +77,10 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
   await mkdir(dir, { recursive: true, mode: 0o700 })
   await acquireLock(lockPath, dir)
 
-  const index = new KeyIndex()
+  // The stored keys, in the order `list` gives them (values unused): kept in step with every
+  // write, so `list` never reads the directory.
+  const index = memoryStorage()
+  const has = async (key: string) => (await index.get(key)) !== undefined
   const pathOf = (key: string): string => join(dataDir, fileName(key))
   const isPrivate = privateKeyTest(privatePrefixes)
   const modeOf = (key: string): number => (isPrivate(key) ? 0o600 : 0o644)
@@ -107,7 +104,10 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
     })
     await recover(dataDir, journalPath, apply)
     await load(dataDir, index)
-    await restrictPrivateFiles(index.range('', undefined, Infinity), isPrivate, pathOf)
+    // Secrets written 0644 by an earlier version become 0600 (a seed is rarely rewritten).
+    if (process.platform !== 'win32') {
+      for (const [key] of await index.list('')) if (isPrivate(key)) await chmod(pathOf(key), 0o600)
+    }
   } catch (error) {
     await releaseLock(lockPath)
     throw error
@@ -130,39 +130,35 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
   }
 
   const read = async (key: string): Promise<JsonValue | undefined> => {
-    if (!index.has(key)) return undefined
-    let text: string
-    try {
-      text = await readFile(pathOf(key), 'utf8')
-    } catch (error) {
+    if (!(await has(key))) return undefined
+    const text = await readFile(pathOf(key), 'utf8').catch((error: unknown) => {
       if (isCode(error, 'ENOENT')) return undefined
       throw error
-    }
-    const [stored, value] = parseEntry(text)
+    })
+    const [stored, value] = text === undefined ? [] : parseEntry(text)
     return stored === key ? value : undefined
   }
+
+  const track = (changes: Change[]) =>
+    index.batch(
+      changes.map(([key, c]) =>
+        c === null ? { type: 'delete', key } : { type: 'put', key, value: 0 },
+      ),
+    )
 
   const commit = async (changes: Change[]): Promise<void> => {
     if (changes.length === 0) return
     if (changes.length === 1) {
       // One file: its rename is atomic by itself, no journal needed.
       const [key, content] = changes[0] as Change
-      if (content === null) {
-        if (!(await removeFile(pathOf(key)))) return
-        index.remove(key)
-      } else {
-        await replaceFile(pathOf(key), content, modeOf(key))
-        index.add(key)
-      }
+      if (content === null) await removeFile(pathOf(key))
+      else await replaceFile(pathOf(key), content, modeOf(key))
       await syncDir(dataDir)
-      return
+      return track(changes)
     }
     await replaceFile(journalPath, JSON.stringify({ v: 1, changes }), 0o600)
     await syncDir(dataDir) // the commit point: from here on the batch survives a crash
-    for (const [key, content] of changes) {
-      if (content === null) index.remove(key)
-      else index.add(key)
-    }
+    await track(changes)
     try {
       await apply(changes)
     } catch (error) {
@@ -188,7 +184,7 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
     put(key, value, options) {
       return guard(options, () => {
         checkKey(key)
-        const content = entryText(key, jsonText(value))
+        const content = entryText(key, value)
         return run(options, () => commit([[key, content]]))
       })
     },
@@ -196,7 +192,7 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
     delete(key, options) {
       return guard(options, () => {
         checkKey(key)
-        return run(options, () => commit(index.has(key) ? [[key, null]] : []))
+        return run(options, async () => commit((await has(key)) ? [[key, null]] : []))
       })
     },
 
@@ -213,7 +209,7 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
           checkKey(op.key, `op ${i}: `)
           // Only the last op on a key decides its final state.
           last.delete(op.key)
-          if (op.type === 'put') last.set(op.key, entryText(op.key, jsonText(op.value)))
+          if (op.type === 'put') last.set(op.key, entryText(op.key, op.value))
           else if (op.type === 'delete') last.set(op.key, null)
           else {
             throw new TypeError(
@@ -221,33 +217,28 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
             )
           }
         })
-        return run(options, () =>
+        return run(options, async () => {
           // Deleting a key that is not there changes nothing, so it need not be journalled.
-          commit([...last].filter(([key, content]) => content !== null || index.has(key))),
-        )
+          const changes: Change[] = []
+          for (const [key, content] of last) {
+            if (content !== null || (await has(key))) changes.push([key, content])
+          }
+          return commit(changes)
+        })
       })
     },
 
     list(prefix: string, options: StorageListOptions = {}) {
       return guard(options, () => {
-        checkKey(prefix, 'prefix: ')
         const { after, limit } = options
-        if (after !== undefined) checkKey(after, 'after: ')
-        if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) {
-          throw new TypeError(`storage list: limit must be a non-negative integer, got ${limit}`)
-        }
         return run(options, async () => {
-          const keys = index.range(prefix, after, limit ?? Infinity)
-          const values = new Array<JsonValue | undefined>(keys.length)
-          await eachLimited(keys, IO_PARALLELISM, async (key, i) => {
-            values[i] = await read(key)
+          // The index checks the arguments, as every adapter does.
+          const keys = (await index.list(prefix, { after, limit })).map(([key]) => key)
+          const out = keys.map((key): [string, JsonValue | undefined] => [key, undefined])
+          await eachLimited(out, IO_PARALLELISM, async (entry) => {
+            entry[1] = await read(entry[0])
           })
-          const out: Array<[string, JsonValue]> = []
-          keys.forEach((key, i) => {
-            const value = values[i]
-            if (value !== undefined) out.push([key, value])
-          })
-          return out
+          return out.filter((entry): entry is [string, JsonValue] => entry[1] !== undefined)
         })
       })
     },
@@ -265,10 +256,9 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
   }
 }
 
-/** Runs the synchronous checks of a method so that their errors become rejections. */
+/** Runs the synchronous checks of a method (the signal's first) so that they reject. */
 function guard<T>(options: AbortOptions | undefined, body: () => Promise<T>): Promise<T> {
   try {
-    // Throws `signal.reason`, as the AbortOptions contract says.
     options?.signal?.throwIfAborted()
     return body()
   } catch (error) {
@@ -278,46 +268,4 @@ function guard<T>(options: AbortOptions | undefined, body: () => Promise<T>): Pr
 
 function checkKey(key: unknown, what = ''): asserts key is string {
   if (typeof key !== 'string') throw new TypeError(`storage: ${what}key must be a string`)
-}
-
-/** Deletes interrupted temporary files and finishes a committed batch, if any. */
-async function recover(
-  dataDir: string,
-  journalPath: string,
-  apply: (changes: Change[]) => Promise<void>,
-): Promise<void> {
-  const names = await readdir(dataDir)
-  for (const name of names) {
-    if (name.endsWith('.tmp')) await removeFile(join(dataDir, name))
-  }
-  if (!names.includes(JOURNAL)) return
-  // A journal only ever appears by rename after its contents were fsynced, so an unreadable
-  // one means the disk lost data; refuse rather than guess.
-  let changes: Change[]
-  try {
-    const parsed = JSON.parse(await readFile(journalPath, 'utf8')) as {
-      v?: unknown
-      changes?: unknown
-    }
-    if (parsed.v !== 1 || !Array.isArray(parsed.changes)) throw new Error('unknown format')
-    changes = parsed.changes as Change[]
-  } catch (error) {
-    throw new Error(`storage-fs: the batch journal ${journalPath} is unreadable`, { cause: error })
-  }
-  await apply(changes)
-}
-
-/** Fills `index` with the keys of the files in `dataDir`. */
-async function load(dataDir: string, index: KeyIndex): Promise<void> {
-  const hashed: string[] = []
-  for (const name of await readdir(dataDir)) {
-    const key = keyFromName(name)
-    if (key !== undefined) index.add(key)
-    else if (/^h[0-9a-f]{64}$/.test(name)) hashed.push(name)
-  }
-  // Long keys and keys with lone surrogates are named by hash; their key is inside the file.
-  await eachLimited(hashed, IO_PARALLELISM, async (name) => {
-    const [key] = parseEntry(await readFile(join(dataDir, name), 'utf8'))
-    if (fileName(key) === name) index.add(key)
-  })
 }

@@ -3,12 +3,22 @@ import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
+import { build, type Plugin } from 'esbuild'
 
 export const tempDir = (): Promise<string> => mkdtemp(join(tmpdir(), 'agentmsg-fs-'))
 
 const CHILD = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 const SOURCE = fileURLToPath(new URL('../src/index.ts', import.meta.url))
+
+/** Leaves npm packages to Node's resolver; `@agentmsg/*` is bundled from its sources. */
+const externalNpm: Plugin = {
+  name: 'external-npm',
+  setup(b) {
+    b.onResolve({ filter: /^[^./#]/ }, (args) =>
+      args.path.startsWith('@agentmsg/') ? undefined : { path: args.path, external: true },
+    )
+  },
+}
 
 /** Bundles src/index.ts into `<dir>/storage-fs.mjs` for child processes; returns its path. */
 export async function bundleSource(dir: string): Promise<string> {
@@ -18,7 +28,9 @@ export async function bundleSource(dir: string): Promise<string> {
     bundle: true,
     platform: 'node',
     format: 'esm',
-    packages: 'external',
+    // The workspace packages from their sources, as the tests see them; the rest from npm.
+    conditions: ['@agentmsg/source'],
+    plugins: [externalNpm],
     outfile,
     logLevel: 'silent',
   })

@@ -1,8 +1,7 @@
 /**
- * Open `dbName` with `storeName` in it. A new database is created with the store; an existing
- * one without the store is upgraded to the next version to add it. `onLost` runs when the
- * connection goes away on its own: it is closed at once on `versionchange` (so another tab's
- * upgrade or `deleteDatabase` is never blocked by us) and the browser may close it (`close`).
+ * Open `dbName` with `storeName` in it (an existing database without it is upgraded to add it).
+ * `onLost` runs when the connection goes: closed at once on `versionchange` (another tab's
+ * upgrade or `deleteDatabase` is never blocked by us), or by the browser.
  */
 export async function openStore(
   factory: IDBFactory,

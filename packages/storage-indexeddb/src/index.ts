@@ -1,59 +1,33 @@
 /**
- * `@agentmsg/storage-indexeddb`: the agentmsg {@link Storage} contract on IndexedDB, for
- * browsers. One object store keyed by string; every write waits for its transaction's
- * `complete` event with `durability: 'strict'`, and `batch` is one transaction.
+ * `@agentmsg/storage-indexeddb`: the agentmsg `Storage` contract on IndexedDB, for browsers.
  *
  * @packageDocumentation
  */
-import type {
-  AbortOptions,
-  JsonValue,
-  Storage,
-  StorageListOptions,
-  StorageOp,
-} from '@agentmsg/core'
-import { checkKey, cloneJson, prefixEnd } from './_json.js'
+import type { JsonValue, Storage, StorageOp } from '@agentmsg/core'
+import { cloneJsonValue } from '@agentmsg/core/encoding'
 import { openStore } from './_open.js'
 
 /** Options for {@link indexedDbStorage}. */
 export interface IndexedDbStorageOptions {
-  /**
-   * The IndexedDB database. Stores with different names never see each other's keys.
-   * @default 'agentmsg'
-   */
+  /** The database; stores with different names never see each other's keys. @default 'agentmsg' */
   dbName?: string
   /**
-   * The object store inside the database. Several stores may share one database; opening a new
-   * one upgrades the database, and other open storages reconnect on their own.
-   * @default 'kv'
+   * The object store in it. Several may share one database: opening a new one upgrades it, and
+   * the other open storages reconnect on their own. @default 'kv'
    */
   storeName?: string
-  /**
-   * The IndexedDB implementation, for tests or runtimes without a global one (for example
-   * `fake-indexeddb` on Node; pass its `IDBKeyRange` too).
-   * @default globalThis.indexedDB
-   */
+  /** For runtimes without a global one (`fake-indexeddb` on Node). @default globalThis.indexedDB */
   indexedDB?: IDBFactory
-  /**
-   * The `IDBKeyRange` that belongs to {@link IndexedDbStorageOptions.indexedDB}.
-   * @default globalThis.IDBKeyRange
-   */
+  /** The `IDBKeyRange` of that `indexedDB`. @default globalThis.IDBKeyRange */
   IDBKeyRange?: typeof IDBKeyRange
 }
 
 /**
- * Open (creating if needed) a {@link Storage} in IndexedDB.
- *
- * - Values must be JSON; anything else (`undefined` anywhere, `NaN`, a `Date`, a cycle) is
- *   refused with a `TypeError` before IndexedDB is touched, as every agentmsg adapter does.
- *   Values are copied on the way in and structured-cloned on the way out.
- * - A write resolves once its transaction has committed (`complete`, `durability: 'strict'`).
- * - `batch` validates every op first, then applies them all in one `readwrite` transaction;
- *   any failure aborts the transaction, so none of the ops is visible.
- * - `list` reads a key range in IndexedDB's own order, which is UTF-16 code unit order, the same
- *   as JavaScript's `<`.
- * - When another connection upgrades or deletes the database, this one closes at once (so it
- *   never blocks the other) and reconnects on its next operation. `close()` ends it for good.
+ * Open (creating if needed) a {@link Storage} in IndexedDB. Values must be JSON (refused with a
+ * `TypeError` before IndexedDB is touched, as every agentmsg adapter does); a write resolves once
+ * its transaction committed; `batch` is one transaction; `list` is in UTF-16 code unit order
+ * (IndexedDB's, and `<`'s). When another connection upgrades or deletes the database, this one
+ * closes at once (never blocking it) and reconnects on its next operation.
  *
  * @example
  * const storage = await indexedDbStorage({ dbName: 'my-agent' })
@@ -79,7 +53,6 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
     if (closed) return Promise.reject(new Error(`indexedDbStorage(${dbName}): storage is closed`))
     if (!opening) {
       const pending = openStore(factory, dbName, storeName, () => {
-        // Lost (versionchange or closed by the browser): the next operation opens again.
         if (opening === pending) opening = undefined
       })
       opening = pending
@@ -91,9 +64,8 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
   }
 
   /**
-   * Run `body` in one transaction on the store and resolve with its result once the
-   * transaction has COMPLETED (for writes: committed), or reject with the first failure, the
-   * signal's reason, or the transaction's error.
+   * Run `body` in one transaction and resolve with its result once the transaction COMPLETED
+   * (writes: committed), or reject with the first failure, the signal's reason or its error.
    */
   const transact = async <T>(
     mode: IDBTransactionMode,
@@ -120,9 +92,7 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
         try {
           txn.abort()
           failure ??= { error }
-        } catch {
-          // Already committing or finished: the outcome is whatever `complete`/`abort` says.
-        }
+        } catch {} // already finished: `complete` or `abort` tells the outcome
       }
       const onSignal = (): void => abort(signal?.reason)
       const done = (): void => signal?.removeEventListener('abort', onSignal)
@@ -136,28 +106,33 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
       }
       txn.onabort = () => {
         done()
-        reject(
-          failure
-            ? failure.error
-            : (txn.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError')),
-        )
+        const error = txn.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError')
+        reject(failure ? failure.error : error)
       }
       signal?.addEventListener('abort', onSignal, { once: true })
       try {
         result = body(txn.objectStore(storeName))
       } catch (err) {
-        // A request that throws synchronously (DataCloneError, QuotaExceededError, …) would
-        // leave the earlier requests of the transaction to commit: abort them.
-        abort(err)
+        abort(err) // a request that threw must not let the earlier ones commit
       }
     })
   }
 
+  /** Applies `ops` (checked and copied) in one transaction. */
+  const write = (ops: StorageOp[], signal: AbortSignal | undefined) =>
+    transact('readwrite', signal, (store) => {
+      for (const op of ops) {
+        if (op.type === 'put') store.put(op.value, op.key)
+        else store.delete(op.key)
+      }
+      return () => undefined
+    })
+
   return {
     name: 'indexeddb',
 
-    async get(key: string, options?: AbortOptions) {
-      checkAbort(options)
+    async get(key, options) {
+      options?.signal?.throwIfAborted()
       checkKey(key)
       return transact('readonly', options?.signal, (store) => {
         const request = store.get(key)
@@ -165,27 +140,20 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
       })
     },
 
-    async put(key: string, value: JsonValue, options?: AbortOptions) {
-      checkAbort(options)
+    async put(key, value, options) {
+      options?.signal?.throwIfAborted()
       checkKey(key)
-      const copy = cloneJson(value)
-      await transact('readwrite', options?.signal, (store) => {
-        store.put(copy, key)
-        return () => undefined
-      })
+      await write([{ type: 'put', key, value: cloneJsonValue(value) }], options?.signal)
     },
 
-    async delete(key: string, options?: AbortOptions) {
-      checkAbort(options)
+    async delete(key, options) {
+      options?.signal?.throwIfAborted()
       checkKey(key)
-      await transact('readwrite', options?.signal, (store) => {
-        store.delete(key)
-        return () => undefined
-      })
+      await write([{ type: 'delete', key }], options?.signal)
     },
 
-    async batch(ops: StorageOp[], options?: AbortOptions) {
-      checkAbort(options)
+    async batch(ops, options) {
+      options?.signal?.throwIfAborted()
       if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
       // Validate and copy every op before opening the transaction, so a bad value late in the
       // batch fails it before anything is written.
@@ -194,24 +162,16 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
           throw new TypeError(`storage batch: op ${i} is not an object`)
         }
         checkKey(op.key, `op ${i}: `)
-        if (op.type === 'put') return { type: 'put', key: op.key, value: cloneJson(op.value) }
+        if (op.type === 'put') return { type: 'put', key: op.key, value: cloneJsonValue(op.value) }
         if (op.type === 'delete') return { type: 'delete', key: op.key }
-        throw new TypeError(
-          `storage batch: op ${i} has unknown type ${String((op as StorageOp).type)}`,
-        )
+        const type = String((op as StorageOp).type)
+        throw new TypeError(`storage batch: op ${i} has unknown type ${type}`)
       })
-      if (ready.length === 0) return
-      await transact('readwrite', options?.signal, (store) => {
-        for (const op of ready) {
-          if (op.type === 'put') store.put(op.value, op.key)
-          else store.delete(op.key)
-        }
-        return () => undefined
-      })
+      if (ready.length > 0) await write(ready, options?.signal)
     },
 
-    async list(prefix: string, options: StorageListOptions = {}) {
-      checkAbort(options)
+    async list(prefix, options = {}) {
+      options?.signal?.throwIfAborted()
       checkKey(prefix, 'prefix: ')
       const { after, limit, signal } = options
       if (after !== undefined) checkKey(after, 'after: ')
@@ -258,6 +218,20 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
   }
 }
 
-function checkAbort(options: AbortOptions | undefined): void {
-  options?.signal?.throwIfAborted()
+function checkKey(key: unknown, what = ''): asserts key is string {
+  if (typeof key !== 'string') throw new TypeError(`storage: ${what}key must be a string`)
+}
+
+/**
+ * The smallest string greater than every string that starts with `prefix`, or `undefined` when
+ * there is none (`''`, or only U+FFFF); not `prefix + '\uffff'`, which `prefix + '\uffff\uffff'` passes.
+ */
+function prefixEnd(prefix: string): string | undefined {
+  for (let i = prefix.length - 1; i >= 0; i--) {
+    const unit = prefix.charCodeAt(i)
+    // Code units, not code points: IndexedDB and `<` both compare strings unit by unit, and
+    // a lone surrogate is a valid key unit here.
+    if (unit < 0xffff) return prefix.slice(0, i) + String.fromCharCode(unit + 1)
+  }
+  return undefined
 }

@@ -1,16 +1,7 @@
 /**
- * Example: a custom transport written only against `@agentmsg/core`'s interfaces. Agents in
- * one process reach each other through a shared hub, with no network:
- *
- *   const hub = createMemoryHub()
- *   const alice = await createAgent({ transports: [memoryTransport(hub)] })
- *   const bob = await createAgent({ transports: [memoryTransport(hub)] })
- *   await alice.send(bob.id, 'hello')
- *
- * The transport only moves signed messages. Parsing, verification, replay protection and
- * auth levels happen in the agent's receive pipeline, the same as for https and relays: the
- * hub hands the message bytes to the receiving agent's `receive` and reports its outcome back
- * to the sender, as an inbox answers 202 or an error (the `direct` model of `testTransport`).
+ * A transport between the agents of one process, through a shared hub: it hands the message
+ * bytes to the receiving agent's pipeline and its outcome back to the sender, as an inbox
+ * answers 202 or an error (the `direct` model of `testTransport`).
  */
 import {
   type AbortOptions,
@@ -19,6 +10,7 @@ import {
   type DeliveryReceipt,
   type DeliveryTarget,
   type Message,
+  type PeerRoute,
   type Transport,
   type TransportComponents,
   type TransportFactory,
@@ -26,34 +18,29 @@ import {
 import { invalidFormat } from '@agentmsg/core/http'
 
 /** Where the agents of one process find each other: agent id → its receive side. */
-export interface MemoryHub {
-  /** The listening agents. */
-  readonly agents: Map<string, DeliveryHandler>
-}
+type MemoryHub = { readonly agents: Map<string, DeliveryHandler> }
 
 /** A hub for {@link memoryTransport}: agents sharing it can message each other. */
 export function createMemoryHub(): MemoryHub {
   return { agents: new Map() }
 }
 
-/** The kind of target (and the protocol name) of {@link memoryTransport}. */
-export const MEMORY_KIND = 'memory'
+const KIND = 'memory'
 
 /**
- * A transport factory for `createAgent({ transports: [memoryTransport(hub)] })`: each agent's
- * transport listens on the hub under its id, routes to any agent listening there and delivers
- * by calling that agent's receive side.
+ * A transport factory for `createAgent({ transports: [memoryTransport(hub)] })`: each agent
+ * listens on the hub under its id and delivers to any agent listening there.
+ *
+ * @example
+ * const hub = createMemoryHub()
+ * const alice = await createAgent({ transports: [memoryTransport(hub)] })
  */
 export function memoryTransport(hub: MemoryHub): TransportFactory {
-  return {
-    protocol: MEMORY_KIND,
-    create: (components) => new MemoryTransport(hub.agents, components),
-  }
+  return { protocol: KIND, create: (components) => new MemoryTransport(hub.agents, components) }
 }
 
 class MemoryTransport implements Transport {
-  readonly protocol = MEMORY_KIND
-  readonly kinds = [MEMORY_KIND]
+  readonly protocol = KIND
   #receive: DeliveryHandler | undefined
   #closed = false
 
@@ -62,30 +49,25 @@ class MemoryTransport implements Transport {
     private readonly components: TransportComponents,
   ) {}
 
-  /** A target for agents listening on the hub; others are left to the agent's other transports. */
-  async route(agent: string): Promise<DeliveryTarget | undefined> {
-    return this.agents.has(agent) ? { kind: MEMORY_KIND, agent, urls: [] } : undefined
+  /** A target for an agent listening on the hub; nothing stands between them: `confidential`. */
+  targets(peer: PeerRoute): DeliveryTarget[] {
+    if (!this.agents.has(peer.agent)) return []
+    return [{ kind: KIND, agent: peer.agent, urls: [], route: 'direct', confidential: true }]
   }
 
-  async send(
-    message: Message,
-    target: DeliveryTarget,
-    options: AbortOptions = {},
-  ): Promise<DeliveryReceipt> {
+  async send(message: Message, target: DeliveryTarget, options: AbortOptions = {}) {
     if (this.#closed) throw new AgentMsgError('unavailable', 'the memory transport is closed')
-    if (target.kind !== MEMORY_KIND) {
-      throw invalidFormat(`the memory transport sends to ${MEMORY_KIND} targets`, 'target.kind')
+    if (target.kind !== KIND) {
+      throw invalidFormat(`the memory transport sends to ${KIND} targets`, 'target.kind')
     }
     options.signal?.throwIfAborted()
     const receive = this.agents.get(target.agent)
     if (!receive) throw new AgentMsgError('unavailable', `${target.agent} is not on this hub`)
     // Bytes, as on the wire: the receiver parses and checks them like an HTTP body.
-    const outcome = await receive({
-      body: new TextEncoder().encode(JSON.stringify(message)),
-      transport: MEMORY_KIND,
-    })
+    const body = new TextEncoder().encode(JSON.stringify(message))
+    const outcome = await receive({ body, transport: KIND })
     if (outcome.status === 'refused') throw outcome.error
-    return { messageId: outcome.messageId, target }
+    return { messageId: outcome.messageId, target } satisfies DeliveryReceipt
   }
 
   async listen(receive: DeliveryHandler, options: AbortOptions = {}): Promise<void> {

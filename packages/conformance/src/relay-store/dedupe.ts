@@ -1,22 +1,24 @@
-/**
- * RelayStore contract, PROFILE §9 duplicates as amended: (mailbox, from, message_id) is stored
- * once and remembered after its entry is acknowledged or expires, until the message's date
- * window closed (`forgetAt`); `isDuplicate` answers before the relay charges the sender.
- */
+/** RelayStore contract, PROFILE §9 duplicates: a (mailbox, from, message_id) is remembered until `forgetAt`. */
 
-import { describe, expect, it } from 'vitest'
-import { all, ids, publishInput as message, RELAY_STORE_NOW as NOW } from './fixtures.js'
+import { PROFILE } from '@agentmsg/core'
+import { describe, expect } from 'vitest'
+import {
+  all,
+  DAY,
+  duplicate,
+  ids,
+  publishInput as message,
+  RELAY_STORE_NOW as NOW,
+} from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
-const DAY = 24 * 3600 * 1000
-/** The default window: 8 days and 15 minutes after receipt. */
-const DEFAULT_FORGET = NOW + 8 * DAY + 15 * 60_000
+/** The default window after receipt (8 days and 15 minutes). */
+const DEFAULT_FORGET = NOW + PROFILE.relayForgetAfterReceiptMs
 
 export function dedupeChecks(suite: RelayStoreSuite): void {
-  const { make, store } = suite
+  const { test } = suite
   describe('remembered duplicates', () => {
-    it('an acknowledged message stays a duplicate until forgetAt, then may be stored again', async () => {
-      const s = await store()
+    test('an acknowledged message stays a duplicate until forgetAt, then may be stored again', async (s) => {
       const m = { ...message(['alice']), forgetAt: NOW + 2 * DAY }
       await s.publish(m)
       await s.ack('alice', m.messageId, m.from)
@@ -34,14 +36,12 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(await s.isDuplicate({ ...query, now: NOW + 2 * DAY })).toBe(false)
       await s.expire(NOW + 2 * DAY)
       const late = { ...m, receivedAt: NOW + 2 * DAY, expiresAt: NOW + 9 * DAY }
-      expect((await s.publish(late))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, late)).toBe(false)
       expect(
         ids(await all(s, 'alice', { limit: 500, maxBytes: 1 << 20, now: late.receivedAt })),
       ).toEqual([m.messageId])
     })
-
-    it('by default remembered 8 days and 15 minutes after receipt', async () => {
-      const s = await store()
+    test('by default remembered 8 days and 15 minutes after receipt', async (s) => {
       const m = message(['alice'])
       await s.publish(m)
       await s.ack('alice', m.messageId)
@@ -49,21 +49,16 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(await s.isDuplicate({ ...query, now: DEFAULT_FORGET - 1 })).toBe(true)
       expect(await s.isDuplicate({ ...query, now: DEFAULT_FORGET })).toBe(false)
     })
-
-    it('an expired entry is remembered too; another sender’s same id is another message', async () => {
-      const s = await store()
+    test('an expired entry is remembered too; another sender’s same id is another message', async (s) => {
       const m = message(['alice'], { expiresAt: NOW + 100 })
       await s.publish(m)
       expect(await s.expire(NOW + 100)).toBe(1)
       const [again] = await s.publish({ ...m, receivedAt: NOW + 200, expiresAt: NOW + DAY })
       expect(again).toEqual({ mailbox: 'alice', duplicate: true })
       const other = message(['alice'], { messageId: m.messageId, from: 'did:key:z6MkOther' })
-      expect((await s.publish(other))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, other)).toBe(false)
     })
-
-    it('remembers per mailbox: a topic copy is new only where it was never stored', async () => {
-      const sut = await make()
-      const s = sut.store
+    test('remembers per mailbox: a topic copy is new only where it was never stored', async (s) => {
       const m = message(['alice', 'bob'])
       await s.publish(m)
       await s.ack('alice', m.messageId, m.from)
@@ -81,9 +76,7 @@ export function dedupeChecks(suite: RelayStoreSuite): void {
       expect(await all(s, 'alice')).toEqual([])
       expect(ids(await all(s, 'carol'))).toEqual([m.messageId])
     })
-
-    it('a held entry answers isDuplicate, acks without `from` are remembered too', async () => {
-      const s = await store()
+    test('a held entry answers isDuplicate, acks without `from` are remembered too', async (s) => {
       const m = message(['alice'])
       const query = { mailboxes: ['alice'], from: m.from, messageId: m.messageId, now: NOW }
       expect(await s.isDuplicate(query)).toBe(false)

@@ -1,20 +1,31 @@
-/**
- * What the RelayStore suite publishes and how it reads stores back: publish inputs with
- * controlled ids, sizes and times, cursor order, and whole-mailbox reads.
- */
-
+/** What the RelayStore suite publishes, and how it reads stores back. */
+import { PROFILE } from '@agentmsg/core'
 import type { MailboxEntry, PublishInput, RelayStore } from '@agentmsg/relay'
+
+type RetrieveOptions = Parameters<RelayStore['retrieve']>[1]
+
 import { expect } from 'vitest'
 
 /** The clock of the suite: every publish input is received at this time unless told otherwise. */
 export const RELAY_STORE_NOW = 1_700_000_000_000
 const NOW = RELAY_STORE_NOW
-export const WEEK = 7 * 24 * 3600 * 1000
-export const BIG_PAGE = { limit: 500, maxBytes: 8 * 1024 * 1024, now: NOW }
+export const WEEK = PROFILE.relayRetentionMs
+export const DAY = WEEK / 7
+export const BIG_PAGE: RetrieveOptions = {
+  limit: PROFILE.maxPageLimit,
+  maxBytes: PROFILE.pageBytes,
+  now: NOW,
+}
 
 let counter = 0
 
-/** A message to publish; `size` pads the JSON to about that many bytes. */
+/**
+ * A message to publish to `mailboxes`, from a fixed sender, received now and kept a week;
+ * `size` pads the JSON to about that many bytes.
+ *
+ * @example
+ * await store.publish(publishInput(['alice'], { size: 2000, receivedAt: RELAY_STORE_NOW + 10 }))
+ */
 export function publishInput(
   mailboxes: string[],
   overrides: Partial<Omit<PublishInput, 'json' | 'bytes'>> & { size?: number; body?: string } = {},
@@ -49,11 +60,8 @@ export function expectIncreasing(cursors: string[]): void {
   }
 }
 
-export async function all(
-  store: RelayStore,
-  mailbox: string,
-  page = BIG_PAGE,
-): Promise<MailboxEntry[]> {
+/** Every entry of `mailbox`, page by page. */
+export async function all(store: RelayStore, mailbox: string, page = BIG_PAGE) {
   const out: MailboxEntry[] = []
   let after: string | undefined
   for (;;) {
@@ -64,4 +72,12 @@ export async function all(
   }
 }
 
+/** One page of `mailbox`: `BIG_PAGE` with `over`'s changes. */
+export const page = (s: RelayStore, mailbox: string, over: Partial<RetrieveOptions> = {}) =>
+  s.retrieve(mailbox, { ...BIG_PAGE, ...over })
+
 export const ids = (entries: MailboxEntry[]) => entries.map((e) => e.messageId)
+
+/** Whether `s` answered the first mailbox of publishing `input` as a duplicate. */
+export const duplicate = async (s: RelayStore, input: PublishInput) =>
+  (await s.publish(input))[0]!.duplicate

@@ -1,147 +1,142 @@
-/**
- * RelayStore contract, PROFILE §9 quotas as amended: one sender's share of a mailbox, the
- * relay-wide storage cap (a topic message counted once), and topic fan-out that skips mailboxes
- * without room instead of failing.
- */
-
+/** RelayStore contract, PROFILE §9 quotas: a sender's share, the relay-wide cap, `skipFull` fan-out. */
 import type { MailboxFullError } from '@agentmsg/relay'
-import { describe, expect, it } from 'vitest'
-import { all, ids, publishInput as message, RELAY_STORE_NOW as NOW, WEEK } from './fixtures.js'
+import { describe, expect } from 'vitest'
+import {
+  all,
+  duplicate,
+  ids,
+  publishInput as message,
+  RELAY_STORE_NOW as NOW,
+  WEEK,
+} from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 const A = 'did:key:z6MkSenderA'
 const B = 'did:key:z6MkSenderB'
 
 export function quotaChecks(suite: RelayStoreSuite): void {
-  const { make, store } = suite
+  const { test, full, relayFull } = suite
   describe('one sender’s share of a mailbox', () => {
-    it('by default a quarter of the mailbox: the sender stops there, another still gets through', async () => {
-      const s = await store({ quota: { messages: 8 } })
+    test('by default a quarter of the mailbox: the sender stops there, another still gets through', {
+      messages: 8,
+    }, async (s) => {
       for (let i = 0; i < 2; i++) await s.publish(message(['alice'], { from: A }))
       const err = await s.publish(message(['alice'], { from: A })).catch((e: unknown) => e)
-      expect(err).toBeInstanceOf(suite.MailboxFullError)
+      expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
       expect((err as MailboxFullError).reason).toBe('sender')
       expect(await s.usage('alice', A)).toMatchObject({ messages: 2 })
       const fromB = message(['alice'], { from: B })
-      expect((await s.publish(fromB))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, fromB)).toBe(false)
       expect(await s.usage('alice', B)).toEqual({ messages: 1, bytes: fromB.bytes })
       expect(await s.usage('alice')).toMatchObject({ messages: 3 })
       // The share is per mailbox: A still writes to bob.
-      expect((await s.publish(message(['bob'], { from: A })))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, message(['bob'], { from: A }))).toBe(false)
     })
-
-    it('by bytes, a quarter of the mailbox bytes; an ack gives the sender room again', async () => {
-      const s = await store({ quota: { bytes: 4000 } })
+    test('by bytes, a quarter of the mailbox bytes; an ack gives the sender room again', {
+      bytes: 4000,
+    }, async (s) => {
       const first = message(['alice'], { from: A, size: 600 })
       await s.publish(first)
-      await expect(s.publish(message(['alice'], { from: A, size: 600 }))).rejects.toBeInstanceOf(
-        suite.MailboxFullError,
-      )
+      await full(s.publish(message(['alice'], { from: A, size: 600 })))
       expect(await s.usage('alice', A)).toEqual({ messages: 1, bytes: first.bytes })
       await s.ack('alice', first.messageId, first.from)
       expect(await s.usage('alice', A)).toEqual({ messages: 0, bytes: 0 })
-      expect((await s.publish(message(['alice'], { from: A, size: 600 })))[0]!.duplicate).toBe(
-        false,
-      )
+      expect(await duplicate(s, message(['alice'], { from: A, size: 600 }))).toBe(false)
     })
-
-    it('expired entries of the sender do not hold its share', async () => {
-      const s = await store({ quota: { messages: 4 } })
+    test('expired entries of the sender do not hold its share', { messages: 4 }, async (s) => {
       await s.publish(message(['alice'], { from: A, expiresAt: NOW + 10 }))
-      await expect(s.publish(message(['alice'], { from: A }))).rejects.toBeInstanceOf(
-        suite.MailboxFullError,
-      )
+      await full(s.publish(message(['alice'], { from: A })))
       const later = message(['alice'], { from: A, receivedAt: NOW + 10 })
-      expect((await s.publish(later))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, later)).toBe(false)
       expect(await s.usage('alice', A)).toMatchObject({ messages: 1 })
     })
   })
 
   describe('relay-wide storage cap', () => {
-    it('counts the bytes stored, a topic message once; past it nothing is stored', async () => {
-      const sut = await make({ quota: { totalBytes: 5000 } })
-      const s = sut.store
-      const topic = message(['alice', 'bob', 'carol'], { from: A, size: 2000 })
-      await s.publish(topic)
-      expect(await s.usage()).toEqual({ messages: 1, bytes: topic.bytes })
-      const direct = message(['dave'], { from: B, size: 2000 })
-      await s.publish(direct)
-      const over = message(['erin'], { from: B, size: 1500 })
-      const err = await s.publish(over).catch((e: unknown) => e)
-      expect(err).toBeInstanceOf(suite.RelayStorageFullError)
-      expect((err as Error).name).toBe('RelayStorageFullError')
-      expect(await s.usage('erin')).toEqual({ messages: 0, bytes: 0 })
-      expect(await sut.storedMessages()).toBe(2)
-      // A topic publish cannot pass the cap either.
-      await expect(
-        s.publish({ ...message(['alice', 'bob'], { size: 1500 }), skipFull: true }),
-      ).rejects.toBeInstanceOf(suite.RelayStorageFullError)
-      // A duplicate is still answered at the cap.
-      expect((await s.publish(direct))[0]!.duplicate).toBe(true)
-      // Room comes back when the last mailbox holding a message acknowledges it.
-      for (const agent of ['alice', 'bob']) await s.ack(agent, topic.messageId, topic.from)
-      await expect(s.publish(over)).rejects.toBeInstanceOf(suite.RelayStorageFullError)
-      await s.ack('carol', topic.messageId, topic.from)
-      expect(await s.usage()).toEqual({ messages: 1, bytes: direct.bytes })
-      expect((await s.publish(over))[0]!.duplicate).toBe(false)
-    })
+    test(
+      'counts the bytes stored, a topic message once; past it nothing is stored',
+      { totalBytes: 5000 },
+      async (s, sut) => {
+        const topic = message(['alice', 'bob', 'carol'], { from: A, size: 2000 })
+        await s.publish(topic)
+        expect(await s.usage()).toEqual({ messages: 1, bytes: topic.bytes })
+        const direct = message(['dave'], { from: B, size: 2000 })
+        await s.publish(direct)
+        const over = message(['erin'], { from: B, size: 1500 })
+        const err = await s.publish(over).catch((e: unknown) => e)
+        expect(err).toBeInstanceOf(suite.relay.RelayStorageFullError)
+        expect((err as Error).name).toBe('RelayStorageFullError')
+        expect(await s.usage('erin')).toEqual({ messages: 0, bytes: 0 })
+        expect(await sut.storedMessages()).toBe(2)
+        // A topic publish cannot pass the cap either.
+        await relayFull(s.publish({ ...message(['alice', 'bob'], { size: 1500 }), skipFull: true }))
+        // A duplicate is still answered at the cap.
+        expect(await duplicate(s, direct)).toBe(true)
+        // Room comes back when the last mailbox holding a message acknowledges it.
+        for (const agent of ['alice', 'bob']) await s.ack(agent, topic.messageId, topic.from)
+        await relayFull(s.publish(over))
+        await s.ack('carol', topic.messageId, topic.from)
+        expect(await s.usage()).toEqual({ messages: 1, bytes: direct.bytes })
+        expect(await duplicate(s, over)).toBe(false)
+      },
+    )
 
-    it('expired messages do not hold room', async () => {
-      const s = await store({ quota: { totalBytes: 3000 } })
+    test('expired messages do not hold room', { totalBytes: 3000 }, async (s) => {
       await s.publish(message(['alice'], { size: 2000, expiresAt: NOW + 10 }))
-      await expect(s.publish(message(['bob'], { size: 2000 }))).rejects.toBeInstanceOf(
-        suite.RelayStorageFullError,
-      )
+      await relayFull(s.publish(message(['bob'], { size: 2000 })))
       const later = message(['bob'], { size: 2000, receivedAt: NOW + 10, expiresAt: NOW + WEEK })
-      expect((await s.publish(later))[0]!.duplicate).toBe(false)
+      expect(await duplicate(s, later)).toBe(false)
       expect((await s.usage()).bytes).toBe(later.bytes)
     })
   })
 
   describe('topic fan-out (skipFull)', () => {
-    it('stores for every mailbox with room and skips full ones, stored once', async () => {
-      const sut = await make({ quota: { messages: 2, senderMessages: 2 } })
-      const s = sut.store
-      // bob filled his own mailbox and never acknowledges.
-      for (let i = 0; i < 2; i++) await s.publish(message(['bob'], { from: 'did:key:z6MkBob' }))
-      const stored = await sut.storedMessages()
-      const m = { ...message(['alice', 'bob', 'carol'], { from: A }), skipFull: true }
-      const results = await s.publish(m)
-      expect(results.map((r) => [r.mailbox, r.duplicate, r.full === true])).toEqual([
-        ['alice', false, false],
-        ['bob', false, true],
-        ['carol', false, false],
-      ])
-      expect(results[1]!.cursor).toBeUndefined()
-      expect(await sut.storedMessages()).toBe(stored + 1)
-      for (const agent of ['alice', 'carol']) {
-        expect(ids(await all(s, agent))).toEqual([m.messageId])
-      }
-      expect(ids(await all(s, 'bob'))).not.toContain(m.messageId)
-      expect(await s.usage('bob')).toMatchObject({ messages: 2 })
-      // Once bob has room, the same message reaches him alone.
-      const [first] = await all(s, 'bob')
-      await s.ack('bob', first!.messageId, first!.from)
-      const again = await s.publish(m)
-      expect(again.map((r) => [r.mailbox, r.duplicate])).toEqual([
-        ['alice', true],
-        ['bob', false],
-        ['carol', true],
-      ])
-      expect(await sut.storedMessages()).toBe(stored + 1)
-    })
+    test(
+      'stores for every mailbox with room and skips full ones, stored once',
+      { messages: 2, senderMessages: 2 },
+      async (s, sut) => {
+        // bob filled his own mailbox and never acknowledges.
+        for (let i = 0; i < 2; i++) await s.publish(message(['bob'], { from: 'did:key:z6MkBob' }))
+        const stored = await sut.storedMessages()
+        const m = { ...message(['alice', 'bob', 'carol'], { from: A }), skipFull: true }
+        const results = await s.publish(m)
+        expect(results.map((r) => [r.mailbox, r.duplicate, r.full === true])).toEqual([
+          ['alice', false, false],
+          ['bob', false, true],
+          ['carol', false, false],
+        ])
+        expect(results[1]!.cursor).toBeUndefined()
+        expect(await sut.storedMessages()).toBe(stored + 1)
+        for (const agent of ['alice', 'carol'])
+          expect(ids(await all(s, agent))).toEqual([m.messageId])
+        expect(ids(await all(s, 'bob'))).not.toContain(m.messageId)
+        expect(await s.usage('bob')).toMatchObject({ messages: 2 })
+        // Once bob has room, the same message reaches him alone.
+        const [first] = await all(s, 'bob')
+        await s.ack('bob', first!.messageId, first!.from)
+        const again = await s.publish(m)
+        expect(again.map((r) => [r.mailbox, r.duplicate])).toEqual([
+          ['alice', true],
+          ['bob', false],
+          ['carol', true],
+        ])
+        expect(await sut.storedMessages()).toBe(stored + 1)
+      },
+    )
 
-    it('skips a mailbox where the sender holds its share; every mailbox full → nothing stored', async () => {
-      const sut = await make({ quota: { messages: 4 } })
-      const s = sut.store
-      await s.publish(message(['alice'], { from: A }))
-      const stored = await sut.storedMessages()
-      const m = { ...message(['alice', 'bob'], { from: A }), skipFull: true }
-      const results = await s.publish(m)
-      expect(results.map((r) => r.full === true)).toEqual([true, false])
-      const none = { ...message(['alice'], { from: A }), skipFull: true }
-      expect(await s.publish(none)).toEqual([{ mailbox: 'alice', duplicate: false, full: true }])
-      expect(await sut.storedMessages()).toBe(stored + 1)
-    })
+    test(
+      'skips a mailbox where the sender holds its share; every mailbox full → nothing stored',
+      { messages: 4 },
+      async (s, sut) => {
+        await s.publish(message(['alice'], { from: A }))
+        const stored = await sut.storedMessages()
+        const m = { ...message(['alice', 'bob'], { from: A }), skipFull: true }
+        const results = await s.publish(m)
+        expect(results.map((r) => r.full === true)).toEqual([true, false])
+        const none = { ...message(['alice'], { from: A }), skipFull: true }
+        expect(await s.publish(none)).toEqual([{ mailbox: 'alice', duplicate: false, full: true }])
+        expect(await sut.storedMessages()).toBe(stored + 1)
+      },
+    )
   })
 }

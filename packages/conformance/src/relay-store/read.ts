@@ -2,23 +2,21 @@
 import { describe, expect, it } from 'vitest'
 import {
   all,
-  BIG_PAGE,
   cursorValue,
   expectIncreasing,
   ids,
   publishInput as message,
   RELAY_STORE_NOW as NOW,
+  page,
   WEEK,
 } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 export function readChecks(suite: RelayStoreSuite): void {
-  const { factory, make, store } = suite
+  const { factory, test } = suite
   describe('retrieve', () => {
-    it('pages by cursor, oldest first; an empty page keeps the cursor', async () => {
-      const s = await store()
-      const sent = []
-      for (let i = 0; i < 5; i++) sent.push(message(['alice']))
+    test('pages by cursor, oldest first; an empty page keeps the cursor', async (s) => {
+      const sent = Array.from({ length: 5 }, () => message(['alice']))
       for (const m of sent) await s.publish(m)
       const opts = { limit: 2, maxBytes: 1 << 20, now: NOW }
       const p1 = await s.retrieve('alice', opts)
@@ -33,25 +31,17 @@ export function readChecks(suite: RelayStoreSuite): void {
       // New mail appears after the cursor the client holds.
       const late = message(['alice'])
       await s.publish(late)
-      expect(ids((await s.retrieve('alice', { ...opts, after: p4.cursor })).entries)).toEqual([
-        late.messageId,
-      ])
+      const p5 = await s.retrieve('alice', { ...opts, after: p4.cursor })
+      expect(ids(p5.entries)).toEqual([late.messageId])
       // Retrieval does not remove anything.
       expect(await all(s, 'alice', opts)).toHaveLength(6)
     })
-
-    it('an empty or unknown mailbox gives an empty page', async () => {
-      const s = await store()
-      expect(await s.retrieve('nobody', BIG_PAGE)).toEqual({ entries: [], cursor: undefined })
+    test('an empty or unknown mailbox gives an empty page', async (s) => {
+      expect(await page(s, 'nobody')).toEqual({ entries: [], cursor: undefined })
       await s.publish(message(['alice']))
-      expect(await s.retrieve('nobody', { ...BIG_PAGE, after: '12345' })).toEqual({
-        entries: [],
-        cursor: '12345',
-      })
+      expect(await page(s, 'nobody', { after: '12345' })).toEqual({ entries: [], cursor: '12345' })
     })
-
-    it('caps a page by bytes: stops before passing maxBytes, but always returns at least one', async () => {
-      const s = await store()
+    test('caps a page by bytes: stops before passing maxBytes, but always returns at least one', async (s) => {
       const small = [message(['alice'], { size: 300 }), message(['alice'], { size: 300 })]
       const large = message(['alice'], { size: 5000 })
       const tail = message(['alice'], { size: 300 })
@@ -65,60 +55,38 @@ export function readChecks(suite: RelayStoreSuite): void {
       const p3 = await s.retrieve('alice', { ...opts, after: p2.cursor })
       expect(ids(p3.entries)).toEqual([tail.messageId])
       // Exactly maxBytes fits.
-      const exact = await s.retrieve('alice', {
-        ...opts,
-        maxBytes: small[0]!.bytes + small[1]!.bytes,
-      })
-      expect(exact.entries).toHaveLength(2)
-      const under = await s.retrieve('alice', {
-        ...opts,
-        maxBytes: small[0]!.bytes + small[1]!.bytes - 1,
-      })
-      expect(under.entries).toHaveLength(1)
+      const two = small[0]!.bytes + small[1]!.bytes
+      expect((await s.retrieve('alice', { ...opts, maxBytes: two })).entries).toHaveLength(2)
+      expect((await s.retrieve('alice', { ...opts, maxBytes: two - 1 })).entries).toHaveLength(1)
     })
-
-    it('a page is short only at the end or for the byte cap', async () => {
-      const s = await store()
+    test('a page is short only at the end or for the byte cap', async (s) => {
       for (let i = 0; i < 7; i++) await s.publish(message(['alice'], { size: 200 }))
-      expect(
-        (await s.retrieve('alice', { limit: 5, maxBytes: 1 << 20, now: NOW })).entries,
-      ).toHaveLength(5)
-      expect(
-        (await s.retrieve('alice', { limit: 50, maxBytes: 1 << 20, now: NOW })).entries,
-      ).toHaveLength(7)
+      const opts = { maxBytes: 1 << 20, now: NOW }
+      expect((await s.retrieve('alice', { ...opts, limit: 5 })).entries).toHaveLength(5)
+      expect((await s.retrieve('alice', { ...opts, limit: 50 })).entries).toHaveLength(7)
     })
-
-    it('skips entries expired at `now`', async () => {
-      const s = await store()
+    test('skips entries expired at `now`', async (s) => {
       const short = message(['alice'], { expiresAt: NOW + 1000 })
       const long = message(['alice'])
       await s.publish(short)
       await s.publish(long)
-      expect(ids((await s.retrieve('alice', { ...BIG_PAGE, now: NOW + 999 })).entries)).toEqual([
-        short.messageId,
-        long.messageId,
-      ])
-      expect(ids((await s.retrieve('alice', { ...BIG_PAGE, now: NOW + 1000 })).entries)).toEqual([
-        long.messageId,
-      ])
+      const at = async (over: { now: number; limit?: number; maxBytes?: number }) =>
+        ids((await page(s, 'alice', over)).entries)
+      expect(await at({ now: NOW + 999 })).toEqual([short.messageId, long.messageId])
+      expect(await at({ now: NOW + 1000 })).toEqual([long.messageId])
       // An expired entry does not count against the limit.
-      expect(
-        ids((await s.retrieve('alice', { limit: 1, maxBytes: 1 << 20, now: NOW + 1000 })).entries),
-      ).toEqual([long.messageId])
+      expect(await at({ limit: 1, maxBytes: 1 << 20, now: NOW + 1000 })).toEqual([long.messageId])
     })
-
-    it('refuses a cursor that is not one of its cursors’ syntax', async () => {
-      const s = await store()
+    test('refuses a cursor that is not one of its cursors’ syntax', async (s) => {
       for (const after of ['abc', '-1', '1.5', '', ' 1', '0x10', '99999999999999999999']) {
-        await expect(s.retrieve('alice', { ...BIG_PAGE, after })).rejects.toThrow(RangeError)
+        await expect(page(s, 'alice', { after })).rejects.toThrow(RangeError)
       }
-      await expect(s.retrieve('alice', { ...BIG_PAGE, limit: 0 })).rejects.toThrow(RangeError)
+      await expect(page(s, 'alice', { limit: 0 })).rejects.toThrow(RangeError)
     })
   })
 
   describe('cursors', () => {
-    it('strictly increase across mailboxes, batches and concurrent publishes, and never repeat', async () => {
-      const s = await store()
+    test('strictly increase across mailboxes, batches and concurrent publishes, and never repeat', async (s) => {
       const seen: string[] = []
       for (let round = 0; round < 3; round++) {
         const sent = Array.from({ length: 40 }, (_, i) =>
@@ -141,9 +109,7 @@ export function readChecks(suite: RelayStoreSuite): void {
         expectIncreasing(got.map((e) => e.cursor))
       }
     })
-
-    it('the order of publish resolution matches the order of cursors in the mailbox', async () => {
-      const s = await store()
+    test('the order of publish resolution matches the order of cursors in the mailbox', async (s) => {
       const sent = Array.from({ length: 30 }, () => message(['alice']))
       const results = await Promise.all(sent.map((m) => s.publish(m)))
       const byCursor = sent
@@ -153,21 +119,18 @@ export function readChecks(suite: RelayStoreSuite): void {
         byCursor.map((x) => x.id),
       )
     })
-
-    it('“after” any cursor returns exactly the later entries', async () => {
-      const s = await store()
+    test('“after” any cursor returns exactly the later entries', async (s) => {
       for (let i = 0; i < 10; i++) await s.publish(message(i % 2 ? ['alice'] : ['alice', 'bob']))
       const entries = await all(s, 'alice')
       for (let i = 0; i < entries.length; i++) {
-        const after = await s.retrieve('alice', { ...BIG_PAGE, after: entries[i]!.cursor })
+        const after = await page(s, 'alice', { after: entries[i]!.cursor })
         expect(after.entries).toEqual(entries.slice(i + 1))
       }
     })
   })
 
   describe('acknowledge', () => {
-    it('with `from`: only that sender’s entry; without: every entry with that id', async () => {
-      const s = await store()
+    test('with `from`: only that sender’s entry; without: every entry with that id', async (s) => {
       const a = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkA' })
       const b = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkB' })
       const c = message(['alice'], { messageId: 'dup-id', from: 'did:key:z6MkC' })
@@ -180,9 +143,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(ids(await all(s, 'alice'))).toEqual([other.messageId])
       expect(await s.usage('alice')).toEqual({ messages: 1, bytes: other.bytes })
     })
-
-    it('unknown ids, other mailboxes and other senders → 0, nothing removed', async () => {
-      const s = await store()
+    test('unknown ids, other mailboxes and other senders → 0, nothing removed', async (s) => {
       const m = message(['alice'])
       await s.publish(m)
       expect(await s.ack('alice', 'nope')).toBe(0)
@@ -192,28 +153,22 @@ export function readChecks(suite: RelayStoreSuite): void {
       expect(await s.ack('nobody', m.messageId)).toBe(0)
       expect(ids(await all(s, 'alice'))).toEqual([m.messageId])
     })
-
-    it('after an ack the same message is a duplicate: not stored or delivered again (PROFILE §9)', async () => {
-      const s = await store()
+    test('after an ack the same message is a duplicate: not stored or delivered again (PROFILE §9)', async (s) => {
       const m = message(['alice'])
       const [r1] = await s.publish(m)
       await s.ack('alice', m.messageId, m.from)
       const [r2] = await s.publish({ ...m, receivedAt: NOW + WEEK })
       expect(r2).toEqual({ mailbox: 'alice', duplicate: true })
       expect(r2!.cursor).toBeUndefined()
-      expect(await s.retrieve('alice', { ...BIG_PAGE, after: r1!.cursor })).toEqual({
-        entries: [],
-        cursor: r1!.cursor,
-      })
+      const after = await page(s, 'alice', { after: r1!.cursor })
+      expect(after).toEqual({ entries: [], cursor: r1!.cursor })
       expect(await all(s, 'alice')).toEqual([])
       expect(await s.usage('alice')).toEqual({ messages: 0, bytes: 0 })
     })
   })
 
   describe('expiry', () => {
-    it('expire(now) removes expired entries and their messages, returns the count', async () => {
-      const sut = await make()
-      const s = sut.store
+    test('expire(now) removes expired entries and their messages, returns the count', async (s, sut) => {
       const soon = message(['alice', 'bob'], { expiresAt: NOW + 100 })
       const soon2 = message(['alice'], { expiresAt: NOW + 200 })
       const keep = message(['alice', 'bob'])
@@ -235,9 +190,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       ])
       expect(await sut.storedMessages()).toBe(1)
     })
-
-    it('an ack of an already expired (not yet removed) entry still removes it', async () => {
-      const sut = await make()
+    test('an ack of an already expired (not yet removed) entry still removes it', async (_s, sut) => {
       const m = message(['alice'], { expiresAt: NOW + 1 })
       await sut.store.publish(m)
       expect(await sut.store.ack('alice', m.messageId, m.from)).toBe(1)
@@ -253,7 +206,7 @@ export function readChecks(suite: RelayStoreSuite): void {
       await sut.store.close()
       await sut.store.close() // idempotent
       await expect(sut.store.publish(message(['alice']))).rejects.toThrow(/closed/)
-      await expect(sut.store.retrieve('alice', BIG_PAGE)).rejects.toThrow(/closed/)
+      await expect(page(sut.store, 'alice')).rejects.toThrow(/closed/)
       await sut.dispose?.()
     })
   })

@@ -1,13 +1,12 @@
 /** RelayStore contract: subscriptions, mailbox states (none, open, closed) and webhooks. */
-import { describe, expect, it } from 'vitest'
-import { BIG_PAGE, ids, publishInput as message, RELAY_STORE_NOW as NOW } from './fixtures.js'
+import { describe, expect } from 'vitest'
+import { ids, publishInput as message, RELAY_STORE_NOW as NOW, page } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 export function subscriptionChecks(suite: RelayStoreSuite): void {
-  const { store } = suite
+  const { test } = suite
   describe('subscriptions and mailbox states', () => {
-    it('none → open → open (two) → closed when the last subscription is deleted → open again', async () => {
-      const s = await store()
+    test('none → open → open (two) → closed when the last subscription is deleted → open again', async (s) => {
       expect(await s.mailboxState('alice')).toBe('none')
       const a = await s.subscribe({ agent: 'alice', topics: [], now: NOW })
       expect(await s.mailboxState('alice')).toBe('open')
@@ -22,24 +21,20 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.mailboxState('alice')).toBe('open')
       expect(await s.mailboxState('bob')).toBe('none')
     })
-
-    it('a closed mailbox keeps what it holds and can still be retrieved and acknowledged', async () => {
-      const s = await store()
+    test('a closed mailbox keeps what it holds and can still be retrieved and acknowledged', async (s) => {
       const sub = await s.subscribe({ agent: 'alice', topics: [], now: NOW })
       const m = message(['alice'])
       await s.publish(m)
       await s.unsubscribe(sub.id, 'alice')
       expect(await s.mailboxState('alice')).toBe('closed')
-      const page = await s.retrieve('alice', BIG_PAGE)
-      expect(ids(page.entries)).toEqual([m.messageId])
-      expect(page.entries[0]!.json).toBe(m.json)
+      const held = await page(s, 'alice')
+      expect(ids(held.entries)).toEqual([m.messageId])
+      expect(held.entries[0]!.json).toBe(m.json)
       expect(await s.usage('alice')).toEqual({ messages: 1, bytes: m.bytes })
       expect(await s.ack('alice', m.messageId, m.from)).toBe(1)
-      expect(await s.retrieve('alice', BIG_PAGE)).toEqual({ entries: [], cursor: undefined })
+      expect(await page(s, 'alice')).toEqual({ entries: [], cursor: undefined })
     })
-
-    it("unsubscribe refuses another agent's subscription and unknown ids", async () => {
-      const s = await store()
+    test("unsubscribe refuses another agent's subscription and unknown ids", async (s) => {
       const sub = await s.subscribe({ agent: 'alice', topics: ['t'], now: NOW })
       expect(await s.unsubscribe(sub.id, 'mallory')).toBe(false)
       expect(await s.unsubscribe('no-such-id', 'alice')).toBe(false)
@@ -47,9 +42,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       expect(await s.topicSubscribers('t')).toEqual(['alice'])
       expect(await s.mailboxState('mallory')).toBe('none')
     })
-
-    it('subscriptions() lists all or one agent’s, with topics (no repeats) and created', async () => {
-      const s = await store()
+    test('subscriptions() lists all or one agent’s, with topics (no repeats) and created', async (s) => {
       const a = await s.subscribe({ agent: 'alice', topics: ['x', 'y', 'x'], now: NOW })
       const b = await s.subscribe({ agent: 'bob', topics: [], now: NOW + 5 })
       expect(a).toMatchObject({ agent: 'alice', topics: ['x', 'y'], created: NOW })
@@ -62,9 +55,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       await s.unsubscribe(a.id, 'alice')
       expect(await s.subscriptions()).toEqual([b])
     })
-
-    it('topicSubscribers lists each agent once and follows unsubscribes', async () => {
-      const s = await store()
+    test('topicSubscribers lists each agent once and follows unsubscribes', async (s) => {
       const a1 = await s.subscribe({ agent: 'alice', topics: ['news', 'sport'], now: NOW })
       const a2 = await s.subscribe({ agent: 'alice', topics: ['news'], now: NOW })
       const b = await s.subscribe({ agent: 'bob', topics: ['news'], now: NOW })
@@ -79,9 +70,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       await s.unsubscribe(b.id, 'bob')
       expect(await s.topicSubscribers('news')).toEqual([])
     })
-
-    it('webhooks: subscribe with one, verify it, list it; verification can be withdrawn', async () => {
-      const s = await store()
+    test('webhooks: subscribe with one, verify it, list it; verification can be withdrawn', async (s) => {
       const url = 'https://hooks.example/agentmsg'
       const sub = await s.subscribe({
         agent: 'alice',
@@ -100,9 +89,7 @@ export function subscriptionChecks(suite: RelayStoreSuite): void {
       await s.setWebhookVerified(plain.id, true)
       expect((await s.subscriptions('bob'))[0]!.webhook).toBeUndefined()
     })
-
-    it('returned subscriptions are copies', async () => {
-      const s = await store()
+    test('returned subscriptions are copies', async (s) => {
       const sub = await s.subscribe({
         agent: 'alice',
         topics: ['t'],

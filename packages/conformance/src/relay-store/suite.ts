@@ -1,15 +1,6 @@
-/**
- * The RelayStore contract (PROFILE §9, SPEC §3.3) as a reusable suite: every store (memory,
- * SQLite, later PostgreSQL) runs `testRelayStore(name, factory)` and must pass all of it.
- */
-
-import type {
-  MailboxFullError,
-  RelayQuota,
-  RelayStorageFullError,
-  RelayStore,
-} from '@agentmsg/relay'
-import { afterEach, beforeAll, describe } from 'vitest'
+/** The RelayStore contract (PROFILE §9, SPEC §3.3) as a suite every store runs. */
+import type { RelayQuota, RelayStore } from '@agentmsg/relay'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { dedupeChecks } from './dedupe.js'
 import { publishChecks } from './publish.js'
 import { quotaChecks } from './quotas.js'
@@ -30,16 +21,20 @@ export type RelayStoreFactory = (options: {
   quota?: RelayQuota
 }) => RelayStoreUnderTest | Promise<RelayStoreUnderTest>
 
-/** What the parts of the suite share (internal). */
+type Relay = typeof import('@agentmsg/relay')
+type Body = (store: RelayStore, sut: RelayStoreUnderTest) => Promise<void>
+
+/** What the parts of the suite share. */
 export interface RelayStoreSuite {
   factory: RelayStoreFactory
-  /** A store the suite closes and disposes after the test. */
-  make(options?: { quota?: RelayQuota }): Promise<RelayStoreUnderTest>
-  store(options?: { quota?: RelayQuota }): Promise<RelayStore>
-  /** `@agentmsg/relay`'s error class for a full mailbox (loaded before the first test). */
-  readonly MailboxFullError: typeof MailboxFullError
-  /** `@agentmsg/relay`'s error class for the relay-wide storage cap. */
-  readonly RelayStorageFullError: typeof RelayStorageFullError
+  /** A vitest test of a fresh store (with `quota`), closed and disposed after it. */
+  test(name: string, ...args: [Body] | [RelayQuota, Body]): void
+  /** `@agentmsg/relay`'s error classes (loaded before the first test). */
+  relay: Pick<Relay, 'MailboxFullError' | 'RelayStorageFullError'>
+  /** Expects `publish` to reject with a `MailboxFullError`. */
+  full(publish: Promise<unknown>): Promise<void>
+  /** Expects `publish` to reject with a `RelayStorageFullError`. */
+  relayFull(publish: Promise<unknown>): Promise<void>
 }
 
 /**
@@ -55,11 +50,11 @@ export interface RelayStoreSuite {
 export function testRelayStore(name: string, factory: RelayStoreFactory): void {
   describe(`RelayStore contract: ${name}`, () => {
     const open: RelayStoreUnderTest[] = []
-    let errors: typeof import('@agentmsg/relay') | undefined
     // Loaded here rather than imported at the top, so importing the other suites of this
-    // package does not load the relay server.
+    // package does not load the relay server (an optional peer dependency).
     beforeAll(async () => {
-      errors = await import('@agentmsg/relay')
+      const { MailboxFullError, RelayStorageFullError } = await import('@agentmsg/relay')
+      suite.relay = { MailboxFullError, RelayStorageFullError }
     })
     afterEach(async () => {
       for (const sut of open.splice(0)) {
@@ -69,22 +64,17 @@ export function testRelayStore(name: string, factory: RelayStoreFactory): void {
     })
     const suite: RelayStoreSuite = {
       factory,
-      async make(options = {}) {
-        const sut = await factory(options)
-        open.push(sut)
-        return sut
+      test(name, ...args) {
+        const [quota, body] = args.length === 1 ? [undefined, args[0]] : args
+        it(name, async () => {
+          const sut = await factory(quota ? { quota } : {})
+          open.push(sut)
+          await body(sut.store, sut)
+        })
       },
-      async store(options = {}) {
-        return (await suite.make(options)).store
-      },
-      get MailboxFullError() {
-        if (!errors) throw new Error('MailboxFullError is loaded before the first test')
-        return errors.MailboxFullError
-      },
-      get RelayStorageFullError() {
-        if (!errors) throw new Error('RelayStorageFullError is loaded before the first test')
-        return errors.RelayStorageFullError
-      },
+      relay: {} as RelayStoreSuite['relay'],
+      full: (p) => expect(p).rejects.toBeInstanceOf(suite.relay.MailboxFullError),
+      relayFull: (p) => expect(p).rejects.toBeInstanceOf(suite.relay.RelayStorageFullError),
     }
     subscriptionChecks(suite)
     publishChecks(suite)

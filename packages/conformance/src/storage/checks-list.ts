@@ -1,93 +1,83 @@
-/**
- * The `Storage` checks, part two: `list` order, prefixes and paging, abort signals, many
- * keys, and (for persistent adapters) what survives a reopen.
- */
-import type { JsonValue } from '@agentmsg/core'
-import { describeError, equal, ok, rejects } from '../assert.js'
-import { type AddStorageCheck, keysOf, type StorageCheck } from './check-types.js'
+/** The `Storage` checks, part two: `list`, abort signals, many keys, what survives a reopen. */
+
+import type { JsonValue, Storage } from '@agentmsg/core'
+import { describeError } from '@agentmsg/core/http'
+import { equal, ok, rejects } from '../assert.js'
+
+/** What each check gets: a fresh store, and `reopen` for persistent adapters. */
+export type StorageCheck = (ctx: {
+  storage: Storage
+  reopen: () => Promise<Storage>
+}) => Promise<void>
+
+/** Registers a check under a name (the order of registration is the order of the run). */
+export type AddStorageCheck = (name: string, check: StorageCheck) => void
+
+export const keysOf = (entries: Array<[string, JsonValue]>): string[] => entries.map(([k]) => k)
 
 /** Registers the list, abort and persistence checks with `it`. */
 export function addListChecks(it: AddStorageCheck, persistent: boolean): void {
-  const l = 'list > '
-  const seeded = (check: StorageCheck): StorageCheck => {
-    return async (ctx) => {
-      // Put out of order and across prefixes that share leading characters.
+  // Each `list` check starts from keys put out of order, across prefixes that share leading
+  // characters.
+  const listed = (name: string, check: StorageCheck): void =>
+    it(`list > ${name}`, async (ctx) => {
       for (const key of ['b/2', 'a/1', 'b/10', 'b/1', 'ab/1', 'b', 'b/3', 'c/1', 'b0']) {
         await ctx.storage.put(key, key)
       }
       await check(ctx)
-    }
-  }
+    })
   const all = ['a/1', 'ab/1', 'b', 'b/1', 'b/10', 'b/2', 'b/3', 'b0', 'c/1']
-  it(
-    `${l}lists everything in ascending key order with the empty prefix`,
-    seeded(async ({ storage }) => {
-      equal(keysOf(await storage.list('')), all)
-    }),
-  )
-  it(
-    `${l}lists only keys that start with the prefix, with their values`,
-    seeded(async ({ storage }) => {
-      equal(await storage.list('b/'), [
-        ['b/1', 'b/1'],
-        ['b/10', 'b/10'],
-        ['b/2', 'b/2'],
-        ['b/3', 'b/3'],
-      ])
-      equal(keysOf(await storage.list('a')), ['a/1', 'ab/1'])
-      equal(await storage.list('zzz'), [])
-    }),
-  )
-  it(
-    `${l}treats the prefix literally (no patterns)`,
-    seeded(async ({ storage }) => {
-      await storage.put('x.y', 1)
-      await storage.put('x%y', 2)
-      await storage.put('x*y', 3)
-      equal(await storage.list('x.'), [['x.y', 1]])
-      equal(await storage.list('x*'), [['x*y', 3]])
-    }),
-  )
-  it(
-    `${l}honours limit`,
-    seeded(async ({ storage }) => {
-      equal(keysOf(await storage.list('b/', { limit: 2 })), ['b/1', 'b/10'])
-      equal(await storage.list('b/', { limit: 0 }), [])
-      equal((await storage.list('b/', { limit: 100 })).length, 4)
-    }),
-  )
-  it(
-    `${l}honours after (strictly greater), also for keys that do not exist`,
-    seeded(async ({ storage }) => {
+  listed('lists everything in ascending key order with the empty prefix', async ({ storage }) => {
+    equal(keysOf(await storage.list('')), all)
+  })
+  listed('lists only keys that start with the prefix, with their values', async ({ storage }) => {
+    equal(await storage.list('b/'), [
+      ['b/1', 'b/1'],
+      ['b/10', 'b/10'],
+      ['b/2', 'b/2'],
+      ['b/3', 'b/3'],
+    ])
+    equal(keysOf(await storage.list('a')), ['a/1', 'ab/1'])
+    equal(await storage.list('zzz'), [])
+  })
+  listed('treats the prefix literally (no patterns)', async ({ storage }) => {
+    await storage.put('x.y', 1)
+    await storage.put('x%y', 2)
+    await storage.put('x*y', 3)
+    equal(await storage.list('x.'), [['x.y', 1]])
+    equal(await storage.list('x*'), [['x*y', 3]])
+  })
+  listed('honours limit', async ({ storage }) => {
+    equal(keysOf(await storage.list('b/', { limit: 2 })), ['b/1', 'b/10'])
+    equal(await storage.list('b/', { limit: 0 }), [])
+    equal((await storage.list('b/', { limit: 100 })).length, 4)
+  })
+  listed(
+    'honours after (strictly greater), also for keys that do not exist',
+    async ({ storage }) => {
       equal(keysOf(await storage.list('b/', { after: 'b/10' })), ['b/2', 'b/3'])
       equal(keysOf(await storage.list('b/', { after: 'b/15' })), ['b/2', 'b/3'])
       equal((await storage.list('b/', { after: 'a' })).length, 4)
       equal(await storage.list('b/', { after: 'b/3' }), [])
       equal(await storage.list('b/', { after: 'z' }), [])
-    }),
+    },
   )
-  it(
-    `${l}pages through with after + limit`,
-    seeded(async ({ storage }) => {
-      const seen: string[] = []
-      let after: string | undefined
-      for (;;) {
-        const page = await storage.list('', { limit: 2, ...(after === undefined ? {} : { after }) })
-        if (page.length === 0) break
-        seen.push(...keysOf(page))
-        after = page[page.length - 1]![0]
-      }
-      equal(seen, all)
-    }),
-  )
-  it(
-    `${l}reflects deletes and later puts`,
-    seeded(async ({ storage }) => {
-      await storage.delete('b/10')
-      await storage.put('b/11', 'b/11')
-      equal(keysOf(await storage.list('b/')), ['b/1', 'b/11', 'b/2', 'b/3'])
-    }),
-  )
+  listed('pages through with after + limit', async ({ storage }) => {
+    const seen: string[] = []
+    let after: string | undefined
+    for (;;) {
+      const page = await storage.list('', { limit: 2, ...(after === undefined ? {} : { after }) })
+      if (page.length === 0) break
+      seen.push(...keysOf(page))
+      after = page[page.length - 1]![0]
+    }
+    equal(seen, all)
+  })
+  listed('reflects deletes and later puts', async ({ storage }) => {
+    await storage.delete('b/10')
+    await storage.put('b/11', 'b/11')
+    equal(keysOf(await storage.list('b/')), ['b/1', 'b/11', 'b/2', 'b/3'])
+  })
 
   const a = 'abort > '
   it(`${a}rejects every method with the signal reason when already aborted`, async ({

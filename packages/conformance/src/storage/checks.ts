@@ -1,11 +1,7 @@
-/**
- * The `Storage` checks, part one: names, get/put/delete, JSON values, isolation and
- * atomic batches. Plain assertions, so they run under any runner and in a browser page.
- */
+/** The `Storage` checks, part one (plain assertions, for any runner and a browser page). */
 import type { JsonValue } from '@agentmsg/core'
 import { equal, ok, rejects } from '../assert.js'
-import { type AddStorageCheck, keysOf, type StorageCheck } from './check-types.js'
-import { addListChecks } from './checks-list.js'
+import { type AddStorageCheck, addListChecks, keysOf, type StorageCheck } from './checks-list.js'
 
 /** Every check, in order (with the persistence checks when `persistent`). */
 export function storageChecks(persistent: boolean): Array<[string, StorageCheck]> {
@@ -49,14 +45,14 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
     equal(await storage.list(''), [['a', 2]])
   })
   it(`${g}stores null and falsy values as values, not as absence`, async ({ storage }) => {
-    await storage.put('null', null)
-    await storage.put('zero', 0)
-    await storage.put('false', false)
-    await storage.put('empty', '')
-    equal(await storage.get('null'), null)
-    equal(await storage.get('zero'), 0)
-    equal(await storage.get('false'), false)
-    equal(await storage.get('empty'), '')
+    const falsy: Array<[string, JsonValue]> = [
+      ['null', null],
+      ['zero', 0],
+      ['false', false],
+      ['empty', ''],
+    ]
+    for (const [key, value] of falsy) await storage.put(key, value)
+    for (const [key, value] of falsy) equal(await storage.get(key), value)
     equal(keysOf(await storage.list('')), ['empty', 'false', 'null', 'zero'])
   })
 
@@ -112,14 +108,7 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
     ['a Map', () => new Map()],
     ['undefined inside an object', () => ({ a: 1, b: undefined })],
     ['a function inside an array', () => [1, () => 2]],
-    [
-      'a cycle',
-      () => {
-        const o: Record<string, unknown> = {}
-        o.self = o
-        return o
-      },
-    ],
+    ['a cycle', cycle],
   ]
   for (const [label, make] of invalid) {
     it(`${j}refuses ${label} and keeps the old value`, async ({ storage }) => {
@@ -200,4 +189,10 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
   }
   addListChecks(it, persistent)
   return list
+}
+
+function cycle(): unknown {
+  const o: Record<string, unknown> = {}
+  o.self = o
+  return o
 }

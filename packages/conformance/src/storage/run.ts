@@ -1,10 +1,8 @@
-/**
- * Runs the {@link Storage} checks without a test runner: a browser page (the IndexedDB
- * adapter's Playwright suite) calls it directly, and `testStorage` turns each check into one
- * vitest test, so both share this one list.
- */
+/** The `Storage` checks without a test runner (a browser page); `testStorage` runs each under vitest. */
+
 import type { Storage } from '@agentmsg/core'
-import { describeError } from '../assert.js'
+import { describeError } from '@agentmsg/core/http'
+
 import { storageChecks } from './checks.js'
 
 /** The outcome of one check. */
@@ -14,26 +12,19 @@ export interface StorageCheckResult {
   error?: string
 }
 
-/** Options for {@link runStorageContract}. */
-export interface RunStorageContractOptions {
-  /** For persistent adapters: close `old` and open the same store again. */
-  reopen?: (old: Storage) => Promise<Storage>
-  /** Run only the checks with these names. */
-  only?: readonly string[]
-}
-
-/** The names of the checks, in order (with the persistence checks when `persistent`). */
-export function storageCheckNames(persistent: boolean): string[] {
-  return storageChecks(persistent).map(([name]) => name)
-}
-
 /**
  * Run every contract check against a fresh store from `factory` (which must return an empty
- * store each call) and report each one; never throws for a failing check.
+ * store each call) and report each one; never throws for a failing check. With `reopen` (close
+ * `old` and open the same store again) the persistence checks run too; `only` runs only the
+ * checks with these names.
+ *
+ * @example
+ * const results = await runStorageContract(() => memoryStorage())
+ * console.log(results.every((r) => r.ok))
  */
 export async function runStorageContract(
   factory: () => Promise<Storage> | Storage,
-  options: RunStorageContractOptions = {},
+  options: { reopen?: (old: Storage) => Promise<Storage>; only?: readonly string[] } = {},
 ): Promise<StorageCheckResult[]> {
   const results: StorageCheckResult[] = []
   for (const [name, check] of storageChecks(options.reopen !== undefined)) {

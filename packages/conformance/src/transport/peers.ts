@@ -1,8 +1,4 @@
-/**
- * The agents of one transport check: each a fresh did:key agent with its own transport built
- * from the harness's factory, and a recorder standing in for the receive pipeline (it hands
- * back whatever outcome the check asks for).
- */
+/** The agents of one transport check, each with its transport and a recorder for a receive pipeline. */
 import {
   createKeyResolver,
   type DeliveryOutcome,
@@ -10,47 +6,98 @@ import {
   type InboundDelivery,
   type Message,
   memoryStorage,
-  type Storage,
   type Transport,
   type TransportComponents,
 } from '@agentmsg/core'
 import { utf8Decode } from '@agentmsg/core/encoding'
-import { invalidFormat } from '@agentmsg/core/http'
-import { describeError, ok, show } from '../assert.js'
+import { describeError, invalidFormat } from '@agentmsg/core/http'
+import { ok, show } from '../assert.js'
 import { type FixtureAgent, fixtureAgent } from '../fixtures.js'
-import type { TransportHarness } from './harness.js'
-
-/** One delivery as the recorder saw it. */
-export interface RecordedDelivery {
-  delivery: InboundDelivery
-  /** The delivered message, parsed when the body was bytes. */
-  message: Message
-  /** Which of the peer's transports delivered it: 1 for the first, 2 after a restart, … */
-  listener: number
-}
+import type { TransportHarness } from './suite.js'
 
 /** Decides the outcome for one delivery (default: accepted). */
 export type Answer = (message: Message, count: number) => DeliveryOutcome
 
+export function accept(m: Message): DeliveryOutcome {
+  return { status: 'accepted', messageId: m.message_id }
+}
+
 /** An agent with one running transport. */
-export interface Peer {
-  agent: FixtureAgent
-  storage: Storage
-  transport: Transport
-  /** Everything delivered to this peer's listeners, across restarts. */
-  received: RecordedDelivery[]
+export class Peer {
+  /** Everything delivered, across restarts; `listener`: 1 for the first transport, 2 after a restart… */
+  readonly received: Array<{ delivery: InboundDelivery; message: Message; listener: number }> = []
+  #generation = 1
+  #closed = false
+
+  constructor(
+    readonly set: PeerSet,
+    readonly agent: FixtureAgent,
+    readonly components: TransportComponents,
+    public transport: Transport,
+  ) {}
+
   /** Start listening; `answer` picks each outcome. */
-  listen(answer?: Answer): Promise<void>
+  async listen(answer: Answer = accept): Promise<void> {
+    ok(typeof this.transport.listen === 'function', 'the transport cannot listen')
+    const listener = this.#generation
+    await this.transport.listen(async (delivery) => {
+      let message: Message
+      try {
+        message = parseBody(delivery.body)
+      } catch (err) {
+        this.set.problems.push(err)
+        return { status: 'refused', error: invalidFormat(describeError(err)), retry: false }
+      }
+      this.received.push({ delivery, message, listener })
+      return answer(message, this.count(message.message_id))
+    })
+  }
+
   /** Close the transport and build a new one for the same agent and storage (not listening). */
-  restart(): Promise<void>
-  /** Close the transport (once). */
-  close(): Promise<void>
+  async restart(): Promise<void> {
+    await this.close()
+    this.transport = await this.set.harness.factory.create(this.components)
+    this.#closed = false
+    this.#generation++
+    this.set.open.add(this)
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.set.open.delete(this)
+    await this.transport.close()
+  }
+
   /** How many times the message with `id` was delivered. */
-  count(id: string): number
+  count(id: string): number {
+    return this.received.filter((r) => r.message.message_id === id).length
+  }
+
   /** Wait until the message with `id` was delivered `times` times. */
-  waitFor(id: string, times?: number): Promise<void>
-  /** Where this agent receives with the transport under test. */
-  target(): Promise<DeliveryTarget>
+  async waitFor(id: string, times = 1): Promise<void> {
+    const end = Date.now() + (this.set.harness.timeoutMs ?? 10_000)
+    while (this.count(id) < times) {
+      if (Date.now() > end) {
+        throw new Error(`message ${id} was delivered ${this.count(id)} time(s), expected ${times}`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+
+  /** The targets this peer's transport finds for `to`, from what the harness says of it. */
+  async targets(to: Peer): Promise<DeliveryTarget[]> {
+    const h = this.set.harness
+    ok(typeof this.transport.targets === 'function', 'the transport has no targets()')
+    const route = (await h.peer?.(to.agent.id)) ?? { agent: to.agent.id, relays: h.relays ?? [] }
+    return this.transport.targets(route)
+  }
+
+  async target(to: Peer): Promise<DeliveryTarget> {
+    const [first] = await this.targets(to)
+    ok(first, `no target for ${to.agent.id}: give the harness a peer() the transport reads`)
+    return first
+  }
 }
 
 /** Builds the peers of one check and closes them all at the end. */
@@ -59,115 +106,40 @@ export class PeerSet {
   readonly errors: unknown[] = []
   /** Deliveries the recorder could not read (a body that is not a message): each fails the check. */
   readonly problems: unknown[] = []
-  readonly #open = new Set<Peer>()
+  readonly open = new Set<Peer>()
 
   constructor(readonly harness: TransportHarness) {}
 
   /** A new agent with its transport. */
   async peer(): Promise<Peer> {
-    const h = this.harness
-    const open = this.#open
-    const errors = this.errors
-    const problems = this.problems
     const agent = await fixtureAgent()
-    const storage = memoryStorage()
     const components: TransportComponents = {
       agentId: agent.id,
       signer: agent.signer,
       resolver: createKeyResolver(),
-      storage,
-      relays: h.relays ?? [],
+      storage: memoryStorage(),
+      relays: this.harness.relays ?? [],
+      trusts: () => false,
       identityDocument: () => undefined,
       now: () => Date.now(),
-      onError: (error) => errors.push(error),
-      ...h.components?.(agent),
+      onError: (error) => this.errors.push(error),
+      ...this.harness.components?.(agent),
     }
-    const received: RecordedDelivery[] = []
-    let answer: Answer = accept
-    let transport = await h.factory.create(components)
-    let closed = false
-    let generation = 1
-    const timeoutMs = h.timeoutMs ?? 10_000
-    const count = (id: string): number => received.filter((r) => r.message.message_id === id).length
-    const peer: Peer = {
-      agent,
-      storage,
-      get transport() {
-        return transport
-      },
-      received,
-      async listen(next = accept) {
-        answer = next
-        ok(typeof transport.listen === 'function', 'the transport cannot listen')
-        const listener = generation
-        await transport.listen(async (delivery) => {
-          let message: Message
-          try {
-            message = parseBody(delivery.body)
-          } catch (err) {
-            problems.push(err)
-            return { status: 'refused', error: invalidFormat(describeError(err)), retry: false }
-          }
-          received.push({ delivery, message, listener })
-          return answer(message, count(message.message_id))
-        })
-      },
-      async restart() {
-        await peer.close()
-        transport = await h.factory.create(components)
-        closed = false
-        generation++
-        open.add(peer)
-      },
-      async close() {
-        if (closed) return
-        closed = true
-        open.delete(peer)
-        await transport.close()
-      },
-      count,
-      async waitFor(id, times = 1) {
-        const end = Date.now() + timeoutMs
-        while (count(id) < times) {
-          if (Date.now() > end) {
-            throw new Error(`message ${id} was delivered ${count(id)} time(s), expected ${times}`)
-          }
-          await new Promise((resolve) => setTimeout(resolve, 10))
-        }
-      },
-      async target() {
-        if (h.target) return h.target(agent.id)
-        const routed = await transport.route?.(agent.id)
-        ok(
-          routed,
-          `no target for ${agent.id}: give the harness a target() or the transport a route()`,
-        )
-        return routed
-      },
-    }
-    open.add(peer)
+    const peer = new Peer(this, agent, components, await this.harness.factory.create(components))
+    this.open.add(peer)
     return peer
   }
 
   /** Close every transport still open. */
   async closeAll(): Promise<void> {
-    for (const peer of [...this.#open]) await peer.close()
+    for (const peer of [...this.open]) await peer.close()
   }
-}
-
-/** The default answer: accepted. */
-export function accept(message: Message): DeliveryOutcome {
-  return { status: 'accepted', messageId: message.message_id }
 }
 
 /** A delivery body as a message: bytes are parsed as JSON text. */
 function parseBody(body: unknown): Message {
   const value: unknown = body instanceof Uint8Array ? JSON.parse(utf8Decode(body)) : body
-  ok(
-    typeof value === 'object' &&
-      value !== null &&
-      typeof (value as Message).message_id === 'string',
-    `the delivered body is not a message: ${show(value)}`,
-  )
+  const id = (value as Partial<Message> | null)?.message_id
+  ok(typeof id === 'string', `the delivered body is not a message: ${show(value)}`)
   return value as Message
 }

@@ -1,9 +1,7 @@
 /**
- * `@agentmsg/conformance/stock-rfc9421` — a client that signs requests the way a stock RFC 9421
- * implementation does (`http-message-signatures` with Node's own Ed25519 key), never through
- * agentmsg's code: the independent side of the PROFILE §9 agent auth interop tests. Node only.
- *
- * @packageDocumentation
+ * A client that signs requests the way a stock RFC 9421 implementation does
+ * (`http-message-signatures` with Node's own Ed25519 key), never through agentmsg's code: the
+ * independent side of the PROFILE §9 agent auth interop tests (core's and the relay's).
  */
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes } from 'node:crypto'
 import { didKeyFragment, didKeyFromPublicKey } from '@agentmsg/core'
