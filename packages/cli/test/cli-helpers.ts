@@ -4,7 +4,14 @@ import { readdir, readFile, stat } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createMessage, didKeyFromPublicKey, ed25519Signer, generateKeyPair, type Message, signMessage } from '@agentmsg/core'
+import {
+  createMessage,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  generateKeyPair,
+  type Message,
+  signMessage,
+} from '@agentmsg/core'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
 
 // The CLI is tested as users run it: the built bin in a child process (`npm test` builds first).

@@ -8,11 +8,12 @@
  */
 import https from 'node:https'
 import type net from 'node:net'
-import { fixtureAgent, signedMessage, socketDetail } from '@agentmsg/conformance'
+import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { ed25519Signer, generateKeyPair, memoryStorage } from '@agentmsg/core'
 import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { socketDetail } from '../../conformance/test/support/socket-detail.js'
 import {
   type AgentErrorEvent,
   createAddressPolicy,

@@ -4,9 +4,12 @@
  * ours verify with its verifier (PROFILE §9).
  */
 import { createHash, createPublicKey } from 'node:crypto'
-import { stockSignedHeaders, stockSignerAgent } from '@agentmsg/conformance/stock-rfc9421'
 import { createVerifier, httpbis } from 'http-message-signatures'
 import { describe, expect, it } from 'vitest'
+import {
+  stockSignedHeaders,
+  stockSignerAgent,
+} from '../../conformance/test/support/stock-rfc9421.js'
 import { utf8Encode } from '../src/bytes.js'
 import { NonceMemory } from '../src/http-signature/nonces.js'
 import { signRequest } from '../src/http-signature/sign.js'

@@ -9,10 +9,11 @@
  */
 import https from 'node:https'
 import net from 'node:net'
-import { fixtureAgent, signedMessage, socketDetail } from '@agentmsg/conformance'
+import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { ed25519Signer, generateKeyPair } from '@agentmsg/core'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { afterEach, describe, expect, it } from 'vitest'
+import { socketDetail } from '../../conformance/test/support/socket-detail.js'
 import { relayPerTest, type TestRelay } from './helpers.js'
 
 const relays = relayPerTest()

@@ -18,7 +18,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { Agent, request as httpsRequest } from 'node:https'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { seededRandom } from '@agentmsg/conformance'
 import {
   createKeyResolver,
   createMessage,
@@ -33,6 +32,7 @@ import {
 import { createAddressPolicy, signRequest } from '@agentmsg/core/http'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { seededRandom } from '../../conformance/test/support/seeded-random.js'
 import {
   freePort,
   isRunning,

@@ -16,7 +16,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { seededRandom } from '@agentmsg/conformance'
 import {
   createMessage,
   didKeyFromPublicKey,
@@ -36,6 +35,7 @@ import {
 } from '@agentmsg/transport-relay'
 import { afterAll, describe, expect, it } from 'vitest'
 import { WebSocket as WsWebSocket } from 'ws'
+import { seededRandom } from '../../conformance/test/support/seeded-random.js'
 import { dropPostgresSchema, freshPostgresSchema, POSTGRES_TEST_URL } from './postgres-helpers.js'
 import {
   freePort,

@@ -4,9 +4,12 @@
  * parameter order subscribe and read a mailbox.
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { stockSignedHeaders, stockSignerAgent } from '@agentmsg/conformance/stock-rfc9421'
 import { utf8Encode } from '@agentmsg/core/encoding'
 import { describe, expect, it } from 'vitest'
+import {
+  stockSignedHeaders,
+  stockSignerAgent,
+} from '../../conformance/test/support/stock-rfc9421.js'
 import { relayPerTest } from './helpers.js'
 
 const { start } = relayPerTest()

@@ -11,9 +11,9 @@ import {
   signMessage,
   verifyMessage,
 } from '@agentmsg/core'
+import { createDevCertificate } from '@agentmsg/dev-tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAddressPolicy } from '../src/address-policy.js'
-import { createDevCertificate } from '@agentmsg/dev-tls'
 import { cacheLifetime, createIdentityFetcher, parseRetryAfter } from '../src/identity-fetcher.js'
 import { createNodeFetch, createNodeIdentityFetcher } from '../src/node-fetch.js'
 import { testCertificate } from './tls.js'
