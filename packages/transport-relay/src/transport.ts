@@ -1,22 +1,12 @@
 /**
- * `@agentmsg/transport-relay/transport` — relays as a core `Transport` (`relayTransport`,
- * PROFILE §9) and nothing else of the relay client. A narrow entry for bundle size: esbuild
- * places a module by which entries reach it, even through exports nobody uses, so an agent
- * importing the root entry would load the relay client's retrieve, drain and page parsing up
- * front, and its streams, which `listen` otherwise imports when first called (issue 12). The
- * root entry exports `relayTransport` too.
+ * `@agentmsg/transport-relay/transport` — `relayTransport` alone. An agent that imports it from
+ * here loads neither the client's retrieve and page parsing nor its streams up front: a bundler
+ * that splits code places a module by the entries that reach it, even through unused exports.
  *
  * @packageDocumentation
  */
-export type {
-  RelayTransport,
-  RelayTransportFactory,
-  RelayTransportOptions,
+export {
+  type RelayTransport,
+  type RelayTransportOptions,
+  relayTransport,
 } from './client/relay-transport.js'
-export { relayTransport } from './client/relay-transport.js'
-export type { StreamMode } from './client/stream-types.js'
-export type {
-  WebSocketClientOptions,
-  WebSocketConstructor,
-  WebSocketLike,
-} from './client/ws-stream.js'

@@ -6,16 +6,12 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { FixtureAgent } from '@agentmsg/conformance'
+import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { type RelayStore, serveRelay } from '@agentmsg/relay'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 import { WebSocket as NodeWebSocket } from 'ws'
-import {
-  createRelayClient,
-  type RelayClient,
-  type WebSocketConstructor,
-} from '../src/client/index.js'
+import { createRelayClient, type RelayClient, type WebSocketConstructor } from '../src/index.js'
 
 /** What the tests connect with; set by {@link setupRelayTests}' `beforeAll`. */
 export const net = {} as {

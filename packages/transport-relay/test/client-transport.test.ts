@@ -6,10 +6,12 @@
 import { type FixtureAgent, fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
   AgentMsgError,
+  createIdentityDocument,
   createKeyResolver,
   createReceiver,
   type DeliveryHandler,
   type DeliveryOutcome,
+  generateKeyPair,
   type Message,
   memoryStorage,
   type Storage,
@@ -32,6 +34,7 @@ function components(agent: FixtureAgent, relays: string[], storage: Storage = me
     resolver: createKeyResolver(),
     storage,
     relays,
+    trusts: () => false,
     identityDocument: () => undefined,
     now: () => Date.now(),
     onError: (e) => void errors.push(e),
@@ -64,7 +67,12 @@ function pipeline(agent: FixtureAgent) {
   return { receive: receiver.receive, delivered }
 }
 
-const target = (agent: FixtureAgent, urls: string[]) => ({ kind: 'relay', agent: agent.id, urls })
+const target = (agent: FixtureAgent, urls: string[]) => ({
+  kind: 'relay',
+  agent: agent.id,
+  urls,
+  route: 'relay' as const,
+})
 
 describe('relayTransport', () => {
   it('is a TransportFactory for relay targets; send fails over and names the relay that took it', async () => {
@@ -81,7 +89,6 @@ describe('relayTransport', () => {
     expect(factory.protocol).toBe('relay')
     const t = transport(components(alice, []).c)
     expect(t.protocol).toBe('relay')
-    expect(t.kinds).toEqual(['relay'])
     const m = await signedMessage(alice, bob.id, { text: 'via failover' })
     const to = target(bob, [deadUrl, relay.url])
     expect(await t.send(m, to)).toEqual({ messageId: m.message_id, target: to, url: relay.url })
@@ -94,9 +101,60 @@ describe('relayTransport', () => {
       ),
     ).rejects.toMatchObject({ code: 'not_found' })
     await expect(
-      t.send(m, { kind: 'inbox', agent: bob.id, urls: ['https://bob.example/inbox'] }),
+      t.send(m, {
+        kind: 'inbox',
+        agent: bob.id,
+        urls: ['https://bob.example/inbox'],
+        route: 'direct',
+      }),
     ).rejects.toMatchObject({ code: 'invalid_format' })
     await expect(t.send(m, target(bob, []))).rejects.toMatchObject({ code: 'invalid_format' })
+  })
+
+  it("targets: the peer's relays, then its document's, in its preference; confidential when all trusted", async () => {
+    const alice = await fixtureAgent()
+    const side = components(alice, [])
+    const trusted = new Set(['https://r1.example', 'https://r2.example'])
+    const t = transport({ ...side.c, trusts: (url) => trusted.has(url) })
+    const { publicKey } = await generateKeyPair()
+    const doc = (relays: string[], relayPreference?: 'any' | 'ordered') =>
+      createIdentityDocument({
+        agentId: 'https://bob.example',
+        publicKey,
+        relays,
+        ...(relayPreference ? { relayPreference } : {}),
+      })
+    const agent = 'https://bob.example'
+    expect(t.targets({ agent, relays: [] })).toEqual([])
+    expect(t.targets({ agent, relays: [], document: doc([]) })).toEqual([])
+    expect(t.targets({ agent, relays: ['https://r1.example'] })).toEqual([
+      {
+        kind: 'relay',
+        agent,
+        urls: ['https://r1.example'],
+        route: 'relay',
+        preference: 'ordered',
+        confidential: true,
+        durable: false,
+      },
+    ])
+    const both = t.targets({
+      agent,
+      relays: ['https://r2.example', 'https://r1.example'],
+      document: doc(['https://r1.example', 'https://r3.example'], 'ordered'),
+    })
+    expect(both).toMatchObject([
+      {
+        urls: ['https://r2.example', 'https://r1.example', 'https://r3.example'],
+        preference: 'ordered',
+        confidential: false,
+      },
+    ])
+    const anyDoc = t.targets({ agent, relays: [], document: doc(['https://r2.example']) })
+    expect(anyDoc).toMatchObject([{ urls: ['https://r2.example'], preference: 'any' }])
+    // A document without a `relay` member: its preference is the default, `any`.
+    const bare = t.targets({ agent, relays: ['https://r1.example'], document: doc([]) })
+    expect(bare).toMatchObject([{ urls: ['https://r1.example'], preference: 'any' }])
   })
 
   for (const mode of ['sse', 'ws'] as const) {

@@ -1,34 +1,15 @@
 /**
  * Envelopes (PROFILE §9): a retrieve page and a WebSocket frame wrap messages, and the 64-level
  * depth limit of §1 counts from each message's own top level, so a legal message stays legal
- * inside one. An envelope is therefore not parsed as one document: a structural scan cuts out
- * each message's text, which is parsed strictly on its own, and the rest of the envelope (its
- * shell, `null` in each message's place) is parsed strictly too. One entry that is not I-JSON
- * then spoils nothing around it: it is handed over as its text (the receive pipeline refuses it
- * for good) with the `message_id` and `from.agent` a lenient reading finds, so the stream can
- * skip it by its cursor and acknowledge it instead of retrying the same page forever.
+ * inside one. So an envelope is not parsed as one document: a structural scan cuts out each
+ * message's text, parsed strictly on its own, and the rest (its shell, `null` in each message's
+ * place) is parsed strictly too. One entry that is not I-JSON then spoils nothing around it: it
+ * is handed over as its text, with the `message_id` and `from.agent` a lenient reading finds, so
+ * the stream skips it by its cursor and acknowledges it instead of retrying the page forever.
  */
-
 import { parseStrictJson } from '@agentmsg/core/encoding'
 import { invalidFormat } from '@agentmsg/core/http'
-import { type EnvelopeMessage, entryNames, MESSAGE_PARSE, textMessage } from './envelope-message.js'
-
-export type { EnvelopeMessage } from './envelope-message.js'
-export { entryNames, readMessageAsync, textMessage } from './envelope-message.js'
-
-/**
- * One message's JSON text (or UTF-8 bytes), parsed strictly on its own. When that fails, the
- * text is handed over as it is, and `JSON.parse` (which keeps the last duplicate and has no
- * depth limit) only finds what an acknowledgement names.
- */
-export function readMessage(raw: string | Uint8Array): EnvelopeMessage {
-  try {
-    const value = parseStrictJson(raw, MESSAGE_PARSE)
-    return { value, ...entryNames(value) }
-  } catch {
-    return textMessage(typeof raw === 'string' ? raw : new TextDecoder().decode(raw))
-  }
-}
+import { type EnvelopeMessage, readMessage, textMessage } from './envelope-message.js'
 
 /** A span of the text: [start, end). */
 interface Span {
@@ -170,45 +151,32 @@ function shellOf(t: string, spans: readonly Span[]): string {
 }
 
 /**
- * A WebSocket frame: its members parsed strictly (the shell), and for a `message` frame the
- * message cut out and read on its own. Throws (`invalid_format`) when the frame itself is not
- * I-JSON: that is the relay's fault, not one entry's.
+ * A WebSocket frame: its members parsed strictly (the shell) and, for a `message` frame, the
+ * message's text cut out (read it with `readMessage`). Throws `invalid_format` when the frame
+ * itself is not I-JSON: the relay's fault, not one entry's.
  */
-export function parseFrame(text: string): {
-  frame: Record<string, unknown>
-  message?: EnvelopeMessage
-} {
-  const members = topMembers(text)
-  const span = members?.find((m) => m.key === 'message')?.value
+export function parseFrame(text: string): { frame: Record<string, unknown>; message?: string } {
+  const span = topMembers(text)?.find((m) => m.key === 'message')?.value
   if (span) {
     const frame = parseStrictJson(shellOf(text, [span]))
-    if (frame.type === 'message') {
-      return { frame, message: readMessage(text.slice(span.start, span.end)) }
-    }
+    if (frame.type === 'message') return { frame, message: text.slice(span.start, span.end) }
   }
   return { frame: parseStrictJson(text) }
-}
-
-/** A retrieve page: each message read on its own, and the page's cursor. */
-export interface ParsedPage {
-  messages: EnvelopeMessage[]
-  cursor: unknown
-  /**
-   * An entry was not balanced JSON and was taken up to the end of the list: with more than one
-   * entry asked for, it may have swallowed the ones after it (ask again for one entry).
-   */
-  spilled: boolean
 }
 
 /** `],"cursor":<string or null>}` at the end of a page (how relays write it, after the list). */
 const PAGE_TAIL = /\]\s*,\s*"cursor"\s*:\s*(?:"(?:[^"\\]|\\.)*"|null)\s*\}\s*$/
 
 /**
- * A retrieve page `{messages:[…], cursor}`. Throws (`invalid_format`) when the page itself is
- * not I-JSON or has no list of messages. `asText`: hand every entry over as its text (the page
- * was not valid UTF-8, so no entry of it may be read as a value).
+ * A retrieve page `{messages:[…], cursor}`, each message read on its own (`asText`: each handed
+ * over as its text, the page not being valid UTF-8). `spilled`: an entry was not balanced JSON
+ * and was taken up to the end of the list, so it may have swallowed the ones after it. Throws
+ * `invalid_format` when the page is not I-JSON or has no list of messages.
  */
-export function parsePage(text: string, options: { asText?: boolean } = {}): ParsedPage {
+export async function parsePage(
+  text: string,
+  asText = false,
+): Promise<{ messages: EnvelopeMessage[]; cursor: unknown; spilled: boolean }> {
   const list = topMembers(text)?.find((m) => m.key === 'messages')?.value
   let open: number
   let close: number
@@ -228,13 +196,9 @@ export function parsePage(text: string, options: { asText?: boolean } = {}): Par
   if (!Array.isArray(shell.messages) || shell.messages.length !== spans.length) {
     return refusePage(text)
   }
-  return {
-    messages: spans.map((s) =>
-      (options.asText ? textMessage : readMessage)(text.slice(s.start, s.end)),
-    ),
-    cursor: shell.cursor,
-    spilled,
-  }
+  const texts = spans.map((s) => text.slice(s.start, s.end))
+  const messages = asText ? texts.map(textMessage) : await Promise.all(texts.map(readMessage))
+  return { messages, cursor: shell.cursor, spilled }
 }
 
 /** A page this module cannot take apart: the strict parse says why, or it has no list. */

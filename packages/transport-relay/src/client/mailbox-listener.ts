@@ -1,16 +1,16 @@
 /**
- * Listening on one of the agent's relays for the relay transport: open the mailbox once (the
- * subscription id is kept in storage), stream it from the stored cursor, hand every entry to
- * the receive pipeline, and acknowledge per its outcome (PROFILE §9). A relay that is down is
- * reported (named by its URL) and tried again with backoff; it never stops the agent's other
- * relays. A relay that refuses to open the mailbox at start (a 4xx other than 429: forbidden,
- * bad agent auth, an address the policy refuses) fails `start`: no retry changes that answer.
+ * Listening on one of the agent's relays: open the mailbox once (the subscription id is kept in
+ * storage), stream it from the stored cursor into the receive pipeline, acknowledge per its
+ * outcome (PROFILE §9). A relay that is down is reported, named by its URL, and tried again with
+ * backoff; it never stops the agent's other relays.
  */
 import { type DeliveryHandler, isAgentMsgError, type Storage } from '@agentmsg/core'
-import { type BackoffOptions, reconnectDelay, sleep } from './backoff.js'
+import { Backoff, type BackoffOptions, sleep } from '@agentmsg/core/http'
+import { STREAM_BACKOFF } from './http.js'
 import type { RelayCore } from './relay-core.js'
-import { isRefusal, relayError } from './relay-error.js'
-import type { RelayEntry, StreamHandle, StreamMode } from './stream.js'
+import { relayError } from './relay-error.js'
+import { isFatal } from './stream.js'
+import type { RelayEntry, StreamHandle, StreamMode } from './stream-types.js'
 
 /** Storage keys of one relay's state, in the transport's storage. */
 export function mailboxKeys(relayUrl: string): { subscription: string; cursor: string } {
@@ -29,9 +29,9 @@ export interface MailboxListenerInput {
 }
 
 /**
- * The stream handler for the receive pipeline: an accepted or duplicate message, or one
- * refused for good, completes (the stream acknowledges it and moves the cursor); one refused
- * for now stays in the mailbox and comes again after a reconnect (PROFILE §9 acknowledge).
+ * The stream handler for the receive pipeline: an accepted or duplicate message, or one refused
+ * for good, completes (acknowledged, cursor moved); one refused for now stays in the mailbox and
+ * comes again after a reconnect (PROFILE §9 acknowledge).
  */
 export function pipelineHandler(receive: DeliveryHandler) {
   return async (entry: RelayEntry): Promise<void> => {
@@ -55,20 +55,19 @@ export class MailboxListener {
   }
 
   /**
-   * Start; resolves after the first try to open the mailbox (so mail sent after `listen`
-   * resolved finds it), when it worked or the relay could not be reached (reported; streaming
-   * goes on in the background, retrying with backoff). Rejects with a {@link RelayError} when
-   * the relay refused (a 4xx other than 429): a misconfiguration the application must see.
+   * Resolves after the first try to open the mailbox (so mail sent after `listen` finds it),
+   * whether it worked or the relay was unreachable (reported; retried in the background).
+   * Rejects with a `RelayError` when the relay refused, or its address is refused: a
+   * misconfiguration no retry cures, which the application must see.
    */
   async start(): Promise<void> {
     let opened = false
     try {
       opened = await this.#open()
     } catch (error) {
-      if (isRefusal(error) && !this.#stop.signal.aborted) {
-        throw relayError(this.#in.client.relayUrl, error)
-      }
-      if (!this.#stop.signal.aborted) this.#in.report(error)
+      if (this.#stop.signal.aborted) return
+      if (isFatal(error)) throw relayError(this.#in.client.relayUrl, error)
+      this.#in.report(error)
     }
     this.#running = this.#run(opened)
   }
@@ -91,32 +90,33 @@ export class MailboxListener {
 
   async #run(opened: boolean): Promise<void> {
     const signal = this.#stop.signal
-    let attempt = 0
+    const settings = { ...STREAM_BACKOFF, ...this.#in.backoff }
+    const backoff = new Backoff(settings)
     while (!signal.aborted) {
-      let failure: unknown
+      const started = Date.now()
+      const run = { moved: false, failure: undefined as unknown }
       try {
         if (!opened) opened = await this.#open()
-        failure = await this.#streamOnce()
+        run.failure = await this.#streamOnce(run)
       } catch (error) {
         if (signal.aborted) return
         this.#in.report(error)
-        failure = error
+        run.failure = error
       }
       if (signal.aborted) return
       // The relay forgot the mailbox (restored from an old backup): open it again.
-      if (isAgentMsgError(failure) && failure.code === 'not_found') {
+      if (isAgentMsgError(run.failure) && run.failure.code === 'not_found') {
         await this.#in.storage.delete(this.#keys.subscription).catch(this.#in.report)
         opened = false
       }
-      await sleep(reconnectDelay(attempt++, this.#in.backoff), signal)
+      // A stream that moved the cursor, or stayed up a while, was a success: start over.
+      if (run.moved || Date.now() - started >= settings.capMs) backoff.reset()
+      await sleep(backoff.next(), signal)
     }
   }
 
-  /**
-   * One stream until it stops: resolves with nothing when closed, or with the fatal error
-   * that stopped it (the stream reported it already).
-   */
-  async #streamOnce(): Promise<unknown> {
+  /** One stream until it stops: resolves with nothing when closed, or with the fatal error. */
+  async #streamOnce(run: { moved: boolean }): Promise<unknown> {
     const { client, storage, receive, mode, backoff } = this.#in
     const after = await storage.get(this.#keys.cursor)
     if (this.#stop.signal.aborted) return undefined
@@ -124,7 +124,10 @@ export class MailboxListener {
       mode,
       backoff,
       ...(typeof after === 'string' ? { after } : {}),
-      onCursor: (cursor) => storage.put(this.#keys.cursor, cursor),
+      onCursor: (cursor) => {
+        run.moved = true
+        return storage.put(this.#keys.cursor, cursor)
+      },
       onError: (error) => this.#in.report(error),
       signal: this.#stop.signal,
     })

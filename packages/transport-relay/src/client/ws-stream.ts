@@ -4,10 +4,10 @@
  * browsers cannot put headers on a WebSocket handshake.
  */
 
-import { AgentMsgError, type ErrorCode, type Signer } from '@agentmsg/core'
+import { AgentMsgError, type ErrorCode, PROFILE, type Signer } from '@agentmsg/core'
 import { ERROR_STATUS, signWsAuth } from '@agentmsg/core/http'
-import { type EnvelopeMessage, parseFrame } from './envelope.js'
-import { MAX_EVENT_BYTES } from './http.js'
+import { parseFrame } from './envelope.js'
+import { readMessage } from './envelope-message.js'
 import { protocolError } from './stream.js'
 import type { AckFn, Connector } from './stream-types.js'
 
@@ -36,11 +36,10 @@ export interface WebSocketClientOptions {
 }
 
 /**
- * A WebSocket constructor: the global `WebSocket`, `ws`'s, or a wrapper. It is called as
- * `new WebSocket(url, undefined, { maxPayload })`: `ws` then refuses a frame over the cap
- * (PROFILE §4: 1 MiB + 64 KiB) as soon as its header announces it, before buffering it;
- * browsers ignore the third argument, and every frame's size is checked again after receipt.
- * On Node, a wrapper for a development certificate should pass the options on:
+ * A WebSocket constructor: the global one, `ws`'s, or a wrapper, called as `new WebSocket(url,
+ * undefined, { maxPayload })`: `ws` then refuses a frame over the cap (PROFILE §4) as its header
+ * arrives; browsers ignore the argument, and every frame is checked again on receipt. On Node, a
+ * wrapper for a development certificate passes the options on:
  *
  * @example
  * import { WebSocket } from 'ws'
@@ -64,8 +63,8 @@ const OPEN = 1
  */
 const UNCERTAIN_ACK_MS = 10_000
 const MAX_UNCERTAIN_ACKS = 1_000
-/** How long the relay has to send its challenge after the connection opened. */
-const CHALLENGE_TIMEOUT_MS = 30_000
+/** How long the relay has to send its challenge after the connection opened (PROFILE §4). */
+const CHALLENGE_TIMEOUT_MS = PROFILE.requestTimeoutMs
 /**
  * Frames received but not handled yet (UTF-16 code units, ≈ bytes): past the high mark the
  * socket is paused where it can be (`ws`), past the hard cap the connection is dropped and
@@ -100,8 +99,6 @@ export interface WsConnectorInput {
   WebSocket: WebSocketConstructor
   /** The HTTP acknowledgement, used when the socket is gone by the time a handler finished. */
   httpAck: AckFn
-  /** Largest frame, in bytes. @default MAX_EVENT_BYTES */
-  maxFrameBytes?: number
 }
 
 /** The relay's `{type:"error", code, message}` frame as an error (4xx codes are fatal). */
@@ -117,18 +114,13 @@ function frameError(frame: Record<string, unknown>): AgentMsgError {
   })
 }
 
-/** The WebSocket URL of a relay: `wss:` + base URL + `/relay/ws`. */
-export function relayWebSocketUrl(relayUrl: string): string {
-  return new URL(`${relayUrl}/relay/ws`.replace(/^https:/, 'wss:')).href
-}
-
 /**
  * One WebSocket connection per call. Message frames are handled one at a time in arrival
  * order; when the socket closes, the handler in progress finishes (its ack then goes over HTTP)
  * and the frames queued behind it are dropped — the resume cursor brings them back.
  */
 export function wsConnector(input: WsConnectorInput): Connector {
-  const maxFrameBytes = input.maxFrameBytes ?? MAX_EVENT_BYTES
+  const maxFrameBytes = PROFILE.eventMaxBytes
   // Acks whose frame may have been lost with its socket: `${from}\n${id}` → [id, from].
   const uncertain = new Map<string, [string, string]>()
 
@@ -157,9 +149,8 @@ export function wsConnector(input: WsConnectorInput): Connector {
       if (ctx.signal.aborted) return resolve()
       let ws: WebSocketLike
       try {
-        ws = new input.WebSocket(relayWebSocketUrl(input.relayUrl), undefined, {
-          maxPayload: maxFrameBytes,
-        })
+        const url = new URL(`${input.relayUrl}/relay/ws`.replace(/^https:/, 'wss:')).href
+        ws = new input.WebSocket(url, undefined, { maxPayload: maxFrameBytes })
       } catch (e) {
         reject(e)
         return
@@ -210,11 +201,7 @@ export function wsConnector(input: WsConnectorInput): Connector {
         await input.httpAck(messageId, from)
       }
 
-      const onFrame = async (
-        text: string,
-        frame: Record<string, unknown>,
-        message: EnvelopeMessage | undefined,
-      ) => {
+      const onFrame = async (text: string, frame: Record<string, unknown>, message?: string) => {
         switch (frame.type) {
           case 'challenge': {
             if (authed || typeof frame.nonce !== 'string')
@@ -234,16 +221,16 @@ export function wsConnector(input: WsConnectorInput): Connector {
           case 'message': {
             if (!authed) throw protocolError('a message before the challenge')
             const cursor = typeof frame.cursor === 'string' ? frame.cursor : undefined
-            // The message was cut out of the frame and read on its own (PROFILE §9 envelopes).
-            const entry = message ?? { value: frame.message }
             queued += text.length
             if (queued > QUEUE_CAP) throw protocolError('frames arrived faster than handled')
             if (queued > QUEUE_HIGH && ws.pause && !paused) {
               paused = true
               ws.pause()
             }
+            // The message was cut out of the frame and is read on its own (PROFILE §9 envelopes).
+            const entry = async () => (message ? readMessage(message) : { value: frame.message })
             chain = chain
-              .then(() => (stopped ? undefined : ctx.deliver(cursor, entry, ack)))
+              .then(async () => (stopped ? undefined : ctx.deliver(cursor, await entry(), ack)))
               .finally(() => {
                 queued -= text.length
                 if (paused && queued < QUEUE_LOW && !stopped) {
