@@ -120,6 +120,19 @@ describe('publish and failover', () => {
     expect(hits).toEqual(['503', 'ok'])
   })
 
+  it('a Retry-After that is not delay-seconds or an HTTP date is no retryAfter, never 0', async () => {
+    const m = await signedMessage(alice, bob.id, { text: 'busy' })
+    const hits: string[] = []
+    for (const value of ['1.5', '-1', '12 13']) {
+      const s = await scripted(failing(hits, value, 503, 'unavailable', { 'retry-after': value }))
+      const error = await publishToRelay(m, s, { fetch: fetchFn }).catch((e: unknown) => e)
+      expect(error).toMatchObject({ code: 'unavailable', peerStatus: 503, retryAfter: undefined })
+    }
+    const s7 = await scripted(failing(hits, '7', 429, 'rate_limited', { 'retry-after': '7' }))
+    await expect(publishToRelay(m, s7, { fetch: fetchFn })).rejects.toMatchObject({ retryAfter: 7 })
+    expect(hits).toEqual(['1.5', '-1', '12 13', '7'])
+  })
+
   it('refuses locally what no relay would take, and reports errors with the relay code', async () => {
     const hits: string[] = []
     const s = await scripted(failing(hits, 'nf', 404, 'not_found'))

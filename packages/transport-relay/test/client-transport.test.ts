@@ -1,7 +1,8 @@
 /**
  * relayTransport as a core Transport against the real relay over HTTPS on 127.0.0.1: send with
  * failover, listen into a real receive pipeline (subscription and cursor kept in storage, acks
- * per outcome), and a relay that is down reported, retried, and never failing `listen`.
+ * per outcome), and a relay that is down reported, retried, and never failing `listen`; a relay
+ * whose address is refused is failed over like one that is down.
  */
 import { type FixtureAgent, fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
@@ -20,6 +21,7 @@ import {
 import { describe, expect, it } from 'vitest'
 import { mailboxKeys } from '../src/client/mailbox-listener.js'
 import { type RelayTransport, relayTransport } from '../src/client/relay-transport.js'
+import { publishToRelay } from '../src/index.js'
 import { cleanups, clientFor, net, setupRelayTests, startRelay, until } from './client-fixtures.js'
 
 setupRelayTests()
@@ -109,6 +111,30 @@ describe('relayTransport', () => {
       }),
     ).rejects.toMatchObject({ code: 'invalid_format' })
     await expect(t.send(m, target(bob, []))).rejects.toMatchObject({ code: 'invalid_format' })
+  })
+
+  it('a relay whose address is refused is skipped, and the next one takes the message', async () => {
+    const { relay } = await startRelay()
+    cleanups.push(() => relay.close())
+    const alice = await fixtureAgent()
+    const bob = await fixtureAgent()
+    await clientFor(bob, relay.url).subscribe()
+    // 10.0.0.1 is not public unicast (PROFILE §4): the address policy refuses it before dialling.
+    const refused = 'https://10.0.0.1'
+    const m = await signedMessage(alice, bob.id, { text: 'past a refused address' })
+    const result = await publishToRelay(m, [refused, relay.url], { fetch: net.fetch })
+    expect(result.relayUrl).toBe(relay.url)
+    expect(result.failed).toEqual([{ relayUrl: refused, error: expect.any(AgentMsgError) }])
+    expect(result.failed[0]!.error).toMatchObject({ code: 'forbidden', peerStatus: undefined })
+    const t = transport(components(alice, []).c)
+    const again = await signedMessage(alice, bob.id, { text: 'through the transport' })
+    const to = target(bob, [refused, relay.url])
+    expect(await t.send(again, to)).toEqual({
+      messageId: again.message_id,
+      target: to,
+      url: relay.url,
+    })
+    expect((await clientFor(bob, relay.url).retrieve()).messages).toHaveLength(2)
   })
 
   it("targets: the peer's relays, then its document's, in its preference; confidential when all trusted", async () => {
