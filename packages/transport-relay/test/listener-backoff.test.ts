@@ -44,7 +44,8 @@ describe('mailbox listener backoff', () => {
         if (++streams === 1) {
           // One entry no ack can name: the stream skips it by its cursor, which moves.
           res.writeHead(200, { 'content-type': 'text/event-stream' })
-          return res.end('id: c1\nevent: message\ndata: {"entry":1}\n\n')
+          res.end('id: c1\nevent: message\ndata: {"entry":1}\n\n')
+          return
         }
         // The relay forgot the mailbox: the listener opens it again, after a backoff.
         if (streams === 2) refusedAt = Date.now()

@@ -1,7 +1,6 @@
 /**
- * Batched acknowledgements (PROFILE §9 `POST /relay/ack`): a client that receives faster than
- * one round trip per message acknowledges up to 500 at once, one batch in flight, so delivery
- * is not paced by acknowledgements. Entries handled while a batch is in flight make the next.
+ * Batched acknowledgements (PROFILE §9 `POST /relay/ack`): up to 500 at once, one batch in
+ * flight, so delivery is not paced by acknowledgements.
  */
 import { isAgentMsgError, PROFILE } from '@agentmsg/core'
 import { Backoff, isAgentId, sleep } from '@agentmsg/core/http'
@@ -34,11 +33,9 @@ export class AckBatcher {
   #linger: ReturnType<typeof setTimeout> | undefined
 
   /**
-   * @param report a batch that failed for good (refused, or still failing at close): its
-   *   entries stay held until they expire or come again (the pipeline answers a duplicate).
-   * @param lingerMs how long an entry waits for others (a full batch, and `flush()`, go at
-   *   once): under a steady stream a batch then goes at most every `lingerMs`, not once per
-   *   round trip, each a signed request the relay verifies. 0: at once.
+   * @param report a batch that failed for good: its entries stay held until they expire or
+   *   come again (then answered as duplicates).
+   * @param lingerMs how long an entry waits for others (a full batch, and `flush()`, go at once).
    */
   constructor(
     send: AckManyFn,
@@ -57,10 +54,7 @@ export class AckBatcher {
     return this.#pending.length
   }
 
-  /**
-   * Queue one entry; waits only while a full batch is queued behind the one in flight, which
-   * bounds the queue and holds the stream back while the relay takes no acknowledgements.
-   */
+  /** Queue one entry; waits while a full batch is queued (holding the stream back). */
   async add(entry: AckEntry): Promise<void> {
     while (this.#pending.length >= this.#max && this.#inFlight) await this.#inFlight
     if (this.#pending.length === 0) this.#firstAt = Date.now()

@@ -1,21 +1,14 @@
-/**
- * One message of an envelope or an SSE event (PROFILE §9), parsed strictly on its own, or handed
- * over as its text with what a lenient reading finds to acknowledge it by. The strict parser's
- * exact path is loaded only for a message its fast path cannot prove.
- */
+/** One message of an envelope or an SSE event (PROFILE §9), parsed strictly on its own. */
 import { INTEGER_MEMBERS, parseStrictJsonAsync } from '@agentmsg/core/encoding'
 
-/** One message cut out of an envelope (or an SSE event's data). */
+/** The value (its text when not I-JSON on its own), and what an ack names, read leniently. */
 export interface EnvelopeMessage {
-  /** The parsed value when the message is I-JSON on its own; else its text, unchanged. */
   value: unknown
-  /** `message_id` as delivered (read leniently when the message is not I-JSON). */
   messageId?: string
-  /** `from.agent` as delivered (read leniently when the message is not I-JSON). */
   from?: string
 }
 
-/** `message_id` and `from.agent` of a value, when readable (unauthenticated: what acks name). */
+/** `message_id` and `from.agent`, when readable (unauthenticated). */
 function entryNames(value: unknown): { messageId?: string; from?: string } {
   const r = value as { message_id?: unknown; from?: { agent?: unknown } } | null | undefined
   const out: { messageId?: string; from?: string } = {}
@@ -25,7 +18,7 @@ function entryNames(value: unknown): { messageId?: string; from?: string } {
   return out
 }
 
-/** An entry handed over as its text, with what a lenient reading finds to acknowledge it by. */
+/** An entry handed over as its text. */
 export function textMessage(text: string): EnvelopeMessage {
   let lenient: unknown
   try {
@@ -37,9 +30,8 @@ export function textMessage(text: string): EnvelopeMessage {
 }
 
 /**
- * One message's JSON text (or UTF-8 bytes) parsed strictly on its own: depth 64 from its own top
- * level; an integer member written with a fraction or exponent (PROFILE §1) is marked on the
- * value, so the pipeline refuses that message alone, naming the member.
+ * Depth counts from the message's own top level; an integer member written as `1.0` (PROFILE
+ * §1) is marked, so the pipeline refuses that message alone, naming the member.
  */
 export async function readMessage(raw: string | Uint8Array): Promise<EnvelopeMessage> {
   try {

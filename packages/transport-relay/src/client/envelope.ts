@@ -1,11 +1,9 @@
 /**
- * Envelopes (PROFILE §9): a retrieve page and a WebSocket frame wrap messages, and the 64-level
- * depth limit of §1 counts from each message's own top level, so a legal message stays legal
- * inside one. So an envelope is not parsed as one document: a structural scan cuts out each
- * message's text, parsed strictly on its own, and the rest (its shell, `null` in each message's
- * place) is parsed strictly too. One entry that is not I-JSON then spoils nothing around it: it
- * is handed over as its text, with the `message_id` and `from.agent` a lenient reading finds, so
- * the stream skips it by its cursor and acknowledges it instead of retrying the page forever.
+ * Envelopes (PROFILE §9): pages and WebSocket frames wrap messages, and §1's depth limit counts
+ * from each message's own top level. So an envelope is not parsed as one document: a structural
+ * scan cuts out each message, parsed strictly on its own, and the shell (`null` in each one's
+ * place) is parsed strictly too. An entry that is not I-JSON then spoils nothing around it: it
+ * is handed over as its text, skipped by its cursor and acknowledged, not retried forever.
  */
 import { parseStrictJson } from '@agentmsg/core/encoding'
 import { invalidFormat } from '@agentmsg/core/http'
@@ -43,9 +41,8 @@ function stringEnd(t: string, i: number): number {
 }
 
 /**
- * The index after the value that starts at `i`, or -1 when it runs off the end. A balanced scan
- * with a counter, no recursion (a 1 MiB `[[[…` cannot overflow the stack); the value itself is
- * validated by its own strict parse.
+ * The index after the value at `i`, or -1 when it runs off the end: a balanced scan with a
+ * counter, no recursion (a 1 MiB `[[[…` cannot overflow the stack); its own parse validates it.
  */
 function valueEnd(t: string, i: number): number {
   const c = t.charCodeAt(i)
@@ -68,20 +65,13 @@ function valueEnd(t: string, i: number): number {
   return j > i ? j : -1
 }
 
-/** The index of the last character that is not white space (-1 for a blank text). */
-function lastNonSpace(t: string): number {
-  let i = t.length - 1
-  while (i >= 0 && isSpace(t.charCodeAt(i))) i--
-  return i
-}
-
 /**
- * The top-level members of the object text `t`, as key → value span. A value that runs off the
- * end (an unbalanced entry) is taken up to the `}` that ends the text when it is the last
- * member. `undefined` when the text is not an object this scan can follow.
+ * The top-level members of the object text `t`; a last value that runs off the end is taken up
+ * to the final `}`. `undefined` when the text is not an object this scan can follow.
  */
 function topMembers(t: string): Array<{ key: string; value: Span }> | undefined {
-  const close = lastNonSpace(t)
+  // (Other trailing white space than JSON's is refused by the shell's strict parse.)
+  const close = t.trimEnd().length - 1
   let i = skipSpace(t, 0)
   if (t.charCodeAt(i) !== 0x7b || t.charCodeAt(close) !== 0x7d) return undefined
   const out: Array<{ key: string; value: Span }> = []
@@ -109,11 +99,7 @@ function topMembers(t: string): Array<{ key: string; value: Span }> | undefined 
   }
 }
 
-/**
- * The element spans of the array between `open` (its `[`) and `close` (its `]`). An element
- * that runs off is taken up to `close`, and the result says so (`spilled`): it may have
- * swallowed the elements after it.
- */
+/** The element spans between `open` (`[`) and `close` (`]`); one that runs off is taken up to `close` (`spilled`). */
 function arrayElements(
   t: string,
   open: number,
@@ -150,11 +136,7 @@ function shellOf(t: string, spans: readonly Span[]): string {
   return parts.join('')
 }
 
-/**
- * A WebSocket frame: its members parsed strictly (the shell) and, for a `message` frame, the
- * message's text cut out (read it with `readMessage`). Throws `invalid_format` when the frame
- * itself is not I-JSON: the relay's fault, not one entry's.
- */
+/** A WebSocket frame's shell, and a `message` frame's message text; throws when the frame is not I-JSON. */
 export function parseFrame(text: string): { frame: Record<string, unknown>; message?: string } {
   const span = topMembers(text)?.find((m) => m.key === 'message')?.value
   if (span) {
@@ -168,10 +150,9 @@ export function parseFrame(text: string): { frame: Record<string, unknown>; mess
 const PAGE_TAIL = /\]\s*,\s*"cursor"\s*:\s*(?:"(?:[^"\\]|\\.)*"|null)\s*\}\s*$/
 
 /**
- * A retrieve page `{messages:[…], cursor}`, each message read on its own (`asText`: each handed
- * over as its text, the page not being valid UTF-8). `spilled`: an entry was not balanced JSON
- * and was taken up to the end of the list, so it may have swallowed the ones after it. Throws
- * `invalid_format` when the page is not I-JSON or has no list of messages.
+ * A retrieve page `{messages:[…], cursor}`, each message read on its own (`asText`: as its text,
+ * the page not being UTF-8). `spilled`: an unbalanced entry may have swallowed the ones after
+ * it. Throws `invalid_format` when the page is not I-JSON or has no list of messages.
  */
 export async function parsePage(
   text: string,

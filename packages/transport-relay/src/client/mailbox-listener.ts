@@ -1,8 +1,6 @@
 /**
- * Listening on one of the agent's relays: open the mailbox once (the subscription id is kept in
- * storage), stream it from the stored cursor into the receive pipeline, acknowledge per its
- * outcome (PROFILE §9). A relay that is down is reported, named by its URL, and tried again with
- * backoff; it never stops the agent's other relays.
+ * Listening on one of the agent's relays (PROFILE §9): one subscription, kept in storage, and a
+ * stream from the stored cursor into the receive pipeline, retried with backoff while down.
  */
 import { type DeliveryHandler, isAgentMsgError, type Storage } from '@agentmsg/core'
 import { Backoff, type BackoffOptions, sleep } from '@agentmsg/core/http'
@@ -28,11 +26,7 @@ export interface MailboxListenerInput {
   report(error: unknown): void
 }
 
-/**
- * The stream handler for the receive pipeline: an accepted or duplicate message, or one refused
- * for good, completes (acknowledged, cursor moved); one refused for now stays in the mailbox and
- * comes again after a reconnect (PROFILE §9 acknowledge).
- */
+/** Accepted, duplicate and refused-for-good entries complete (acked); refused for now, they stay. */
 export function pipelineHandler(receive: DeliveryHandler) {
   return async (entry: RelayEntry): Promise<void> => {
     const outcome = await receive({ body: entry.value, transport: 'relay' })
@@ -55,10 +49,8 @@ export class MailboxListener {
   }
 
   /**
-   * Resolves after the first try to open the mailbox (so mail sent after `listen` finds it),
-   * whether it worked or the relay was unreachable (reported; retried in the background).
-   * Rejects with a `RelayError` when the relay refused, or its address is refused: a
-   * misconfiguration no retry cures, which the application must see.
+   * Resolves after the first try to open the mailbox (so mail sent after `listen` finds it);
+   * rejects when the relay, or the address policy, refused it: no retry cures that.
    */
   async start(): Promise<void> {
     let opened = false

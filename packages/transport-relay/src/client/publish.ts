@@ -1,24 +1,14 @@
-/**
- * Publishing (PROFILE §9 `POST /relay/publish`) with client failover over a recipient's relays.
- * A publish carries no agent auth: the message's own signature is what the relay checks.
- */
+/** Publishing (PROFILE §9): no agent auth, the message's own signature is what relays check. */
 import { type AbortOptions, AgentMsgError, isAgentMsgError, type Message } from '@agentmsg/core'
 import { assertRelayUrl, httpRequest, invalidFormat } from '@agentmsg/core/http'
 import { readReply, relayEndpoint } from './http.js'
+import type { RelayClientOptions } from './relay-core.js'
 
 /** Options of {@link publishToRelay}. */
-export interface PublishOptions extends AbortOptions {
-  /**
-   * On Node pass `createNodeFetch({ ca })` from `@agentmsg/transport-https/node` (https only,
-   * the address policy). @default globalThis.fetch
-   */
-  fetch?: typeof fetch | undefined
-  /** Each relay's answer, read in full, within this (ms; 0: none). @default 30_000 (PROFILE §4) */
-  timeoutMs?: number | undefined
-  /**
-   * The recipient's `relay.preference`: `ordered` tries the relays in the order given; `any`
-   * starts at a random one and goes round, so senders spread over them. @default 'ordered'
-   */
+export interface PublishOptions
+  extends AbortOptions,
+    Pick<RelayClientOptions, 'fetch' | 'timeoutMs'> {
+  /** The recipient's `relay.preference`; `any` starts at a random relay, spreading senders. @default 'ordered' */
   preference?: 'any' | 'ordered' | undefined
   /** Uniform numbers in [0, 1) for the `any` start, for tests. @default Math.random */
   random?: (() => number) | undefined
@@ -51,16 +41,13 @@ async function publishOne(message: Message, relayUrl: string, options: PublishOp
 }
 
 /**
- * Publish a signed message to the first of `relays` that accepts it (PROFILE §9 client
- * failover); resolves once a relay answered 202 (it stored the message durably). A relay that
- * cannot be reached, answers 5xx or 429, or whose address is refused is skipped at once
- * (waiting for `Retry-After` is the caller's); a refusal by a relay (another 4xx) stops.
+ * Publish a signed message to the first of `relays` that answers 202 (PROFILE §9 client
+ * failover). A relay that cannot be reached, answers 5xx or 429, or whose address is refused is
+ * skipped at once (waiting for `Retry-After` is the caller's); a refusal by a relay stops.
  *
- * @returns the accepted id, the relay that took it, and the relays that failed before it.
- * @throws AgentMsgError — before sending, for an unsigned or traced message; a relay's refusal;
- *   the one relay's error; or, when several failed, `unavailable` with the smallest
- *   `retryAfter` when each had one and every error as an `AggregateError` `cause`. An abort
- *   rejects with the signal's reason.
+ * @throws AgentMsgError — an unsigned or traced message (before sending); a relay's refusal; the
+ *   one relay's error; or, when several failed, `unavailable` (the smallest `retryAfter` when
+ *   each had one; every error in an `AggregateError` `cause`).
  *
  * @example
  * const { relayUrl } = await publishToRelay(signed, document.relay.urls, {

@@ -1,33 +1,40 @@
 /**
- * The relay client (PROFILE §9). What the relay hands over is returned as it came: relays are
- * trusted to store and forward, not with integrity (SPEC §5.7.3), so the caller's receive
- * pipeline validates and verifies every message, as for every transport.
+ * The relay client (PROFILE §9). Entries are returned as they came: relays are not trusted with
+ * integrity (SPEC §5.7.3), the caller's receive pipeline verifies every message.
  */
 import {
   type AbortOptions,
   AgentMsgError,
+  isAgentMsgError,
   type Message,
   PROFILE,
   parseAgentId,
 } from '@agentmsg/core'
-import type { AckEntry } from './ack-batch.js'
-import { type DrainOptions, drainMailbox, type RetrievedEntry } from './drain.js'
+import { AckBatcher, type AckEntry, batchable } from './ack-batch.js'
 import { parsePage } from './envelope.js'
+import type { EnvelopeMessage } from './envelope-message.js'
 import { readCapped, relayEndpoint } from './http.js'
 import { publishToRelay } from './publish.js'
 import { type RelayClientOptions, relayCore, type SubscribeOptions } from './relay-core.js'
-import type { RelayStreamHandler, StreamHandle, StreamOptions } from './stream-types.js'
+import type { RelayEntry, RelayStreamHandler, StreamHandle, StreamOptions } from './stream-types.js'
+
+/** Options of `RelayClient.drain`. */
+export interface DrainOptions extends AbortOptions {
+  /** Start after this cursor. @default the oldest held */
+  after?: string
+  /** Entries per page (the relay clamps to 500). @default the relay's, 100 */
+  limit?: number
+  /** An ack batch failed (its entries stay held). @default none: `drain` rejects with the first */
+  onError?: (error: unknown) => void
+}
 
 /** A page of the mailbox, as delivered. */
 export interface RetrieveResult {
-  /**
-   * The message JSON values, oldest first, unchecked: hand each to the receive pipeline, then
-   * acknowledge it. An entry that is not I-JSON on its own (PROFILE §9 envelopes) is its text.
-   */
+  /** The message values, oldest first, unchecked (an entry that is not I-JSON: its text). */
   messages: unknown[]
-  /** The same entries with the `message_id` and `from.agent` an acknowledgement names. */
-  entries: RetrievedEntry[]
-  /** The relay's cursor after this page: pass it as `after` for the next one. */
+  /** The same, with the `message_id` and `from.agent` an acknowledgement names. */
+  entries: EnvelopeMessage[]
+  /** Pass it as `after` for the next page. */
   cursor: string | undefined
 }
 
@@ -49,18 +56,14 @@ export interface RelayClient {
   ack(messageId: string, from: string, options?: AbortOptions): Promise<void>
   /** Acknowledge many (`POST /relay/ack`, 500 a request); entries that match nothing are skipped. */
   ackMany(entries: readonly AckEntry[], options?: AbortOptions): Promise<{ removed: number }>
-  /**
-   * Receive by retrieve: pages from `after` until one comes back empty, each entry handed to
-   * `handler` in order and acknowledged in batches once it resolved.
-   */
+  /** Retrieve pages until one is empty, each entry handled in order, acknowledged in batches. */
   drain(
     handler: RelayStreamHandler,
     options?: DrainOptions,
   ): Promise<{ cursor: string | undefined; handled: number }>
   /**
-   * Receive pushed entries until closed: in order, one at a time, acknowledged once the
-   * handler resolved, resumed after disconnects from the last completed cursor. A handler that
-   * throws gets the entry again after a reconnect (with backoff).
+   * Receive pushed entries until closed, one at a time, each acknowledged once the handler
+   * resolved, resumed after the last completed cursor (a handler that throws gets it again).
    */
   stream(handler: RelayStreamHandler, options?: StreamOptions): StreamHandle
 }
@@ -98,7 +101,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       }
       const parsed = await parsePage(text, invalid)
       if (parsed.spilled && !alone) return undefined
-      const entries: RetrievedEntry[] = parsed.messages
+      const { messages: entries } = parsed
       const cursor = typeof parsed.cursor === 'string' ? parsed.cursor : after
       return { messages: entries.map((e) => e.value), entries, cursor }
     })
@@ -140,13 +143,51 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       }
       return { removed }
     },
-    drain(handler, opts = {}) {
-      const client = {
-        retrieve,
-        ack: (id: string, from: string) => core.ack(id, from),
-        ackBatch: async (entries: AckEntry[]) => void (await core.ackBatch(entries)),
+    async drain(handler, opts = {}) {
+      // Entries are handed over as a stream would; one that is not I-JSON comes as its text (the
+      // pipeline refuses it for good) and is acknowledged too, so it never stops the others.
+      let failure: { error: unknown } | undefined
+      const report = (error: unknown) => {
+        if (opts.onError) opts.onError(error)
+        else failure ??= { error }
       }
-      return drainMailbox(client, handler, opts)
+      const batcher = new AckBatcher(async (e) => void (await core.ackBatch(e)), report)
+      let cursor = opts.after
+      let handled = 0
+      try {
+        for (;;) {
+          const { entries, cursor: next } = await retrieve({ ...opts, after: cursor })
+          if (entries.length === 0) break
+          for (const { messageId: id, from, value } of entries) {
+            opts.signal?.throwIfAborted()
+            let acked: Promise<void> | undefined
+            const ack = () => {
+              if (id === undefined || from === undefined) return Promise.resolve()
+              acked ??= core.ack(id, from).catch((err: unknown) => {
+                acked = undefined
+                // 404: acknowledged before, or expired.
+                if (!(isAgentMsgError(err) && err.code === 'not_found')) throw err
+              })
+              return acked
+            }
+            const entry: RelayEntry = { cursor: next ?? '', value, ack }
+            if (id !== undefined) entry.messageId = id
+            if (from !== undefined) entry.from = from
+            await handler(entry)
+            handled++
+            if (id === undefined || from === undefined || acked) continue
+            if (batchable(id, from)) await batcher.add({ messageId: id, from })
+            else await ack().catch(report)
+          }
+          // A relay that does not move its cursor would hand the same page over forever.
+          if (next === undefined || next === cursor) break
+          cursor = next
+        }
+      } finally {
+        await batcher.flush()
+      }
+      if (failure) throw failure.error
+      return { cursor, handled }
     },
     stream: core.stream,
   }

@@ -1,8 +1,6 @@
 /**
- * What every use of a relay needs (PROFILE §9): signed requests, subscribe, acknowledge (one, or
- * a `POST /relay/ack` batch) and the push stream. The client (./relay-client.ts) adds publish,
- * retrieve and drain; the transport's listening uses only this, so a browser agent's bundle
- * carries no page parsing it never runs.
+ * What listening on a relay needs (PROFILE §9): signed requests, subscribe, acknowledge, the
+ * push stream. The client adds publish, retrieve and drain, which a listening agent never loads.
  */
 import {
   type AbortOptions,
@@ -40,16 +38,9 @@ export interface RelayClientOptions {
   agent: string
   /** An Ed25519 signer of `agent`, for relay agent auth. */
   signer: Signer
-  /**
-   * On Node pass `createNodeFetch({ ca })` from `@agentmsg/transport-https/node` (https only,
-   * the address policy, a custom CA). @default globalThis.fetch
-   */
+  /** On Node: `createNodeFetch({ ca })` (https only, the address policy). @default globalThis.fetch */
   fetch?: typeof fetch | undefined
-  /**
-   * The `fetch` for SSE streams, which stay open: on Node one without an overall timeout
-   * (`createNodeFetch({ ca, timeoutMs: 0 })`); the client's idle watchdog replaces it.
-   * @default `fetch`
-   */
+  /** For SSE streams: on Node one without an overall timeout (`timeoutMs: 0`). @default `fetch` */
   streamFetch?: typeof fetch | undefined
   /** For `mode: 'ws'`. @default the platform's: the global one, the `ws` package on Node */
   WebSocket?: WebSocketConstructor | undefined

@@ -1,8 +1,4 @@
-/**
- * The relay as a core `Transport` (PROFILE §9): `targets` turns a peer's relays into one relay
- * target, `send` publishes to it with client failover, `listen` streams the agent's own
- * mailboxes into the receive pipeline. Also a worked example of the Transport contract.
- */
+/** The relay as a core `Transport` (PROFILE §9), and a worked example of the contract. */
 import type {
   AbortOptions,
   DeliveryHandler,
@@ -16,33 +12,20 @@ import type {
 import { type BackoffOptions, invalidFormat } from '@agentmsg/core/http'
 import type { MailboxListener } from './mailbox-listener.js'
 import { publishToRelay } from './publish.js'
+import type { RelayClientOptions } from './relay-core.js'
 import { relayError } from './relay-error.js'
 import type { StreamMode } from './stream-types.js'
-import type { WebSocketConstructor } from './ws-stream.js'
 
-/**
- * Streams, acknowledgements and envelope parsing are imported when `listen` is first called:
- * sending needs none of them, and a browser agent sends before its streams are up.
- */
+/** Imported by the first `listen`: sending needs none of it, and a browser agent sends first. */
 const loadListening = () => import('./listen.js')
 
-/** Options of {@link relayTransport}. */
-export interface RelayTransportOptions {
+/** Options of {@link relayTransport}: `fetch`, `streamFetch`, `WebSocket`, `timeoutMs` as the client's. */
+export interface RelayTransportOptions
+  extends Pick<RelayClientOptions, 'fetch' | 'streamFetch' | 'WebSocket' | 'timeoutMs'> {
   /** The relays `listen` streams from. @default the agent's (`components.relays`) */
   relays?: readonly string[]
   /** How `listen` receives: Server-Sent Events over `fetch`, or a WebSocket. @default 'sse' */
   mode?: StreamMode
-  /**
-   * For publishing, subscribing and acknowledging. On Node pass `createNodeFetch({ ca })` from
-   * `@agentmsg/transport-https/node` (https only, the address policy). @default globalThis.fetch
-   */
-  fetch?: typeof fetch
-  /** The `fetch` for SSE streams, without an overall timeout. @default `fetch` */
-  streamFetch?: typeof fetch
-  /** For `mode: 'ws'`. @default the platform's (`ws` on Node) */
-  WebSocket?: WebSocketConstructor
-  /** Requests other than streams are answered and read within this (ms). @default 30_000 (PROFILE §4) */
-  timeoutMs?: number
   /** Where stream and relay failures go. @default `components.onError` */
   onError?: (error: unknown) => void
   /** Reconnect backoff (full jitter). @default 500 ms base, 30 s cap */
@@ -61,16 +44,13 @@ export interface RelayTransport extends Transport {
 /**
  * Relays as a transport (protocol `relay`, target kind `relay`).
  *
- * - `targets(peer)`: one target over the peer's relays, then its document's, in the document's
- *   `relay.preference` (`any` when it names none; `ordered` without a document). It is
- *   `confidential` only when the agent trusts every one of those relays with bodies.
- * - `send(message, target)` publishes with failover (PROFILE §9: no answer, 5xx, 429 or a
- *   refused address moves on; a relay's other 4xx stops); the receipt's `url` is the relay
- *   that took it.
- * - `listen(receive)` opens the agent's mailbox on each relay once (the subscription id kept in
- *   `components.storage`), streams it from the stored cursor into `receive`, and acknowledges
- *   per outcome (a refusal for now stays for later). A relay that is down goes to `onError` as
- *   a `RelayError` and is retried with backoff; one that refuses the mailbox rejects `listen`.
+ * - `targets(peer)`: the peer's relays, then its document's, in its `relay.preference` (`any`
+ *   when it names none, `ordered` without a document); `confidential` when the agent trusts
+ *   every one with bodies.
+ * - `send` publishes with failover ({@link publishToRelay}); the receipt's `url` is the relay.
+ * - `listen(receive)` opens the mailbox on each of the agent's relays once (the subscription id
+ *   kept in storage), streams it from the stored cursor, acknowledges per outcome. A relay that
+ *   is down goes to `onError` as a `RelayError`, retried with backoff; a refusal rejects.
  *
  * @example
  * const agent = await createAgent({ transports: [httpsTransport(), relayTransport({ mode: 'ws' })] })

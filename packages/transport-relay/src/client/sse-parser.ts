@@ -1,9 +1,9 @@
 /**
- * A Server-Sent Events parser over bytes (WHATWG HTML "event stream interpretation"), with a
- * byte cap per event (PROFILE §4: 1 MiB + 64 KiB): the bytes of an event's lines, and of a line
- * not finished yet, are counted as they arrive, so an endless line or event is refused at the
- * cap instead of being buffered whole. Data stays bytes, for the strict UTF-8 check of PROFILE §1.
+ * A Server-Sent Events parser over bytes (WHATWG HTML "event stream interpretation") with a cap
+ * per event (PROFILE §4): lines are counted as they arrive, so an endless line or event is
+ * refused at the cap, never buffered whole. Data stays bytes, for PROFILE §1's strict UTF-8.
  */
+import { concat } from '@agentmsg/core/http'
 
 /** One dispatched event. `id` and `event` are this event's own fields, when it had them. */
 export interface SseEvent {
@@ -26,17 +26,6 @@ const COLON = 0x3a
 const SPACE = 0x20
 
 const decoder = new TextDecoder()
-
-function concat(parts: readonly Uint8Array[], length: number): Uint8Array {
-  if (parts.length === 1) return parts[0]!
-  const out = new Uint8Array(length)
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.byteLength
-  }
-  return out
-}
 
 export class SseParser {
   readonly #max: number

@@ -1,7 +1,6 @@
 /**
- * The SSE connector (PROFILE §9 `GET /relay/stream`). An `EventSource` cannot send the signature
- * headers (whatwg/html#2177), so the stream is read with `fetch` and a byte-level parser that
- * caps each event (PROFILE §4); an idle watchdog replaces an overall timeout.
+ * The SSE connector (PROFILE §9 `GET /relay/stream`): `fetch` and a byte-level parser, since an
+ * `EventSource` cannot send the signature headers; an idle watchdog replaces a timeout.
  */
 import { PROFILE, type Signer } from '@agentmsg/core'
 import { httpRequest, signRequest } from '@agentmsg/core/http'
@@ -11,20 +10,18 @@ import { SseEventTooLarge, SseParser } from './sse-parser.js'
 import { protocolError } from './stream.js'
 import type { Connector } from './stream-types.js'
 
-/** What {@link sseConnector} needs. */
+/** What {@link sseConnector} needs; `idleTimeoutMs`: nothing for this long, not even a comment. */
 export interface SseConnectorInput {
   relayUrl: string
   agent: string
   signer: Signer
   fetch: typeof fetch
-  /** Nothing at all for this long (not even a keep-alive comment): reconnect. */
   idleTimeoutMs: number
 }
 
 /**
- * One SSE connection per call: a signed GET with the resume cursor as `after` and
- * `Last-Event-ID` (the relay lets the header win; both go, for proxies that drop it), then
- * events in order, each completed before the next chunk is read: the back-pressure on the relay.
+ * One connection per call: the cursor goes as `after` and `Last-Event-ID` (for proxies that drop
+ * the header); each event completes before the next chunk is read (back-pressure on the relay).
  */
 export function sseConnector(input: SseConnectorInput): Connector {
   return async (ctx) => {

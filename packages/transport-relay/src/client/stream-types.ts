@@ -16,10 +16,7 @@ export interface RelayEntry {
   messageId?: string
   /** `from.agent` as delivered, when readable (unauthenticated: what the ack names). */
   from?: string
-  /**
-   * Acknowledge now. Optional: the stream acknowledges once the handler resolved; twice is
-   * harmless. An entry without `messageId` and `from` is skipped by its cursor instead.
-   */
+  /** Acknowledge now (optional: the stream does once the handler resolved; twice is harmless). */
   ack(): Promise<void>
 }
 
@@ -47,22 +44,13 @@ export interface StreamOptions extends AbortOptions {
   backoff?: BackoffOptions
   /** SSE: reconnect after this long with nothing, not even a comment. @default 45_000 (3 × the §9 15 s cadence) */
   idleTimeoutMs?: number
-  /**
-   * WebSocket acks that fall back to HTTP (the socket closed while a handler ran) in flight at
-   * once; with more than 1 the next message is handled meanwhile. SSE acks go in `POST
-   * /relay/ack` batches instead (PROFILE §9). @default 1
-   */
-  ackConcurrency?: number
 }
 
 /** A running stream. */
 export interface StreamHandle {
   /** The cursor of the last entry completed (handled and acknowledged, queued, or skipped). */
   readonly cursor: string | undefined
-  /**
-   * Resolves after `close()` or the signal's abort; rejects with the error that stopped the
-   * stream otherwise (a relay's 4xx other than 429, such as `forbidden`).
-   */
+  /** Resolves after `close()` or an abort; rejects with what stopped the stream (a relay's 4xx but 429). */
   readonly done: Promise<void>
   /** Drop the connection, wait for the handler in progress and the pending acks. */
   close(): Promise<void>
@@ -73,14 +61,10 @@ export type AckFn = (messageId: string, from: string) => Promise<void>
 
 /** What a connector is given for one connection. */
 export interface ConnectContext {
-  /** Resume after this cursor (`undefined`: from the oldest held message). */
   after: string | undefined
   /** Aborted when the stream closes. */
   signal: AbortSignal
-  /**
-   * Hand over one entry; resolves once completed, rejects when the connection must be dropped
-   * (the handler failed). `ack`: over this connection, or `'batch'` for `POST /relay/ack`.
-   */
+  /** One entry; rejects when the connection must be dropped. `'batch'`: acked by `POST /relay/ack`. */
   deliver(cursor: string | undefined, message: EnvelopeMessage, ack: AckFn | 'batch'): Promise<void>
 }
 

@@ -1,8 +1,7 @@
 /**
  * What SSE and WebSocket streams share: reconnect with backoff, resume after the last entry the
- * handler completed, acknowledge after the handler (SSE in `POST /relay/ack` batches, PROFILE
- * §9), never hand the same entry over twice. Entries are handed over as they came: the receive
- * pipeline validates and verifies them (SPEC §5.7.3: relays are not trusted with integrity).
+ * handler completed, acknowledge after it (SSE in `POST /relay/ack` batches, PROFILE §9), never
+ * hand the same entry over twice.
  */
 import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
 import { Backoff, sleep } from '@agentmsg/core/http'
@@ -41,14 +40,12 @@ export function protocolError(message: string): AgentMsgError {
 const REMEMBERED = 10_000
 
 /**
- * How long an SSE acknowledgement waits for company (AckBatcher `lingerMs`). Measured at 500
- * messages/s: one batch per round trip sent ~1,700 signed `POST /relay/ack` for 2,250 messages,
- * and the relay's CPU per message was 1.55× WebSocket's; with 25 ms, 170 batches and 1.03×. A
- * late ack costs nothing: it only decides what a later stream resends (answered as duplicates).
+ * How long an SSE ack waits for company. At 500 messages/s, one batch per round trip made the
+ * relay's CPU per message 1.55× WebSocket's; 25 ms made it 1.03×. A late ack costs nothing.
  */
 const ACK_LINGER_MS = 25
 
-/** A set that forgets its oldest members past `max`. */
+/** A set that forgets its oldest members. */
 class RecentSet extends Set<string> {
   override add(v: string): this {
     this.delete(v)
@@ -58,14 +55,12 @@ class RecentSet extends Set<string> {
   }
 }
 
-/** Inputs of {@link runStream}. */
+/** Inputs of {@link runStream}: `ackOne` over HTTP, `ackMany` one `POST /relay/ack` batch. */
 export interface RunStreamInput {
   connect: Connector
   handler: RelayStreamHandler
   options: StreamOptions
-  /** Acknowledge one entry over HTTP. */
   ackOne: AckFn
-  /** Send one `POST /relay/ack` batch, for connections that deliver with `'batch'`. */
   ackMany: AckManyFn
 }
 
@@ -77,9 +72,6 @@ export function runStream(input: RunStreamInput): StreamHandle {
   const keys = new RecentSet()
   let cursor = options.after
   let progressed = false
-  const ackLimit = Math.max(1, Math.floor(options.ackConcurrency ?? 1))
-  /** HTTP acknowledgements in flight (ackLimit > 1); each reports its own failure. */
-  const acking = new Set<Promise<void>>()
 
   const report = (error: unknown) => {
     try {
@@ -142,16 +134,8 @@ export function runStream(input: RunStreamInput): StreamHandle {
       else await ack().catch(report)
       return complete(at, key)
     }
-    const acked = ack().catch(report)
-    if (ackLimit === 1) {
-      await acked
-      return complete(at, key)
-    }
-    // Pipelined: the handler completed, so the cursor may pass this entry now.
-    await complete(at, key)
-    acking.add(acked)
-    void acked.then(() => acking.delete(acked))
-    while (acking.size >= ackLimit) await Promise.race(acking)
+    await ack().catch(report)
+    return complete(at, key)
   }
 
   const run = async () => {
@@ -177,28 +161,22 @@ export function runStream(input: RunStreamInput): StreamHandle {
     }
   }
 
-  const runAll = async () => {
-    try {
-      await run()
-    } finally {
-      await batcher.flush()
-      while (acking.size > 0) await Promise.all(acking)
-    }
-  }
-
   const onAbort = () => stop.abort(options.signal?.reason)
   if (options.signal?.aborted) stop.abort(options.signal.reason)
   else options.signal?.addEventListener('abort', onAbort, { once: true })
 
-  const done = runAll().then(
-    () => options.signal?.removeEventListener('abort', onAbort),
-    (error: unknown) => {
-      options.signal?.removeEventListener('abort', onAbort)
-      stop.abort()
-      report(error)
-      throw error
-    },
-  )
+  // The acknowledgements still pending go before `done` settles.
+  const done = run()
+    .finally(() => batcher.flush())
+    .then(
+      () => options.signal?.removeEventListener('abort', onAbort),
+      (error: unknown) => {
+        options.signal?.removeEventListener('abort', onAbort)
+        stop.abort()
+        report(error)
+        throw error
+      },
+    )
   // `done` may go unobserved; its rejection is reported through onError as well.
   done.catch(() => {})
 
