@@ -20,6 +20,28 @@ export function batchable(messageId: string, from: string): boolean {
   return messageId !== '' && isAgentId(from)
 }
 
+/**
+ * An entry's `ack()`: one request at a time; a 404 means acknowledged before (or expired), a
+ * failed one may be tried again. `pending`: the handler acknowledged it itself.
+ */
+export function entryAck(send: (() => Promise<void>) | undefined) {
+  let pending: Promise<void> | undefined
+  return {
+    ack(): Promise<void> {
+      if (!send) return Promise.resolve()
+      pending ??= send().catch((e: unknown) => {
+        if (isAgentMsgError(e) && e.code === 'not_found') return
+        pending = undefined
+        throw e
+      })
+      return pending
+    },
+    get pending() {
+      return pending
+    },
+  }
+}
+
 export class AckBatcher {
   readonly #send: AckManyFn
   readonly #report: (error: unknown) => void

@@ -2,28 +2,19 @@
  * Listening on one of the agent's relays (PROFILE §9): one subscription, kept in storage, and a
  * stream from the stored cursor into the receive pipeline, retried with backoff while down.
  */
-import { type DeliveryHandler, isAgentMsgError, type Storage } from '@agentmsg/core'
-import { Backoff, type BackoffOptions, sleep } from '@agentmsg/core/http'
+import { type DeliveryHandler, isAgentMsgError, type TransportComponents } from '@agentmsg/core'
+import { Backoff, sleep } from '@agentmsg/core/http'
 import { STREAM_BACKOFF } from './http.js'
-import type { RelayCore } from './relay-core.js'
+import { relayCore } from './relay-core.js'
 import { relayError } from './relay-error.js'
+import type { RelayTransportOptions } from './relay-transport.js'
 import { isFatal } from './stream.js'
-import type { RelayEntry, StreamHandle, StreamMode } from './stream-types.js'
+import type { RelayEntry, StreamHandle } from './stream-types.js'
 
 /** Storage keys of one relay's state, in the transport's storage. */
 export function mailboxKeys(relayUrl: string): { subscription: string; cursor: string } {
   const enc = encodeURIComponent(relayUrl)
   return { subscription: `sub/${enc}`, cursor: `cursor/${enc}` }
-}
-
-/** What a {@link MailboxListener} works with. */
-export interface MailboxListenerInput {
-  client: Pick<RelayCore, 'relayUrl' | 'subscribe' | 'stream'>
-  storage: Storage
-  receive: DeliveryHandler
-  mode: StreamMode
-  backoff: BackoffOptions
-  report(error: unknown): void
 }
 
 /** Accepted, duplicate and refused-for-good entries complete (acked); refused for now, they stay. */
@@ -35,16 +26,28 @@ export function pipelineHandler(receive: DeliveryHandler) {
 }
 
 export class MailboxListener {
-  readonly #in: MailboxListenerInput
+  readonly #client: ReturnType<typeof relayCore>
+  readonly #storage: TransportComponents['storage']
+  readonly #report: (error: unknown) => void
   readonly #keys: { subscription: string; cursor: string }
   readonly #stop = new AbortController()
   #stream: StreamHandle | undefined
   #running: Promise<void> | undefined
 
-  constructor(input: MailboxListenerInput) {
-    const relayUrl = input.client.relayUrl
+  /** @throws AgentMsgError `invalid_format` for a URL that is no relay base URL (PROFILE §9) */
+  constructor(
+    relayUrl: string,
+    private readonly options: RelayTransportOptions,
+    components: TransportComponents,
+    private readonly receive: DeliveryHandler,
+    report: (error: unknown) => void,
+  ) {
+    const { agentId: agent, signer } = components
+    const { fetch, streamFetch, WebSocket, timeoutMs } = options
+    this.#client = relayCore({ relayUrl, agent, signer, fetch, streamFetch, WebSocket, timeoutMs })
+    this.#storage = components.storage
     // Every failure names its relay: an agent listens on several.
-    this.#in = { ...input, report: (error) => input.report(relayError(relayUrl, error)) }
+    this.#report = (error) => report(relayError(relayUrl, error))
     this.#keys = mailboxKeys(relayUrl)
   }
 
@@ -58,8 +61,8 @@ export class MailboxListener {
       opened = await this.#open()
     } catch (error) {
       if (this.#stop.signal.aborted) return
-      if (isFatal(error)) throw relayError(this.#in.client.relayUrl, error)
-      this.#in.report(error)
+      if (isFatal(error)) throw relayError(this.#client.relayUrl, error)
+      this.#report(error)
     }
     this.#running = this.#run(opened)
   }
@@ -73,16 +76,15 @@ export class MailboxListener {
 
   /** Subscribe unless a subscription is stored. Resolves `true` when the mailbox is open. */
   async #open(): Promise<boolean> {
-    const { storage, client } = this.#in
-    if ((await storage.get(this.#keys.subscription)) !== undefined) return true
-    const { subscriptionId } = await client.subscribe({ signal: this.#stop.signal })
-    await storage.put(this.#keys.subscription, subscriptionId)
+    if ((await this.#storage.get(this.#keys.subscription)) !== undefined) return true
+    const { subscriptionId } = await this.#client.subscribe({ signal: this.#stop.signal })
+    await this.#storage.put(this.#keys.subscription, subscriptionId)
     return true
   }
 
   async #run(opened: boolean): Promise<void> {
     const signal = this.#stop.signal
-    const settings = { ...STREAM_BACKOFF, ...this.#in.backoff }
+    const settings = { ...STREAM_BACKOFF, ...this.options.backoff }
     const backoff = new Backoff(settings)
     while (!signal.aborted) {
       const started = Date.now()
@@ -92,13 +94,13 @@ export class MailboxListener {
         run.failure = await this.#streamOnce(run)
       } catch (error) {
         if (signal.aborted) return
-        this.#in.report(error)
+        this.#report(error)
         run.failure = error
       }
       if (signal.aborted) return
       // The relay forgot the mailbox (restored from an old backup): open it again.
       if (isAgentMsgError(run.failure) && run.failure.code === 'not_found') {
-        await this.#in.storage.delete(this.#keys.subscription).catch(this.#in.report)
+        await this.#storage.delete(this.#keys.subscription).catch(this.#report)
         opened = false
       }
       // A stream that moved the cursor, or stayed up a while, was a success: start over.
@@ -109,18 +111,17 @@ export class MailboxListener {
 
   /** One stream until it stops: resolves with nothing when closed, or with the fatal error. */
   async #streamOnce(run: { moved: boolean }): Promise<unknown> {
-    const { client, storage, receive, mode, backoff } = this.#in
-    const after = await storage.get(this.#keys.cursor)
+    const after = await this.#storage.get(this.#keys.cursor)
     if (this.#stop.signal.aborted) return undefined
-    this.#stream = client.stream(pipelineHandler(receive), {
-      mode,
-      backoff,
+    this.#stream = this.#client.stream(pipelineHandler(this.receive), {
+      mode: this.options.mode ?? 'sse',
+      ...(this.options.backoff ? { backoff: this.options.backoff } : {}),
       ...(typeof after === 'string' ? { after } : {}),
       onCursor: (cursor) => {
         run.moved = true
-        return storage.put(this.#keys.cursor, cursor)
+        return this.#storage.put(this.#keys.cursor, cursor)
       },
-      onError: (error) => this.#in.report(error),
+      onError: this.#report,
       signal: this.#stop.signal,
     })
     return this.#stream.done.then(

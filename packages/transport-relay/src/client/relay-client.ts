@@ -5,18 +5,17 @@
 import {
   type AbortOptions,
   AgentMsgError,
-  isAgentMsgError,
   type Message,
   PROFILE,
   parseAgentId,
 } from '@agentmsg/core'
-import { AckBatcher, type AckEntry, batchable } from './ack-batch.js'
+import { AckBatcher, type AckEntry, batchable, entryAck } from './ack-batch.js'
 import { parsePage } from './envelope.js'
 import type { EnvelopeMessage } from './envelope-message.js'
 import { readCapped, relayEndpoint } from './http.js'
 import { publishToRelay } from './publish.js'
 import { type RelayClientOptions, relayCore, type SubscribeOptions } from './relay-core.js'
-import type { RelayEntry, RelayStreamHandler, StreamHandle, StreamOptions } from './stream-types.js'
+import type { RelayStreamHandler, StreamHandle, StreamOptions } from './stream-types.js'
 
 /** Options of `RelayClient.drain`. */
 export interface DrainOptions extends AbortOptions {
@@ -158,26 +157,16 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
         for (;;) {
           const { entries, cursor: next } = await retrieve({ ...opts, after: cursor })
           if (entries.length === 0) break
-          for (const { messageId: id, from, value } of entries) {
+          for (const message of entries) {
+            const { messageId: id, from } = message
             opts.signal?.throwIfAborted()
-            let acked: Promise<void> | undefined
-            const ack = () => {
-              if (id === undefined || from === undefined) return Promise.resolve()
-              acked ??= core.ack(id, from).catch((err: unknown) => {
-                acked = undefined
-                // 404: acknowledged before, or expired.
-                if (!(isAgentMsgError(err) && err.code === 'not_found')) throw err
-              })
-              return acked
-            }
-            const entry: RelayEntry = { cursor: next ?? '', value, ack }
-            if (id !== undefined) entry.messageId = id
-            if (from !== undefined) entry.from = from
-            await handler(entry)
+            const named = id !== undefined && from !== undefined
+            const entry = entryAck(named ? () => core.ack(id, from) : undefined)
+            await handler({ ...message, cursor: next ?? '', ack: entry.ack })
             handled++
-            if (id === undefined || from === undefined || acked) continue
+            if (!named || entry.pending) continue
             if (batchable(id, from)) await batcher.add({ messageId: id, from })
-            else await ack().catch(report)
+            else await entry.ack().catch(report)
           }
           // A relay that does not move its cursor would hand the same page over forever.
           if (next === undefined || next === cursor) break

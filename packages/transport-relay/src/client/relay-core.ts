@@ -56,8 +56,6 @@ export interface SubscribeOptions extends AbortOptions {
   webhook?: string
 }
 
-export type RelayCore = ReturnType<typeof relayCore>
-
 /** The shared part of a relay client for `options`. */
 export function relayCore(options: RelayClientOptions) {
   const relayUrl = assertRelayUrl(options.relayUrl, 'relayUrl')
@@ -78,15 +76,11 @@ export function relayCore(options: RelayClientOptions) {
     const bytes = body === undefined ? undefined : utf8Encode(JSON.stringify(body))
     const headers: Record<string, string> = {
       Accept: 'application/json',
-      ...(await signRequest({ method, url, signer, ...(bytes ? { body: bytes } : {}) })),
+      ...(await signRequest({ method, url, signer, body: bytes })),
       ...(bytes ? { 'Content-Type': 'application/json' } : {}),
     }
-    const init = { fetch: fetchFn, method, headers, timeoutMs, signal, what }
-    return httpRequest(
-      url,
-      bytes ? { ...init, body: bytes as Uint8Array<ArrayBuffer> } : init,
-      read,
-    )
+    const init = { fetch: fetchFn, method, headers, body: bytes as BodyInit | undefined }
+    return httpRequest(url, { ...init, timeoutMs, signal, what }, read)
   }
   const discard = async (res: Response) => void (await res.body?.cancel().catch(() => {}))
 

@@ -66,7 +66,6 @@ function createRelayTransport(
   options: RelayTransportOptions,
   components: TransportComponents,
 ): RelayTransport {
-  const fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
   const report = (error: unknown) => {
     try {
       ;(options.onError ?? components.onError)(error)
@@ -107,7 +106,7 @@ function createRelayTransport(
         throw invalidFormat('the relay transport sends to relay targets', 'target.kind')
       }
       const result = await publishToRelay(message, target.urls, {
-        fetch: fetchFn,
+        fetch: options.fetch,
         timeoutMs: options.timeoutMs,
         preference: target.preference,
         random: options.random,
@@ -132,27 +131,13 @@ function createRelayTransport(
       // Closed or aborted while loading: nothing was started, nothing to stop.
       if (closed) return
       listenOptions.signal?.throwIfAborted()
-      const { MailboxListener, relayCore } = loaded
       for (const relayUrl of new Set(options.relays ?? components.relays)) {
-        let client: ReturnType<typeof relayCore>
         try {
-          client = relayCore({
-            relayUrl,
-            agent: components.agentId,
-            signer: components.signer,
-            fetch: fetchFn,
-            streamFetch: options.streamFetch,
-            WebSocket: options.WebSocket,
-            timeoutMs: options.timeoutMs,
-          })
+          listeners.push(new loaded.MailboxListener(relayUrl, options, components, receive, report))
         } catch (error) {
           // Not a relay URL (PROFILE §9 base URL): the others still listen.
           report(relayError(relayUrl, error))
-          continue
         }
-        const mode = options.mode ?? 'sse'
-        const input = { client, storage: components.storage, receive, mode, report }
-        listeners.push(new MailboxListener({ ...input, backoff: options.backoff ?? {} }))
       }
       listenOptions.signal?.addEventListener('abort', () => void stop(), { once: true })
       try {

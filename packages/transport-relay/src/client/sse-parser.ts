@@ -35,7 +35,6 @@ export class SseParser {
   /** Bytes of the current event's finished lines. */
   #eventBytes = 0
   #data: Uint8Array[] = []
-  #dataBytes = 0
   #id: string | undefined
   #event: string | undefined
   /** The last chunk ended with CR: an LF starting the next one belongs to it. */
@@ -93,12 +92,9 @@ export class SseParser {
     const field = decoder.decode(line.subarray(0, colon))
     let value = line.subarray(colon + 1)
     if (value[0] === SPACE) value = value.subarray(1)
-    if (field === 'data') {
-      this.#data.push(value)
-      this.#dataBytes += value.byteLength
-    } else if (field === 'event') {
-      this.#event = decoder.decode(value)
-    } else if (field === 'id') {
+    if (field === 'data') this.#data.push(value)
+    else if (field === 'event') this.#event = decoder.decode(value)
+    else if (field === 'id') {
       const id = decoder.decode(value)
       if (!id.includes('\0')) this.#id = id
     }
@@ -108,18 +104,13 @@ export class SseParser {
   #dispatch(events: SseEvent[]): void {
     if (this.#data.length > 0) {
       // Data lines are joined with LF.
-      const parts: Uint8Array[] = []
-      for (const [i, d] of this.#data.entries()) {
-        if (i > 0) parts.push(new Uint8Array([LF]))
-        parts.push(d)
-      }
-      const event: SseEvent = { data: concat(parts, this.#dataBytes + this.#data.length - 1) }
+      const data = concat(this.#data.flatMap((d, i) => (i > 0 ? [Uint8Array.of(LF), d] : [d])))
+      const event: SseEvent = { data }
       if (this.#id !== undefined) event.id = this.#id
       if (this.#event !== undefined && this.#event !== '') event.event = this.#event
       events.push(event)
     }
     this.#data = []
-    this.#dataBytes = 0
     this.#id = undefined
     this.#event = undefined
     this.#eventBytes = 0

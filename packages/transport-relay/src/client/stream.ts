@@ -5,13 +5,12 @@
  */
 import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
 import { Backoff, sleep } from '@agentmsg/core/http'
-import { AckBatcher, type AckManyFn, batchable } from './ack-batch.js'
+import { AckBatcher, type AckManyFn, batchable, entryAck } from './ack-batch.js'
 import { STREAM_BACKOFF } from './http.js'
 import type {
   AckFn,
   ConnectContext,
   Connector,
-  RelayEntry,
   RelayStreamHandler,
   StreamHandle,
   StreamOptions,
@@ -102,39 +101,21 @@ export function runStream(input: RunStreamInput): StreamHandle {
     const { messageId: id, from } = message
     const key = id !== undefined && from !== undefined ? `${from}\n${id}` : undefined
     const ackVia = via === 'batch' ? input.ackOne : via
-    // One acknowledgement at a time per entry; a failed one may be tried again.
-    let pending: Promise<void> | undefined
-    const ack = (): Promise<void> => {
-      if (key === undefined) return Promise.resolve()
-      pending ??= ackVia(id!, from!).catch((e: unknown) => {
-        // 404: nothing left to acknowledge (acknowledged before, or expired).
-        if (isAgentMsgError(e) && e.code === 'not_found') return
-        pending = undefined
-        throw e
-      })
-      return pending
-    }
+    const entry = entryAck(key === undefined ? undefined : () => ackVia(id!, from!))
     // The same message under another cursor (a re-publish stored anew) was handled already.
     if (key === undefined || !keys.has(key)) {
-      const entry: RelayEntry = { cursor: at ?? '', value: message.value, ack }
-      if (id !== undefined) entry.messageId = id
-      if (from !== undefined) entry.from = from
       try {
-        await handler(entry)
+        await handler({ ...message, cursor: at ?? '', ack: entry.ack })
       } catch (e) {
         throw new ResumeLater(e, isAgentMsgError(e) ? e.retryAfter : undefined)
       }
     }
     // An entry no ack can name (PROFILE §9 envelopes): skipped by its cursor.
     if (key === undefined) return complete(at)
-    if (via === 'batch') {
-      // The cursor moves now; the ack goes with the next batch unless the handler sent it.
-      if (pending) await pending.catch(report)
-      else if (batchable(id!, from!)) await batcher.add({ messageId: id!, from: from! })
-      else await ack().catch(report)
-      return complete(at, key)
-    }
-    await ack().catch(report)
+    // SSE: the cursor moves now, the ack goes with the next batch (unless the handler sent it).
+    if (via === 'batch' && !entry.pending && batchable(id!, from!)) {
+      await batcher.add({ messageId: id!, from: from! })
+    } else await entry.ack().catch(report)
     return complete(at, key)
   }
 
