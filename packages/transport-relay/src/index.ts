@@ -1,11 +1,6 @@
 /**
- * @agentmsg/transport-relay — relays as a core `Transport` (`relayTransport`, PROFILE §9) and
- * the relay client under it: publish with failover, subscribe, retrieve, acknowledge, and the
- * agent's mailboxes streamed over SSE (fetch and a byte-level parser, so the signature headers
- * can be sent) or WebSocket. Every answer is read under PROFILE §4's byte caps and timeouts.
- * Isomorphic.
- *
- * @packageDocumentation
+ * @agentmsg/transport-relay — relays (PROFILE §9) as a core `Transport`, and the relay client
+ * under it. Isomorphic. @packageDocumentation
  */
 export { type PublishOptions, publishToRelay } from './client/publish.js'
 export { createRelayClient, type RelayClient } from './client/relay-client.js'

@@ -1,8 +1,6 @@
 /**
- * `@agentmsg/transport-relay/transport` — `relayTransport` alone. An agent that imports it from
- * here loads neither the client's retrieve and page parsing nor its streams up front: a bundler
- * that splits code places a module by the entries that reach it, even through unused exports.
- *
+ * `relayTransport` alone: a bundler that splits code places a module by the entries that reach
+ * it, so an agent importing the root would load the client's parsing and streams up front.
  * @packageDocumentation
  */
 export {

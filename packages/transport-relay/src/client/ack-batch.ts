@@ -21,8 +21,8 @@ export function batchable(messageId: string, from: string): boolean {
 }
 
 /**
- * An entry's `ack()`: one request at a time; a 404 means acknowledged before (or expired), a
- * failed one may be tried again. `pending`: the handler acknowledged it itself.
+ * An entry's `ack()`: one at a time, a 404 is success (acked before, or expired), a failure may
+ * be tried again. `pending`: the handler acknowledged it.
  */
 export function entryAck(send: (() => Promise<void>) | undefined) {
   let pending: Promise<void> | undefined
@@ -55,9 +55,8 @@ export class AckBatcher {
   #linger: ReturnType<typeof setTimeout> | undefined
 
   /**
-   * @param report a batch that failed for good: its entries stay held until they expire or
-   *   come again (then answered as duplicates).
-   * @param lingerMs how long an entry waits for others (a full batch, and `flush()`, go at once).
+   * @param report a batch that failed for good (its entries stay held; a resend is a duplicate)
+   * @param lingerMs how long an entry waits for others (a full batch and `flush()` go at once)
    */
   constructor(
     send: AckManyFn,

@@ -1,9 +1,7 @@
 /**
- * Envelopes (PROFILE §9): pages and WebSocket frames wrap messages, and §1's depth limit counts
- * from each message's own top level. So an envelope is not parsed as one document: a structural
- * scan cuts out each message, parsed strictly on its own, and the shell (`null` in each one's
- * place) is parsed strictly too. An entry that is not I-JSON then spoils nothing around it: it
- * is handed over as its text, skipped by its cursor and acknowledged, not retried forever.
+ * Envelopes (PROFILE §9): §1's depth limit counts from each message's own top level, so a scan
+ * cuts out each message, parsed strictly on its own, and the shell (`null` in their places) too.
+ * An entry that is not I-JSON spoils nothing around it: it is handed over as its text.
  */
 import { parseStrictJson } from '@agentmsg/core/encoding'
 import { invalidFormat } from '@agentmsg/core/http'

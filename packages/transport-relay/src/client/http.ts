@@ -34,14 +34,13 @@ export async function readReply(
   signal: AbortSignal,
 ): Promise<Record<string, unknown>> {
   const bytes = await readCapped(res, PROFILE.replyMaxBytes, what, signal)
-  let value: unknown
   try {
-    value = JSON.parse(new TextDecoder().decode(bytes))
-  } catch (error) {
+    const value: unknown = JSON.parse(new TextDecoder().decode(bytes))
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {}
+  } catch (cause) {
     const text = `${what}: the relay answered ${res.status} with a body that is not JSON`
-    throw new AgentMsgError('internal_error', text, { cause: error })
+    throw new AgentMsgError('internal_error', text, { cause })
   }
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {}
 }
 
 /** How streams reconnect and acknowledgements retry: full jitter from 500 ms up to 30 s. */

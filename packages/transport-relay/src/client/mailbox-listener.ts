@@ -51,10 +51,7 @@ export class MailboxListener {
     this.#keys = mailboxKeys(relayUrl)
   }
 
-  /**
-   * Resolves after the first try to open the mailbox (so mail sent after `listen` finds it);
-   * rejects when the relay, or the address policy, refused it: no retry cures that.
-   */
+  /** After the first try to open the mailbox; rejects when the relay or the address policy refused. */
   async start(): Promise<void> {
     let opened = false
     try {

@@ -45,15 +45,9 @@ async function publishOne(message: Message, relayUrl: string, options: PublishOp
  * failover). A relay that cannot be reached, answers 5xx or 429, or whose address is refused is
  * skipped at once (waiting for `Retry-After` is the caller's); a refusal by a relay stops.
  *
- * @throws AgentMsgError — an unsigned or traced message (before sending); a relay's refusal; the
- *   one relay's error; or, when several failed, `unavailable` (the smallest `retryAfter` when
- *   each had one; every error in an `AggregateError` `cause`).
- *
- * @example
- * const { relayUrl } = await publishToRelay(signed, document.relay.urls, {
- *   preference: document.relay.preference,
- *   fetch,
- * })
+ * @throws AgentMsgError — an unsigned or traced message; a relay's refusal; the one relay's
+ *   error; or, when several failed, `unavailable` (each error in an `AggregateError` `cause`).
+ * @example const { relayUrl } = await publishToRelay(signed, [relayA, relayB], { fetch })
  */
 export async function publishToRelay(
   message: Message,

@@ -73,10 +73,7 @@ export interface RelayClient {
  * @example
  * const client = createRelayClient({ relayUrl, agent: did, signer, fetch })
  * await client.subscribe()
- * const handle = client.stream(async ({ value }) => {
- *   const outcome = await receiver.receive({ body: value, transport: 'relay' })
- *   if (outcome.status === 'refused' && outcome.retry) throw outcome.error // delivered again later
- * })
+ * client.stream(async ({ value }) => void (await receiver.receive({ body: value, transport: 'relay' })))
  */
 export function createRelayClient(options: RelayClientOptions): RelayClient {
   const core = relayCore(options)

@@ -1,9 +1,8 @@
 import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
 
 /**
- * A failure at one of the agent's relays, named by it (an agent listens on several; the others
- * keep working): the underlying error's `code`, `retryAfter`, `field` and `peerStatus`,
- * `relayUrl` the relay, `cause` the original error.
+ * A failure at one of the agent's relays (it listens on several): the error's `code`,
+ * `retryAfter`, `field`, `peerStatus`, and `relayUrl`; `cause` the original error.
  */
 export class RelayError extends AgentMsgError {
   readonly relayUrl: string

@@ -42,15 +42,11 @@ export interface RelayTransport extends Transport {
 }
 
 /**
- * Relays as a transport (protocol `relay`, target kind `relay`).
- *
- * - `targets(peer)`: the peer's relays, then its document's, in its `relay.preference` (`any`
- *   when it names none, `ordered` without a document); `confidential` when the agent trusts
- *   every one with bodies.
- * - `send` publishes with failover ({@link publishToRelay}); the receipt's `url` is the relay.
- * - `listen(receive)` opens the mailbox on each of the agent's relays once (the subscription id
- *   kept in storage), streams it from the stored cursor, acknowledges per outcome. A relay that
- *   is down goes to `onError` as a `RelayError`, retried with backoff; a refusal rejects.
+ * Relays as a transport: `targets(peer)` gives the peer's relays, then its document's, in its
+ * `relay.preference` (`any` when it names none, `ordered` without a document), `confidential`
+ * when the agent trusts each; `send` publishes with failover ({@link publishToRelay});
+ * `listen` streams each of the agent's relays into `receive`, reporting one that is down to
+ * `onError` as a `RelayError` and retrying it; a relay's refusal rejects.
  *
  * @example
  * const agent = await createAgent({ transports: [httpsTransport(), relayTransport({ mode: 'ws' })] })

@@ -1,7 +1,6 @@
 /**
- * A Server-Sent Events parser over bytes (WHATWG HTML "event stream interpretation") with a cap
- * per event (PROFILE §4): lines are counted as they arrive, so an endless line or event is
- * refused at the cap, never buffered whole. Data stays bytes, for PROFILE §1's strict UTF-8.
+ * A Server-Sent Events parser over bytes (data stays bytes, for PROFILE §1's strict UTF-8) that
+ * refuses an event at the cap (PROFILE §4) as its lines arrive, never buffering it whole.
  */
 import { concat } from '@agentmsg/core/http'
 

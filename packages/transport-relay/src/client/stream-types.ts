@@ -21,9 +21,8 @@ export interface RelayEntry {
 }
 
 /**
- * Handles one entry; the stream waits for it. Resolving completes the entry (acknowledged);
- * throwing leaves it in the mailbox, delivered again after a reconnect (not before the error's
- * `retryAfter`).
+ * Handles one entry; resolving completes it (acknowledged), throwing leaves it in the mailbox
+ * for after a reconnect (not before the error's `retryAfter`).
  */
 export type RelayStreamHandler = (entry: RelayEntry) => void | Promise<void>
 

@@ -1,7 +1,6 @@
 /**
- * What SSE and WebSocket streams share: reconnect with backoff, resume after the last entry the
- * handler completed, acknowledge after it (SSE in `POST /relay/ack` batches, PROFILE §9), never
- * hand the same entry over twice.
+ * What SSE and WebSocket streams share: reconnect with backoff, resume after the last completed
+ * entry, acknowledge after the handler (SSE in batches, PROFILE §9), no entry handed over twice.
  */
 import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
 import { Backoff, sleep } from '@agentmsg/core/http'

@@ -1,7 +1,6 @@
 /**
- * The WebSocket connector (PROFILE §9 `GET /relay/ws`): challenge → signed auth frame (with the
- * resume cursor as `after`) → message frames → `ack` frames. Auth is in the first frame because
- * browsers cannot put headers on a WebSocket handshake.
+ * The WebSocket connector (PROFILE §9): challenge → auth frame (with the cursor as `after`; no
+ * headers on a browser's handshake) → message frames → `ack` frames.
  */
 import { AgentMsgError, type ErrorCode, PROFILE, type Signer } from '@agentmsg/core'
 import { ERROR_STATUS, signWsAuth } from '@agentmsg/core/http'
@@ -29,18 +28,8 @@ export interface WebSocketClientOptions {
 }
 
 /**
- * A WebSocket constructor: the global one, `ws`'s, or a wrapper, called as `new WebSocket(url,
- * undefined, { maxPayload })`: `ws` then refuses a frame over the cap (PROFILE §4) as its header
- * arrives; browsers ignore the argument, and every frame is checked again on receipt. On Node, a
- * wrapper for a development certificate passes the options on:
- *
- * @example
- * import { WebSocket } from 'ws'
- * class DevWebSocket extends WebSocket {
- *   constructor(url: string, protocols?: undefined, options?: { maxPayload: number }) {
- *     super(url, { ...options, ca: devCert.ca }) // the development CA
- *   }
- * }
+ * Called as `new WebSocket(url, undefined, { maxPayload })`: `ws` then refuses a frame over the
+ * cap (PROFILE §4) as its header arrives; browsers ignore it, and each frame is checked on receipt.
  */
 export type WebSocketConstructor = new (
   url: string,
@@ -89,9 +78,7 @@ function frameError(frame: Record<string, unknown>): AgentMsgError {
       : 'unavailable'
   const text = typeof frame.message === 'string' ? frame.message : 'the relay closed the stream'
   const retryAfter = typeof frame.retry_after === 'number' ? frame.retry_after : undefined
-  return new AgentMsgError(code, `websocket: ${text}`, {
-    ...(retryAfter !== undefined ? { retryAfter } : {}),
-  })
+  return new AgentMsgError(code, `websocket: ${text}`, { retryAfter })
 }
 
 /**
