@@ -1,6 +1,7 @@
 /**
  * @agentmsg/transport-relay — relays (PROFILE §9) as a core `Transport`, and the relay client
- * under it. Isomorphic. @packageDocumentation
+ * under it. Isomorphic. An agent imports `relayTransport` from `./transport` (see there).
+ * @packageDocumentation
  */
 export { type PublishOptions, publishToRelay } from './client/publish.js'
 export { createRelayClient, type RelayClient } from './client/relay-client.js'

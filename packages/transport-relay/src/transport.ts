@@ -1,6 +1,7 @@
 /**
- * `relayTransport` alone: a bundler that splits code places a module by the entries that reach
- * it, so an agent importing the root would load the client's parsing and streams up front.
+ * `relayTransport` alone. Code splitting groups modules by the entries that reach them: built
+ * from the root only, what sending needs shares chunks with the streams and parsing that
+ * listening loads later, and a bundle taking `relayTransport` from the root loads them up front.
  * @packageDocumentation
  */
 export {

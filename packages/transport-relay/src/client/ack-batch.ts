@@ -70,7 +70,6 @@ export class AckBatcher {
     this.#lingerMs = Math.max(0, lingerMs)
   }
 
-  /** Entries waiting for the next batch. */
   get pending(): number {
     return this.#pending.length
   }

@@ -64,7 +64,6 @@ export class MailboxListener {
     this.#running = this.#run(opened)
   }
 
-  /** Stop streaming; waits for the entry in progress. */
   async close(): Promise<void> {
     this.#stop.abort()
     await this.#stream?.close()

@@ -56,7 +56,6 @@ export interface SubscribeOptions extends AbortOptions {
   webhook?: string
 }
 
-/** The shared part of a relay client for `options`. */
 export function relayCore(options: RelayClientOptions) {
   const relayUrl = assertRelayUrl(options.relayUrl, 'relayUrl')
   const agent = parseAgentId(options.agent, 'agent').id

@@ -60,7 +60,6 @@ function over(s: string, max: number): boolean {
   return s.length > max || (s.length * 3 > max && new TextEncoder().encode(s).length > max)
 }
 
-/** What {@link wsConnector} needs. */
 export interface WsConnectorInput {
   relayUrl: string
   agent: string
