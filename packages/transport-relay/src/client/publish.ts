@@ -22,20 +22,14 @@ function isRelayRefusal(error: unknown): boolean {
   return isAgentMsgError(error) && error.peerStatus !== undefined && !error.shouldRetry()
 }
 
-async function publishOne(message: Message, relayUrl: string, options: PublishOptions) {
+async function publishOne(message: Message, body: string, relayUrl: string, o: PublishOptions) {
   const url = relayEndpoint(assertRelayUrl(relayUrl, 'relayUrl'), '/relay/publish')
-  const init = {
-    fetch: options.fetch,
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-    body: JSON.stringify(message),
-    timeoutMs: options.timeoutMs,
-    signal: options.signal,
-    what: `publish to ${relayUrl}`,
-  }
+  const headers = { 'Content-Type': 'application/json', Accept: 'application/json' }
+  const what = `publish to ${relayUrl}`
+  const init = { fetch: o.fetch, method: 'POST', headers, body, timeoutMs: o.timeoutMs, what }
   // The 202's body only echoes the id: one that is not JSON still means accepted.
-  const reply = await httpRequest(url, init, (res, s) =>
-    readReply(res, init.what, s).catch(() => ({}) as Record<string, unknown>),
+  const reply = await httpRequest(url, { ...init, signal: o.signal }, (res, s) =>
+    readReply(res, what, s).catch(() => ({}) as Record<string, unknown>),
   )
   return typeof reply.message_id === 'string' ? reply.message_id : message.message_id
 }
@@ -75,10 +69,11 @@ export async function publishToRelay(
     const start = Math.floor((options.random ?? Math.random)() * unique.length) % unique.length
     order = [...unique.slice(start), ...unique.slice(0, start)]
   }
+  const body = JSON.stringify(message)
   const failed: { relayUrl: string; error: unknown }[] = []
   for (const relayUrl of order) {
     try {
-      return { messageId: await publishOne(message, relayUrl, options), relayUrl, failed }
+      return { messageId: await publishOne(message, body, relayUrl, options), relayUrl, failed }
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error
       if (isRelayRefusal(error)) throw error
