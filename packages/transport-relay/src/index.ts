@@ -1,13 +1,12 @@
 /**
- * @agentmsg/transport-relay — relays as a core `Transport` (`relayTransport`, PROFILE §9):
- * publish with failover, and the agent's mailboxes streamed into its receive pipeline by SSE
- * (fetch + a byte-level event parser, so it can send the signature headers) or WebSocket
- * (global `WebSocket` in browsers, `ws` on Node), acknowledged per the pipeline's outcome (SSE
- * in `POST /relay/ack` batches). Also the relay client underneath (retrieve, drain, ack,
- * subscribe, streams). Every answer is read under the byte caps and timeouts of PROFILE §4.
- * Isomorphic. Requests are signed with the RFC 9421 agent-auth profile of
- * `@agentmsg/core/http-signature` (PROFILE §9).
- *
+ * @agentmsg/transport-relay — relays (PROFILE §9) as a core `Transport`, and the relay client
+ * under it. Isomorphic. An agent imports `relayTransport` from `./transport` (see there).
  * @packageDocumentation
  */
-export * from './client/index.js'
+export { type PublishOptions, publishToRelay } from './client/publish.js'
+export { createRelayClient, type RelayClient } from './client/relay-client.js'
+export type { RelayClientOptions } from './client/relay-core.js'
+export { RelayError } from './client/relay-error.js'
+export type { RelayEntry, StreamHandle, StreamMode, StreamOptions } from './client/stream-types.js'
+export type { WebSocketClientOptions, WebSocketConstructor } from './client/ws-stream.js'
+export * from './transport.js'

@@ -1,22 +1,11 @@
 /**
- * `@agentmsg/transport-relay/transport` — relays as a core `Transport` (`relayTransport`,
- * PROFILE §9) and nothing else of the relay client. A narrow entry for bundle size: esbuild
- * places a module by which entries reach it, even through exports nobody uses, so an agent
- * importing the root entry would load the relay client's retrieve, drain and page parsing up
- * front, and its streams, which `listen` otherwise imports when first called (issue 12). The
- * root entry exports `relayTransport` too.
- *
+ * `relayTransport` alone. Code splitting groups modules by the entries that reach them: built
+ * from the root only, what sending needs shares chunks with the streams and parsing that
+ * listening loads later, and a bundle taking `relayTransport` from the root loads them up front.
  * @packageDocumentation
  */
-export type {
-  RelayTransport,
-  RelayTransportFactory,
-  RelayTransportOptions,
+export {
+  type RelayTransport,
+  type RelayTransportOptions,
+  relayTransport,
 } from './client/relay-transport.js'
-export { relayTransport } from './client/relay-transport.js'
-export type { StreamMode } from './client/stream-types.js'
-export type {
-  WebSocketClientOptions,
-  WebSocketConstructor,
-  WebSocketLike,
-} from './client/ws-stream.js'

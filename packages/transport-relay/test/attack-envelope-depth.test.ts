@@ -11,7 +11,6 @@ import {
   createKeyResolver,
   createReceiver,
   type DeliveryOutcome,
-  type JsonObject,
   type Message,
   memoryStorage,
   type TransportComponents,
@@ -24,6 +23,8 @@ import { relayTransport } from '../src/client/relay-transport.js'
 import { cleanups, clientFor, net, setupRelayTests, startRelay, until } from './client-fixtures.js'
 
 setupRelayTests()
+
+type JsonObject = ReturnType<typeof parseStrictJson>
 
 /** An object `levels` deep: `{}` is 1, `{a:{}}` is 2. */
 const nest = (levels: number): JsonObject => (levels <= 1 ? {} : { a: nest(levels - 1) })
@@ -114,6 +115,7 @@ describe('attack: a 64-deep message and garbage entries in a mailbox', () => {
         resolver: createKeyResolver(),
         storage: memoryStorage(),
         relays: [relay.url],
+        trusts: () => false,
         identityDocument: () => undefined,
         now: () => Date.now(),
         onError: (e) => void errors.push(e),

@@ -5,19 +5,13 @@
  * bounded, and so does this process's memory), reports a clear error, and never buffers the
  * answer whole; requests time out by default after 30 s, silent streams after 45 s.
  */
+
+import { PROFILE } from '@agentmsg/core'
 import { describe, expect, it, vi } from 'vitest'
 import { WebSocket as NodeWebSocket } from 'ws'
-import {
-  createRelayClient,
-  DEFAULT_STREAM_IDLE_MS,
-  DEFAULT_TIMEOUT_MS,
-  MAX_EVENT_BYTES,
-  MAX_PAGE_RESPONSE_BYTES,
-  MAX_REPLY_BYTES,
-  type RelayClient,
-  type WebSocketConstructor,
-} from '../src/client/index.js'
+import { STREAM_IDLE_MS as DEFAULT_STREAM_IDLE_MS } from '../src/client/relay-core.js'
 import { SseEventTooLarge, SseParser } from '../src/client/sse-parser.js'
+import { createRelayClient, type RelayClient, type WebSocketConstructor } from '../src/index.js'
 import { endlessServer, giantFrameServer, MiB, sampleMemory } from './attack-servers.js'
 import {
   bob,
@@ -30,6 +24,13 @@ import {
 } from './client-scripted.js'
 
 setupScriptedTests()
+
+const {
+  requestTimeoutMs: DEFAULT_TIMEOUT_MS,
+  eventMaxBytes: MAX_EVENT_BYTES,
+  pageMaxBytes: MAX_PAGE_RESPONSE_BYTES,
+  replyMaxBytes: MAX_REPLY_BYTES,
+} = PROFILE
 
 /** What the sockets between the two ends can hold besides what the client read (loopback). */
 const SOCKET_SLACK = 16 * MiB
@@ -91,7 +92,7 @@ describe('attack: oversized and endless relay answers', () => {
     await expect(clientOf(failing.url).retrieve()).rejects.toMatchObject({
       code: 'unavailable',
       status: 503,
-      message: 'retrieve: the relay answered 503 unavailable',
+      message: 'retrieve: 503 unavailable',
     })
     await failing.poured.firstDone
     expect(failing.poured.sent[0]).toBeLessThan(MAX_REPLY_BYTES + SOCKET_SLACK)

@@ -84,6 +84,7 @@ describe('batched acknowledgements', () => {
       resolver: createKeyResolver(),
       storage: memoryStorage(),
       relays: [relay.url],
+      trusts: () => false,
       identityDocument: () => undefined,
       now: () => Date.now(),
       onError: (e) => void errors.push(e),

@@ -11,11 +11,7 @@ import { type RelayStore, serveRelay } from '@agentmsg/relay'
 import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 import { WebSocket as NodeWebSocket } from 'ws'
-import {
-  createRelayClient,
-  type RelayClient,
-  type WebSocketConstructor,
-} from '../src/client/index.js'
+import { createRelayClient, type RelayClient, type WebSocketConstructor } from '../src/index.js'
 
 /** What the tests connect with; set by {@link setupRelayTests}' `beforeAll`. */
 export const net = {} as {

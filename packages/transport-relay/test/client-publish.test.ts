@@ -4,9 +4,10 @@
  */
 import { signedMessage } from '@agentmsg/conformance'
 import type { Message } from '@agentmsg/core'
+import { backoffDelay, errorFromResponse, parseRetryAfter } from '@agentmsg/core/http'
 import { describe, expect, it } from 'vitest'
-import { errorFromResponse, parseRetryAfter } from '../src/client/http.js'
-import { publishToRelay, publishWithFailover, reconnectDelay } from '../src/client/index.js'
+import { STREAM_BACKOFF } from '../src/client/http.js'
+import { publishToRelay } from '../src/index.js'
 import {
   alice,
   bob,
@@ -21,20 +22,23 @@ import {
 setupScriptedTests()
 
 describe('backoff and errors', () => {
-  it('full jitter: uniform below min(cap, base·2^attempt)', () => {
-    expect(reconnectDelay(0, { random: () => 0 })).toBe(0)
-    expect(reconnectDelay(0, { random: () => 0.999999 })).toBe(499)
-    expect(reconnectDelay(3, { random: () => 0.5 })).toBe(2000)
-    expect(reconnectDelay(50, { random: () => 0.999999 })).toBe(29_999)
-    expect(reconnectDelay(5000, { random: () => 0.5, capMs: 1000 })).toBe(500)
+  it('full jitter: uniform below min(cap, base·2^(attempt−1)), from 500 ms up to 30 s', () => {
+    // Stream reconnects and ack retries: core's one backoff with the relay client's window.
+    const reconnectDelay = (attempt: number, o: { random: () => number; capMs?: number }) =>
+      backoffDelay(attempt, { ...STREAM_BACKOFF, ...o })
+    expect(reconnectDelay(1, { random: () => 0 })).toBe(0)
+    expect(reconnectDelay(1, { random: () => 0.999999 })).toBe(499)
+    expect(reconnectDelay(4, { random: () => 0.5 })).toBe(2000)
+    expect(reconnectDelay(51, { random: () => 0.999999 })).toBe(29_999)
+    expect(reconnectDelay(5001, { random: () => 0.5, capMs: 1000 })).toBe(500)
   })
 
-  it('reads Retry-After as seconds or an HTTP date', () => {
-    expect(parseRetryAfter('7')).toBe(7)
+  it('reads Retry-After as seconds or an HTTP date (core: in ms)', () => {
+    expect(parseRetryAfter('7')).toBe(7_000)
     expect(parseRetryAfter(null)).toBeUndefined()
     expect(parseRetryAfter('soon')).toBeUndefined()
     const now = Date.parse('2026-01-01T00:00:00Z')
-    expect(parseRetryAfter('Thu, 01 Jan 2026 00:00:30 GMT', now)).toBe(30)
+    expect(parseRetryAfter('Thu, 01 Jan 2026 00:00:30 GMT', now)).toBe(30_000)
   })
 
   it('maps relay answers to AgentMsgError codes', async () => {
@@ -85,7 +89,7 @@ describe('publish and failover', () => {
     const s400 = await scripted(failing(hits, '400', 400, 'invalid_format'))
     const m = await signedMessage(alice, bob.id, { text: 'hi' })
 
-    const result = await publishWithFailover(m, [down, s503, s429, ok], { fetch: fetchFn })
+    const result = await publishToRelay(m, [down, s503, s429, ok], { fetch: fetchFn })
     expect(result.relayUrl).toBe(ok)
     expect(result.messageId).toBe(m.message_id)
     expect(result.failed.map((f) => f.relayUrl)).toEqual([down, s503, s429])
@@ -93,7 +97,7 @@ describe('publish and failover', () => {
     expect(hits).toEqual(['503', '429', 'ok'])
 
     hits.length = 0
-    await expect(publishWithFailover(m, [s400, ok], { fetch: fetchFn })).rejects.toMatchObject({
+    await expect(publishToRelay(m, [s400, ok], { fetch: fetchFn })).rejects.toMatchObject({
       code: 'invalid_format',
       status: 400,
     })
@@ -101,19 +105,32 @@ describe('publish and failover', () => {
 
     // Every relay busy: `unavailable`, with the smallest Retry-After.
     hits.length = 0
-    const err = await publishWithFailover(m, [s503, s429], { fetch: fetchFn }).catch((e) => e)
+    const err = await publishToRelay(m, [s503, s429], { fetch: fetchFn }).catch((e) => e)
     expect(err).toMatchObject({ code: 'unavailable', retryAfter: 2 })
     expect((err as Error).cause).toBeInstanceOf(AggregateError)
 
     // 'any' starts at a random relay and goes round.
     hits.length = 0
-    const any = await publishWithFailover(m, [ok, s503], {
+    const any = await publishToRelay(m, [ok, s503], {
       fetch: fetchFn,
       preference: 'any',
       random: () => 0.9,
     })
     expect(any.relayUrl).toBe(ok)
     expect(hits).toEqual(['503', 'ok'])
+  })
+
+  it('a Retry-After that is not delay-seconds or an HTTP date is no retryAfter, never 0', async () => {
+    const m = await signedMessage(alice, bob.id, { text: 'busy' })
+    const hits: string[] = []
+    for (const value of ['1.5', '-1', '12 13']) {
+      const s = await scripted(failing(hits, value, 503, 'unavailable', { 'retry-after': value }))
+      const error = await publishToRelay(m, s, { fetch: fetchFn }).catch((e: unknown) => e)
+      expect(error).toMatchObject({ code: 'unavailable', peerStatus: 503, retryAfter: undefined })
+    }
+    const s7 = await scripted(failing(hits, '7', 429, 'rate_limited', { 'retry-after': '7' }))
+    await expect(publishToRelay(m, s7, { fetch: fetchFn })).rejects.toMatchObject({ retryAfter: 7 })
+    expect(hits).toEqual(['1.5', '-1', '12 13', '7'])
   })
 
   it('refuses locally what no relay would take, and reports errors with the relay code', async () => {

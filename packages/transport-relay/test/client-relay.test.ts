@@ -14,8 +14,8 @@ import {
 } from '@agentmsg/core'
 import { memoryRelayStore, type RelayStore } from '@agentmsg/relay'
 import { describe, expect, it } from 'vitest'
-import { createRelayClient, publishWithFailover } from '../src/client/index.js'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'
+import { createRelayClient, publishToRelay } from '../src/index.js'
 import { cleanups, clientFor, net, setupRelayTests, startRelay, until } from './client-fixtures.js'
 
 setupRelayTests()
@@ -221,7 +221,7 @@ describe('relay client against the relay', () => {
     await bobClient.subscribe()
 
     const m = await signedMessage(alice, bob.id, { text: 'failover' })
-    const result = await publishWithFailover(m, [deadUrl, relay.url], { fetch: net.fetch })
+    const result = await publishToRelay(m, [deadUrl, relay.url], { fetch: net.fetch })
     expect(result.relayUrl).toBe(relay.url)
     expect(result.messageId).toBe(m.message_id)
     expect(result.failed.map((f) => f.relayUrl)).toEqual([deadUrl])

@@ -8,8 +8,8 @@ import { signedMessage } from '@agentmsg/conformance'
 import { AgentMsgError, createKeyResolver, type Message } from '@agentmsg/core'
 import { NonceMemory, verifyRequest } from '@agentmsg/core/http'
 import { describe, expect, it } from 'vitest'
-import { createRelayClient, type RelayClient, type RelayEntry } from '../src/client/index.js'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'
+import { createRelayClient, type RelayClient, type RelayEntry } from '../src/index.js'
 import {
   alice,
   bob,

@@ -1,15 +1,18 @@
 /**
  * relayTransport as a core Transport against the real relay over HTTPS on 127.0.0.1: send with
  * failover, listen into a real receive pipeline (subscription and cursor kept in storage, acks
- * per outcome), and a relay that is down reported, retried, and never failing `listen`.
+ * per outcome), and a relay that is down reported, retried, and never failing `listen`; a relay
+ * whose address is refused is failed over like one that is down.
  */
 import { type FixtureAgent, fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
   AgentMsgError,
+  createIdentityDocument,
   createKeyResolver,
   createReceiver,
   type DeliveryHandler,
   type DeliveryOutcome,
+  generateKeyPair,
   type Message,
   memoryStorage,
   type Storage,
@@ -18,6 +21,7 @@ import {
 import { describe, expect, it } from 'vitest'
 import { mailboxKeys } from '../src/client/mailbox-listener.js'
 import { type RelayTransport, relayTransport } from '../src/client/relay-transport.js'
+import { publishToRelay } from '../src/index.js'
 import { cleanups, clientFor, net, setupRelayTests, startRelay, until } from './client-fixtures.js'
 
 setupRelayTests()
@@ -32,6 +36,7 @@ function components(agent: FixtureAgent, relays: string[], storage: Storage = me
     resolver: createKeyResolver(),
     storage,
     relays,
+    trusts: () => false,
     identityDocument: () => undefined,
     now: () => Date.now(),
     onError: (e) => void errors.push(e),
@@ -64,7 +69,12 @@ function pipeline(agent: FixtureAgent) {
   return { receive: receiver.receive, delivered }
 }
 
-const target = (agent: FixtureAgent, urls: string[]) => ({ kind: 'relay', agent: agent.id, urls })
+const target = (agent: FixtureAgent, urls: string[]) => ({
+  kind: 'relay',
+  agent: agent.id,
+  urls,
+  route: 'relay' as const,
+})
 
 describe('relayTransport', () => {
   it('is a TransportFactory for relay targets; send fails over and names the relay that took it', async () => {
@@ -81,7 +91,6 @@ describe('relayTransport', () => {
     expect(factory.protocol).toBe('relay')
     const t = transport(components(alice, []).c)
     expect(t.protocol).toBe('relay')
-    expect(t.kinds).toEqual(['relay'])
     const m = await signedMessage(alice, bob.id, { text: 'via failover' })
     const to = target(bob, [deadUrl, relay.url])
     expect(await t.send(m, to)).toEqual({ messageId: m.message_id, target: to, url: relay.url })
@@ -94,9 +103,84 @@ describe('relayTransport', () => {
       ),
     ).rejects.toMatchObject({ code: 'not_found' })
     await expect(
-      t.send(m, { kind: 'inbox', agent: bob.id, urls: ['https://bob.example/inbox'] }),
+      t.send(m, {
+        kind: 'inbox',
+        agent: bob.id,
+        urls: ['https://bob.example/inbox'],
+        route: 'direct',
+      }),
     ).rejects.toMatchObject({ code: 'invalid_format' })
     await expect(t.send(m, target(bob, []))).rejects.toMatchObject({ code: 'invalid_format' })
+  })
+
+  it('a relay whose address is refused is skipped, and the next one takes the message', async () => {
+    const { relay } = await startRelay()
+    cleanups.push(() => relay.close())
+    const alice = await fixtureAgent()
+    const bob = await fixtureAgent()
+    await clientFor(bob, relay.url).subscribe()
+    // 10.0.0.1 is not public unicast (PROFILE §4): the address policy refuses it before dialling.
+    const refused = 'https://10.0.0.1'
+    const m = await signedMessage(alice, bob.id, { text: 'past a refused address' })
+    const result = await publishToRelay(m, [refused, relay.url], { fetch: net.fetch })
+    expect(result.relayUrl).toBe(relay.url)
+    expect(result.failed).toEqual([{ relayUrl: refused, error: expect.any(AgentMsgError) }])
+    expect(result.failed[0]!.error).toMatchObject({ code: 'forbidden', peerStatus: undefined })
+    const t = transport(components(alice, []).c)
+    const again = await signedMessage(alice, bob.id, { text: 'through the transport' })
+    const to = target(bob, [refused, relay.url])
+    expect(await t.send(again, to)).toEqual({
+      messageId: again.message_id,
+      target: to,
+      url: relay.url,
+    })
+    expect((await clientFor(bob, relay.url).retrieve()).messages).toHaveLength(2)
+  })
+
+  it("targets: the peer's relays, then its document's, in its preference; confidential when all trusted", async () => {
+    const alice = await fixtureAgent()
+    const side = components(alice, [])
+    const trusted = new Set(['https://r1.example', 'https://r2.example'])
+    const t = transport({ ...side.c, trusts: (url) => trusted.has(url) })
+    const { publicKey } = await generateKeyPair()
+    const doc = (relays: string[], relayPreference?: 'any' | 'ordered') =>
+      createIdentityDocument({
+        agentId: 'https://bob.example',
+        publicKey,
+        relays,
+        ...(relayPreference ? { relayPreference } : {}),
+      })
+    const agent = 'https://bob.example'
+    expect(t.targets({ agent, relays: [] })).toEqual([])
+    expect(t.targets({ agent, relays: [], document: doc([]) })).toEqual([])
+    expect(t.targets({ agent, relays: ['https://r1.example'] })).toEqual([
+      {
+        kind: 'relay',
+        agent,
+        urls: ['https://r1.example'],
+        route: 'relay',
+        preference: 'ordered',
+        confidential: true,
+        durable: false,
+      },
+    ])
+    const both = t.targets({
+      agent,
+      relays: ['https://r2.example', 'https://r1.example'],
+      document: doc(['https://r1.example', 'https://r3.example'], 'ordered'),
+    })
+    expect(both).toMatchObject([
+      {
+        urls: ['https://r2.example', 'https://r1.example', 'https://r3.example'],
+        preference: 'ordered',
+        confidential: false,
+      },
+    ])
+    const anyDoc = t.targets({ agent, relays: [], document: doc(['https://r2.example']) })
+    expect(anyDoc).toMatchObject([{ urls: ['https://r2.example'], preference: 'any' }])
+    // A document without a `relay` member: its preference is the default, `any`.
+    const bare = t.targets({ agent, relays: ['https://r1.example'], document: doc([]) })
+    expect(bare).toMatchObject([{ urls: ['https://r1.example'], preference: 'any' }])
   })
 
   for (const mode of ['sse', 'ws'] as const) {

@@ -1,14 +1,10 @@
 /**
- * Batched acknowledgements (PROFILE §9 `POST /relay/ack`): a client that receives faster than
- * one round trip per message acknowledges in batches of up to 500, one batch in flight at a
- * time, so delivery is not paced by acknowledgements. The first entry goes at once (or after
- * `lingerMs`, see {@link AckBatcher}); those handled while a batch is in flight make up the next
- * one.
+ * Batched acknowledgements (PROFILE §9 `POST /relay/ack`): up to 500 at once, one batch in
+ * flight, so delivery is not paced by acknowledgements.
  */
-
-import { isAgentMsgError } from '@agentmsg/core'
-import { isAgentId } from '@agentmsg/core/http'
-import { reconnectDelay, sleep } from './backoff.js'
+import { isAgentMsgError, PROFILE } from '@agentmsg/core'
+import { Backoff, isAgentId, sleep } from '@agentmsg/core/http'
+import { STREAM_BACKOFF } from './http.js'
 
 /** One entry to acknowledge: its `message_id` and `from.agent`. */
 export interface AckEntry {
@@ -19,15 +15,31 @@ export interface AckEntry {
 /** Send one batch (1–500 entries). */
 export type AckManyFn = (entries: AckEntry[]) => Promise<void>
 
-/** Entries per `POST /relay/ack` (PROFILE §9: 1–500). */
-export const MAX_ACK_BATCH = 500
-
-/**
- * True when a `POST /relay/ack` batch can carry this entry: the relay refuses a whole batch
- * over one `from` that is not an agent id, so such an entry goes alone (`DELETE`).
- */
+/** The relay refuses a whole batch over one `from` that is not an agent id: such an entry goes alone. */
 export function batchable(messageId: string, from: string): boolean {
   return messageId !== '' && isAgentId(from)
+}
+
+/**
+ * An entry's `ack()`: one at a time, a 404 is success (acked before, or expired), a failure may
+ * be tried again. `pending`: the handler acknowledged it.
+ */
+export function entryAck(send: (() => Promise<void>) | undefined) {
+  let pending: Promise<void> | undefined
+  return {
+    ack(): Promise<void> {
+      if (!send) return Promise.resolve()
+      pending ??= send().catch((e: unknown) => {
+        if (isAgentMsgError(e) && e.code === 'not_found') return
+        pending = undefined
+        throw e
+      })
+      return pending
+    },
+    get pending() {
+      return pending
+    },
+  }
 }
 
 export class AckBatcher {
@@ -38,42 +50,31 @@ export class AckBatcher {
   readonly #closing = new AbortController()
   #pending: AckEntry[] = []
   #inFlight: Promise<void> | undefined
-  /** When the oldest pending entry was queued (Date.now). */
+  /** When the oldest pending entry was queued. */
   #firstAt = 0
   #linger: ReturnType<typeof setTimeout> | undefined
 
   /**
-   * @param send sends one batch
-   * @param report a batch that failed for good: refused (a 4xx other than 429), or still failing
-   *   at close. Its entries stay held at the relay until they expire or are acknowledged again
-   *   (the receive pipeline answers a redelivery as a duplicate).
-   * @param lingerMs an entry waits up to this long for others before a batch goes (a full batch
-   *   goes at once, and so does everything at `flush()`): under a steady stream, batches then go
-   *   at most every `lingerMs` rather than once per round trip, each a signed request the relay
-   *   verifies. 0: at once.
+   * @param report a batch that failed for good (its entries stay held; a resend is a duplicate)
+   * @param lingerMs how long an entry waits for others (a full batch and `flush()` go at once)
    */
   constructor(
     send: AckManyFn,
     report: (error: unknown) => void,
-    max = MAX_ACK_BATCH,
+    max: number = PROFILE.maxAcks,
     lingerMs = 0,
   ) {
     this.#send = send
     this.#report = report
-    this.#max = Math.max(1, Math.min(MAX_ACK_BATCH, Math.floor(max)))
+    this.#max = Math.max(1, Math.min(PROFILE.maxAcks, Math.floor(max)))
     this.#lingerMs = Math.max(0, lingerMs)
   }
 
-  /** Entries waiting for the next batch. */
   get pending(): number {
     return this.#pending.length
   }
 
-  /**
-   * Queue one entry. Resolves once it is queued: at once, unless a full batch already waits
-   * behind the one in flight (then after that one is answered) — that bounds the queue, and
-   * holds the stream back while the relay cannot take acknowledgements.
-   */
+  /** Queue one entry; waits while a full batch is queued (holding the stream back). */
   async add(entry: AckEntry): Promise<void> {
     while (this.#pending.length >= this.#max && this.#inFlight) await this.#inFlight
     if (this.#pending.length === 0) this.#firstAt = Date.now()
@@ -81,10 +82,7 @@ export class AckBatcher {
     this.#pump()
   }
 
-  /**
-   * Send what is queued and resolve when every batch was answered or failed. Called at close:
-   * from then on a failing batch is tried once more, not retried with backoff.
-   */
+  /** Send what is queued and wait for every batch; from now on a failure is not retried. */
   async flush(): Promise<void> {
     this.#closing.abort()
     this.#pump()
@@ -112,12 +110,12 @@ export class AckBatcher {
     })
   }
 
-  /** One batch, retried with backoff while the failure is one retrying can cure. */
+  /** One batch, retried with backoff while retrying can cure the failure. */
   async #deliver(batch: AckEntry[]): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
+    const backoff = new Backoff(STREAM_BACKOFF)
+    for (;;) {
       try {
-        await this.#send(batch)
-        return
+        return await this.#send(batch)
       } catch (error) {
         const retry = !isAgentMsgError(error) || error.shouldRetry()
         if (!retry || this.#closing.signal.aborted) {
@@ -129,7 +127,7 @@ export class AckBatcher {
           return
         }
         const wait = isAgentMsgError(error) ? (error.retryAfter ?? 0) * 1000 : 0
-        await sleep(Math.max(wait, reconnectDelay(attempt)), this.#closing.signal)
+        await sleep(Math.max(wait, backoff.next()), this.#closing.signal)
       }
     }
   }

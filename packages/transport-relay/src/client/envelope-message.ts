@@ -1,48 +1,24 @@
-/**
- * One message of an envelope or an SSE event (PROFILE §9): parsed strictly on its own, or handed
- * over as its text with what a lenient reading finds to acknowledge it by. Apart from
- * ./envelope.ts (pages and WebSocket frames), so an SSE stream loads the strict parser's exact
- * path only for a message its fast path cannot prove (issue 12).
- */
-import {
-  INTEGER_MEMBERS,
-  parseStrictJsonAsync,
-  type StrictJsonOptions,
-} from '@agentmsg/core/encoding'
+/** One message of an envelope or an SSE event (PROFILE §9), parsed strictly on its own. */
+import { INTEGER_MEMBERS, parseStrictJsonAsync } from '@agentmsg/core/encoding'
 
-/** One message cut out of an envelope (or an SSE event's data). */
+/** The value (its text when not I-JSON on its own), and what an ack names, read leniently. */
 export interface EnvelopeMessage {
-  /** The parsed value when the message is I-JSON on its own; else its text, unchanged. */
   value: unknown
-  /** `message_id` as delivered (read leniently when the message is not I-JSON). */
   messageId?: string
-  /** `from.agent` as delivered (read leniently when the message is not I-JSON). */
   from?: string
 }
 
-/** `message_id` and `from.agent` of a value, when readable (unauthenticated: what acks name). */
-export function entryNames(value: unknown): { messageId?: string; from?: string } {
-  if (typeof value !== 'object' || value === null) return {}
-  const r = value as { message_id?: unknown; from?: { agent?: unknown } }
+/** `message_id` and `from.agent`, when readable (unauthenticated). */
+function entryNames(value: unknown): { messageId?: string; from?: string } {
+  const r = value as { message_id?: unknown; from?: { agent?: unknown } } | null | undefined
   const out: { messageId?: string; from?: string } = {}
+  if (typeof r !== 'object' || r === null) return out
   if (typeof r.message_id === 'string') out.messageId = r.message_id
-  if (typeof r.from === 'object' && r.from !== null && typeof r.from.agent === 'string') {
-    out.from = r.from.agent
-  }
+  if (typeof r.from?.agent === 'string') out.from = r.from.agent
   return out
 }
 
-/**
- * How one message of an envelope is parsed: the default depth, 64 from its own top level; an
- * integer field written with a fraction or exponent (PROFILE §1) is marked on the value, so the
- * receive pipeline refuses that message alone, with the member named.
- */
-export const MESSAGE_PARSE: StrictJsonOptions = {
-  integerMembers: INTEGER_MEMBERS,
-  onNonInteger: 'mark',
-}
-
-/** An entry handed over as its text, with what a lenient reading finds to acknowledge it by. */
+/** An entry handed over as its text. */
 export function textMessage(text: string): EnvelopeMessage {
   let lenient: unknown
   try {
@@ -54,12 +30,15 @@ export function textMessage(text: string): EnvelopeMessage {
 }
 
 /**
- * One message's JSON text (or UTF-8 bytes), parsed strictly on its own, as `readMessage` in
- * ./envelope.ts does; the exact parser is imported only when the fast path cannot prove it.
+ * Depth counts from the message's own top level; an integer member written as `1.0` (PROFILE
+ * §1) is marked, so the pipeline refuses that message alone, naming the member.
  */
-export async function readMessageAsync(raw: string | Uint8Array): Promise<EnvelopeMessage> {
+export async function readMessage(raw: string | Uint8Array): Promise<EnvelopeMessage> {
   try {
-    const value = await parseStrictJsonAsync(raw, MESSAGE_PARSE)
+    const value = await parseStrictJsonAsync(raw, {
+      integerMembers: INTEGER_MEMBERS,
+      onNonInteger: 'mark',
+    })
     return { value, ...entryNames(value) }
   } catch {
     return textMessage(typeof raw === 'string' ? raw : new TextDecoder().decode(raw))

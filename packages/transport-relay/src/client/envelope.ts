@@ -1,34 +1,11 @@
 /**
- * Envelopes (PROFILE §9): a retrieve page and a WebSocket frame wrap messages, and the 64-level
- * depth limit of §1 counts from each message's own top level, so a legal message stays legal
- * inside one. An envelope is therefore not parsed as one document: a structural scan cuts out
- * each message's text, which is parsed strictly on its own, and the rest of the envelope (its
- * shell, `null` in each message's place) is parsed strictly too. One entry that is not I-JSON
- * then spoils nothing around it: it is handed over as its text (the receive pipeline refuses it
- * for good) with the `message_id` and `from.agent` a lenient reading finds, so the stream can
- * skip it by its cursor and acknowledge it instead of retrying the same page forever.
+ * Envelopes (PROFILE §9): §1's depth limit counts from each message's own top level, so a scan
+ * cuts out each message, parsed strictly on its own, and the shell (`null` in their places) too.
+ * An entry that is not I-JSON spoils nothing around it: it is handed over as its text.
  */
-
 import { parseStrictJson } from '@agentmsg/core/encoding'
 import { invalidFormat } from '@agentmsg/core/http'
-import { type EnvelopeMessage, entryNames, MESSAGE_PARSE, textMessage } from './envelope-message.js'
-
-export type { EnvelopeMessage } from './envelope-message.js'
-export { entryNames, readMessageAsync, textMessage } from './envelope-message.js'
-
-/**
- * One message's JSON text (or UTF-8 bytes), parsed strictly on its own. When that fails, the
- * text is handed over as it is, and `JSON.parse` (which keeps the last duplicate and has no
- * depth limit) only finds what an acknowledgement names.
- */
-export function readMessage(raw: string | Uint8Array): EnvelopeMessage {
-  try {
-    const value = parseStrictJson(raw, MESSAGE_PARSE)
-    return { value, ...entryNames(value) }
-  } catch {
-    return textMessage(typeof raw === 'string' ? raw : new TextDecoder().decode(raw))
-  }
-}
+import { type EnvelopeMessage, readMessage, textMessage } from './envelope-message.js'
 
 /** A span of the text: [start, end). */
 interface Span {
@@ -62,9 +39,8 @@ function stringEnd(t: string, i: number): number {
 }
 
 /**
- * The index after the value that starts at `i`, or -1 when it runs off the end. A balanced scan
- * with a counter, no recursion (a 1 MiB `[[[…` cannot overflow the stack); the value itself is
- * validated by its own strict parse.
+ * The index after the value at `i`, or -1 when it runs off the end: a balanced scan with a
+ * counter, no recursion (a 1 MiB `[[[…` cannot overflow the stack); its own parse validates it.
  */
 function valueEnd(t: string, i: number): number {
   const c = t.charCodeAt(i)
@@ -87,20 +63,13 @@ function valueEnd(t: string, i: number): number {
   return j > i ? j : -1
 }
 
-/** The index of the last character that is not white space (-1 for a blank text). */
-function lastNonSpace(t: string): number {
-  let i = t.length - 1
-  while (i >= 0 && isSpace(t.charCodeAt(i))) i--
-  return i
-}
-
 /**
- * The top-level members of the object text `t`, as key → value span. A value that runs off the
- * end (an unbalanced entry) is taken up to the `}` that ends the text when it is the last
- * member. `undefined` when the text is not an object this scan can follow.
+ * The top-level members of the object text `t`; a last value that runs off the end is taken up
+ * to the final `}`. `undefined` when the text is not an object this scan can follow.
  */
 function topMembers(t: string): Array<{ key: string; value: Span }> | undefined {
-  const close = lastNonSpace(t)
+  // (Other trailing white space than JSON's is refused by the shell's strict parse.)
+  const close = t.trimEnd().length - 1
   let i = skipSpace(t, 0)
   if (t.charCodeAt(i) !== 0x7b || t.charCodeAt(close) !== 0x7d) return undefined
   const out: Array<{ key: string; value: Span }> = []
@@ -128,11 +97,7 @@ function topMembers(t: string): Array<{ key: string; value: Span }> | undefined 
   }
 }
 
-/**
- * The element spans of the array between `open` (its `[`) and `close` (its `]`). An element
- * that runs off is taken up to `close`, and the result says so (`spilled`): it may have
- * swallowed the elements after it.
- */
+/** The element spans between `open` (`[`) and `close` (`]`); one that runs off is taken up to `close` (`spilled`). */
 function arrayElements(
   t: string,
   open: number,
@@ -169,46 +134,28 @@ function shellOf(t: string, spans: readonly Span[]): string {
   return parts.join('')
 }
 
-/**
- * A WebSocket frame: its members parsed strictly (the shell), and for a `message` frame the
- * message cut out and read on its own. Throws (`invalid_format`) when the frame itself is not
- * I-JSON: that is the relay's fault, not one entry's.
- */
-export function parseFrame(text: string): {
-  frame: Record<string, unknown>
-  message?: EnvelopeMessage
-} {
-  const members = topMembers(text)
-  const span = members?.find((m) => m.key === 'message')?.value
+/** A WebSocket frame's shell, and a `message` frame's message text; throws when the frame is not I-JSON. */
+export function parseFrame(text: string): { frame: Record<string, unknown>; message?: string } {
+  const span = topMembers(text)?.find((m) => m.key === 'message')?.value
   if (span) {
     const frame = parseStrictJson(shellOf(text, [span]))
-    if (frame.type === 'message') {
-      return { frame, message: readMessage(text.slice(span.start, span.end)) }
-    }
+    if (frame.type === 'message') return { frame, message: text.slice(span.start, span.end) }
   }
   return { frame: parseStrictJson(text) }
-}
-
-/** A retrieve page: each message read on its own, and the page's cursor. */
-export interface ParsedPage {
-  messages: EnvelopeMessage[]
-  cursor: unknown
-  /**
-   * An entry was not balanced JSON and was taken up to the end of the list: with more than one
-   * entry asked for, it may have swallowed the ones after it (ask again for one entry).
-   */
-  spilled: boolean
 }
 
 /** `],"cursor":<string or null>}` at the end of a page (how relays write it, after the list). */
 const PAGE_TAIL = /\]\s*,\s*"cursor"\s*:\s*(?:"(?:[^"\\]|\\.)*"|null)\s*\}\s*$/
 
 /**
- * A retrieve page `{messages:[…], cursor}`. Throws (`invalid_format`) when the page itself is
- * not I-JSON or has no list of messages. `asText`: hand every entry over as its text (the page
- * was not valid UTF-8, so no entry of it may be read as a value).
+ * A retrieve page `{messages:[…], cursor}`, each message read on its own (`asText`: as its text,
+ * the page not being UTF-8). `spilled`: an unbalanced entry may have swallowed the ones after
+ * it. Throws `invalid_format` when the page is not I-JSON or has no list of messages.
  */
-export function parsePage(text: string, options: { asText?: boolean } = {}): ParsedPage {
+export async function parsePage(
+  text: string,
+  asText = false,
+): Promise<{ messages: EnvelopeMessage[]; cursor: unknown; spilled: boolean }> {
   const list = topMembers(text)?.find((m) => m.key === 'messages')?.value
   let open: number
   let close: number
@@ -228,13 +175,9 @@ export function parsePage(text: string, options: { asText?: boolean } = {}): Par
   if (!Array.isArray(shell.messages) || shell.messages.length !== spans.length) {
     return refusePage(text)
   }
-  return {
-    messages: spans.map((s) =>
-      (options.asText ? textMessage : readMessage)(text.slice(s.start, s.end)),
-    ),
-    cursor: shell.cursor,
-    spilled,
-  }
+  const texts = spans.map((s) => text.slice(s.start, s.end))
+  const messages = asText ? texts.map(textMessage) : await Promise.all(texts.map(readMessage))
+  return { messages, cursor: shell.cursor, spilled }
 }
 
 /** A page this module cannot take apart: the strict parse says why, or it has no list. */

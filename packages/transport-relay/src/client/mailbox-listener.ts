@@ -1,16 +1,15 @@
 /**
- * Listening on one of the agent's relays for the relay transport: open the mailbox once (the
- * subscription id is kept in storage), stream it from the stored cursor, hand every entry to
- * the receive pipeline, and acknowledge per its outcome (PROFILE §9). A relay that is down is
- * reported (named by its URL) and tried again with backoff; it never stops the agent's other
- * relays. A relay that refuses to open the mailbox at start (a 4xx other than 429: forbidden,
- * bad agent auth, an address the policy refuses) fails `start`: no retry changes that answer.
+ * Listening on one of the agent's relays (PROFILE §9): one subscription, kept in storage, and a
+ * stream from the stored cursor into the receive pipeline, retried with backoff while down.
  */
-import { type DeliveryHandler, isAgentMsgError, type Storage } from '@agentmsg/core'
-import { type BackoffOptions, reconnectDelay, sleep } from './backoff.js'
-import type { RelayCore } from './relay-core.js'
-import { isRefusal, relayError } from './relay-error.js'
-import type { RelayEntry, StreamHandle, StreamMode } from './stream.js'
+import { type DeliveryHandler, isAgentMsgError, type TransportComponents } from '@agentmsg/core'
+import { Backoff, sleep } from '@agentmsg/core/http'
+import { STREAM_BACKOFF } from './http.js'
+import { relayCore } from './relay-core.js'
+import { relayError } from './relay-error.js'
+import type { RelayTransportOptions } from './relay-transport.js'
+import { isFatal } from './stream.js'
+import type { RelayEntry, StreamHandle } from './stream-types.js'
 
 /** Storage keys of one relay's state, in the transport's storage. */
 export function mailboxKeys(relayUrl: string): { subscription: string; cursor: string } {
@@ -18,21 +17,7 @@ export function mailboxKeys(relayUrl: string): { subscription: string; cursor: s
   return { subscription: `sub/${enc}`, cursor: `cursor/${enc}` }
 }
 
-/** What a {@link MailboxListener} works with. */
-export interface MailboxListenerInput {
-  client: Pick<RelayCore, 'relayUrl' | 'subscribe' | 'stream'>
-  storage: Storage
-  receive: DeliveryHandler
-  mode: StreamMode
-  backoff: BackoffOptions
-  report(error: unknown): void
-}
-
-/**
- * The stream handler for the receive pipeline: an accepted or duplicate message, or one
- * refused for good, completes (the stream acknowledges it and moves the cursor); one refused
- * for now stays in the mailbox and comes again after a reconnect (PROFILE §9 acknowledge).
- */
+/** Accepted, duplicate and refused-for-good entries complete (acked); refused for now, they stay. */
 export function pipelineHandler(receive: DeliveryHandler) {
   return async (entry: RelayEntry): Promise<void> => {
     const outcome = await receive({ body: entry.value, transport: 'relay' })
@@ -41,39 +26,44 @@ export function pipelineHandler(receive: DeliveryHandler) {
 }
 
 export class MailboxListener {
-  readonly #in: MailboxListenerInput
+  readonly #client: ReturnType<typeof relayCore>
+  readonly #storage: TransportComponents['storage']
+  readonly #report: (error: unknown) => void
   readonly #keys: { subscription: string; cursor: string }
   readonly #stop = new AbortController()
   #stream: StreamHandle | undefined
   #running: Promise<void> | undefined
 
-  constructor(input: MailboxListenerInput) {
-    const relayUrl = input.client.relayUrl
+  /** @throws AgentMsgError `invalid_format` for a URL that is no relay base URL (PROFILE §9) */
+  constructor(
+    relayUrl: string,
+    private readonly options: RelayTransportOptions,
+    components: TransportComponents,
+    private readonly receive: DeliveryHandler,
+    report: (error: unknown) => void,
+  ) {
+    const { agentId: agent, signer } = components
+    const { fetch, streamFetch, WebSocket, timeoutMs } = options
+    this.#client = relayCore({ relayUrl, agent, signer, fetch, streamFetch, WebSocket, timeoutMs })
+    this.#storage = components.storage
     // Every failure names its relay: an agent listens on several.
-    this.#in = { ...input, report: (error) => input.report(relayError(relayUrl, error)) }
+    this.#report = (error) => report(relayError(relayUrl, error))
     this.#keys = mailboxKeys(relayUrl)
   }
 
-  /**
-   * Start; resolves after the first try to open the mailbox (so mail sent after `listen`
-   * resolved finds it), when it worked or the relay could not be reached (reported; streaming
-   * goes on in the background, retrying with backoff). Rejects with a {@link RelayError} when
-   * the relay refused (a 4xx other than 429): a misconfiguration the application must see.
-   */
+  /** After the first try to open the mailbox; rejects when the relay or the address policy refused. */
   async start(): Promise<void> {
     let opened = false
     try {
       opened = await this.#open()
     } catch (error) {
-      if (isRefusal(error) && !this.#stop.signal.aborted) {
-        throw relayError(this.#in.client.relayUrl, error)
-      }
-      if (!this.#stop.signal.aborted) this.#in.report(error)
+      if (this.#stop.signal.aborted) return
+      if (isFatal(error)) throw relayError(this.#client.relayUrl, error)
+      this.#report(error)
     }
     this.#running = this.#run(opened)
   }
 
-  /** Stop streaming; waits for the entry in progress. */
   async close(): Promise<void> {
     this.#stop.abort()
     await this.#stream?.close()
@@ -82,50 +72,52 @@ export class MailboxListener {
 
   /** Subscribe unless a subscription is stored. Resolves `true` when the mailbox is open. */
   async #open(): Promise<boolean> {
-    const { storage, client } = this.#in
-    if ((await storage.get(this.#keys.subscription)) !== undefined) return true
-    const { subscriptionId } = await client.subscribe({ signal: this.#stop.signal })
-    await storage.put(this.#keys.subscription, subscriptionId)
+    if ((await this.#storage.get(this.#keys.subscription)) !== undefined) return true
+    const { subscriptionId } = await this.#client.subscribe({ signal: this.#stop.signal })
+    await this.#storage.put(this.#keys.subscription, subscriptionId)
     return true
   }
 
   async #run(opened: boolean): Promise<void> {
     const signal = this.#stop.signal
-    let attempt = 0
+    const settings = { ...STREAM_BACKOFF, ...this.options.backoff }
+    const backoff = new Backoff(settings)
     while (!signal.aborted) {
-      let failure: unknown
+      const started = Date.now()
+      const run = { moved: false, failure: undefined as unknown }
       try {
         if (!opened) opened = await this.#open()
-        failure = await this.#streamOnce()
+        run.failure = await this.#streamOnce(run)
       } catch (error) {
         if (signal.aborted) return
-        this.#in.report(error)
-        failure = error
+        this.#report(error)
+        run.failure = error
       }
       if (signal.aborted) return
       // The relay forgot the mailbox (restored from an old backup): open it again.
-      if (isAgentMsgError(failure) && failure.code === 'not_found') {
-        await this.#in.storage.delete(this.#keys.subscription).catch(this.#in.report)
+      if (isAgentMsgError(run.failure) && run.failure.code === 'not_found') {
+        await this.#storage.delete(this.#keys.subscription).catch(this.#report)
         opened = false
       }
-      await sleep(reconnectDelay(attempt++, this.#in.backoff), signal)
+      // A stream that moved the cursor, or stayed up a while, was a success: start over.
+      if (run.moved || Date.now() - started >= settings.capMs) backoff.reset()
+      await sleep(backoff.next(), signal)
     }
   }
 
-  /**
-   * One stream until it stops: resolves with nothing when closed, or with the fatal error
-   * that stopped it (the stream reported it already).
-   */
-  async #streamOnce(): Promise<unknown> {
-    const { client, storage, receive, mode, backoff } = this.#in
-    const after = await storage.get(this.#keys.cursor)
+  /** One stream until it stops: resolves with nothing when closed, or with the fatal error. */
+  async #streamOnce(run: { moved: boolean }): Promise<unknown> {
+    const after = await this.#storage.get(this.#keys.cursor)
     if (this.#stop.signal.aborted) return undefined
-    this.#stream = client.stream(pipelineHandler(receive), {
-      mode,
-      backoff,
+    this.#stream = this.#client.stream(pipelineHandler(this.receive), {
+      mode: this.options.mode ?? 'sse',
+      ...(this.options.backoff ? { backoff: this.options.backoff } : {}),
       ...(typeof after === 'string' ? { after } : {}),
-      onCursor: (cursor) => storage.put(this.#keys.cursor, cursor),
-      onError: (error) => this.#in.report(error),
+      onCursor: (cursor) => {
+        run.moved = true
+        return this.#storage.put(this.#keys.cursor, cursor)
+      },
+      onError: this.#report,
       signal: this.#stop.signal,
     })
     return this.#stream.done.then(

@@ -1,191 +1,92 @@
+/** Publishing (PROFILE §9): no agent auth, the message's own signature is what relays check. */
+import { type AbortOptions, AgentMsgError, isAgentMsgError, type Message } from '@agentmsg/core'
+import { assertRelayUrl, httpRequest, invalidFormat } from '@agentmsg/core/http'
+import { readReply, relayEndpoint } from './http.js'
+import type { RelayClientOptions } from './relay-core.js'
+
+/** Options of {@link publishToRelay}. */
+export interface PublishOptions
+  extends AbortOptions,
+    Pick<RelayClientOptions, 'fetch' | 'timeoutMs'> {
+  /** The recipient's `relay.preference`; `any` starts at a random relay, spreading senders. @default 'ordered' */
+  preference?: 'any' | 'ordered' | undefined
+  /** Uniform numbers in [0, 1) for the `any` start, for tests. @default Math.random */
+  random?: (() => number) | undefined
+}
+
 /**
- * Publishing (PROFILE §9 `POST /relay/publish`) and client failover across a recipient's relays.
- * A publish carries no agent auth: the message's own signature is what the relay checks.
+ * A refusal by the relay: it answered, and no retry changes that answer. It ends the delivery;
+ * anything else (no answer, 5xx, 429, a refused address, a bad URL) moves on to the next relay.
  */
-import {
-  type AbortOptions,
-  AgentMsgError,
-  isAgentMsgError,
-  type Message,
-  validateMessage,
-} from '@agentmsg/core'
-import { canonicalizeToBytes } from '@agentmsg/core/encoding'
-import { assertRelayUrl, invalidFormat } from '@agentmsg/core/http'
-import type { RelayPreference } from '@agentmsg/core/message'
-import { DEFAULT_TIMEOUT_MS, exchange, readJson, relayEndpoint } from './http.js'
-
-/** The largest message a sender sends: `JCS(message without trace)` (PROFILE §6). */
-export const MAX_PUBLISH_BYTES = 1_048_576
-
-/** Options for {@link publishToRelay}. */
-export interface PublishOptions extends AbortOptions {
-  /**
-   * The `fetch` to use. On Node pass `createNodeFetch({ ca })` from
-   * `@agentmsg/transport-https/node`, which enforces https and the address policy.
-   * @default globalThis.fetch
-   */
-  fetch?: typeof fetch
-  /** The request is answered and read within this, in ms (`0`: no limit). @default 30_000 */
-  timeoutMs?: number
+function isRelayRefusal(error: unknown): boolean {
+  return isAgentMsgError(error) && error.peerStatus !== undefined && !error.shouldRetry()
 }
 
-/** The relay's acceptance of a publish. */
-export interface RelayPublishResult {
-  /** The accepted message id, as the relay echoed it. */
+async function publishOne(message: Message, body: string, relayUrl: string, o: PublishOptions) {
+  const url = relayEndpoint(assertRelayUrl(relayUrl, 'relayUrl'), '/relay/publish')
+  const headers = { 'Content-Type': 'application/json', Accept: 'application/json' }
+  const what = `publish to ${relayUrl}`
+  const init = { fetch: o.fetch, method: 'POST', headers, body, timeoutMs: o.timeoutMs, what }
+  // The 202's body only echoes the id: one that is not JSON still means accepted.
+  const reply = await httpRequest(url, { ...init, signal: o.signal }, (res, s) =>
+    readReply(res, what, s).catch(() => ({}) as Record<string, unknown>),
+  )
+  return typeof reply.message_id === 'string' ? reply.message_id : message.message_id
+}
+
+/**
+ * Publish a signed message to the first of `relays` that answers 202 (PROFILE §9 client
+ * failover). A relay that cannot be reached, answers 5xx or 429, or whose address is refused is
+ * skipped at once (waiting for `Retry-After` is the caller's); a refusal by a relay stops.
+ *
+ * @throws AgentMsgError — an unsigned or traced message; a relay's refusal; the one relay's
+ *   error; or, when several failed, `unavailable` (each error in an `AggregateError` `cause`).
+ * @example const { relayUrl } = await publishToRelay(signed, [relayA, relayB], { fetch })
+ */
+export async function publishToRelay(
+  message: Message,
+  relays: string | readonly string[],
+  options: PublishOptions = {},
+): Promise<{
   messageId: string
-}
-
-/** Refuse locally what every relay would refuse: malformed, unsigned, oversized, already traced. */
-function checkPublishable(message: Message): void {
-  const { message: m } = validateMessage(message)
-  if (!m.security?.signatures?.length) {
-    throw new AgentMsgError(
-      'invalid_signature',
-      'the message is unsigned; sign it before publishing',
-    )
+  relayUrl: string
+  failed: { relayUrl: string; error: unknown }[]
+}> {
+  const unique = [...new Set(typeof relays === 'string' ? [relays] : relays)]
+  if (unique.length === 0) throw invalidFormat('at least one relay URL is needed', 'relays')
+  // What every relay refuses (PROFILE §9), refused here without a request.
+  if (!message.security?.signatures?.length) {
+    throw new AgentMsgError('invalid_signature', 'the message is unsigned; sign it first')
   }
-  if (m.trace !== undefined && m.trace.received.length > 0) {
+  if (message.trace?.received.length) {
     throw invalidFormat(
       'must be empty in a publish (no relay-to-relay forwarding)',
       'trace.received',
     )
   }
-  const { trace: _trace, ...signed } = m
-  if (canonicalizeToBytes(signed).length > MAX_PUBLISH_BYTES) {
-    throw new AgentMsgError('payload_too_large', `the message is over ${MAX_PUBLISH_BYTES} bytes`)
-  }
-}
-
-/**
- * Publish a signed message to one relay. Resolves when the relay answered 202 (it has stored
- * the message durably).
- *
- * @throws AgentMsgError — the relay's `code`, status and `retryAfter` for an error answer;
- *   `unavailable` (with the network error as `cause`) when the relay could not be reached;
- *   `invalid_format` / `invalid_signature` / `payload_too_large` before sending, for a message
- *   no relay would take. An abort rejects with the signal's reason.
- *
- * @example
- * const { messageId } = await publishToRelay(signed, 'https://relay.example', { fetch })
- */
-export async function publishToRelay(
-  message: Message,
-  relayUrl: string,
-  options: PublishOptions = {},
-): Promise<RelayPublishResult> {
-  assertRelayUrl(relayUrl, 'relayUrl')
-  checkPublishable(message)
-  const fetchFn = options.fetch ?? globalThis.fetch
-  const what = `publish to ${relayUrl}`
-  const body = (await exchange({
-    fetch: fetchFn,
-    url: relayEndpoint(relayUrl, '/relay/publish'),
-    init: {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: JSON.stringify(message),
-    },
-    what,
-    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-    signal: options.signal,
-    // The 202's body only echoes the id: a reply that is not JSON still means accepted.
-    read: (res, signal) => readJson(res, what, signal).catch(() => ({})),
-  })) as { message_id?: unknown }
-  const messageId = typeof body.message_id === 'string' ? body.message_id : message.message_id
-  return { messageId }
-}
-
-/** Options for {@link publishWithFailover}. */
-export interface FailoverOptions extends PublishOptions {
-  /**
-   * How to order the relays (a recipient's `relay.preference`). `ordered`: in the order given.
-   * `any`: start at a random relay and go round from there, so senders spread over the
-   * recipient's relays.
-   * @default 'ordered'
-   */
-  preference?: RelayPreference
-  /** Uniform numbers in [0, 1) for the `any` start, for tests. @default Math.random */
-  random?: () => number
-}
-
-/** One relay that did not accept the message. */
-export interface FailoverAttempt {
-  relayUrl: string
-  error: unknown
-}
-
-/** Which relay accepted the message, and the ones that failed before it. */
-export interface FailoverResult extends RelayPublishResult {
-  relayUrl: string
-  /** The relays tried before, in order, with their errors. */
-  failed: FailoverAttempt[]
-}
-
-/** Move on from this relay to the next? (PROFILE §9 client failover) */
-function tryNext(error: unknown): boolean {
-  if (!isAgentMsgError(error)) return true
-  // 5xx answers and unreachable relays (network errors are `unavailable`, 503), and 429.
-  if (error.status === 429 || error.status >= 500) return true
-  // An address-policy refusal (transport-https `AddressRefusedError`, code `forbidden`, with the
-  // refused `address`) is about reaching this relay, not about the message.
-  return typeof (error as { address?: unknown }).address === 'string'
-}
-
-/**
- * Publish to the first of a recipient's relays that accepts (PROFILE §9 client failover).
- *
- * - A network error, a timeout, a refused address or a 5xx answer: move to the next relay.
- * - 429 `rate_limited`: move to the next relay at once rather than wait — the limit is that
- *   relay's, another may take the message now. Waiting for `Retry-After` is left to the caller's
- *   retry loop: when every relay refused with 429/503 and `Retry-After`, the error thrown carries
- *   the smallest as `retryAfter`.
- * - Any other 4xx: stop and throw that relay's error (the message itself is refused, e.g.
- *   `invalid_format`, `invalid_signature`, `not_found` for a recipient without a mailbox).
- *
- * @returns the relay that accepted, the message id, and the failed attempts before it.
- * @throws AgentMsgError — a relay's 4xx (not 429) error; or, when no relay accepted,
- *   `unavailable` with `cause` an `AggregateError` of every attempt's error.
- *
- * @example
- * const { relayUrl } = await publishWithFailover(signed, identity.relay.urls, {
- *   preference: identity.relay.preference,
- *   fetch,
- * })
- */
-export async function publishWithFailover(
-  message: Message,
-  relays: readonly string[],
-  options: FailoverOptions = {},
-): Promise<FailoverResult> {
-  const unique = [...new Set(relays)]
-  unique.forEach((url, i) => assertRelayUrl(url, `relays[${i}]`))
-  if (unique.length === 0) throw invalidFormat('at least one relay URL is needed', 'relays')
-  checkPublishable(message)
-
   let order = unique
-  if ((options.preference ?? 'ordered') === 'any') {
+  if (options.preference === 'any') {
     const start = Math.floor((options.random ?? Math.random)() * unique.length) % unique.length
     order = [...unique.slice(start), ...unique.slice(0, start)]
   }
-
-  const failed: FailoverAttempt[] = []
+  const body = JSON.stringify(message)
+  const failed: { relayUrl: string; error: unknown }[] = []
   for (const relayUrl of order) {
     try {
-      const result = await publishToRelay(message, relayUrl, options)
-      return { ...result, relayUrl, failed }
+      return { messageId: await publishOne(message, body, relayUrl, options), relayUrl, failed }
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error
-      if (!tryNext(error)) throw error
+      if (isRelayRefusal(error)) throw error
       failed.push({ relayUrl, error })
     }
   }
+  if (failed.length === 1) throw failed[0]!.error
   const waits = failed.map((f) => (isAgentMsgError(f.error) ? f.error.retryAfter : undefined))
   const retryAfter = waits.every((w) => w !== undefined) ? Math.min(...waits) : undefined
+  const each = failed.map((f) => `${f.relayUrl}: ${(f.error as Error)?.message ?? f.error}`)
   throw new AgentMsgError(
     'unavailable',
-    `no relay accepted message ${message.message_id}: ${failed
-      .map((f) => `${f.relayUrl}: ${f.error instanceof Error ? f.error.message : String(f.error)}`)
-      .join('; ')}`,
+    `no relay accepted ${message.message_id}: ${each.join('; ')}`,
     {
       cause: new AggregateError(
         failed.map((f) => f.error),

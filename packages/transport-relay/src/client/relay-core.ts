@@ -1,16 +1,18 @@
 /**
- * What every use of a relay needs (PROFILE §9): signed requests under a deadline and byte caps,
- * subscribe, acknowledge (one, or a `POST /relay/ack` batch) and the push stream. The full
- * client (./relay-client.ts) adds publish, retrieve and drain; the relay transport uses only
- * this, so a browser agent's bundle carries no page parsing it never runs.
+ * What listening on a relay needs (PROFILE §9): signed requests, subscribe, acknowledge, the
+ * push stream. The client adds publish, retrieve and drain, which a listening agent never loads.
  */
-
-import { type AbortOptions, AgentMsgError, parseAgentId } from '@agentmsg/core'
+import {
+  type AbortOptions,
+  AgentMsgError,
+  PROFILE,
+  parseAgentId,
+  type Signer,
+} from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/encoding'
-import { assertRelayUrl, signRequest } from '@agentmsg/core/http'
+import { assertRelayUrl, httpRequest, signRequest } from '@agentmsg/core/http'
 import type { AckEntry } from './ack-batch.js'
-import { DEFAULT_TIMEOUT_MS, exchange, readJson, relayEndpoint } from './http.js'
-import type { RelayClientOptions, SubscribeOptions } from './relay-client-types.js'
+import { readReply, relayEndpoint } from './http.js'
 import { sseConnector } from './sse.js'
 import { runStream } from './stream.js'
 import type {
@@ -22,49 +24,47 @@ import type {
 } from './stream-types.js'
 import type { WebSocketConstructor } from './ws-stream.js'
 
-/**
- * WebSocket streams are imported on first use: the default mode is SSE, so most agents never
- * load them (issue 12: a browser agent's bundle).
- */
+/** WebSocket streams are imported on first use: the default is SSE, so most agents never load them. */
 const loadWs = () => import('./ws-lazy.js')
 
 /** SSE: the relay comments at least every 15 s (PROFILE §9); three missed ones end the wait. */
-export const DEFAULT_STREAM_IDLE_MS = 45_000
+export const STREAM_IDLE_MS = 3 * PROFILE.streamCommentMs
 
-/** The shared part of a relay client (see the module comment). */
-export interface RelayCore {
-  readonly relayUrl: string
-  readonly agent: string
-  readonly fetch: typeof fetch
-  readonly timeoutMs: number
-  /** A request signed with relay agent auth, answered and read within the timeout. */
-  signed<T>(
-    method: string,
-    url: string,
-    what: string,
-    body: unknown,
-    signal: AbortSignal | undefined,
-    read: (res: Response, signal: AbortSignal) => Promise<T>,
-  ): Promise<T>
-  subscribe(options?: SubscribeOptions): Promise<{ subscriptionId: string }>
-  unsubscribe(subscriptionId: string, options?: AbortOptions): Promise<void>
-  ack(messageId: string, from: string, options?: AbortOptions): Promise<void>
-  /** One `POST /relay/ack` (1–500 entries); resolves with how many the relay removed. */
-  ackBatch(entries: readonly AckEntry[], signal?: AbortSignal): Promise<number>
-  stream(handler: RelayStreamHandler, options?: StreamOptions): StreamHandle
+/** Options of `createRelayClient`. */
+export interface RelayClientOptions {
+  /** The relay base URL, in normal form (`https://relay.example`). */
+  relayUrl: string
+  /** The agent whose mailbox this client reads (the signer's agent). */
+  agent: string
+  /** An Ed25519 signer of `agent`, for relay agent auth. */
+  signer: Signer
+  /** On Node: `createNodeFetch({ ca })` (https only, the address policy). @default globalThis.fetch */
+  fetch?: typeof fetch | undefined
+  /** For SSE streams: on Node one without an overall timeout (`timeoutMs: 0`). @default `fetch` */
+  streamFetch?: typeof fetch | undefined
+  /** For `mode: 'ws'`. @default the platform's: the global one, the `ws` package on Node */
+  WebSocket?: WebSocketConstructor | undefined
+  /** Requests other than streams are answered and read within this (ms; 0: none). @default 30_000 (PROFILE §4) */
+  timeoutMs?: number | undefined
 }
 
-/** The shared part of a relay client for `options`. */
-export function relayCore(options: RelayClientOptions): RelayCore {
+/** Options of `RelayClient.subscribe`. */
+export interface SubscribeOptions extends AbortOptions {
+  /** Topics to receive besides the agent's own mail. */
+  topics?: string[]
+  /** Have the relay POST messages to this https URL (it must answer the verification challenge). */
+  webhook?: string
+}
+
+export function relayCore(options: RelayClientOptions) {
   const relayUrl = assertRelayUrl(options.relayUrl, 'relayUrl')
   const agent = parseAgentId(options.agent, 'agent').id
   const { signer } = options
-  const fetchFn = options.fetch ?? globalThis.fetch
-  const streamFetch = options.streamFetch ?? fetchFn
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  const fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
+  const timeoutMs = options.timeoutMs ?? PROFILE.requestTimeoutMs
 
-  /** A request signed with relay agent auth, answered and read within the timeout. */
-  const signed: RelayCore['signed'] = async <T>(
+  /** A request signed with relay agent auth (PROFILE §9), answered and read within the timeout. */
+  const signed = async <T>(
     method: string,
     url: string,
     what: string,
@@ -75,48 +75,36 @@ export function relayCore(options: RelayClientOptions): RelayCore {
     const bytes = body === undefined ? undefined : utf8Encode(JSON.stringify(body))
     const headers: Record<string, string> = {
       Accept: 'application/json',
-      ...(await signRequest({ method, url, signer, ...(bytes ? { body: bytes } : {}) })),
+      ...(await signRequest({ method, url, signer, body: bytes })),
+      ...(bytes ? { 'Content-Type': 'application/json' } : {}),
     }
-    if (bytes) headers['Content-Type'] = 'application/json'
-    return exchange({
-      fetch: fetchFn,
-      url,
-      init: { method, headers, ...(bytes ? { body: bytes as Uint8Array<ArrayBuffer> } : {}) },
-      what,
-      timeoutMs,
-      signal,
-      read,
-    })
+    const init = { fetch: fetchFn, method, headers, body: bytes as BodyInit | undefined }
+    return httpRequest(url, { ...init, timeoutMs, signal, what }, read)
   }
   const discard = async (res: Response) => void (await res.body?.cancel().catch(() => {}))
 
   const ack = async (messageId: string, from: string, opts: AbortOptions = {}): Promise<void> => {
-    const url = relayEndpoint(relayUrl, `/relay/messages/${encodeURIComponent(messageId)}`, {
-      agent,
-      from,
-    })
+    const path = `/relay/messages/${encodeURIComponent(messageId)}`
+    const url = relayEndpoint(relayUrl, path, { agent, from })
     await signed('DELETE', url, `ack ${messageId}`, undefined, opts.signal, discard)
   }
   const httpAck: AckFn = (messageId, from) => ack(messageId, from)
 
-  /** One `POST /relay/ack`; a body over the relay's 1 MiB (very long agent URLs) is halved. */
+  /** One `POST /relay/ack`; resolves with how many the relay removed. */
   const ackBatch = async (entries: readonly AckEntry[], signal?: AbortSignal): Promise<number> => {
-    const body = {
-      agent,
-      acks: entries.map((e) => ({ message_id: e.messageId, from: e.from })),
-    }
-    if (entries.length > 1 && JSON.stringify(body).length > 512 * 1024) {
+    const acks = entries.map((e) => ({ message_id: e.messageId, from: e.from }))
+    const body = { agent, acks }
+    // Well under the relay's body cap (PROFILE §6), even with very long agent URLs: else halve.
+    if (entries.length > 1 && JSON.stringify(body).length > PROFILE.maxMessageBytes / 2) {
       const half = Math.ceil(entries.length / 2)
-      return (
-        (await ackBatch(entries.slice(0, half), signal)) +
-        (await ackBatch(entries.slice(half), signal))
-      )
+      const first = await ackBatch(entries.slice(0, half), signal)
+      return first + (await ackBatch(entries.slice(half), signal))
     }
-    const url = relayEndpoint(relayUrl, '/relay/ack')
     const what = `ack ${entries.length} entries`
+    const url = relayEndpoint(relayUrl, '/relay/ack')
     return signed('POST', url, what, body, signal, async (res, s) => {
-      const reply = (await readJson(res, what, s)) as { removed?: unknown }
-      return typeof reply.removed === 'number' ? reply.removed : 0
+      const { removed } = await readReply(res, what, s)
+      return typeof removed === 'number' ? removed : 0
     })
   }
 
@@ -124,15 +112,11 @@ export function relayCore(options: RelayClientOptions): RelayCore {
   const lazyWsConnector = (): Connector => {
     let loading: Promise<Connector> | undefined
     return async (ctx) => {
-      const current = (loading ??= loadWs().then(({ wsConnector, PlatformWebSocket }) =>
-        wsConnector({
-          relayUrl,
-          agent,
-          signer,
-          WebSocket: options.WebSocket ?? (PlatformWebSocket as unknown as WebSocketConstructor),
-          httpAck,
-        }),
-      ))
+      const current = (loading ??= loadWs().then(({ wsConnector, PlatformWebSocket }) => {
+        const WebSocket =
+          options.WebSocket ?? (PlatformWebSocket as unknown as WebSocketConstructor)
+        return wsConnector({ relayUrl, agent, signer, WebSocket, httpAck })
+      }))
       // A chunk that failed to load is tried again on the next connect (the stream backs off).
       current.catch(() => {
         if (loading === current) loading = undefined
@@ -150,48 +134,40 @@ export function relayCore(options: RelayClientOptions): RelayCore {
     ack,
     ackBatch,
 
-    async subscribe(opts = {}) {
+    async subscribe(opts: SubscribeOptions = {}): Promise<{ subscriptionId: string }> {
       const request: Record<string, unknown> = {
         subscribe: { agent, ...(opts.topics ? { topics: opts.topics } : {}) },
       }
       if (opts.webhook !== undefined) request.push = { mode: 'webhook', url: opts.webhook }
       const url = relayEndpoint(relayUrl, '/relay/subscribe')
-      const body = (await signed('POST', url, 'subscribe', request, opts.signal, (res, s) =>
-        readJson(res, 'subscribe', s),
-      )) as { subscription_id?: unknown }
-      if (typeof body.subscription_id !== 'string') {
-        throw new AgentMsgError(
-          'internal_error',
-          'subscribe: the relay answered without a subscription_id',
-        )
+      const reply = await signed('POST', url, 'subscribe', request, opts.signal, (res, s) =>
+        readReply(res, 'subscribe', s),
+      )
+      if (typeof reply.subscription_id !== 'string') {
+        const text = 'subscribe: the relay answered without a subscription_id'
+        throw new AgentMsgError('internal_error', text)
       }
-      return { subscriptionId: body.subscription_id }
+      return { subscriptionId: reply.subscription_id }
     },
 
-    async unsubscribe(subscriptionId, opts = {}) {
+    async unsubscribe(subscriptionId: string, opts: AbortOptions = {}): Promise<void> {
       const url = relayEndpoint(relayUrl, `/relay/subscribe/${encodeURIComponent(subscriptionId)}`)
       await signed('DELETE', url, `unsubscribe ${subscriptionId}`, undefined, opts.signal, discard)
     },
 
-    stream(handler, opts = {}) {
-      const mode = opts.mode ?? 'sse'
+    stream(handler: RelayStreamHandler, opts: StreamOptions = {}): StreamHandle {
       const connect =
-        mode === 'ws'
+        opts.mode === 'ws'
           ? lazyWsConnector()
           : sseConnector({
               relayUrl,
               agent,
               signer,
-              fetch: streamFetch,
-              idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULT_STREAM_IDLE_MS,
+              fetch: options.streamFetch ?? fetchFn,
+              idleTimeoutMs: opts.idleTimeoutMs ?? STREAM_IDLE_MS,
             })
-      return runStream({
-        connect,
-        handler,
-        options: opts,
-        ackOne: httpAck,
-        ackMany: async (entries) => void (await ackBatch(entries)),
-      })
+      const ackMany = async (entries: AckEntry[]) => void (await ackBatch(entries))
+      return runStream({ connect, handler, options: opts, ackOne: httpAck, ackMany })
     },
   }
 }

@@ -1,9 +1,8 @@
 /**
- * A Server-Sent Events parser over bytes (WHATWG HTML "event stream interpretation"), with a
- * byte cap per event (PROFILE §4: 1 MiB + 64 KiB): the bytes of an event's lines, and of a line
- * not finished yet, are counted as they arrive, so an endless line or event is refused at the
- * cap instead of being buffered whole. Data stays bytes, for the strict UTF-8 check of PROFILE §1.
+ * A Server-Sent Events parser over bytes (data stays bytes, for PROFILE §1's strict UTF-8) that
+ * refuses an event at the cap (PROFILE §4) as its lines arrive, never buffering it whole.
  */
+import { concat } from '@agentmsg/core/http'
 
 /** One dispatched event. `id` and `event` are this event's own fields, when it had them. */
 export interface SseEvent {
@@ -27,17 +26,6 @@ const SPACE = 0x20
 
 const decoder = new TextDecoder()
 
-function concat(parts: readonly Uint8Array[], length: number): Uint8Array {
-  if (parts.length === 1) return parts[0]!
-  const out = new Uint8Array(length)
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.byteLength
-  }
-  return out
-}
-
 export class SseParser {
   readonly #max: number
   /** The line not finished yet, in pieces. */
@@ -46,7 +34,6 @@ export class SseParser {
   /** Bytes of the current event's finished lines. */
   #eventBytes = 0
   #data: Uint8Array[] = []
-  #dataBytes = 0
   #id: string | undefined
   #event: string | undefined
   /** The last chunk ended with CR: an LF starting the next one belongs to it. */
@@ -104,12 +91,9 @@ export class SseParser {
     const field = decoder.decode(line.subarray(0, colon))
     let value = line.subarray(colon + 1)
     if (value[0] === SPACE) value = value.subarray(1)
-    if (field === 'data') {
-      this.#data.push(value)
-      this.#dataBytes += value.byteLength
-    } else if (field === 'event') {
-      this.#event = decoder.decode(value)
-    } else if (field === 'id') {
+    if (field === 'data') this.#data.push(value)
+    else if (field === 'event') this.#event = decoder.decode(value)
+    else if (field === 'id') {
       const id = decoder.decode(value)
       if (!id.includes('\0')) this.#id = id
     }
@@ -119,18 +103,13 @@ export class SseParser {
   #dispatch(events: SseEvent[]): void {
     if (this.#data.length > 0) {
       // Data lines are joined with LF.
-      const parts: Uint8Array[] = []
-      for (const [i, d] of this.#data.entries()) {
-        if (i > 0) parts.push(new Uint8Array([LF]))
-        parts.push(d)
-      }
-      const event: SseEvent = { data: concat(parts, this.#dataBytes + this.#data.length - 1) }
+      const data = concat(this.#data.flatMap((d, i) => (i > 0 ? [Uint8Array.of(LF), d] : [d])))
+      const event: SseEvent = { data }
       if (this.#id !== undefined) event.id = this.#id
       if (this.#event !== undefined && this.#event !== '') event.event = this.#event
       events.push(event)
     }
     this.#data = []
-    this.#dataBytes = 0
     this.#id = undefined
     this.#event = undefined
     this.#eventBytes = 0

@@ -1,6 +1,3 @@
-/**
- * What a WebSocket stream loads on its first connect (./relay-core.ts imports this lazily): the
- * connector and the platform's WebSocket constructor (`ws` on Node).
- */
+/** What a WebSocket stream imports on its first connect: the connector and the platform's WebSocket. */
 export { WebSocket as PlatformWebSocket } from '#relay-ws'
 export { wsConnector } from './ws-stream.js'

@@ -1,54 +1,35 @@
 /**
- * The WebSocket connector (PROFILE §9 `GET /relay/ws`): challenge → signed auth frame (with the
- * resume cursor as `after`) → message frames → `ack` frames. Auth is in the first frame because
- * browsers cannot put headers on a WebSocket handshake.
+ * The WebSocket connector (PROFILE §9): challenge → auth frame (with the cursor as `after`; no
+ * headers on a browser's handshake) → message frames → `ack` frames.
  */
-
-import { AgentMsgError, type ErrorCode, type Signer } from '@agentmsg/core'
+import { AgentMsgError, type ErrorCode, PROFILE, type Signer } from '@agentmsg/core'
 import { ERROR_STATUS, signWsAuth } from '@agentmsg/core/http'
-import { type EnvelopeMessage, parseFrame } from './envelope.js'
-import { MAX_EVENT_BYTES } from './http.js'
+import { parseFrame } from './envelope.js'
+import { readMessage } from './envelope-message.js'
 import { protocolError } from './stream.js'
 import type { AckFn, Connector } from './stream-types.js'
 
-/** The part of the WebSocket API the client uses (browsers' global and `ws` both have it). */
+/** What the client uses of a WebSocket; `pause`, `resume` and `terminate` are `ws`'s (Node). */
 export interface WebSocketLike {
   readonly readyState: number
   send(data: string): void
   close(code?: number, reason?: string): void
   addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void
-  addEventListener(
-    type: 'close',
-    listener: (event: { code?: number; reason?: string }) => void,
-  ): void
+  addEventListener(type: 'close', listener: (e: { code?: number; reason?: string }) => void): void
   addEventListener(type: 'error', listener: (event: { error?: unknown }) => void): void
-  /** `ws` on Node: stop reading the socket (back-pressure); browsers have no such thing. */
   pause?(): void
   resume?(): void
-  /** `ws` on Node: drop the connection at once, without waiting for the closing handshake. */
   terminate?(): void
 }
 
-/** What the client asks of a WebSocket constructor beyond the URL (`ws` takes it on Node). */
+/** What the client asks of a WebSocket constructor beyond the URL: the largest frame (`ws` takes it). */
 export interface WebSocketClientOptions {
-  /** Largest frame accepted, in bytes: a longer one closes the connection as it arrives. */
   maxPayload: number
 }
 
 /**
- * A WebSocket constructor: the global `WebSocket`, `ws`'s, or a wrapper. It is called as
- * `new WebSocket(url, undefined, { maxPayload })`: `ws` then refuses a frame over the cap
- * (PROFILE §4: 1 MiB + 64 KiB) as soon as its header announces it, before buffering it;
- * browsers ignore the third argument, and every frame's size is checked again after receipt.
- * On Node, a wrapper for a development certificate should pass the options on:
- *
- * @example
- * import { WebSocket } from 'ws'
- * class DevWebSocket extends WebSocket {
- *   constructor(url: string, protocols?: undefined, options?: { maxPayload: number }) {
- *     super(url, { ...options, ca: devCert.ca }) // the development CA
- *   }
- * }
+ * Called as `new WebSocket(url, undefined, { maxPayload })`: `ws` then refuses a frame over the
+ * cap (PROFILE §4) as its header arrives; browsers ignore it, and each frame is checked on receipt.
  */
 export type WebSocketConstructor = new (
   url: string,
@@ -58,41 +39,27 @@ export type WebSocketConstructor = new (
 
 const OPEN = 1
 /**
- * Ack frames get no answer, so one sent shortly before the socket died may never have been
- * applied. Those sent within this window before a close are repeated over HTTP (a 404 there
- * just means the frame did land).
+ * Ack frames get no answer, so one sent shortly before the socket died may never have applied:
+ * those sent this long before a close are repeated over HTTP (a 404 there: the frame landed).
  */
 const UNCERTAIN_ACK_MS = 10_000
 const MAX_UNCERTAIN_ACKS = 1_000
-/** How long the relay has to send its challenge after the connection opened. */
-const CHALLENGE_TIMEOUT_MS = 30_000
+/** How long the relay has to send its challenge after the connection opened (PROFILE §4). */
+const CHALLENGE_TIMEOUT_MS = PROFILE.requestTimeoutMs
 /**
- * Frames received but not handled yet (UTF-16 code units, ≈ bytes): past the high mark the
- * socket is paused where it can be (`ws`), past the hard cap the connection is dropped and
- * resumed later from the cursor — a relay cannot grow the client's memory without bound.
+ * Frames received but not handled yet (UTF-16 code units): past the high mark the socket is
+ * paused where it can be (`ws`), past the cap the connection is dropped and resumed from the
+ * cursor, so a relay cannot grow the client's memory without bound.
  */
 const QUEUE_HIGH = 8 * 1024 * 1024
 const QUEUE_LOW = 2 * 1024 * 1024
 const QUEUE_CAP = 64 * 1024 * 1024
 
-/** The UTF-8 length of `s`, or `max + 1` as soon as it is known to be over `max`. */
-export function utf8LengthUpTo(s: string, max: number): number {
-  if (s.length > max) return max + 1
-  if (s.length * 3 <= max) return s.length // every code unit is at most 3 bytes
-  let n = 0
-  for (let i = 0; i < s.length && n <= max; i++) {
-    const c = s.charCodeAt(i)
-    if (c < 0x80) n += 1
-    else if (c < 0x800) n += 2
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      n += 4 // a surrogate pair
-      i++
-    } else n += 3
-  }
-  return n
+/** More than `max` bytes of UTF-8? (A code unit is 1 to 3 bytes: encode only when in doubt.) */
+function over(s: string, max: number): boolean {
+  return s.length > max || (s.length * 3 > max && new TextEncoder().encode(s).length > max)
 }
 
-/** What {@link wsConnector} needs. */
 export interface WsConnectorInput {
   relayUrl: string
   agent: string
@@ -100,8 +67,6 @@ export interface WsConnectorInput {
   WebSocket: WebSocketConstructor
   /** The HTTP acknowledgement, used when the socket is gone by the time a handler finished. */
   httpAck: AckFn
-  /** Largest frame, in bytes. @default MAX_EVENT_BYTES */
-  maxFrameBytes?: number
 }
 
 /** The relay's `{type:"error", code, message}` frame as an error (4xx codes are fatal). */
@@ -112,57 +77,39 @@ function frameError(frame: Record<string, unknown>): AgentMsgError {
       : 'unavailable'
   const text = typeof frame.message === 'string' ? frame.message : 'the relay closed the stream'
   const retryAfter = typeof frame.retry_after === 'number' ? frame.retry_after : undefined
-  return new AgentMsgError(code, `websocket: ${text}`, {
-    ...(retryAfter !== undefined ? { retryAfter } : {}),
-  })
-}
-
-/** The WebSocket URL of a relay: `wss:` + base URL + `/relay/ws`. */
-export function relayWebSocketUrl(relayUrl: string): string {
-  return new URL(`${relayUrl}/relay/ws`.replace(/^https:/, 'wss:')).href
+  return new AgentMsgError(code, `websocket: ${text}`, { retryAfter })
 }
 
 /**
- * One WebSocket connection per call. Message frames are handled one at a time in arrival
- * order; when the socket closes, the handler in progress finishes (its ack then goes over HTTP)
- * and the frames queued behind it are dropped — the resume cursor brings them back.
+ * One connection per call. Message frames are handled one at a time, in order; when the socket
+ * closes, the handler in progress finishes (its ack goes over HTTP) and the frames queued behind
+ * it are dropped: the resume cursor brings them back.
  */
 export function wsConnector(input: WsConnectorInput): Connector {
-  const maxFrameBytes = input.maxFrameBytes ?? MAX_EVENT_BYTES
   // Acks whose frame may have been lost with its socket: `${from}\n${id}` → [id, from].
   const uncertain = new Map<string, [string, string]>()
 
-  const repeatUncertainAcks = async () => {
-    await Promise.all(
-      [...uncertain].map(async ([key, [id, from]]) => {
-        try {
-          await input.httpAck(id, from)
-          uncertain.delete(key)
-        } catch {
-          // still unreachable: try again before the next connection
-        }
-      }),
-    )
-  }
-
   return async (ctx) => {
-    if (uncertain.size > 0) await repeatUncertainAcks()
+    // Still unreachable: tried again before the next connection.
+    const repeat = async ([key, [id, from]]: [string, [string, string]]) =>
+      input.httpAck(id, from).then(
+        () => uncertain.delete(key),
+        () => {},
+      )
+    await Promise.all([...uncertain].map(repeat))
     return connectOnce(ctx)
   }
 
   function connectOnce(ctx: Parameters<Connector>[0]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      // Aborted already: open nothing. A socket closed while still connecting makes `ws` emit
-      // an 'error' event, which would be unhandled before the listeners below are attached.
+      // Open nothing when aborted: `ws` would emit an unhandled 'error' for a socket closed early.
       if (ctx.signal.aborted) return resolve()
       let ws: WebSocketLike
       try {
-        ws = new input.WebSocket(relayWebSocketUrl(input.relayUrl), undefined, {
-          maxPayload: maxFrameBytes,
-        })
+        const url = new URL(`${input.relayUrl}/relay/ws`.replace(/^https:/, 'wss:')).href
+        ws = new input.WebSocket(url, undefined, { maxPayload: PROFILE.eventMaxBytes })
       } catch (e) {
-        reject(e)
-        return
+        return reject(e)
       }
       let authed = false
       let stopped = false
@@ -188,8 +135,8 @@ export function wsConnector(input: WsConnectorInput): Connector {
         }
         ctx.signal.removeEventListener('abort', onAbort)
         try {
-          // After a failure (an oversize frame: `ws` would keep reading, and discarding, the
-          // rest while it waits for the closing handshake) the connection is dropped at once.
+          // After a failure (an oversize frame, which `ws` would read to the end while it waits
+          // for the closing handshake) the connection is dropped at once.
           if (error !== undefined && ws.terminate) ws.terminate()
           else ws.close(1000)
         } catch {
@@ -210,11 +157,7 @@ export function wsConnector(input: WsConnectorInput): Connector {
         await input.httpAck(messageId, from)
       }
 
-      const onFrame = async (
-        text: string,
-        frame: Record<string, unknown>,
-        message: EnvelopeMessage | undefined,
-      ) => {
+      const onFrame = async (text: string, frame: Record<string, unknown>, message?: string) => {
         switch (frame.type) {
           case 'challenge': {
             if (authed || typeof frame.nonce !== 'string')
@@ -234,16 +177,16 @@ export function wsConnector(input: WsConnectorInput): Connector {
           case 'message': {
             if (!authed) throw protocolError('a message before the challenge')
             const cursor = typeof frame.cursor === 'string' ? frame.cursor : undefined
-            // The message was cut out of the frame and read on its own (PROFILE §9 envelopes).
-            const entry = message ?? { value: frame.message }
             queued += text.length
             if (queued > QUEUE_CAP) throw protocolError('frames arrived faster than handled')
             if (queued > QUEUE_HIGH && ws.pause && !paused) {
               paused = true
               ws.pause()
             }
+            // The message was cut out of the frame and is read on its own (PROFILE §9 envelopes).
+            const entry = async () => (message ? readMessage(message) : { value: frame.message })
             chain = chain
-              .then(() => (stopped ? undefined : ctx.deliver(cursor, entry, ack)))
+              .then(async () => (stopped ? undefined : ctx.deliver(cursor, await entry(), ack)))
               .finally(() => {
                 queued -= text.length
                 if (paused && queued < QUEUE_LOW && !stopped) {
@@ -262,12 +205,12 @@ export function wsConnector(input: WsConnectorInput): Connector {
         }
       }
 
-      ws.addEventListener('message', (event: { data: unknown }) => {
+      ws.addEventListener('message', (event) => {
         if (stopped) return
         if (typeof event.data !== 'string') return stop(protocolError('a binary frame'))
         // Where the constructor took no maxPayload (browsers), the cap is checked on receipt.
-        if (utf8LengthUpTo(event.data, maxFrameBytes) > maxFrameBytes) {
-          return stop(protocolError(`a frame over ${maxFrameBytes} bytes`))
+        if (over(event.data, PROFILE.eventMaxBytes)) {
+          return stop(protocolError(`a frame over ${PROFILE.eventMaxBytes} bytes`))
         }
         let parsed: ReturnType<typeof parseFrame>
         try {
@@ -277,19 +220,14 @@ export function wsConnector(input: WsConnectorInput): Connector {
         }
         onFrame(event.data, parsed.frame, parsed.message).catch((e: unknown) => stop(e))
       })
-      ws.addEventListener('error', (event: { message?: unknown; error?: unknown }) => {
+      ws.addEventListener('error', (event) => {
         const detail = event.error instanceof Error ? event.error.message : 'connection failed'
         stop(protocolError(`websocket error: ${detail}`))
       })
-      ws.addEventListener('close', (event: { code?: number; reason?: string }) => {
-        // A close after we authenticated and without an error frame is a plain disconnect.
-        stop(
-          authed
-            ? undefined
-            : protocolError(
-                `websocket closed before auth (${event.code ?? ''} ${event.reason ?? ''})`,
-              ),
-        )
+      ws.addEventListener('close', (event) => {
+        // After auth, and without an error frame: a plain disconnect.
+        const early = `websocket closed before auth (${event.code ?? ''} ${event.reason ?? ''})`
+        stop(authed ? undefined : protocolError(early))
       })
     })
   }
