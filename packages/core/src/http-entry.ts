@@ -8,7 +8,7 @@
  */
 export { assertRelayUrl, isAgentId } from './agent-id.js'
 export { codeForStatus, ERROR_STATUS, invalidFormat } from './errors.js'
-export { AddressSet, addressBucket, clientAddress } from './http/address.js'
+export { AddressSet, addressBucket, clientAddress, parseIp } from './http/address.js'
 export {
   type AddressPolicy,
   type AddressPolicyOptions,
@@ -16,7 +16,6 @@ export {
   createAddressPolicy,
   isAddressRefusedError,
   isPublicUnicast,
-  parseIp,
 } from './http/address-policy.js'
 export { concat, discardBody, onBodyDone, type ReadBodyOptions, readBody } from './http/body.js'
 export {

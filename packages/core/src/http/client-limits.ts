@@ -5,6 +5,7 @@
  * `rate_limited`, `Retry-After: 1`) and 128 overall (→ 503), so the memory held for one client
  * is bounded whatever it sends or fails to read. Isomorphic.
  */
+import { PROFILE } from '../profile.js'
 import { AddressSet, addressBucket, clientAddress } from './address.js'
 import { type RateLimit, TokenBuckets } from './rate-limit.js'
 import { errorReply, type HttpReply } from './replies.js'
@@ -16,10 +17,10 @@ export interface ClientLimitsOptions {
    * no per-address read cap, no per-address shares). `false` is required, and only meant, for
    * a server whose adapter cannot learn the client's address, e.g. behind a proxy that limits
    * per address itself (PROFILE §6: never one shared bucket for everyone).
-   * @default { perMinute: 600, burst: 100 }
+   * @default PROFILE.perAddress (600 a minute, burst 100)
    */
   perAddress?: Partial<RateLimit> | false
-  /** Most request bodies read at once from one address bucket; a ninth → 429. @default 8 */
+  /** Most request bodies read at once from one address bucket; past it → 429. @default 8 */
   maxReadsPerAddress?: number
   /** Most request bodies read at once overall; past it → 503. @default 128 */
   maxConcurrentReads?: number
@@ -47,17 +48,8 @@ export class MissingClientAddressError extends Error {
   }
 }
 
-/** Ends one body read; calling it again does nothing. */
-export type ReleaseRead = () => void
-
-function positive(value: number, name: string): number {
-  if (!(value >= 1)) throw new RangeError(`${name} must be ≥ 1`)
-  return value
-}
-
 /** The per-address rate and read limits of one server (see the module comment). */
 export class ClientLimits {
-  readonly #server: string
   readonly #rate: TokenBuckets | undefined
   readonly #trusted: AddressSet
   readonly #maxPerBucket: number
@@ -67,30 +59,26 @@ export class ClientLimits {
   #reading = 0
 
   /** `server` names the server in the misconfiguration error (`agentmsg inbox`, …). */
-  constructor(options: ClientLimitsOptions = {}, server = 'agentmsg server') {
-    this.#server = server
+  constructor(
+    options: ClientLimitsOptions = {},
+    private readonly server = 'agentmsg server',
+  ) {
     const given = options.perAddress
     this.#rate =
       given === false
         ? undefined
         : new TokenBuckets(
-            { perMinute: given?.perMinute ?? 600, burst: given?.burst ?? 100 },
+            { ...PROFILE.perAddress, ...given },
             options.now ?? Date.now,
-            options.maxTrackedKeys ?? 100_000,
+            options.maxTrackedKeys,
           )
     this.#trusted = new AddressSet(options.trustedProxies)
-    this.#maxPerBucket = positive(options.maxReadsPerAddress ?? 8, 'maxReadsPerAddress')
-    this.#maxReads = positive(options.maxConcurrentReads ?? 128, 'maxConcurrentReads')
-  }
-
-  /** False when configured with `perAddress: false`. */
-  get perAddress(): boolean {
-    return this.#rate !== undefined
-  }
-
-  /** Bodies being read now (all buckets). */
-  get reading(): number {
-    return this.#reading
+    const {
+      maxReadsPerAddress = PROFILE.readsPerAddress,
+      maxConcurrentReads = PROFILE.readsTotal,
+    } = options
+    this.#maxPerBucket = positive(maxReadsPerAddress, 'maxReadsPerAddress')
+    this.#maxReads = positive(maxConcurrentReads, 'maxConcurrentReads')
   }
 
   /**
@@ -101,31 +89,27 @@ export class ClientLimits {
    */
   bucket(peer: string | undefined, forwardedFor: () => string | null): string | undefined {
     if (this.#rate === undefined) return undefined
-    if (peer === undefined || peer === '') throw new MissingClientAddressError(this.#server)
+    if (!peer) throw new MissingClientAddressError(this.server)
     const forwarded = this.#trusted.size > 0 ? forwardedFor() : null
     return addressBucket(clientAddress(peer, forwarded, this.#trusted))
   }
 
   /** Take one request of `bucket`'s rate: 0 to go on, else the seconds to wait (`Retry-After`). */
   take(bucket: string | undefined): number {
-    return bucket === undefined || this.#rate === undefined ? 0 : this.#rate.take(bucket)
+    return bucket === undefined ? 0 : (this.#rate?.take(bucket) ?? 0)
   }
 
   /**
-   * Start reading a body from `bucket`: a function that ends the read, or the refusal to answer
-   * instead of reading (429 for the bucket's cap, 503 for the overall one; both `Retry-After: 1`).
+   * Start reading a body from `bucket`: a function that ends the read (again: nothing), or the
+   * refusal to answer instead (429 for the bucket's cap, 503 for the overall one; `Retry-After: 1`).
    */
-  startRead(bucket: string | undefined): ReleaseRead | HttpReply {
+  startRead(bucket: string | undefined): (() => void) | HttpReply {
     const mine = bucket === undefined ? 0 : (this.#reads.get(bucket) ?? 0)
     if (mine >= this.#maxPerBucket) {
-      return errorReply('rate_limited', 'too many requests from this address are being received', {
-        retryAfter: 1,
-      })
+      return errorReply('rate_limited', 'too many requests from this address are being received')
     }
     if (this.#reading >= this.#maxReads) {
-      return errorReply('unavailable', 'too many requests are being received at once', {
-        retryAfter: 1,
-      })
+      return errorReply('unavailable', 'too many requests are being received at once')
     }
     this.#reading++
     if (bucket !== undefined) this.#reads.set(bucket, mine + 1)

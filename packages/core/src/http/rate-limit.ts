@@ -8,32 +8,27 @@ export interface RateLimit {
   burst: number
 }
 
-interface Bucket {
-  tokens: number
-  at: number
-}
-
 /**
  * A token bucket per key. Keys are kept in least-recently-used order and the oldest are dropped
  * beyond `maxKeys`, so a flood of distinct keys cannot grow memory; a dropped key had been
  * idle longest, so its bucket was the likeliest to be full again anyway.
  */
 export class TokenBuckets {
-  readonly #rate: number // tokens per ms
+  readonly #perMs: number
   readonly #burst: number
-  readonly #maxKeys: number
-  readonly #now: () => number
-  readonly #buckets = new Map<string, Bucket>()
+  readonly #buckets = new Map<string, { tokens: number; at: number }>()
   readonly disabled: boolean
 
-  constructor(limit: RateLimit, now: () => number, maxKeys = 100_000) {
+  constructor(
+    limit: RateLimit,
+    private readonly now: () => number,
+    private readonly maxKeys = 100_000,
+  ) {
     if (!(limit.perMinute > 0)) throw new RangeError('perMinute must be > 0 (Infinity disables)')
     if (!(limit.burst >= 1)) throw new RangeError('burst must be ≥ 1')
     this.disabled = limit.perMinute === Infinity
-    this.#rate = limit.perMinute / 60_000
+    this.#perMs = limit.perMinute / 60_000
     this.#burst = limit.burst
-    this.#maxKeys = maxKeys
-    this.#now = now
   }
 
   /**
@@ -42,23 +37,17 @@ export class TokenBuckets {
    */
   take(key: string): number {
     if (this.disabled) return 0
-    const now = this.#now()
+    const now = this.now()
     const map = this.#buckets
-    let b = map.get(key)
-    if (b === undefined) {
-      b = { tokens: this.#burst, at: now }
-      if (map.size >= this.#maxKeys) map.delete(map.keys().next().value as string)
-    } else {
-      map.delete(key)
-      b.tokens = Math.min(this.#burst, b.tokens + Math.max(0, now - b.at) * this.#rate)
-      b.at = now
-    }
+    const b = map.get(key) ?? { tokens: this.#burst, at: now }
+    if (map.delete(key))
+      b.tokens = Math.min(this.#burst, b.tokens + Math.max(0, now - b.at) * this.#perMs)
+    else if (map.size >= this.maxKeys) map.delete(map.keys().next().value as string)
+    b.at = now
     map.set(key, b)
-    if (b.tokens >= 1) {
-      b.tokens -= 1
-      return 0
-    }
-    return Math.max(1, Math.ceil((1 - b.tokens) / this.#rate / 1000))
+    if (b.tokens < 1) return Math.max(1, Math.ceil((1 - b.tokens) / this.#perMs / 1000))
+    b.tokens -= 1
+    return 0
   }
 
   /** Number of keys currently tracked. */
