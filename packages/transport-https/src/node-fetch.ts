@@ -11,9 +11,8 @@ import type { IncomingMessage } from 'node:http'
 import https from 'node:https'
 import type net from 'node:net'
 import tls from 'node:tls'
-import type { IdentityFetcher } from '@agentmsg/core'
-import { type AddressPolicy, AddressRefusedError, createAddressPolicy } from './address-policy.js'
-import { createIdentityFetcher, type IdentityFetcherOptions } from './identity-fetcher.js'
+import { PROFILE } from '@agentmsg/core'
+import { type AddressPolicy, AddressRefusedError, createAddressPolicy } from '@agentmsg/core/http'
 import { PolicyAgent, refusedLiteral } from './node-policy-agent.js'
 
 /** Options for {@link createNodeFetch}. */
@@ -28,7 +27,8 @@ export interface NodeFetchOptions {
   /**
    * Per request, from the call until the response body is fully read; `0` disables it (for
    * long-lived streams: use a signal instead). On expiry the call, or the body, fails with a
-   * `TimeoutError` DOMException. `Infinity` also disables it. @default 30_000
+   * `TimeoutError` DOMException. `Infinity` also disables it.
+   * @default PROFILE.requestTimeoutMs (30 s)
    */
   timeoutMs?: number
   /**
@@ -53,9 +53,6 @@ export interface NodeFetchOptions {
 }
 
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304])
-
-/** The default response cap: a relay's retrieve page, 8 MiB + 64 KiB (PROFILE §4). */
-export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024 + 64 * 1024
 
 function toCaList(ca: NodeFetchOptions['ca']): Array<string | Buffer> | undefined {
   if (ca === undefined) return undefined
@@ -102,12 +99,12 @@ function bodyBytes(body: unknown): Uint8Array | string | undefined {
  */
 export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const policy = options.addressPolicy ?? createAddressPolicy()
-  const requested = options.timeoutMs ?? 30_000
+  const requested = options.timeoutMs ?? PROFILE.requestTimeoutMs
   if (!(requested >= 0)) throw new RangeError('timeoutMs must be ≥ 0')
   // Past setTimeout's 2^31 − 1 ms limit (or Infinity) means "no timeout".
   const timeoutMs = requested > 2_147_483_647 ? 0 : requested
   const maxResponseBytes =
-    options.maxResponseBytes ?? (timeoutMs > 0 ? DEFAULT_MAX_RESPONSE_BYTES : Infinity)
+    options.maxResponseBytes ?? (timeoutMs > 0 ? PROFILE.pageMaxBytes : Infinity)
   if (!(maxResponseBytes >= 0)) throw new RangeError('maxResponseBytes must be ≥ 0')
   const ca = toCaList(options.ca)
   // One secure context for every connection. Passing `ca` itself would make Node rebuild a
@@ -315,29 +312,4 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     })
   }
   return nodeFetch as typeof fetch
-}
-
-/** Options for {@link createNodeIdentityFetcher}. */
-export interface NodeIdentityFetcherOptions
-  extends Omit<NodeFetchOptions, 'timeoutMs'>,
-    Omit<IdentityFetcherOptions, 'fetch'> {}
-
-/**
- * The identity-document fetcher for Node (PROFILE §4): {@link createIdentityFetcher} over
- * {@link createNodeFetch}, so addresses are checked on every connection, redirects included.
- *
- * @example
- * const resolver = createKeyResolver({ fetchIdentity: createNodeIdentityFetcher({ ca: devCert.ca }) })
- */
-export function createNodeIdentityFetcher(
-  options: NodeIdentityFetcherOptions = {},
-): IdentityFetcher {
-  const { timeoutMs, maxBytes, maxRedirects, ...fetchOptions } = options
-  const fetch = createNodeFetch({ ...fetchOptions, timeoutMs: timeoutMs ?? 5_000 })
-  return createIdentityFetcher({
-    fetch,
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-    ...(maxBytes !== undefined ? { maxBytes } : {}),
-    ...(maxRedirects !== undefined ? { maxRedirects } : {}),
-  })
 }

@@ -137,15 +137,11 @@ export function cidrContains(cidr: Cidr, ip: string | ParsedIp): boolean {
   return inBlock(parsed.bytes, cidr) || (v4 !== undefined && inBlock(v4, cidr))
 }
 
-const MAPPED: Cidr = {
-  version: 6,
-  bytes: new Uint8Array([...new Array(10).fill(0), 255, 255, 0, 0, 0, 0]),
-  prefix: 96,
-}
-
 /** The IPv4 address inside an IPv4-mapped IPv6 address, else undefined. */
 export function unmapped(bytes: Uint8Array): Uint8Array | undefined {
-  return bytes.length === 16 && inBlock(bytes, MAPPED) ? bytes.slice(12) : undefined
+  if (bytes.length !== 16 || bytes[10] !== 0xff || bytes[11] !== 0xff) return undefined
+  for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return undefined
+  return bytes.slice(12)
 }
 
 /**
@@ -155,8 +151,8 @@ export function unmapped(bytes: Uint8Array): Uint8Array | undefined {
 export function ip16(text: string): Uint8Array | undefined {
   const ip = parseIp(text.trim().replace(/^\[(.*)\]$/, '$1'))
   if (ip?.version !== 4) return ip?.bytes
-  const out = MAPPED.bytes.slice()
-  out.set(ip.bytes, 12)
+  const out = new Uint8Array(16)
+  out.set([0xff, 0xff, ...ip.bytes], 10)
   return out
 }
 

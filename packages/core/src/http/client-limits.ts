@@ -68,17 +68,18 @@ export class ClientLimits {
       given === false
         ? undefined
         : new TokenBuckets(
-            { ...PROFILE.perAddress, ...given },
+            {
+              perMinute: given?.perMinute ?? PROFILE.perAddress.perMinute,
+              burst: given?.burst ?? PROFILE.perAddress.burst,
+            },
             options.now ?? Date.now,
             options.maxTrackedKeys,
           )
     this.#trusted = new AddressSet(options.trustedProxies)
-    const {
-      maxReadsPerAddress = PROFILE.readsPerAddress,
-      maxConcurrentReads = PROFILE.readsTotal,
-    } = options
-    this.#maxPerBucket = positive(maxReadsPerAddress, 'maxReadsPerAddress')
-    this.#maxReads = positive(maxConcurrentReads, 'maxConcurrentReads')
+    this.#maxPerBucket = options.maxReadsPerAddress ?? PROFILE.readsPerAddress
+    this.#maxReads = options.maxConcurrentReads ?? PROFILE.readsTotal
+    if (!(this.#maxPerBucket >= 1)) throw new RangeError('maxReadsPerAddress must be ≥ 1')
+    if (!(this.#maxReads >= 1)) throw new RangeError('maxConcurrentReads must be ≥ 1')
   }
 
   /**

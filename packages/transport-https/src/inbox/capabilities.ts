@@ -1,6 +1,9 @@
 /** The minimal capabilities document of PROFILE §10. */
-import { type JsonObject, MAX_MESSAGE_BYTES, PHASES } from '@agentmsg/core'
-import type { RateLimit } from './rate-limit.js'
+import { type JsonValue, type Phase, PROFILE } from '@agentmsg/core'
+import type { RateLimit } from '@agentmsg/core/http'
+
+// SPEC §2.4's phases: all of them are understood.
+const PHASES: Phase[] = ['greeting', 'request', 'response', 'update', 'close', 'error']
 
 /** What {@link defaultCapabilities} describes. */
 export interface CapabilitiesInput {
@@ -17,8 +20,8 @@ export interface CapabilitiesInput {
  * `{agentmsg:5, agent_id, content_types, phases, auth_levels, encryption, max_message_bytes,
  * rate_limit:{messages_per_minute, burst}, relay?}` (PROFILE §10).
  */
-export function defaultCapabilities(input: CapabilitiesInput): JsonObject {
-  const doc: JsonObject = {
+export function defaultCapabilities(input: CapabilitiesInput): Record<string, JsonValue> {
+  const doc: Record<string, JsonValue> = {
     agentmsg: 5,
     agent_id: input.agentId,
     content_types: ['application/json'],
@@ -27,7 +30,7 @@ export function defaultCapabilities(input: CapabilitiesInput): JsonObject {
     // Only what the receiver opens is advertised: a sender told `sealed_box` would seal
     // messages to us (PROFILE §8) that a receiver without our seeds cannot read.
     encryption: [...input.encryption],
-    max_message_bytes: MAX_MESSAGE_BYTES,
+    max_message_bytes: PROFILE.maxMessageBytes,
     rate_limit: {
       // JSON has no Infinity: an unlimited inbox states no number it could be held to.
       messages_per_minute: Number.isFinite(input.perSender.perMinute)
