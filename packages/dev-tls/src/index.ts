@@ -6,11 +6,5 @@
  *
  * @packageDocumentation
  */
-export {
-  createDevCertificate,
-  type DevCertificate,
-  type DevCertificateOptions,
-  loadDevCertificate,
-  type StoredDevCertificate,
-} from './dev-cert.js'
 export { agentmsgHome, loadDevCa } from './dev-ca.js'
+export { createDevCertificate, type DevCertificate, loadDevCertificate } from './dev-cert.js'

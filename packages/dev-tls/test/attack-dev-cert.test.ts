@@ -10,11 +10,11 @@ import https from 'node:https'
 import type net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { generate } from 'selfsigned'
-import { afterEach, describe, expect, it } from 'vitest'
 import { createAddressPolicy } from '@agentmsg/core/http'
 import { createDevCertificate, loadDevCertificate } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
+import { generate } from 'selfsigned'
+import { afterEach, describe, expect, it } from 'vitest'
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {

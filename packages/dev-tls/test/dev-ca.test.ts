@@ -13,13 +13,17 @@ import type net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { createAddressPolicy } from '@agentmsg/core/http'
+import {
+  agentmsgHome,
+  createDevCertificate,
+  loadDevCa,
+  loadDevCertificate,
+} from '@agentmsg/dev-tls'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import * as x509 from '@peculiar/x509'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createAddressPolicy } from '@agentmsg/core/http'
-import { createDevCertificate, loadDevCertificate } from '@agentmsg/dev-tls'
-import { agentmsgHome, loadDevCa } from '@agentmsg/dev-tls'
 import { issueLeaf } from '../src/x509.js'
-import { createNodeFetch } from '@agentmsg/transport-https/node'
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {

@@ -65,6 +65,50 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
 }
 
 /**
+ * The body as an async iterator for core's readBody: each chunk as it arrives, the request
+ * paused in between, so TCP holds back the sender. `return()` stops reading (the answer then
+ * closes the connection) without destroying the socket.
+ */
+function bodyChunks(req: IncomingMessage): AsyncIterator<Uint8Array> {
+  const queue: Uint8Array[] = []
+  let end: IteratorResult<Uint8Array> | Error | undefined
+  let waiting: ((next: IteratorResult<Uint8Array> | Error) => void) | undefined
+  const give = (next: IteratorResult<Uint8Array> | Error) => {
+    const wake = waiting
+    waiting = undefined
+    if (wake) wake(next)
+    else if (next instanceof Error || next.done) end ??= next
+    else queue.push(next.value)
+  }
+  const onData = (chunk: Buffer) => {
+    req.pause()
+    give({ done: false, value: chunk })
+  }
+  const onEnd = () => give({ done: true, value: undefined })
+  const onClose = () => req.complete || give(new Error('the client aborted the request'))
+  const stop = () => {
+    req.off('data', onData).off('end', onEnd).off('close', onClose).off('error', give)
+    req.pause()
+  }
+  req.on('data', onData).on('end', onEnd).on('close', onClose).on('error', give)
+  return {
+    next() {
+      const next = queue.length > 0 ? { done: false as const, value: queue.shift()! } : end
+      if (next instanceof Error) return Promise.reject(next)
+      if (next) return Promise.resolve(next)
+      req.resume()
+      return new Promise((resolve, reject) => {
+        waiting = (got) => (got instanceof Error ? reject(got) : resolve(got))
+      })
+    },
+    async return() {
+      stop()
+      return { done: true, value: undefined }
+    },
+  }
+}
+
+/**
  * A prototype over `base` (`Request.prototype`, `Headers.prototype`) whose members are `own`
  * where given, else answer from the real object `made(this)` builds on first need.
  */
@@ -186,7 +230,7 @@ const REQUEST_PROTO = lazyProto(Request.prototype, realRequest, {
     value(this: Lazy) {
       if (this[MADE].body !== undefined) return undefined
       this[MADE].body = null
-      return this[IN].iterator({ destroyOnReturn: false })
+      return bodyChunks(this[IN])
     },
   },
 })

@@ -149,7 +149,8 @@ export function unmapped(bytes: Uint8Array): Uint8Array | undefined {
  * are dropped: neither changes which host is counted.
  */
 export function ip16(text: string): Uint8Array | undefined {
-  const ip = parseIp(text.trim().replace(/^\[(.*)\]$/, '$1'))
+  const bare = text.trim()
+  const ip = parseIp(bare.startsWith('[') && bare.endsWith(']') ? bare.slice(1, -1) : bare)
   if (ip?.version !== 4) return ip?.bytes
   const out = new Uint8Array(16)
   out.set([0xff, 0xff, ...ip.bytes], 10)
