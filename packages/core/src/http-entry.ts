@@ -23,7 +23,7 @@ export {
   type ClientLimitsOptions,
   MissingClientAddressError,
 } from './http/client-limits.js'
-export { type RateLimit, TokenBuckets } from './http/rate-limit.js'
+export { type RateLimit, TokenBuckets } from './http/client-limits.js'
 export {
   acceptedReply,
   CORS_ALLOW_HEADERS,

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { AddressSet, addressBucket, clientAddress, ip16 as parseIp } from '../src/http/address.js'
 import { readBody } from '../src/http/body.js'
-import { TokenBuckets } from '../src/http/rate-limit.js'
+import { TokenBuckets } from '../src/http/client-limits.js'
 import { isJsonContentType } from '../src/http/replies.js'
 
 describe('Content-Type (PROFILE §6)', () => {

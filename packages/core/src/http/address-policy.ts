@@ -1,24 +1,17 @@
 /**
  * Outbound address rules of PROFILE §4: requests built from peer data (identity documents, inbox
  * URLs, relay URLs, webhooks) go only to public unicast addresses, checked on the address
- * actually connected to. Isomorphic and pure; the Node client (`createNodeFetch`) applies it to
- * sockets.
- *
- * Decisions, beyond PROFILE §4's list:
- * - Only canonical text is an address (see address.ts); anything else is never public.
- * - A zone id (`fe80::1%eth0`) is stripped for parsing and CIDR matching, but an address carrying
- *   one is never public unicast: zones exist only for scoped (non-global) addresses.
- * - IPv4 inside IPv6 is judged by the IPv4 address: IPv4-mapped `::ffff:0:0/96`, IPv4-translated
- *   `::ffff:0:0:0/96`, NAT64 `64:ff9b::/96`; 6to4 `2002::/16` (its packets are tunnelled over
- *   IPv4 to the embedded address) and Teredo `2001::/32` (server and de-obfuscated client address).
- *   These refuse only when the embedded IPv4 address is itself refused.
- * - Refused outright, as non-public forms of IPv4: the deprecated IPv4-compatible block `::/96`
- *   (which contains `::` and `::1`) and the local-use NAT64 prefix `64:ff9b:1::/48` (RFC 8215),
- *   whose embedding position depends on a prefix length only its network knows.
+ * actually connected to (the Node client, `createNodeFetch`, applies it to sockets). Beyond
+ * PROFILE §4's list:
+ * - Only canonical text is an address (address.ts). An address with a zone id is never public:
+ *   zones exist only for scoped (non-global) addresses.
+ * - IPv4 inside IPv6 is judged by the IPv4 address: IPv4-mapped, IPv4-translated, NAT64
+ *   `64:ff9b::/96`, 6to4 `2002::/16` (tunnelled over IPv4 to it) and Teredo `2001::/32` (its
+ *   server and de-obfuscated client). Refused outright: the deprecated IPv4-compatible `::/96`
+ *   and the local-use NAT64 `64:ff9b:1::/48` (RFC 8215: where it embeds IPv4, only its network
+ *   knows).
  * - 255.255.255.255 is inside 240/4. Other special-purpose blocks (TEST-NETs, 198.18/15,
  *   192.0.0/24, the deprecated fec0::/10) are not in PROFILE §4's list and are not refused.
- *
- * @packageDocumentation
  */
 import { AgentMsgError, isAgentMsgError } from '../errors.js'
 import { type Cidr, cidrContains, inBlock, parseCidr, parseIp } from './address.js'
@@ -28,13 +21,12 @@ const V4_REFUSED = [
   ...['172.16.0.0/12', '192.168.0.0/16', '224.0.0.0/4', '240.0.0.0/4'],
 ].map(parseCidr)
 
-// IPv4-compatible `::/96` (deprecated, holds :: and ::1) and local-use NAT64 (RFC 8215) whole.
+// `::/96` holds `::` and `::1`.
 const V6_REFUSED = ['::/96', '64:ff9b:1::/48', 'fc00::/7', 'fe80::/10', 'ff00::/8'].map(parseCidr)
 
-// IPv4-mapped, IPv4-translated and NAT64: the IPv4 address is the last 4 bytes.
+// IPv4-mapped, IPv4-translated and NAT64 (the IPv4 address in the last 4 bytes), 6to4, Teredo.
 const EMBEDDED = ['::ffff:0:0/96', '::ffff:0:0:0/96', '64:ff9b::/96'].map(parseCidr)
-const SIX_TO_FOUR = parseCidr('2002::/16')
-const TEREDO = parseCidr('2001::/32')
+const [SIX_TO_FOUR, TEREDO] = [parseCidr('2002::/16'), parseCidr('2001::/32')]
 
 const publicV4 = (bytes: Uint8Array): boolean => !V4_REFUSED.some((b) => inBlock(bytes, b))
 
@@ -47,11 +39,8 @@ function publicV6(b: Uint8Array): boolean {
 }
 
 /**
- * True when `ip` is a public unicast address under PROFILE §4: not in 0/8, 10/8, 100.64/10,
- * 127/8, 169.254/16, 172.16/12, 192.168/16, 224/4, 240/4, ::, ::1, fc00::/7, fe80::/10, ff00::/8,
- * nor an IPv4-mapped/NAT64 (and 6to4, Teredo, IPv4-compatible) form of those. Text that is not
- * a canonical address, and any address with a zone id, is not public.
- *
+ * True when `ip` is a public unicast address under PROFILE §4 (see the module comment): not in
+ * its refused blocks nor an IPv4-in-IPv6 form of them; not other text nor a zoned address.
  * @example
  * isPublicUnicast('93.184.216.34') // true
  * isPublicUnicast('::ffff:10.0.0.1') // false
@@ -65,25 +54,22 @@ export function isPublicUnicast(ip: string): boolean {
 const BRAND = Symbol.for('agentmsg.address-refused')
 
 /**
- * An outbound connection refused by the address policy. Its `code` is `forbidden`; a key that
- * cannot be fetched because of it is not found (PROFILE §4). Test with
- * {@link isAddressRefusedError}, which also looks through `cause` chains.
+ * An outbound connection refused by the address policy (`forbidden`; a key that cannot be
+ * fetched because of it is not found, PROFILE §4). See {@link isAddressRefusedError}.
  */
 export class AddressRefusedError extends AgentMsgError {
-  /** The refused address. */
-  readonly address: string
-  /** The host name being connected to, when known. */
-  readonly hostname: string | undefined
   readonly [BRAND] = true
 
-  constructor(address: string, hostname?: string) {
+  /** `address` refused, connecting to `hostname` when known. */
+  constructor(
+    readonly address: string,
+    readonly hostname?: string,
+  ) {
     const host = hostname !== undefined && hostname !== address ? ` of host ${hostname}` : ''
     super(
       'forbidden',
       `address ${address}${host} is not public unicast (PROFILE §4); an operator may allow it explicitly`,
     )
-    this.address = address
-    this.hostname = hostname
   }
 }
 
@@ -107,39 +93,34 @@ export interface AddressPolicy {
 /** Options for {@link createAddressPolicy}. */
 export interface AddressPolicyOptions {
   /**
-   * What an operator explicitly allows besides public unicast: IP addresses, CIDR blocks and host
-   * names (`localhost`, or `*.internal.example` for any subdomain). A named host is allowed on
-   * whatever address it resolves to.
-   *
-   * @example ['127.0.0.1/32', '::1', 'localhost']
+   * What an operator allows besides public unicast: addresses, CIDR blocks, host names
+   * (`localhost`, `*.internal.example` for any subdomain; allowed on any address they resolve
+   * to). @example ['127.0.0.1/32', '::1', 'localhost']
    */
   allow?: string[]
 }
 
 const HOST_LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/
 
-const normalizeHost = (host: string): string =>
+// Case-insensitive, without brackets or a trailing dot.
+const normalizeHost = (host: string) =>
   host
     .trim()
     .toLowerCase()
-    .replace(/^\[(.*)\]$/, '$1')
-    .replace(/\.$/, '')
+    .replace(/^\[(.*)\]$|\.$/g, '$1')
 
 /**
- * The outbound address policy: public unicast only, plus what `allow` names. Matching is on the
- * address actually connected to; host names in `allow` are compared case-insensitively, without
- * a trailing dot.
- *
+ * The outbound address policy: public unicast only, plus what `allow` names, judged on the
+ * address actually connected to.
  * @throws TypeError when an `allow` entry is neither an address, a CIDR block nor a host name.
  * @example
  * const policy = createAddressPolicy({ allow: ['127.0.0.1'] })
- * policy.allowsAddress('127.0.0.1') // true
  * policy.assertAddress('10.0.0.1', 'x.example') // throws: address 10.0.0.1 of host x.example is not public unicast…
  */
 export function createAddressPolicy(options: AddressPolicyOptions = {}): AddressPolicy {
   const blocks: Cidr[] = []
-  const hosts = new Set<string>()
-  const suffixes: string[] = []
+  // Host names, and `.example` for `*.example`.
+  const names: string[] = []
   for (const entry of options.allow ?? []) {
     if (typeof entry !== 'string') throw new TypeError('allow entries must be strings')
     const e = normalizeHost(entry)
@@ -154,15 +135,12 @@ export function createAddressPolicy(options: AddressPolicyOptions = {}): Address
         `allow entry ${JSON.stringify(entry)} is not an IP address, CIDR block or host name`,
       )
     }
-    if (wildcard) suffixes.push(`.${name}`)
-    else hosts.add(name)
+    names.push(wildcard ? `.${name}` : name)
   }
 
   const allowsAddress = (ip: string, hostname?: string): boolean => {
-    if (hostname !== undefined && (hosts.size > 0 || suffixes.length > 0)) {
-      const h = normalizeHost(hostname)
-      if (hosts.has(h) || suffixes.some((s) => h.endsWith(s))) return true
-    }
+    const h = hostname !== undefined && names.length > 0 ? normalizeHost(hostname) : undefined
+    if (h && names.some((n) => (n.startsWith('.') ? h.endsWith(n) : h === n))) return true
     const text = normalizeHost(ip)
     if (isPublicUnicast(text)) return true
     const parsed = blocks.length > 0 ? parseIp(text) : undefined

@@ -1,24 +1,14 @@
 /**
  * IP address text and CIDR blocks, and the client address of a request (PROFILE §4, §6). Only
  * canonical text is an address: dotted-quad IPv4 with decimal octets and no leading zeros (no
- * `127.1`, `0x7f.0.0.1`, `017.0.0.1`), and RFC 4291 IPv6 text (compressed forms and an
- * embedded dotted quad allowed). Anything else is not an address. Isomorphic.
+ * `127.1`, `0x7f.0.0.1`, `017.0.0.1`), and RFC 4291 IPv6 text (an embedded dotted quad allowed).
  */
 import { PROFILE } from '../profile.js'
 
 /** A parsed IP address: 4 or 16 bytes in network order, and an IPv6 `%zone` apart. */
-export interface ParsedIp {
-  version: 4 | 6
-  bytes: Uint8Array
-  zone?: string
-}
-
+export type ParsedIp = { version: 4 | 6; bytes: Uint8Array; zone?: string }
 /** A CIDR block: its network address (host bits zero) and prefix length. */
-export interface Cidr {
-  version: 4 | 6
-  bytes: Uint8Array
-  prefix: number
-}
+export type Cidr = { version: 4 | 6; bytes: Uint8Array; prefix: number }
 
 const DECIMAL = /^(?:0|[1-9][0-9]{0,2})$/
 const HEX_GROUP = /^[0-9A-Fa-f]{1,4}$/
@@ -51,47 +41,36 @@ function parseIpv6(text: string): Uint8Array | undefined {
 }
 
 /**
- * Parse IPv4 (strict dotted quad) or IPv6 text (RFC 4291 forms, optional `%zone`). Brackets are
- * not accepted here. Returns `undefined` for anything else.
- *
+ * Parse IPv4 (strict dotted quad) or IPv6 text (RFC 4291 forms, optional `%zone`; no brackets),
+ * else `undefined`.
  * @example
  * parseIp('::ffff:127.0.0.1') // { version: 6, bytes: [0,…,0xff,0xff,127,0,0,1] }
  */
 export function parseIp(text: string): ParsedIp | undefined {
   if (typeof text !== 'string' || text.length > 100) return undefined
-  if (!text.includes(':')) {
-    const bytes = parseIpv4(text)
-    return bytes ? { version: 4, bytes } : undefined
-  }
   const [addr, zone, ...more] = text.split('%')
-  if (more.length > 0 || (zone !== undefined && !ZONE.test(zone))) return undefined
-  const bytes = parseIpv6(addr!)
+  const v4 = !text.includes(':')
+  if (more.length > 0 || (zone !== undefined && (v4 || !ZONE.test(zone)))) return undefined
+  const bytes = v4 ? parseIpv4(addr!) : parseIpv6(addr!)
   if (!bytes) return undefined
-  return zone === undefined ? { version: 6, bytes } : { version: 6, bytes, zone }
+  return { version: v4 ? 4 : 6, bytes, ...(zone === undefined ? {} : { zone }) }
 }
 
 /** Format an IP in canonical text (dotted quad, or RFC 5952 compressed IPv6 without zone). */
 export function formatIp(ip: ParsedIp): string {
   const b = ip.bytes
   if (ip.version === 4) return b.join('.')
-  const groups: number[] = []
-  for (let i = 0; i < 8; i++) groups.push((b[2 * i]! << 8) | b[2 * i + 1]!)
-  // Longest run of ≥ 2 zero groups, first one on ties (RFC 5952 §4.2).
-  let best = -1
-  let bestLen = 1
-  for (let i = 0, run = 0; i <= 8; i++) {
-    if (i < 8 && groups[i] === 0) run++
-    else if (run > bestLen) [best, bestLen, run] = [i - run, run, 0]
-    else run = 0
-  }
-  const hex = (gs: number[]) => gs.map((g) => g.toString(16)).join(':')
-  if (best < 0) return hex(groups)
-  return `${hex(groups.slice(0, best))}::${hex(groups.slice(best + bestLen))}`
+  const full = `:${[0, 2, 4, 6, 8, 10, 12, 14].map((i) => ((b[i]! << 8) | b[i + 1]!).toString(16)).join(':')}:`
+  // The longest run of two or more zero groups, the first one on ties (RFC 5952 §4.2).
+  let run = ''
+  for (const [, zeros] of full.matchAll(/:(0(?::0)+)(?=:)/g))
+    if (zeros!.length > run.length) run = zeros!
+  const text = run ? full.replace(`:${run}:`, '::') : full
+  return text.replace(/^:(?!:)|(?<!:):$/g, '')
 }
 
 /**
  * Parse `address/prefix` (or a bare address: /32 or /128). Host bits must be zero.
- *
  * @throws TypeError with a message naming the problem.
  * @example
  * parseCidr('100.64.0.0/10') // { version: 4, bytes: [100,64,0,0], prefix: 10 }
@@ -116,18 +95,15 @@ export function parseCidr(text: string): Cidr {
   return { version: ip.version, bytes: network, prefix }
 }
 
-function mask(bytes: Uint8Array, prefix: number): Uint8Array {
-  return bytes.map((b, i) => b & ((0xff << (8 - Math.max(0, Math.min(8, prefix - 8 * i)))) & 0xff))
-}
+const mask = (bytes: Uint8Array, prefix: number): Uint8Array =>
+  bytes.map((b, i) => b & ((0xff << (8 - Math.max(0, Math.min(8, prefix - 8 * i)))) & 0xff))
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i])
-}
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
+  a.length === b.length && a.every((x, i) => x === b[i])
 
 /** True when `bytes` (of the block's length) lie in `block`. */
-export function inBlock(bytes: Uint8Array, block: Cidr): boolean {
-  return bytes.length === block.bytes.length && sameBytes(mask(bytes, block.prefix), block.bytes)
-}
+export const inBlock = (bytes: Uint8Array, block: Cidr): boolean =>
+  bytes.length === block.bytes.length && sameBytes(mask(bytes, block.prefix), block.bytes)
 
 /** Does `cidr` contain `ip`? An IPv4-mapped IPv6 address also matches IPv4 blocks. */
 export function cidrContains(cidr: Cidr, ip: string | ParsedIp): boolean {
@@ -144,23 +120,18 @@ export function unmapped(bytes: Uint8Array): Uint8Array | undefined {
   return bytes.slice(12)
 }
 
-/**
- * An address as 16 bytes (IPv4 as `::ffff:a.b.c.d`), or `undefined`. Brackets and a zone id
- * are dropped: neither changes which host is counted.
- */
+/** An address as 16 bytes (IPv4 as `::ffff:a.b.c.d`); brackets and a zone id dropped. */
 export function ip16(text: string): Uint8Array | undefined {
   const bare = text.trim()
   const ip = parseIp(bare.startsWith('[') && bare.endsWith(']') ? bare.slice(1, -1) : bare)
-  if (ip?.version !== 4) return ip?.bytes
-  const out = new Uint8Array(16)
-  out.set([0xff, 0xff, ...ip.bytes], 10)
-  return out
+  return ip?.version === 4
+    ? new Uint8Array([...new Array(10).fill(0), 255, 255, ...ip.bytes])
+    : ip?.bytes
 }
 
 /**
- * The rate-limit bucket of an address: an IPv4 address as itself, an IPv6 address as its /64
- * (`2001:db8:1:2::/64`), so one host cannot dodge the limit by walking its own prefix. Text
- * that is not an address is its own bucket.
+ * The rate-limit bucket of an address: IPv4 itself, IPv6 its /64 (`2001:db8:1:2::/64`), so one
+ * host cannot dodge the limit by walking its own prefix; other text is its own bucket.
  */
 export function addressBucket(address: string): string {
   const b = ip16(address)
@@ -177,13 +148,11 @@ export class AddressSet {
 
   constructor(entries: readonly string[] = []) {
     for (const entry of entries) {
-      const slash = entry.indexOf('/')
-      const text = slash < 0 ? entry : entry.slice(0, slash)
-      const ip = ip16(text)
+      const [text, p, ...more] = entry.split('/')
+      const ip = ip16(text!)
       if (!ip) throw new TypeError(`not an IP address or CIDR range: ${JSON.stringify(entry)}`)
-      const bits = text.includes(':') ? 128 : 32
-      const p = slash < 0 ? String(bits) : entry.slice(slash + 1)
-      const n = /^[0-9]{1,3}$/.test(p) ? Number(p) : NaN
+      const bits = text!.includes(':') ? 128 : 32
+      const n = p === undefined ? bits : /^[0-9]{1,3}$/.test(p) && !more.length ? Number(p) : NaN
       if (!(n <= bits)) throw new TypeError(`bad prefix length in ${JSON.stringify(entry)}`)
       const prefix = 128 - bits + n
       this.#ranges.push({ version: 6, bytes: mask(ip, prefix), prefix })
@@ -214,9 +183,9 @@ export function clientAddress(
   const direct = peer ?? 'unknown'
   if (forwardedFor === null || peer === undefined || !trusted.has(peer)) return direct
   const hops = forwardedFor.split(',').map((hop) => hop.trim())
-  for (let i = hops.length - 1; i >= 0; i--) {
-    if (!ip16(hops[i]!)) return direct
-    if (!trusted.has(hops[i]!)) return hops[i]!
+  for (const hop of hops.reverse()) {
+    if (!ip16(hop)) return direct
+    if (!trusted.has(hop)) return hop
   }
-  return hops[0] || direct
+  return hops.at(-1) || direct
 }

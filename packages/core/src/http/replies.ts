@@ -1,17 +1,11 @@
 /**
- * HTTP answers as plain data (status, headers, text body) until they become a `Response`: JSON
- * bodies, the PROFILE §6 error body, the CORS headers every answer carries, and the inbox's
- * Content-Type rule. Shared by the inbox and the relay.
+ * HTTP answers as plain data until they become a `Response` (JSON bodies, the PROFILE §6 error
+ * body, the CORS headers of every answer), and the inbox's Content-Type rule.
  */
 import { ERROR_STATUS, type ErrorCode } from '../errors.js'
 
-/** One HTTP answer (inbox or relay), before it becomes a `Response`. */
-export interface HttpReply {
-  status: number
-  /** Lower-case header names. */
-  headers: Record<string, string>
-  body: string | null
-}
+/** One HTTP answer (inbox or relay) before it becomes a `Response`; lower-case header names. */
+export type HttpReply = { status: number; headers: Record<string, string>; body: string | null }
 
 /** Headers on every response (PROFILE §6 CORS): any origin, `Retry-After` readable. */
 export const CORS_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
@@ -88,11 +82,9 @@ const JSON_TYPE = new RegExp(
 )
 
 /**
- * True when `value` (a Content-Type header value, or `null` when absent) is one the inbox
- * accepts (PROFILE §6): `application/json`, optionally with `charset=utf-8`. Type, parameter
- * name and charset value compare case-insensitively; optional whitespace (space, tab) may
- * surround the `;`, and the charset value may be a quoted string (RFC 9110 §5.6.4).
- *
+ * Whether a Content-Type (or `null`: none) is PROFILE §6's: `application/json`, optionally with
+ * `charset=utf-8`, case-insensitive, spaces or tabs around `;`, the charset maybe a quoted
+ * string (RFC 9110 §5.6.4).
  * @example
  * isJsonContentType('Application/JSON ; Charset="UTF-8"') // true
  * isJsonContentType('application/json; charset=latin1')  // false
