@@ -1,12 +1,4 @@
-/**
- * A `fetch` over `node:https` that applies PROFILE §4 and §6 to every request: `https:` only,
- * TLS ≥ 1.2 with verification always on (a custom CA is added to the system roots), the address
- * policy checked before anything is dialled for an IP literal and on the address actually
- * connected to before any byte is sent, no automatic redirects, a per-request timeout and a cap
- * on the bytes of a response body.
- *
- * @packageDocumentation
- */
+/** A `fetch` over `node:https` that applies PROFILE §4 and §6 to every request. */
 import type { IncomingMessage } from 'node:http'
 import https from 'node:https'
 import type net from 'node:net'
@@ -74,24 +66,17 @@ function bodyBytes(body: unknown): Uint8Array | string | undefined {
 }
 
 /**
- * A `fetch`-compatible function over `node:https` (PROFILE §4, §6).
- *
- * - `https:` URLs only: any other scheme rejects with a `TypeError` before any connection.
- * - TLS ≥ 1.2, certificates always verified; `ca` adds to the bundled roots.
- * - A host written as an IP literal (in any form the URL parser accepts: `2130706433`,
- *   `0x7f.1`, `[::ffff:127.0.0.1]`) is checked against `addressPolicy` before any connection
- *   is opened. Every other connection is checked on the address actually connected to, after
- *   DNS and before the TLS handshake. A refused one rejects with an `AddressRefusedError`
- *   (code `forbidden`), the same whether anything listens there or not. The DNS lookup also
- *   filters refused addresses early.
- * - A response body past `maxResponseBytes` fails (the connection is closed) instead of
- *   growing in memory.
- * - Never follows redirects: `redirect: 'manual'` (the default, and also what `'follow'` gets)
- *   returns 3xx responses as they are; `'error'` rejects on them.
- * - Supports method, headers, string/Uint8Array/ArrayBuffer bodies (or a `Request` input),
- *   `signal`, and a streaming response body. Other network and TLS failures reject with a
- *   `TypeError` whose `cause` is the Node error; the timeout with a `TimeoutError` DOMException;
- *   an abort with the signal's reason.
+ * A `fetch`-compatible function over `node:https` (PROFILE §4, §6):
+ * - `https:` only, TLS ≥ 1.2, certificates always verified (`ca` adds to the bundled roots).
+ * - A host written as an IP literal (any form the URL parser takes: `2130706433`, `0x7f.1`,
+ *   `[::ffff:127.0.0.1]`) is judged by `addressPolicy` before anything is dialled; every other
+ *   connection on the address connected to, after DNS, before the TLS handshake. A refused one
+ *   rejects with an `AddressRefusedError` (`forbidden`), whether anything listens there or not.
+ * - A response body past `maxResponseBytes` fails and the connection closes.
+ * - Redirects are never followed (`'follow'` acts as `'manual'`; `'error'` rejects on them).
+ * - Method, headers, string/Uint8Array/ArrayBuffer bodies (or a `Request`), `signal`, streamed
+ *   answers. Network and TLS failures reject with a `TypeError` whose `cause` is Node's error,
+ *   the timeout with a `TimeoutError` DOMException, an abort with the signal's reason.
  *
  * @example
  * const fetch = createNodeFetch({ ca: devCert.ca, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) })

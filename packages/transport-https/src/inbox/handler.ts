@@ -6,7 +6,6 @@
  * Deno, Bun, workers, or any framework.
  */
 import {
-  createReceiver,
   type DeliveryHandler,
   type DeliveryOutcome,
   isAgentMsgError,
@@ -27,7 +26,7 @@ import {
   TokenBuckets,
   toResponse,
 } from '@agentmsg/core/http'
-import { defaultCapabilities } from './capabilities.js'
+import { defaultCapabilities, ownReceiver } from './defaults.js'
 import type {
   InboxCloseOptions,
   InboxHandler,
@@ -39,31 +38,6 @@ const WELL_KNOWN = '/.well-known/agentmsg/'
 const REPLY = Symbol.for('agentmsg.reply')
 const GET_METHODS = 'GET, HEAD, OPTIONS'
 const POST_METHODS = 'POST, OPTIONS'
-
-/** The receiver a standalone inbox builds from its own options. */
-function ownReceiver(o: InboxHandlerOptions, onError: (error: unknown) => void): Receiver {
-  if (typeof o.onMessage !== 'function') throw new TypeError('onMessage is required')
-  if (!o.resolver) throw new TypeError('resolver is required')
-  const { limits = {}, agentId, topics, storage, replayGuard, authLevels, errorReplies } = o
-  return createReceiver({
-    agentId,
-    topics,
-    storage,
-    replayGuard,
-    authLevels,
-    errorReplies,
-    opener: o.opener,
-    identityOf: o.identityOf,
-    transitionMs: o.transitionMs,
-    now: o.now,
-    maxQueue: limits.maxQueue,
-    queueRetryAfter: limits.queueRetryAfter,
-    concurrency: limits.concurrency,
-    resolver: o.resolver,
-    onMessage: o.onMessage,
-    onError,
-  })
-}
 
 /**
  * Create the inbox of one agent: `POST {basePath}/.well-known/agentmsg/inbox`, plus `GET` of
