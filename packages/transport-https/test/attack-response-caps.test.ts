@@ -7,16 +7,7 @@
  * growth of the resident set.
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import {
-  type AgentMsgError,
-  createKeyResolver,
-  ed25519Signer,
-  generateKeyPair,
-  isAgentMsgError,
-  memoryStorage,
-  PROFILE,
-  type Transport,
-} from '@agentmsg/core'
+import { type AgentMsgError, isAgentMsgError, PROFILE, type Transport } from '@agentmsg/core'
 import { createAddressPolicy } from '@agentmsg/core/http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { httpsTransport } from '../src/https-transport.js'
@@ -24,6 +15,7 @@ import { createNodeFetch } from '../src/node-fetch.js'
 import { type EndlessServer, endlessServer } from './attack-helpers.js'
 import { createNodeIdentityFetcher } from './identity-helpers.js'
 import { testCertificate } from './tls.js'
+import { transportComponents } from './transport-helpers.js'
 
 const { ca } = await testCertificate()
 // The agent's defaults, with the one allowance a loopback test needs.
@@ -33,17 +25,8 @@ const DEFAULT_MAX_RESPONSE_BYTES = PROFILE.pageMaxBytes
 
 /** An https transport that sends with the agent's default fetch. */
 async function createSender(): Promise<Transport> {
-  return httpsTransport({ fetch: createNodeFetch({ ca, addressPolicy }) }).create({
-    agentId: 'alice',
-    signer: ed25519Signer(await generateKeyPair()),
-    resolver: createKeyResolver(),
-    storage: memoryStorage(),
-    relays: [],
-    trusts: () => false,
-    identityDocument: () => undefined,
-    now: Date.now,
-    onError: () => {},
-  })
+  const fetch = createNodeFetch({ ca, addressPolicy })
+  return httpsTransport({ fetch }).create(await transportComponents('alice'))
 }
 
 const servers: EndlessServer[] = []

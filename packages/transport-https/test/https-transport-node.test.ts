@@ -5,22 +5,24 @@
  */
 import {
   AgentMsgError,
-  createKeyResolver,
   type DeliveryHandler,
   type DeliveryOutcome,
-  ed25519Signer,
-  generateKeyPair,
   type IdentityDocument,
   type InboundDelivery,
-  memoryStorage,
-  type TransportComponents,
 } from '@agentmsg/core'
 import { utf8Decode } from '@agentmsg/core/encoding'
 import { createAddressPolicy } from '@agentmsg/core/http'
 import { describe, expect, it } from 'vitest'
 import { httpsTransport } from '../src/node-transport.js'
 import { testCertificate } from './tls.js'
-import { agentId, cleanups, message, setupTransportTests, urlTarget } from './transport-helpers.js'
+import {
+  agentId,
+  cleanups,
+  message,
+  setupTransportTests,
+  transportComponents,
+  urlTarget,
+} from './transport-helpers.js'
 
 setupTransportTests()
 
@@ -28,28 +30,13 @@ type NodeHttpsTransport = ReturnType<ReturnType<typeof httpsTransport>['create']
 
 const INBOX = '/.well-known/agentmsg/inbox'
 
-async function components(identity?: IdentityDocument): Promise<TransportComponents> {
-  const keys = await generateKeyPair()
-  return {
-    agentId: agentId(),
-    signer: ed25519Signer(keys),
-    resolver: createKeyResolver(),
-    storage: memoryStorage(),
-    relays: [],
-    trusts: () => false,
-    identityDocument: () => identity,
-    now: () => Date.now(),
-    onError: () => {},
-  }
-}
-
 /** A sending transport that trusts the test certificate and may reach 127.0.0.1. */
 async function sender(): Promise<NodeHttpsTransport> {
   const cert = await testCertificate()
   const t = httpsTransport({
     ca: cert.ca,
     addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
-  }).create(await components())
+  }).create(await transportComponents(agentId()))
   cleanups.push(() => t.close())
   return t
 }
@@ -67,7 +54,7 @@ async function receiver(
   }
   const t = httpsTransport({
     inbox: { tls: cert, ...(o.basePath ? { basePath: o.basePath } : {}) },
-  }).create(await components(o.identity))
+  }).create(await transportComponents(agentId(), o.identity))
   cleanups.push(() => t.close())
   expect(t.url).toBeUndefined()
   await t.listen!(receive)

@@ -6,15 +6,10 @@
 import type { ServerResponse } from 'node:http'
 import {
   type AgentMsgError,
-  createKeyResolver,
   type DeliveryTarget,
-  ed25519Signer,
-  generateKeyPair,
   type IdentityDocument,
   isAgentMsgError,
-  memoryStorage,
   type Transport,
-  type TransportComponents,
 } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
 import { httpsTransport } from '../src/https-transport.js'
@@ -28,29 +23,18 @@ import {
   setupTransportTests,
   startInbox,
   testFetch,
+  transportComponents,
   urlTarget,
 } from './transport-helpers.js'
 
 setupTransportTests()
 
-async function components(): Promise<TransportComponents> {
-  return {
-    agentId: agentId(),
-    signer: ed25519Signer(await generateKeyPair()),
-    resolver: createKeyResolver(),
-    storage: memoryStorage(),
-    relays: [],
-    trusts: () => false,
-    identityDocument: () => undefined,
-    now: () => Date.now(),
-    onError: () => {},
-  }
-}
-
 async function transport(
   o: { fetch?: typeof fetch; attemptTimeoutMs?: number } = {},
 ): Promise<Transport> {
-  const t = await httpsTransport({ fetch: o.fetch ?? testFetch(), ...o }).create(await components())
+  const t = await httpsTransport({ fetch: o.fetch ?? testFetch(), ...o }).create(
+    await transportComponents(agentId()),
+  )
   cleanups.push(() => t.close())
   return t
 }

@@ -3,14 +3,18 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import {
+  createKeyResolver,
   createMessage,
   type DeliveryTarget,
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
+  type IdentityDocument,
   type KeyPair,
   type Message,
+  memoryStorage,
   signMessage,
+  type TransportComponents,
 } from '@agentmsg/core'
 import { createAddressPolicy } from '@agentmsg/core/http'
 import { afterEach, beforeAll } from 'vitest'
@@ -152,3 +156,21 @@ export const urlTarget = (url: string): DeliveryTarget => ({
 })
 
 export const inboxTarget = (inbox: TestInbox): DeliveryTarget => urlTarget(inbox.url)
+
+/** What an agent gives its transports, for agent `id` (its own key, memory storage). */
+export async function transportComponents(
+  id: string,
+  identity?: IdentityDocument,
+): Promise<TransportComponents> {
+  return {
+    agentId: id,
+    signer: ed25519Signer(await generateKeyPair()),
+    resolver: createKeyResolver(),
+    storage: memoryStorage(),
+    relays: [],
+    trusts: () => false,
+    identityDocument: () => identity,
+    now: Date.now,
+    onError: () => {},
+  }
+}
