@@ -9,7 +9,7 @@
 export { assertRelayUrl, isAgentId } from './agent-id.js'
 export { concat } from './bytes.js'
 export { codeForStatus, ERROR_STATUS, invalidFormat } from './errors.js'
-export { AddressSet, addressBucket, clientAddress } from './http/address.js'
+export { AddressSet, addressBucket, clientAddress, parseIp } from './http/address.js'
 export {
   type AddressPolicy,
   type AddressPolicyOptions,
@@ -17,7 +17,6 @@ export {
   createAddressPolicy,
   isAddressRefusedError,
   isPublicUnicast,
-  parseIp,
 } from './http/address-policy.js'
 export { discardBody, onBodyDone, readBody } from './http/body.js'
 export {
@@ -25,7 +24,7 @@ export {
   type ClientLimitsOptions,
   MissingClientAddressError,
 } from './http/client-limits.js'
-export { type RateLimit, TokenBuckets } from './http/rate-limit.js'
+export { type RateLimit, TokenBuckets } from './http/client-limits.js'
 export {
   acceptedReply,
   CORS_ALLOW_HEADERS,

@@ -9,53 +9,25 @@ import os from 'node:os'
 import path from 'node:path'
 import { type CertAndKey, makeDevCa } from './x509.js'
 
-/** Validity of a new development CA, in days (like mkcert's: long-lived, local names only). */
-const CA_DAYS = 3650
-
-/** A development CA (certificate and private key, PEM). */
-export type DevCa = CertAndKey
-
-/** The machine's development CA and its files. */
-export interface StoredDevCa extends DevCa {
-  /** The directory, `<home>/dev-ca` (mode 0700). */
-  dir: string
-  /** `ca.pem` (0644): the one file clients trust. */
-  certFile: string
-  /** `ca-key.pem` (0600). */
-  keyFile: string
-}
-
-/** Options for {@link loadDevCa}. */
-export interface LoadDevCaOptions {
-  /** The machine directory. @default `$AGENTMSG_HOME`, else `~/.agentmsg` */
-  home?: string
-}
-
 /** The machine directory: `$AGENTMSG_HOME`, else `~/.agentmsg`. */
 export function agentmsgHome(): string {
-  const fromEnv = process.env.AGENTMSG_HOME
-  return path.resolve(fromEnv ? fromEnv : path.join(os.homedir(), '.agentmsg'))
+  return path.resolve(process.env.AGENTMSG_HOME || path.join(os.homedir(), '.agentmsg'))
 }
 
-/**
- * A new development CA kept in memory only (tests, throwaway servers): name-constrained to
- * localhost, `.test` and loopback addresses like the machine's.
- */
-export function createDevCa(): Promise<DevCa> {
-  return makeDevCa(CA_DAYS)
-}
+/** A new development CA in memory only (valid 10 years, like mkcert's: local names only). */
+export const createDevCa = (): Promise<CertAndKey> => makeDevCa(3650)
 
 /**
- * The machine's development CA in `<home>/dev-ca/`, created on first use. Creation is atomic
- * and race-free without a lock: the CA is written into a fresh private temp directory that is
- * then renamed to `dev-ca`; a rename onto an existing non-empty directory fails, so when two
- * processes start at once one CA wins and the other reads it.
+ * The machine's development CA in `<home>/dev-ca/` (`ca.pem` 0644, the one file clients
+ * trust; `ca-key.pem` 0600), made on first use, atomically and race-free without a lock: it is
+ * written into a private temp directory renamed to `dev-ca`, and a rename onto an existing
+ * non-empty directory fails, so of two processes starting at once one CA wins.
  *
  * @example
  * const ca = await loadDevCa()
  * console.log(`trust ${ca.certFile}`)
  */
-export async function loadDevCa(options: LoadDevCaOptions = {}): Promise<StoredDevCa> {
+export async function loadDevCa(options: { home?: string | undefined } = {}) {
   const home = path.resolve(options.home ?? agentmsgHome())
   const dir = path.join(home, 'dev-ca')
   const existing = await readCa(dir)
@@ -80,38 +52,31 @@ export async function loadDevCa(options: LoadDevCaOptions = {}): Promise<StoredD
 }
 
 /** The CA stored in `dir`, or undefined when there is none yet. */
-async function readCa(dir: string): Promise<StoredDevCa | undefined> {
+async function readCa(dir: string) {
   const certFile = path.join(dir, 'ca.pem')
   const keyFile = path.join(dir, 'ca-key.pem')
-  let cert = await readIfThere(certFile)
-  let key = await readIfThere(keyFile)
+  const read = async () => [await readIfThere(certFile), await readIfThere(keyFile)] as const
+  let [cert, key] = await read()
   if (cert === undefined && key === undefined) return undefined
+  // Another process may have published the directory between the two reads: read again.
+  if (cert === undefined || key === undefined) [cert, key] = await read()
+  const remove = `remove ${dir} to make a new one (clients then trust the new ca.pem)`
   if (cert === undefined || key === undefined) {
-    // Another process may have published the directory between the two reads: read again.
-    cert = await readIfThere(certFile)
-    key = await readIfThere(keyFile)
-  }
-  if (cert === undefined || key === undefined) {
-    throw new Error(
-      `development CA in ${dir} is incomplete (${cert === undefined ? 'ca.pem' : 'ca-key.pem'} missing): remove that directory to make a new CA (clients then trust the new ca.pem)`,
-    )
+    const missing = cert === undefined ? 'ca.pem' : 'ca-key.pem'
+    throw new Error(`development CA in ${dir} is incomplete (${missing} missing): ${remove}`)
   }
   const x509 = new X509Certificate(cert)
   if (!x509.ca || !x509.checkPrivateKey(createPrivateKey(key))) {
-    throw new Error(
-      `development CA in ${dir} is not a CA with its key: remove that directory to make a new one`,
-    )
+    throw new Error(`development CA in ${dir} is not a CA with its key: ${remove}`)
   }
   if (Date.parse(x509.validTo) <= Date.now()) {
-    throw new Error(
-      `development CA in ${dir} expired on ${x509.validTo}: remove that directory to make a new one (clients then trust the new ca.pem)`,
-    )
+    throw new Error(`development CA in ${dir} expired on ${x509.validTo}: ${remove}`)
   }
   return { cert, key, dir, certFile, keyFile }
 }
 
 /** A file's text, or undefined when it does not exist. */
-async function readIfThere(file: string): Promise<string | undefined> {
+export async function readIfThere(file: string): Promise<string | undefined> {
   try {
     return await readFile(file, 'utf8')
   } catch (error) {
@@ -120,11 +85,10 @@ async function readIfThere(file: string): Promise<string | undefined> {
   }
 }
 
-/** Write a new file with `mode` and fsync it (the directory rename publishes it). */
-async function writeSynced(file: string, text: string, mode: number): Promise<void> {
+/** Write a new file with exactly `mode` (whatever the umask) and fsync it. */
+export async function writeSynced(file: string, text: string, mode: number): Promise<void> {
   const fh = await open(file, 'wx', mode)
   try {
-    // `open`'s mode is masked by the umask; the key must be exactly 0600 whatever it is.
     await fh.chmod(mode)
     await fh.writeFile(text)
     await fh.sync()

@@ -1,7 +1,6 @@
 /**
- * Building the development certificates (X.509 with `@peculiar/x509` over Node's WebCrypto):
- * a development CA limited by name constraints to local names, and server leaves it issues.
- * Policy (where the CA lives, reuse, file modes) is in node-dev-ca.ts and dev-cert.ts.
+ * The development certificates as X.509 (`@peculiar/x509` over Node's WebCrypto): a CA limited
+ * by name constraints to local names, and the server leaves it issues.
  */
 import { createPrivateKey, KeyObject, randomBytes, webcrypto } from 'node:crypto'
 import { isIP } from 'node:net'
@@ -20,21 +19,12 @@ const P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const
 const DAY = 86_400_000
 
 /** A certificate and its private key (PKCS#8), PEM encoded. */
-export interface CertAndKey {
-  cert: string
-  key: string
-}
+export type CertAndKey = { cert: string; key: string }
 
-/**
- * What the development CA may certify (RFC 5280 §4.2.1.10 name constraints): `localhost` and
- * its subdomains, the RFC 6761 testing domain `.test`, and the loopback addresses. A leaked
- * development CA key therefore cannot mint a certificate that clients accept for
- * `bank.example` (OpenSSL, and so Node, enforces the constraints while building the chain).
- */
-export const DEV_CA_PERMITTED = {
-  dns: ['localhost', 'test'],
-  ip: ['127.0.0.0/8', '::1/128'],
-} as const
+// What the CA may certify (RFC 5280 §4.2.1.10 name constraints, which OpenSSL enforces while
+// building the chain): localhost, the RFC 6761 `.test` domain, loopback. A leaked CA key
+// therefore cannot mint a certificate that clients accept for `bank.example`.
+const PERMITTED = { dns: ['localhost', 'test'], ip: ['127.0.0.0/8', '::1/128'] }
 
 /** Whether a leaf for `name` would pass the development CA's name constraints. */
 export function permittedName(name: string): boolean {
@@ -42,42 +32,31 @@ export function permittedName(name: string): boolean {
   if (version === 4) return name.startsWith('127.')
   if (version === 6) return name === '::1' || name === '0:0:0:0:0:0:0:1'
   const lower = name.toLowerCase().replace(/\.$/, '')
-  return DEV_CA_PERMITTED.dns.some((base) => lower === base || lower.endsWith(`.${base}`))
+  return PERMITTED.dns.some((base) => lower === base || lower.endsWith(`.${base}`))
 }
 
-/** A random positive serial number (16 bytes, RFC 5280 §4.1.2.2: at most 20 octets). */
-function serial(): string {
-  const bytes = randomBytes(16)
-  bytes[0] = 0x40 | ((bytes[0] ?? 0) & 0x3f) // positive, no leading zero byte
-  return bytes.toString('hex')
+/** What every certificate here has: a random serial (RFC 5280 §4.1.2.2), a P-256 key pair. */
+async function basics(days: number, notAfterMax = Infinity) {
+  const serial = randomBytes(16)
+  serial[0] = 0x40 | (serial[0]! & 0x3f) // positive, no leading zero byte
+  const keys = (await crypto.subtle.generateKey(P256, true, ['sign', 'verify'])) as CryptoKeyPair
+  const now = Date.now()
+  const ski = await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto)
+  return {
+    keys,
+    ski,
+    fields: {
+      serialNumber: serial.toString('hex'),
+      notBefore: new Date(now - 60_000),
+      notAfter: new Date(Math.min(now + days * DAY, notAfterMax)),
+      signingAlgorithm: P256,
+    },
+  }
 }
 
-/** A fresh P-256 key pair, extractable so the private key can be stored as PEM. */
-function newKeys(): Promise<CryptoKeyPair> {
-  return crypto.subtle.generateKey(P256, true, ['sign', 'verify']) as Promise<CryptoKeyPair>
-}
-
-/** PKCS#8 PEM of a WebCrypto private key. */
-function keyPem(key: CryptoKey): string {
-  return KeyObject.from(key).export({ type: 'pkcs8', format: 'pem' }) as string
-}
-
-/** A PEM private key as a WebCrypto ECDSA P-256 signing key. */
-async function signingKey(pem: string): Promise<CryptoKey> {
-  const der = createPrivateKey(pem).export({ type: 'pkcs8', format: 'der' })
-  return crypto.subtle.importKey('pkcs8', der, P256, false, ['sign'])
-}
-
-/** The critical name-constraints extension with {@link DEV_CA_PERMITTED}. */
-function nameConstraints(): x509.Extension {
-  const subtrees = [
-    ...DEV_CA_PERMITTED.dns.map((dNSName) => new GeneralName({ dNSName })),
-    ...DEV_CA_PERMITTED.ip.map((iPAddress) => new GeneralName({ iPAddress })),
-  ].map((base) => new GeneralSubtree({ base }))
-  const value = AsnConvert.serialize(
-    new NameConstraints({ permittedSubtrees: new GeneralSubtrees(subtrees) }),
-  )
-  return new x509.Extension(id_ce_nameConstraints, true, value)
+function pem(cert: x509.X509Certificate, keys: CryptoKeyPair): CertAndKey {
+  const key = KeyObject.from(keys.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string
+  return { cert: `${cert.toString('pem')}\n`, key }
 }
 
 /**
@@ -87,20 +66,22 @@ function nameConstraints(): x509.Extension {
  * trusting several of them then finds each leaf's real issuer.
  */
 export async function makeDevCa(days: number): Promise<CertAndKey> {
-  const keys = await newKeys()
-  const now = Date.now()
-  const ski = await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto)
+  const { keys, ski, fields } = await basics(days)
+  const subtrees = [
+    ...PERMITTED.dns.map((dNSName) => new GeneralName({ dNSName })),
+    ...PERMITTED.ip.map((iPAddress) => new GeneralName({ iPAddress })),
+  ].map((base) => new GeneralSubtree({ base }))
+  const constraints = AsnConvert.serialize(
+    new NameConstraints({ permittedSubtrees: new GeneralSubtrees(subtrees) }),
+  )
   const cert = await x509.X509CertificateGenerator.createSelfSigned(
     {
-      serialNumber: serial(),
+      ...fields,
       name: [
         { O: ['agentmsg'] },
         { CN: [`agentmsg development CA ${randomBytes(6).toString('hex')}`] },
       ],
-      notBefore: new Date(now - 60_000),
-      notAfter: new Date(now + days * DAY),
       keys,
-      signingAlgorithm: P256,
       extensions: [
         new x509.BasicConstraintsExtension(true, 0, true),
         new x509.KeyUsagesExtension(
@@ -109,47 +90,37 @@ export async function makeDevCa(days: number): Promise<CertAndKey> {
         ),
         ski,
         new x509.AuthorityKeyIdentifierExtension(ski.keyId),
-        nameConstraints(),
+        new x509.Extension(id_ce_nameConstraints, true, constraints),
       ],
     },
     crypto,
   )
-  return { cert: `${cert.toString('pem')}\n`, key: keyPem(keys.privateKey) }
-}
-
-/** Names a leaf covers. */
-export interface LeafNames {
-  hosts: string[]
-  ips: string[]
+  return pem(cert, keys)
 }
 
 /**
  * A server leaf issued by `ca`: `cA:false`, digitalSignature, serverAuth only, the given DNS
- * and IP names as SANs, its own key identifier and the CA's as authority key identifier, a
- * random serial. The subject CN is the first DNS name (or a non-host text when there is none,
- * so OpenSSL does not check an IP-looking CN against the DNS constraints).
+ * and IP names as SANs, key identifiers. The subject CN is the first DNS name (or a non-host
+ * text when there is none, so OpenSSL does not check an IP-looking CN against the DNS
+ * constraints). It ends no later than the CA.
  */
 export async function issueLeaf(
   ca: CertAndKey,
-  names: LeafNames,
+  names: { hosts: string[]; ips: string[] },
   days: number,
 ): Promise<CertAndKey> {
   const issuer = new x509.X509Certificate(ca.cert)
   const caSki = issuer.getExtension(x509.SubjectKeyIdentifierExtension)
   if (!caSki) throw new Error('the development CA certificate has no subject key identifier')
-  const keys = await newKeys()
-  const now = Date.now()
-  const notAfter = Math.min(now + days * DAY, issuer.notAfter.getTime())
+  const { keys, ski, fields } = await basics(days, issuer.notAfter.getTime())
+  const der = createPrivateKey(ca.key).export({ type: 'pkcs8', format: 'der' })
   const cert = await x509.X509CertificateGenerator.create(
     {
-      serialNumber: serial(),
+      ...fields,
       subject: [{ CN: [names.hosts[0] ?? 'agentmsg development server'] }],
       issuer: issuer.subjectName,
-      notBefore: new Date(now - 60_000),
-      notAfter: new Date(notAfter),
       publicKey: keys.publicKey,
-      signingKey: await signingKey(ca.key),
-      signingAlgorithm: P256,
+      signingKey: await crypto.subtle.importKey('pkcs8', der, P256, false, ['sign']),
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
@@ -158,11 +129,11 @@ export async function issueLeaf(
           ...names.hosts.map((value) => ({ type: 'dns' as const, value })),
           ...names.ips.map((value) => ({ type: 'ip' as const, value })),
         ]),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        ski,
         new x509.AuthorityKeyIdentifierExtension(caSki.keyId),
       ],
     },
     crypto,
   )
-  return { cert: `${cert.toString('pem')}\n`, key: keyPem(keys.privateKey) }
+  return pem(cert, keys)
 }

@@ -5,7 +5,7 @@
  */
 import { X509Certificate } from 'node:crypto'
 import { once } from 'node:events'
-import { loadDevCa } from '@agentmsg/dev-tls'
+import { loadDevCa } from '../src/dev-ca.js'
 
 process.stdout.write('ready\n')
 await once(process.stdin, 'data')

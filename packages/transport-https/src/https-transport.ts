@@ -1,40 +1,36 @@
 /**
- * Direct HTTPS delivery as a core `Transport` (SPEC §4.1, PROFILE §6): `send` posts to the
- * recipient's inbox through the durable outbox kept in the agent's transport storage.
+ * Direct HTTPS delivery as a core `Transport` (SPEC §4.1, PROFILE §6): a URL agent's inbox is a
+ * target, and `send` is one POST to it. Retrying is the agent outbox's (PROFILE §6 retries).
  */
-import type {
-  AbortOptions,
-  DeliveryHandler,
-  DeliveryReceipt,
-  DeliveryTarget,
-  Message,
-  Transport,
-  TransportComponents,
-  TransportFactory,
-  TransportSendOptions,
+import {
+  type AbortOptions,
+  AgentMsgError,
+  agentEndpoints,
+  type DeliveryHandler,
+  type DeliveryReceipt,
+  type DeliveryTarget,
+  type Message,
+  type PeerRoute,
+  PROFILE,
+  parseAgentId,
+  type Transport,
+  type TransportComponents,
+  type TransportFactory,
 } from '@agentmsg/core'
-import { type Clock, systemClock } from './clock.js'
+import { httpRequest } from '@agentmsg/core/http'
 import { createInboxHandler } from './inbox/handler.js'
 import type { InboxHandler, InboxLimits } from './inbox/types.js'
-import type { OutboxEntry } from './outbox.js'
-import { Sender } from './sender.js'
 
 /** Options for {@link httpsTransport}. */
 export interface HttpsTransportOptions {
   /**
-   * The fetch that makes each attempt. `@agentmsg/transport-https/node`'s `httpsTransport`
-   * defaults to `createNodeFetch()` (https only, PROFILE §4 address rules, a timeout).
+   * The fetch that makes each request. `@agentmsg/transport-https/node`'s `httpsTransport`
+   * defaults to `createNodeFetch()` (https only, PROFILE §4 address rules).
    * @default globalThis.fetch
    */
   fetch?: typeof fetch
-  /** Timeout of one attempt. @default 30_000 */
+  /** Timeout of one delivery attempt. @default PROFILE.attemptTimeoutMs (30 s) */
   attemptTimeoutMs?: number
-  /** The retry schedule's time source. @default the agent's `now()` with the real timers */
-  clock?: Clock
-  /** Jitter source in [0, 1), for tests. @default Math.random */
-  random?: () => number
-  /** Retries stop this long after the first attempt. @default 86_400_000 (24 h, PROFILE §6) */
-  deadlineMs?: number
   /**
    * Serve the agent's inbox from your runtime's own HTTPS server (`Deno.serve`, `Bun.serve`, a
    * Worker's `fetch`, any server that speaks `Request`/`Response`): once the agent listens,
@@ -43,10 +39,8 @@ export interface HttpsTransportOptions {
   webInbox?: WebInboxOptions
 }
 
-/** The inbox {@link HttpsTransportOptions.webInbox} serves. */
-export interface WebInboxOptions {
-  /** Route requests to `handler.fetch(request, { clientAddress })` while it is set. */
-  mount(handler: InboxHandler | undefined): void
+/** What an agent's inbox is served with: its path and HTTP limits. */
+export interface InboxServing {
   /** Path of the agent's base URL (`/agents/bob` for `https://host/agents/bob`). @default '' */
   basePath?: string
   /** The inbox's HTTP limits (per address, concurrent reads; per sender in capabilities). */
@@ -55,107 +49,125 @@ export interface WebInboxOptions {
   trustedProxies?: readonly string[]
 }
 
-/** The https {@link Transport}: sends to `inbox` targets (and with `webInbox`, receives). */
-export interface HttpsTransport extends Transport {
-  readonly protocol: 'https'
-  readonly kinds: readonly ['inbox']
-  /** Deliveries waiting in the outbox. */
-  pending(): Promise<OutboxEntry[]>
-}
-
-/** A {@link TransportFactory} for direct HTTPS delivery. */
-export interface HttpsTransportFactory extends TransportFactory {
-  readonly protocol: 'https'
-  create(components: TransportComponents): HttpsTransport | Promise<HttpsTransport>
+/** The inbox {@link HttpsTransportOptions.webInbox} serves. */
+export interface WebInboxOptions extends InboxServing {
+  /** Route requests to `handler.fetch(request, { clientAddress })` while it is set. */
+  mount(handler: InboxHandler | undefined): void
 }
 
 /**
- * Direct HTTPS delivery (protocol `https`, target kind `inbox`).
- *
- * `send(message, {kind: 'inbox', agent, urls: [inboxUrl]}, {durable, signal})` stores the
- * delivery, then makes the first attempt:
- * - 202 → resolves with the receipt; a 4xx other than 429 → rejects with a `DeliveryError`
- *   (never retried).
- * - A network error, 5xx or 429 (PROFILE §6 retries): with `durable`, resolves
- *   `{pending: true}` and keeps retrying for 24 h, reporting the end through
- *   `components.onOutcome`; without, removes the delivery from the outbox and rejects with a
- *   `DeliveryError` whose status is retryable (429 or 5xx), so the caller can try a relay.
- *
- * Deliveries left in the outbox by an earlier run resume when the transport is created; their
- * outcomes go to `components.onOutcome`.
+ * Direct HTTPS delivery (protocol `https`). `targets(peer)` gives a URL agent's inbox (or
+ * `peer.inbox`): route `direct`, `confidential` (TLS to the peer itself), `durable` (the agent's
+ * outbox retries it). `send(message, target, { signal })` makes one POST: 202 resolves with the
+ * receipt; anything else rejects with the peer's `AgentMsgError` (`peerStatus`, `peerCode`,
+ * `retryAfter`; `shouldRetry()` for 429 and 5xx), a network failure with `unavailable`, an
+ * address the fetch refused with `forbidden` and no `peerStatus`.
  *
  * @example
  * const agent = await createAgent({ transports: [httpsTransport(), relayTransport()] })
  */
-export function httpsTransport(options: HttpsTransportOptions = {}): HttpsTransportFactory {
-  return {
-    protocol: 'https',
-    create: (components) => createHttpsTransport(options, components),
-  }
+export function httpsTransport(options: HttpsTransportOptions = {}): TransportFactory {
+  return { protocol: 'https', create: (components) => createHttpsTransport(options, components) }
 }
 
-/** The transport over a sender on `components.storage`; shared by the Node entry. */
+/** The transport; shared by the Node entry, which adds its inbox server. */
 export function createHttpsTransport(
   options: HttpsTransportOptions,
   components: TransportComponents,
-): HttpsTransport {
-  const clock: Clock = options.clock ?? { ...systemClock, now: () => components.now() }
-  const sender = new Sender(
-    {
-      storage: components.storage,
-      clock,
-      resume: false,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.attemptTimeoutMs !== undefined
-        ? { attemptTimeoutMs: options.attemptTimeoutMs }
-        : {}),
-      ...(options.random ? { random: options.random } : {}),
-      ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
-    },
-    { onLaterOutcome: (event) => components.onOutcome?.(event) },
-  )
-  sender.on('error', (e) => components.onError(e.error))
-  // Listeners first, then the deliveries of an earlier run (PROFILE §6: they survive a restart).
-  sender.resume().catch((error: unknown) => components.onError(error))
-
-  const send = async (
-    message: Message,
-    target: DeliveryTarget,
-    sendOptions: TransportSendOptions = {},
-  ): Promise<DeliveryReceipt> => {
-    const { signal, durable = false } = sendOptions
-    signal?.throwIfAborted()
-    const delivery = await sender.enqueue(message, target)
-    const onAbort = () => void delivery.cancel(signal?.reason)
-    signal?.addEventListener('abort', onAbort, { once: true })
-    if (signal?.aborted) onAbort() // aborted while the delivery was being stored
-    let first
-    try {
-      first = await delivery.first
-    } finally {
-      signal?.removeEventListener('abort', onAbort)
-    }
-    if (first.kind === 'settled') return delivery.done
-    if (durable) {
-      // A send of the same message that was not durable cancelled it meanwhile: queue anew.
-      if (!delivery.detach()) return send(message, target, sendOptions)
-      const { messageId, target: stored } = first.error
-      return { messageId, target: stored, url: stored.urls[0]!, pending: true }
-    }
-    // Not durable: the caller goes elsewhere (a relay) or gives up; nothing stays queued.
-    await delivery.cancel(first.error)
-    throw first.error
-  }
-
-  const transport: HttpsTransport = {
+): Transport {
+  let closed = false
+  const transport: Transport = {
     protocol: 'https',
-    kinds: ['inbox'],
-    send,
-    pending: () => sender.pending(),
-    close: () => sender.close(),
+    targets: inboxTargets,
+    send: async (message, target, sendOptions) => {
+      if (closed) throw new TypeError('send: the transport is closed')
+      return post(message, target, options, sendOptions)
+    },
+    close: async () => {
+      closed = true
+    },
   }
   if (options.webInbox) mountWebInbox(transport, options.webInbox, components)
   return transport
+}
+
+function inboxTargets(peer: PeerRoute): DeliveryTarget[] {
+  let url = peer.inbox
+  if (url === undefined) {
+    try {
+      if (parseAgentId(peer.agent).kind !== 'url') return []
+    } catch {
+      return []
+    }
+    url = peer.document?.endpoints.inbox ?? agentEndpoints(peer.agent).inbox
+  }
+  return [
+    {
+      kind: 'inbox',
+      agent: peer.agent,
+      urls: [url],
+      route: 'direct',
+      confidential: true,
+      durable: true,
+    },
+  ]
+}
+
+async function post(
+  message: Message,
+  target: DeliveryTarget,
+  options: HttpsTransportOptions,
+  { signal }: AbortOptions = {},
+): Promise<DeliveryReceipt> {
+  const url = inboxUrl(target)
+  // The agent checked `JCS(message without trace)` once; the body cap holds for the trace too.
+  const body = new TextEncoder().encode(JSON.stringify(message))
+  if (body.byteLength > PROFILE.maxBodyBytes) {
+    throw new AgentMsgError(
+      'payload_too_large',
+      `message ${message.message_id} is ${body.byteLength} bytes; an inbox takes at most ${PROFILE.maxBodyBytes} (PROFILE §6)`,
+    )
+  }
+  await httpRequest(
+    url,
+    {
+      fetch: options.fetch,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        accept: 'application/json',
+        'idempotency-key': message.message_id,
+      },
+      body,
+      timeoutMs: options.attemptTimeoutMs ?? PROFILE.attemptTimeoutMs,
+      signal,
+      what: `delivery of ${message.message_id} to ${url}`,
+    },
+    // The 2xx body is not needed: the message id is ours.
+    async (response) => void response.body?.cancel().catch(() => {}),
+  )
+  return { messageId: message.message_id, target, url }
+}
+
+/** The inbox URL of a target: its one `https:` URL, also in development (PROFILE §6 TLS). */
+function inboxUrl(target: DeliveryTarget): string {
+  const fail = (why: string, field = 'target.urls') =>
+    new AgentMsgError('invalid_format', why, { field })
+  if (target?.kind !== 'inbox') {
+    throw fail(`the https transport delivers to inbox targets, not ${target?.kind}`, 'target.kind')
+  }
+  const text = target.urls?.length === 1 ? target.urls[0] : undefined
+  if (typeof text !== 'string') throw fail('an inbox target has exactly one URL')
+  const url = URL.canParse(text) ? new URL(text) : undefined
+  if (!url) throw fail(`inbox URL ${JSON.stringify(text)} is not a URL`)
+  if (url.protocol !== 'https:') {
+    throw fail(
+      `inbox URL ${text} is ${url.protocol}, but only https: is used, also in development: ` +
+        'use a development certificate and trust it as a custom CA (PROFILE §6)',
+    )
+  }
+  if (url.username || url.password) throw fail('inbox URLs must not carry credentials')
+  return text
 }
 
 /**
@@ -166,7 +178,7 @@ export function createHttpsTransport(
 export function agentInboxHandler(
   components: TransportComponents,
   receive: DeliveryHandler,
-  inbox: Pick<WebInboxOptions, 'basePath' | 'limits' | 'trustedProxies'>,
+  inbox: InboxServing,
 ): InboxHandler {
   return createInboxHandler({
     agentId: components.agentId,
@@ -174,31 +186,28 @@ export function agentInboxHandler(
     receive,
     encryption: components.encryption ?? [],
     onError: (error) => components.onError(error),
-    ...(inbox.basePath ? { basePath: inbox.basePath } : {}),
-    ...(inbox.limits ? { limits: inbox.limits } : {}),
-    ...(inbox.trustedProxies ? { trustedProxies: inbox.trustedProxies } : {}),
+    basePath: inbox.basePath,
+    limits: inbox.limits,
+    trustedProxies: inbox.trustedProxies,
     now: () => components.now(),
   })
 }
 
-/**
- * `listen(receive)` of a transport with `webInbox`: the inbox handler hands every message to the
- * agent's receive pipeline (PROFILE §6), and the application's server routes requests to it.
- */
+/** `listen(receive)` with `webInbox`: the application's server routes requests to the handler. */
 function mountWebInbox(
-  transport: HttpsTransport,
+  transport: Transport,
   inbox: WebInboxOptions,
   components: TransportComponents,
 ): void {
   let handler: InboxHandler | undefined
   let closed = false
-  transport.listen = async (receive: DeliveryHandler, listenOptions: AbortOptions = {}) => {
-    listenOptions.signal?.throwIfAborted()
+  transport.listen = async (receive, { signal }: AbortOptions = {}) => {
+    signal?.throwIfAborted()
     if (closed) throw new TypeError('listen: the transport is closed')
     if (handler) throw new TypeError('listen: the inbox is already served')
     handler = agentInboxHandler(components, receive, inbox)
     inbox.mount(handler)
-    listenOptions.signal?.addEventListener('abort', () => unmount(), { once: true })
+    signal?.addEventListener('abort', () => void unmount(), { once: true })
   }
   const unmount = async () => {
     const served = handler

@@ -1,19 +1,10 @@
-/**
- * A `fetch` over `node:https` that applies PROFILE §4 and §6 to every request: `https:` only,
- * TLS ≥ 1.2 with verification always on (a custom CA is added to the system roots), the address
- * policy checked before anything is dialled for an IP literal and on the address actually
- * connected to before any byte is sent, no automatic redirects, a per-request timeout and a cap
- * on the bytes of a response body.
- *
- * @packageDocumentation
- */
+/** A `fetch` over `node:https` that applies PROFILE §4 and §6 to every request. */
 import type { IncomingMessage } from 'node:http'
 import https from 'node:https'
 import type net from 'node:net'
 import tls from 'node:tls'
-import type { IdentityFetcher } from '@agentmsg/core'
-import { type AddressPolicy, AddressRefusedError, createAddressPolicy } from './address-policy.js'
-import { createIdentityFetcher, type IdentityFetcherOptions } from './identity-fetcher.js'
+import { PROFILE } from '@agentmsg/core'
+import { type AddressPolicy, AddressRefusedError, createAddressPolicy } from '@agentmsg/core/http'
 import { PolicyAgent, refusedLiteral } from './node-policy-agent.js'
 
 /** Options for {@link createNodeFetch}. */
@@ -28,7 +19,8 @@ export interface NodeFetchOptions {
   /**
    * Per request, from the call until the response body is fully read; `0` disables it (for
    * long-lived streams: use a signal instead). On expiry the call, or the body, fails with a
-   * `TimeoutError` DOMException. `Infinity` also disables it. @default 30_000
+   * `TimeoutError` DOMException. `Infinity` also disables it.
+   * @default PROFILE.requestTimeoutMs (30 s)
    */
   timeoutMs?: number
   /**
@@ -54,9 +46,6 @@ export interface NodeFetchOptions {
 
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304])
 
-/** The default response cap: a relay's retrieve page, 8 MiB + 64 KiB (PROFILE §4). */
-export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024 + 64 * 1024
-
 function toCaList(ca: NodeFetchOptions['ca']): Array<string | Buffer> | undefined {
   if (ca === undefined) return undefined
   const extra = Array.isArray(ca) ? ca : [ca]
@@ -77,24 +66,17 @@ function bodyBytes(body: unknown): Uint8Array | string | undefined {
 }
 
 /**
- * A `fetch`-compatible function over `node:https` (PROFILE §4, §6).
- *
- * - `https:` URLs only: any other scheme rejects with a `TypeError` before any connection.
- * - TLS ≥ 1.2, certificates always verified; `ca` adds to the bundled roots.
- * - A host written as an IP literal (in any form the URL parser accepts: `2130706433`,
- *   `0x7f.1`, `[::ffff:127.0.0.1]`) is checked against `addressPolicy` before any connection
- *   is opened. Every other connection is checked on the address actually connected to, after
- *   DNS and before the TLS handshake. A refused one rejects with an `AddressRefusedError`
- *   (code `forbidden`), the same whether anything listens there or not. The DNS lookup also
- *   filters refused addresses early.
- * - A response body past `maxResponseBytes` fails (the connection is closed) instead of
- *   growing in memory.
- * - Never follows redirects: `redirect: 'manual'` (the default, and also what `'follow'` gets)
- *   returns 3xx responses as they are; `'error'` rejects on them.
- * - Supports method, headers, string/Uint8Array/ArrayBuffer bodies (or a `Request` input),
- *   `signal`, and a streaming response body. Other network and TLS failures reject with a
- *   `TypeError` whose `cause` is the Node error; the timeout with a `TimeoutError` DOMException;
- *   an abort with the signal's reason.
+ * A `fetch`-compatible function over `node:https` (PROFILE §4, §6):
+ * - `https:` only, TLS ≥ 1.2, certificates always verified (`ca` adds to the bundled roots).
+ * - A host written as an IP literal (any form the URL parser takes: `2130706433`, `0x7f.1`,
+ *   `[::ffff:127.0.0.1]`) is judged by `addressPolicy` before anything is dialled; every other
+ *   connection on the address connected to, after DNS, before the TLS handshake. A refused one
+ *   rejects with an `AddressRefusedError` (`forbidden`), whether anything listens there or not.
+ * - A response body past `maxResponseBytes` fails and the connection closes.
+ * - Redirects are never followed (`'follow'` acts as `'manual'`; `'error'` rejects on them).
+ * - Method, headers, string/Uint8Array/ArrayBuffer bodies (or a `Request`), `signal`, streamed
+ *   answers. Network and TLS failures reject with a `TypeError` whose `cause` is Node's error,
+ *   the timeout with a `TimeoutError` DOMException, an abort with the signal's reason.
  *
  * @example
  * const fetch = createNodeFetch({ ca: devCert.ca, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) })
@@ -102,12 +84,12 @@ function bodyBytes(body: unknown): Uint8Array | string | undefined {
  */
 export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const policy = options.addressPolicy ?? createAddressPolicy()
-  const requested = options.timeoutMs ?? 30_000
+  const requested = options.timeoutMs ?? PROFILE.requestTimeoutMs
   if (!(requested >= 0)) throw new RangeError('timeoutMs must be ≥ 0')
   // Past setTimeout's 2^31 − 1 ms limit (or Infinity) means "no timeout".
   const timeoutMs = requested > 2_147_483_647 ? 0 : requested
   const maxResponseBytes =
-    options.maxResponseBytes ?? (timeoutMs > 0 ? DEFAULT_MAX_RESPONSE_BYTES : Infinity)
+    options.maxResponseBytes ?? (timeoutMs > 0 ? PROFILE.pageMaxBytes : Infinity)
   if (!(maxResponseBytes >= 0)) throw new RangeError('maxResponseBytes must be ≥ 0')
   const ca = toCaList(options.ca)
   // One secure context for every connection. Passing `ca` itself would make Node rebuild a
@@ -315,29 +297,4 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     })
   }
   return nodeFetch as typeof fetch
-}
-
-/** Options for {@link createNodeIdentityFetcher}. */
-export interface NodeIdentityFetcherOptions
-  extends Omit<NodeFetchOptions, 'timeoutMs'>,
-    Omit<IdentityFetcherOptions, 'fetch'> {}
-
-/**
- * The identity-document fetcher for Node (PROFILE §4): {@link createIdentityFetcher} over
- * {@link createNodeFetch}, so addresses are checked on every connection, redirects included.
- *
- * @example
- * const resolver = createKeyResolver({ fetchIdentity: createNodeIdentityFetcher({ ca: devCert.ca }) })
- */
-export function createNodeIdentityFetcher(
-  options: NodeIdentityFetcherOptions = {},
-): IdentityFetcher {
-  const { timeoutMs, maxBytes, maxRedirects, ...fetchOptions } = options
-  const fetch = createNodeFetch({ ...fetchOptions, timeoutMs: timeoutMs ?? 5_000 })
-  return createIdentityFetcher({
-    fetch,
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-    ...(maxBytes !== undefined ? { maxBytes } : {}),
-    ...(maxRedirects !== undefined ? { maxRedirects } : {}),
-  })
 }

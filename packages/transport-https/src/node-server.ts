@@ -1,171 +1,74 @@
 /**
- * Node adapter for web-standard handlers such as the inbox, shaped like `@hono/node-server`'s
- * `getRequestListener`: `IncomingMessage` → `Request` with a streaming body, `Response` →
- * `ServerResponse`. Node only; it is exported from the `./node` subpath.
+ * The one Node adapter for web-standard handlers (the inbox, the relay), shaped like
+ * `@hono/node-server`'s `getRequestListener`: `IncomingMessage` → `Request` with a streaming
+ * body, `Response` → `ServerResponse` (node-request.ts keeps both cheap). Node only; exported
+ * from the `./node` subpath.
  *
- * A handler made by `createInboxHandler` is driven without the `Request`/`Response` objects:
- * the same pipeline reads the `IncomingMessage` directly (streamed, counted, never buffered past
- * the cap) and its answer is written straight to the socket (node-exchange.ts). Building those
- * objects and their web streams costs about as much as the whole pipeline apart from the
- * signature check.
- *
- * Both paths close a connection whose request body is not in 30 s after its headers, and
- * `serveInbox` sets the headers and handshake timeouts (node-timeouts.ts, PROFILE §6).
+ * Slow clients (PROFILE §6): request headers must arrive within 10 s and a body within 30 s of
+ * its headers, else the connection is closed, so a client that trickles bytes cannot hold a
+ * read slot (and the memory behind it) for Node's default 300 s `requestTimeout`. Node checks
+ * `headersTimeout` itself (answering 408 and closing), but `requestTimeout` counts from the
+ * start of the request, headers included: the body's own deadline is a timer per request, and
+ * `requestTimeout` (headers + body) only the backstop.
  */
 import {
   createServer as createHttpServer,
   type IncomingMessage,
+  type Server,
+  type ServerOptions,
   type ServerResponse,
 } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import { type ExchangeHandler, HANDLE_EXCHANGE } from './inbox/exchange.js'
-import type { InboxHandler, InboxRequestInfo } from './inbox/types.js'
-import { nodeExchange, writeReply } from './node-exchange.js'
-import {
-  BODY_TIMEOUT_MS,
-  bodyDeadline,
-  type SlowClientTimeouts,
-  slowClientServerOptions,
-} from './node-timeouts.js'
+import type { TlsOptions } from 'node:tls'
+import { PROFILE } from '@agentmsg/core'
+import type { HttpReply } from '@agentmsg/core/http'
+import { nodeRequest, writeAnswer } from './node-request.js'
 
-export type { SlowClientTimeouts } from './node-timeouts.js'
-export { slowClientServerOptions } from './node-timeouts.js'
+/** Where a handler answers with core's plain `HttpReply`, so no `Response` is built on Node. */
+const REPLY = Symbol.for('agentmsg.reply')
 
-/** Anything with a web-standard `fetch(request, info)`: an inbox handler, a Hono app, … */
+/** What the adapter knows of a request and the `Request` does not. */
+type RequestInfo = { clientAddress?: string }
+
+/**
+ * Anything with a web-standard `fetch(request, info)`: an inbox handler, a relay, a Hono app.
+ * A handler whose answers are core's `HttpReply` (the inbox, the relay) may also offer
+ * `[Symbol.for('agentmsg.reply')](request, info)`, which the adapter then calls instead.
+ */
 export interface FetchHandler {
-  fetch(request: Request, info?: InboxRequestInfo): Response | Promise<Response>
+  fetch(request: Request, info?: RequestInfo): Response | Promise<Response>
+  [REPLY]?: (request: Request, info?: RequestInfo) => Promise<HttpReply>
+  /** Called by {@link HttpsServer.close} once no new connection is taken: drain, stop. */
+  close?(): Promise<void>
 }
 
 /** Options for {@link getRequestListener}. */
 export interface RequestListenerOptions {
-  /**
-   * Scheme of the URLs given to the handler. Only the path is used for routing.
-   * @default 'https'
-   */
+  /** Scheme of the URLs given to the handler; only the path is used for routing. @default 'https' */
   scheme?: 'https' | 'http'
-  /** Called with a handler that threw or a response that could not be written. @default console.error */
+  /** A handler that threw, or an answer that could not be written. @default console.error */
   onError?: (error: unknown) => void
   /**
    * A request body must be all in this long after its headers, else the connection is closed
-   * (PROFILE §6: slow clients cannot hold a read slot longer).
-   * @default 30_000
+   * (PROFILE §6: slow clients cannot hold a read slot longer). @default PROFILE.bodyTimeoutMs
    */
   bodyTimeoutMs?: number
 }
 
-/** The request body as a web stream: pulled from the socket as it is read, never buffered whole. */
-function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
-  let cancelled = false
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        req.on('data', (chunk: Buffer) => {
-          if (cancelled) return
-          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-          // Back-pressure: a paused request stops reading the socket, so TCP stops the sender.
-          if ((controller.desiredSize ?? 0) <= 0) req.pause()
-        })
-        req.on('end', () => {
-          if (!cancelled) controller.close()
-        })
-        req.on('close', () => {
-          if (!cancelled && !req.complete)
-            controller.error(new Error('the client aborted the request'))
-        })
-        req.on('error', (error) => {
-          if (!cancelled) controller.error(error)
-        })
-      },
-      pull() {
-        req.resume()
-      },
-      cancel() {
-        // Stop reading. The response then closes the connection (see writeResponse), which is
-        // what ends an oversized upload early: the sender cannot push more than the socket
-        // buffers hold.
-        cancelled = true
-        req.pause()
-      },
-    },
-    { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
-  )
-}
-
-const HOST_RE = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/
-
-function toRequest(req: IncomingMessage, scheme: string, signal?: AbortSignal): Request {
-  const host = req.headers.host
-  const base = `${scheme}://${host !== undefined && HOST_RE.test(host) ? host : 'localhost'}`
-  const url = new URL(req.url ?? '/', base)
-  const raw = req.rawHeaders
-  const headers: Array<[string, string]> = []
-  for (let i = 0; i < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!])
-  const method = req.method ?? 'GET'
-  const hasBody = method !== 'GET' && method !== 'HEAD'
-  const init: RequestInit & { duplex?: 'half' } = { method, headers }
-  // request.signal aborts when the client goes away, so long-lived responses (SSE) stop.
-  if (signal) init.signal = signal
-  if (hasBody) {
-    init.body = bodyStream(req)
-    init.duplex = 'half' // required by fetch for a streaming request body
-  }
-  return new Request(url, init)
-}
-
-async function writeResponse(
-  req: IncomingMessage,
-  res: ServerResponse,
-  response: Response,
-): Promise<void> {
-  const headers: Record<string, string | string[]> = {}
-  response.headers.forEach((value, name) => {
-    headers[name] = value
-  })
-  const cookies = response.headers.getSetCookie()
-  if (cookies.length > 0) headers['set-cookie'] = cookies
-  // The handler answered before the request body was all in (413, 429, 415, …): close the
-  // connection after this response rather than read, say, the rest of a 50 MiB upload.
-  if (!req.complete) headers.connection = 'close'
-  res.writeHead(response.status, headers)
-  if (response.body === null || req.method === 'HEAD') {
-    res.end()
-    return
-  }
-  const reader = response.body.getReader()
-  // The client may go away at any time, also while the handler's stream waits for data (SSE):
-  // cancelling the reader ends a pending read, and nothing waits for a 'close' already past.
-  const onClose = () => {
-    reader.cancel().catch(() => {})
-  }
-  res.once('close', onClose)
-  try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done || res.destroyed) break
-      if (!res.write(value) && !res.destroyed) {
-        // Both listeners go once either fires: a long stream (SSE) waits for drain many times.
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            res.off('drain', done)
-            res.off('close', done)
-            resolve()
-          }
-          res.once('drain', done)
-          res.once('close', done)
-        })
-      }
-      if (res.destroyed) break
-    }
-  } finally {
-    res.off('close', onClose)
-    if (res.destroyed) await reader.cancel().catch(() => {})
-    else res.end()
-  }
-}
-
-function isExchangeHandler(handler: unknown): handler is ExchangeHandler {
-  return typeof (handler as Partial<ExchangeHandler>)[HANDLE_EXCHANGE] === 'function'
+/**
+ * Close the connection of `req` when its body is not all in `timeoutMs` after now (the moment
+ * its headers were parsed). Requests without a body, and bodies already in, need no timer.
+ */
+function bodyDeadline(req: IncomingMessage, res: ServerResponse, timeoutMs: number): void {
+  const length = req.headers['content-length']
+  if (req.complete || !Number.isFinite(timeoutMs)) return
+  if (req.headers['transfer-encoding'] === undefined && (!length || length === '0')) return
+  const timer = setTimeout(() => req.complete || req.socket.destroy(), timeoutMs)
+  timer.unref()
+  const clear = () => clearTimeout(timer)
+  req.once('end', clear)
+  res.once('close', clear)
 }
 
 /**
@@ -174,69 +77,44 @@ function isExchangeHandler(handler: unknown): handler is ExchangeHandler {
  * socket's remote address is passed as `clientAddress`. The request body is streamed; when the
  * handler answers before the body was all received (413, 429, 415, …) the connection is closed
  * after the answer instead of reading the rest, and a body not in `bodyTimeoutMs` after its
- * headers closes the connection. Handlers from `createInboxHandler` take the direct path
- * described at the top of this module, with the same behaviour. Give the server the headers
- * and handshake timeouts too ({@link slowClientServerOptions}).
+ * headers closes the connection. Give the server the headers and handshake timeouts too, or
+ * use {@link serveHttps}, which does.
  *
  * @example
  * import { createServer } from 'node:https'
- * const inbox = createInboxHandler({ … })
- * const t = slowClientServerOptions({})
- * createServer({ cert, key, minVersion: 'TLSv1.2', ...t.tls }, getRequestListener(inbox)).listen(8443)
+ * createServer({ cert, key, minVersion: 'TLSv1.2' }, getRequestListener(inbox)).listen(8443)
  */
 export function getRequestListener(
   handler: FetchHandler,
   options: RequestListenerOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const scheme = options.scheme ?? 'https'
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? BODY_TIMEOUT_MS
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? PROFILE.bodyTimeoutMs
   const onError = options.onError ?? ((error: unknown) => console.error('agentmsg server:', error))
   const fail = (res: ServerResponse, status: number, code: string, message: string) => {
-    if (res.headersSent) {
-      res.destroy()
-      return
-    }
-    const body = JSON.stringify({ status: 'error', code, message })
-    res.writeHead(status, {
-      'content-type': 'application/json',
-      'access-control-allow-origin': '*',
-      connection: 'close',
-    })
-    res.end(body)
-  }
-  if (isExchangeHandler(handler)) {
-    return (req, res) => {
-      // A connection already gone has no address and nobody to answer.
-      if (req.socket.destroyed) return
-      bodyDeadline(req, res, bodyTimeoutMs)
-      handler[HANDLE_EXCHANGE](nodeExchange(req)).then(
-        (reply) => writeReply(req, res, reply),
-        (error: unknown) => {
-          onError(error)
-          fail(res, 500, 'internal_error', 'internal error')
-        },
-      )
-    }
+    if (res.headersSent) return void res.destroy()
+    const headers = { 'content-type': 'application/json', 'access-control-allow-origin': '*' }
+    res.writeHead(status, { ...headers, connection: 'close' })
+    res.end(JSON.stringify({ status: 'error', code, message }))
   }
   return (req, res) => {
+    // A connection already gone has no address and nobody to answer.
     if (req.socket.destroyed) return
     bodyDeadline(req, res, bodyTimeoutMs)
     let request: Request
-    const aborter = new AbortController()
-    res.once('close', () => {
-      if (!res.writableFinished) aborter.abort(new Error('the client closed the connection'))
-    })
     try {
-      request = toRequest(req, scheme, aborter.signal)
+      request = nodeRequest(req, res, scheme)
     } catch {
-      fail(res, 400, 'invalid_format', 'the request could not be read')
-      return
+      return fail(res, 400, 'invalid_format', 'the request could not be read')
     }
-    const info: InboxRequestInfo = {}
-    if (req.socket.remoteAddress !== undefined) info.clientAddress = req.socket.remoteAddress
+    const address = req.socket.remoteAddress
+    const info = address === undefined ? {} : { clientAddress: address }
+    const answer = handler[REPLY]
     Promise.resolve()
-      .then(() => handler.fetch(request, info))
-      .then((response) => writeResponse(req, res, response))
+      .then((): Promise<HttpReply | Response> | Response =>
+        answer ? answer.call(handler, request, info) : handler.fetch(request, info),
+      )
+      .then((response) => writeAnswer(req, res, response))
       .catch((error: unknown) => {
         onError(error)
         fail(res, 500, 'internal_error', 'internal error')
@@ -244,16 +122,54 @@ export function getRequestListener(
   }
 }
 
-/** Options for {@link serveInbox}. */
-export interface ServeInboxOptions extends SlowClientTimeouts {
+/** The slow-client timeouts of a server (PROFILE §6). */
+export interface SlowClientTimeouts {
+  /**
+   * A request's headers must be in this long after it began, and a TLS handshake done in as
+   * long, else the connection is closed. @default PROFILE.headersTimeoutMs (10 s)
+   */
+  headersTimeoutMs?: number
+  /** A request's body must be in this long after its headers. @default PROFILE.bodyTimeoutMs (30 s) */
+  bodyTimeoutMs?: number
+}
+
+function ms(value: number | undefined, fallback: number, name: string): number {
+  const v = value ?? fallback
+  if (!(Number.isSafeInteger(v) && v > 0))
+    throw new RangeError(`${name} must be a positive integer`)
+  return v
+}
+
+/**
+ * Server options that enforce {@link SlowClientTimeouts}. Node looks at its timeouts every
+ * `connectionsCheckingInterval` (30 s by default, which would stretch 10 s to 40): here every
+ * second, or as often as the headers timeout if shorter.
+ */
+export function slowClientServerOptions(options: SlowClientTimeouts): {
+  http: ServerOptions
+  tls: ServerOptions & TlsOptions
+  bodyTimeoutMs: number
+} {
+  const headers = ms(options.headersTimeoutMs, PROFILE.headersTimeoutMs, 'headersTimeoutMs')
+  const body = ms(options.bodyTimeoutMs, PROFILE.bodyTimeoutMs, 'bodyTimeoutMs')
+  const http: ServerOptions = {
+    headersTimeout: headers,
+    requestTimeout: headers + body,
+    connectionsCheckingInterval: Math.min(1000, headers),
+  }
+  return { http, tls: { ...http, handshakeTimeout: headers }, bodyTimeoutMs: body }
+}
+
+/** Options for {@link serveHttps}. */
+export interface ServeHttpsOptions extends SlowClientTimeouts {
   /** Port to listen on; 0 picks a free one (see the result's `port`). @default 0 */
   port?: number
   /** Address to listen on. @default '127.0.0.1' */
   host?: string
   /**
-   * Certificate and key, PEM. TLS 1.2 is the minimum (PROFILE §6). For development use
-   * `createDevCertificate()`; clients then pass its `ca` (the development CA) as their CA.
-   * @default undefined — required unless `insecureHttpBehindProxy` is set
+   * Certificate and key, PEM. TLS 1.2 is the minimum (PROFILE §6). In development use
+   * `createDevCertificate()` from `@agentmsg/dev-tls`; clients then trust its `ca`.
+   * Required unless `insecureHttpBehindProxy` is set.
    */
   tls?: { cert: string | Buffer; key: string | Buffer }
   /**
@@ -270,40 +186,36 @@ export interface ServeInboxOptions extends SlowClientTimeouts {
 }
 
 /** A running server. */
-export interface InboxServer {
+export interface HttpsServer {
   /** Base URL, e.g. `https://127.0.0.1:8443`. */
   url: string
   port: number
+  /** The `node:https` (or `node:http`) server, e.g. for `upgrade` listeners. */
+  server: Server
   /**
-   * Stop accepting connections, let requests in flight finish, and drain the handler's queue
-   * (every accepted message processed).
+   * Stop taking connections, let requests in flight finish, and close the handler (an inbox
+   * drains its queue: every accepted message processed).
    */
   close(): Promise<void>
 }
 
 /**
- * Serve an inbox handler over HTTPS (TLS ≥ 1.2) with `node:https`.
+ * Serve a web-standard handler over HTTPS (TLS ≥ 1.2) with `node:https`, the PROFILE §6
+ * slow-client timeouts set.
  *
  * @example
  * const { cert, key } = await createDevCertificate()
- * const server = await serveInbox(inbox, { port: 8443, tls: { cert, key } })
- * // … later
+ * const server = await serveHttps(inbox, { port: 8443, tls: { cert, key } })
  * await server.close()
- *
- * @example
- * // The same handler in other runtimes and frameworks:
- * // Hono:  app.mount('/', inbox.fetch)
- * // Deno:  Deno.serve((req, info) => inbox.fetch(req, { clientAddress: info.remoteAddr.hostname }))
- * // Bun:   Bun.serve({ fetch: (req, srv) => inbox.fetch(req, { clientAddress: srv.requestIP(req)?.address }) })
  */
-export async function serveInbox(
-  handler: InboxHandler,
-  options: ServeInboxOptions = {},
-): Promise<InboxServer> {
+export async function serveHttps(
+  handler: FetchHandler,
+  options: ServeHttpsOptions = {},
+): Promise<HttpsServer> {
   const insecure = options.insecureHttpBehindProxy === true
   if (!options.tls && !insecure) {
     throw new TypeError(
-      'serveInbox needs tls {cert, key}, or insecureHttpBehindProxy: true behind a TLS proxy',
+      'serveHttps needs tls {cert, key}, or insecureHttpBehindProxy: true behind a TLS proxy',
     )
   }
   const timeouts = slowClientServerOptions(options)
@@ -312,12 +224,9 @@ export async function serveInbox(
     bodyTimeoutMs: timeouts.bodyTimeoutMs,
     ...(options.onError ? { onError: options.onError } : {}),
   })
-  const server =
+  const server: Server =
     options.tls && !insecure
-      ? createHttpsServer(
-          { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', ...timeouts.tls },
-          listener,
-        )
+      ? createHttpsServer({ ...options.tls, minVersion: 'TLSv1.2', ...timeouts.tls }, listener)
       : createHttpServer(timeouts.http, listener)
   const host = options.host ?? '127.0.0.1'
   await new Promise<void>((resolve, reject) => {
@@ -328,11 +237,11 @@ export async function serveInbox(
     })
   })
   const port = (server.address() as AddressInfo).port
-  const hostPart = host.includes(':') ? `[${host}]` : host
   let closing: Promise<void> | undefined
   return {
-    url: `${insecure ? 'http' : 'https'}://${hostPart}:${port}`,
+    url: `${insecure ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
     port,
+    server,
     close() {
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()))
@@ -342,9 +251,13 @@ export async function serveInbox(
           options.closeTimeoutMs ?? 10_000,
         )
         timer.unref()
-        await handler.close()
-        await closed
-        clearTimeout(timer)
+        try {
+          await handler.close?.()
+          server.closeIdleConnections()
+          await closed
+        } finally {
+          clearTimeout(timer)
+        }
       })()
       return closing
     },

@@ -7,9 +7,9 @@
 import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
-import { createNodeIdentityFetcher } from '../src/node-fetch.js'
+import { createNodeIdentityFetcher } from './identity-helpers.js'
 import { post, startInbox, stopInboxes, until } from './inbox-helpers.js'
 import { testCertificate } from './tls.js'
 

@@ -5,15 +5,16 @@
  * settings there are none, and the caller's error is the same whether a port is open or closed.
  */
 import net from 'node:net'
+import { isAddressRefusedError } from '@agentmsg/core/http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { isAddressRefusedError } from '../src/address-policy.js'
-import { createNodeFetch, createNodeIdentityFetcher } from '../src/node-fetch.js'
+import { createNodeFetch } from '../src/node-fetch.js'
 import {
   type CountingServer,
   closedPort,
   countingServer,
   literalOrigins,
 } from './attack-helpers.js'
+import { createNodeIdentityFetcher } from './identity-helpers.js'
 import { testCertificate } from './tls.js'
 
 const { ca } = await testCertificate()

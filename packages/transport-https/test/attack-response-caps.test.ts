@@ -7,22 +7,27 @@
  * growth of the resident set.
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
+import { type AgentMsgError, isAgentMsgError, PROFILE, type Transport } from '@agentmsg/core'
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
-import { DeliveryError } from '../src/delivery-error.js'
-import {
-  createNodeFetch,
-  createNodeIdentityFetcher,
-  DEFAULT_MAX_RESPONSE_BYTES,
-} from '../src/node-fetch.js'
-import { createSender } from '../src/sender.js'
+import { httpsTransport } from '../src/https-transport.js'
+import { createNodeFetch } from '../src/node-fetch.js'
 import { type EndlessServer, endlessServer } from './attack-helpers.js'
+import { createNodeIdentityFetcher } from './identity-helpers.js'
 import { testCertificate } from './tls.js'
+import { transportComponents } from './transport-helpers.js'
 
 const { ca } = await testCertificate()
 // The agent's defaults, with the one allowance a loopback test needs.
 const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
 const MiB = 1024 * 1024
+const DEFAULT_MAX_RESPONSE_BYTES = PROFILE.pageMaxBytes
+
+/** An https transport that sends with the agent's default fetch. */
+async function createSender(): Promise<Transport> {
+  const fetch = createNodeFetch({ ca, addressPolicy })
+  return httpsTransport({ fetch }).create(await transportComponents('alice'))
+}
 
 const servers: EndlessServer[] = []
 afterEach(async () => {
@@ -63,17 +68,19 @@ describe('attack: an endless response body', () => {
 
   it('an inbox refusing with an endless error body: the send fails, < 1 MiB written', async () => {
     const server = await endless(400)
-    const sender = createSender({ fetch: createNodeFetch({ ca, addressPolicy }) })
+    const sender = await createSender()
     const alice = await fixtureAgent()
     const m = await signedMessage(alice, alice.id)
     const url = `https://127.0.0.1:${server.port}/.well-known/agentmsg/inbox`
     try {
       const growth = await rssGrowth(async () => {
         const error = await sender
-          .send(m, { kind: 'inbox', agent: alice.id, urls: [url] })
+          .send(m, { kind: 'inbox', agent: alice.id, urls: [url], route: 'direct' })
           .catch((e: unknown) => e)
-        expect(error).toBeInstanceOf(DeliveryError)
-        expect(error).toMatchObject({ outcome: 'failed', peerStatus: 400 })
+        // A refusal by the peer: its status, not retried.
+        expect(isAgentMsgError(error)).toBe(true)
+        expect(error).toMatchObject({ peerStatus: 400 })
+        expect((error as AgentMsgError).shouldRetry()).toBe(false)
         await server.settled()
       })
       expect(server.written).toBeLessThan(1 * MiB)
@@ -85,12 +92,13 @@ describe('attack: an endless response body', () => {
 
   it('an inbox accepting with an endless body: delivered, the body not read', async () => {
     const server = await endless(202)
-    const sender = createSender({ fetch: createNodeFetch({ ca, addressPolicy }) })
+    const sender = await createSender()
     const alice = await fixtureAgent()
     const m = await signedMessage(alice, alice.id)
     const url = `https://127.0.0.1:${server.port}/.well-known/agentmsg/inbox`
     try {
-      const receipt = await sender.send(m, { kind: 'inbox', agent: alice.id, urls: [url] })
+      const target = { kind: 'inbox', agent: alice.id, urls: [url], route: 'direct' } as const
+      const receipt = await sender.send(m, target)
       expect(receipt).toMatchObject({ messageId: m.message_id })
       await server.settled()
       expect(server.written).toBeLessThan(1 * MiB)

@@ -11,8 +11,7 @@ import { didKeyResolver } from '@agentmsg/core/receive'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createInboxHandler } from '../src/inbox/handler.js'
 import type { InboxHandlerOptions } from '../src/inbox/types.js'
-import { getRequestListener, serveInbox } from '../src/node-server.js'
-import { slowClientServerOptions } from '../src/node-timeouts.js'
+import { getRequestListener, serveHttps, slowClientServerOptions } from '../src/node-server.js'
 import { INBOX_PATH, startInbox, stopInboxes, until } from './inbox-helpers.js'
 import {
   postFrom,
@@ -109,7 +108,7 @@ describe('slow bodies (body deadline set to 1 s: the default 30 s would make the
       resolver: didKeyResolver(),
       onMessage: async () => undefined,
     })
-    const server = await serveInbox(handler, { tls: { cert, key }, bodyTimeoutMs: 1000 })
+    const server = await serveHttps(handler, { tls: { cert, key }, bodyTimeoutMs: 1000 })
     cleanups.push(() => server.close())
     const url = server.url + INBOX_PATH
     const uploads: StalledUpload[] = []

@@ -5,8 +5,8 @@
  */
 import { testTransport } from '@agentmsg/conformance'
 import type { TransportFactory } from '@agentmsg/core'
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { beforeAll } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
 import { httpsTransport } from '../src/node-transport.js'
 import { testCertificate } from './tls.js'
 
@@ -38,5 +38,5 @@ const factory: TransportFactory = {
 testTransport('httpsTransport (Node, with an inbox)', {
   factory,
   delivery: 'direct',
-  target: (agent) => ({ kind: 'inbox', agent, urls: [inboxes.get(agent)!] }),
+  target: (agent) => ({ kind: 'inbox', agent, urls: [inboxes.get(agent)!], route: 'direct' }),
 })

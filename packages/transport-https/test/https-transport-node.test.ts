@@ -5,40 +5,30 @@
  */
 import {
   AgentMsgError,
-  createKeyResolver,
   type DeliveryHandler,
   type DeliveryOutcome,
-  ed25519Signer,
-  generateKeyPair,
   type IdentityDocument,
   type InboundDelivery,
-  memoryStorage,
-  type TransportComponents,
 } from '@agentmsg/core'
 import { utf8Decode } from '@agentmsg/core/encoding'
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { describe, expect, it } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
-import { httpsTransport, type NodeHttpsTransport } from '../src/node-transport.js'
-import { agentId, cleanups, message, setupSenderTests, urlTarget } from './sender-helpers.js'
+import { httpsTransport } from '../src/node-transport.js'
 import { testCertificate } from './tls.js'
+import {
+  agentId,
+  cleanups,
+  message,
+  setupTransportTests,
+  transportComponents,
+  urlTarget,
+} from './transport-helpers.js'
 
-setupSenderTests()
+setupTransportTests()
+
+type NodeHttpsTransport = ReturnType<ReturnType<typeof httpsTransport>['create']>
 
 const INBOX = '/.well-known/agentmsg/inbox'
-
-async function components(identity?: IdentityDocument): Promise<TransportComponents> {
-  const keys = await generateKeyPair()
-  return {
-    agentId: agentId(),
-    signer: ed25519Signer(keys),
-    resolver: createKeyResolver(),
-    storage: memoryStorage(),
-    relays: [],
-    identityDocument: () => identity,
-    now: () => Date.now(),
-    onError: () => {},
-  }
-}
 
 /** A sending transport that trusts the test certificate and may reach 127.0.0.1. */
 async function sender(): Promise<NodeHttpsTransport> {
@@ -46,7 +36,7 @@ async function sender(): Promise<NodeHttpsTransport> {
   const t = httpsTransport({
     ca: cert.ca,
     addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
-  }).create(await components())
+  }).create(await transportComponents(agentId()))
   cleanups.push(() => t.close())
   return t
 }
@@ -64,7 +54,7 @@ async function receiver(
   }
   const t = httpsTransport({
     inbox: { tls: cert, ...(o.basePath ? { basePath: o.basePath } : {}) },
-  }).create(await components(o.identity))
+  }).create(await transportComponents(agentId(), o.identity))
   cleanups.push(() => t.close())
   expect(t.url).toBeUndefined()
   await t.listen!(receive)
@@ -112,18 +102,12 @@ describe('httpsTransport on Node with an inbox', () => {
       return accepted(d)
     })
     const alice = await sender()
-    await expect(alice.send(bad, urlTarget(bob.inbox))).rejects.toMatchObject({
-      outcome: 'failed',
-      code: 'invalid_signature',
-      status: 401,
-    })
-    const error = await alice.send(busy, urlTarget(bob.inbox)).catch((e: unknown) => e)
-    expect(error).toMatchObject({ outcome: 'retryable', code: 'unavailable', retryAfter: 3 })
-    expect(await alice.pending()).toEqual([])
-    // Durable: the same refusal leaves it queued for a later attempt.
-    const receipt = await alice.send(busy, urlTarget(bob.inbox), { durable: true })
-    expect(receipt.pending).toBe(true)
-    expect(await alice.pending()).toHaveLength(1)
+    const refused = await alice.send(bad, urlTarget(bob.inbox)).catch((e: AgentMsgError) => e)
+    expect(refused).toMatchObject({ code: 'invalid_signature', status: 401, peerStatus: 401 })
+    expect((refused as AgentMsgError).shouldRetry()).toBe(false)
+    const error = await alice.send(busy, urlTarget(bob.inbox)).catch((e: AgentMsgError) => e)
+    expect(error).toMatchObject({ code: 'unavailable', retryAfter: 3, peerStatus: 503 })
+    expect((error as AgentMsgError).shouldRetry()).toBe(true)
   })
 
   it('serves the identity document of the components; close() stops the server', async () => {

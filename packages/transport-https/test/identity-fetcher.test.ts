@@ -11,11 +11,12 @@ import {
   signMessage,
   verifyMessage,
 } from '@agentmsg/core'
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
-import { cacheLifetime, createIdentityFetcher, parseRetryAfter } from '../src/identity-fetcher.js'
-import { createNodeFetch, createNodeIdentityFetcher } from '../src/node-fetch.js'
+import { cacheLifetime, createIdentityFetcher } from '../src/identity-fetcher.js'
+import { createNodeFetch } from '../src/node-fetch.js'
+import { createNodeIdentityFetcher } from './identity-helpers.js'
 import { testCertificate } from './tls.js'
 
 const { cert, key, ca } = await testCertificate()
@@ -298,7 +299,7 @@ describe('createIdentityFetcher over any fetch', () => {
     })
   })
 
-  it('parses Cache-Control and Retry-After', () => {
+  it('parses Cache-Control', () => {
     expect(cacheLifetime(null)).toBeUndefined()
     expect(cacheLifetime('public')).toBeUndefined()
     expect(cacheLifetime('max-age=3600')).toBe(3600)
@@ -309,14 +310,24 @@ describe('createIdentityFetcher over any fetch', () => {
     expect(cacheLifetime('max-age=abc')).toBe(0)
     expect(cacheLifetime('max-age=999999999')).toBe(86_400)
     expect(cacheLifetime('max-age=10', '30')).toBe(0)
-    const now = Date.parse('2026-01-01T00:00:00Z')
-    expect(parseRetryAfter(null)).toBeUndefined()
-    expect(parseRetryAfter('120')).toBe(120)
-    expect(parseRetryAfter('0')).toBe(1)
-    expect(parseRetryAfter('99999999')).toBe(3600)
-    expect(parseRetryAfter('Thu, 01 Jan 2026 00:01:00 GMT', now)).toBe(60)
-    expect(parseRetryAfter('soon')).toBeUndefined()
-    expect(parseRetryAfter('-5')).toBeUndefined()
+  })
+
+  it("reads Retry-After with core's rule, 1 s to 1 h, else 30 s", async () => {
+    const retryAfter = async (value: string | null) => {
+      const headers: Record<string, string> = value === null ? {} : { 'retry-after': value }
+      const fetch = async () => new Response('{}', { status: 503, headers })
+      const result = await createIdentityFetcher({ fetch })('https://a.example')
+      return result.status === 'unavailable' ? result.retryAfter : result
+    }
+    expect(await retryAfter(null)).toBe(30)
+    expect(await retryAfter('120')).toBe(120)
+    expect(await retryAfter('0')).toBe(1)
+    expect(await retryAfter('99999999')).toBe(3600)
+    const at = new Date(Date.now() + 61_000).toUTCString() // whole seconds: 60–61 s away
+    expect(await retryAfter(at)).toBeGreaterThanOrEqual(59)
+    expect(await retryAfter(at)).toBeLessThanOrEqual(61)
+    expect(await retryAfter('soon')).toBe(30)
+    expect(await retryAfter('-5')).toBe(30)
   })
 })
 

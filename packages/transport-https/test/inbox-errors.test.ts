@@ -19,9 +19,9 @@ import {
   signMessage,
   type UnsignedMessage,
 } from '@agentmsg/core'
-import { IdentityDocumentCache } from '@agentmsg/core/receive'
+import { type ErrorReplyTarget, IdentityDocumentCache } from '@agentmsg/core/receive'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import type { ErrorReplyTarget, InboxHandlerOptions } from '../src/inbox/types.js'
+import type { InboxHandlerOptions } from '../src/inbox/types.js'
 import { post, startInbox, stopInboxes, tableResolver, until } from './inbox-helpers.js'
 import { testCertificate } from './tls.js'
 

@@ -6,11 +6,11 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { type Agent, request as httpsRequest } from 'node:https'
 import { fixtureAgent } from '@agentmsg/conformance'
-import type { KeyResolver, Message } from '@agentmsg/core'
+import type { KeyResolver, Message, ReceivedInfo } from '@agentmsg/core'
 import { chainResolvers, didKeyResolver } from '@agentmsg/core/receive'
 import { createInboxHandler } from '../src/inbox/handler.js'
-import type { InboxHandler, InboxHandlerOptions, InboxMessageInfo } from '../src/inbox/types.js'
-import { type InboxServer, serveInbox } from '../src/node-server.js'
+import type { InboxHandler, InboxHandlerOptions } from '../src/inbox/types.js'
+import { type HttpsServer, serveHttps } from '../src/node-server.js'
 import { testCertificate } from './tls.js'
 
 export const INBOX_PATH = '/.well-known/agentmsg/inbox'
@@ -99,10 +99,10 @@ export function tableResolver(
 export interface TestInbox {
   agentId: string
   handler: InboxHandler
-  server: InboxServer
+  server: HttpsServer
   url: string
   inboxUrl: string
-  received: Array<{ message: Message; info: InboxMessageInfo }>
+  received: Array<{ message: Message; info: ReceivedInfo }>
   errors: unknown[]
 }
 
@@ -123,7 +123,7 @@ export async function startInbox(options: Partial<InboxHandlerOptions> = {}): Pr
     agentId,
   })
   const { cert, key } = await testCertificate()
-  const server = await serveInbox(handler, { tls: { cert, key }, onError: (e) => errors.push(e) })
+  const server = await serveHttps(handler, { tls: { cert, key }, onError: (e) => errors.push(e) })
   const inbox: TestInbox = {
     agentId,
     handler,

@@ -1,5 +1,5 @@
 /**
- * The Node adapter (serveInbox, getRequestListener) over real HTTPS: early stop of oversized
+ * The Node adapter (serveHttps, getRequestListener) over real HTTPS: early stop of oversized
  * uploads, CORS, the documents, graceful close, and nothing lost across a restart.
  */
 import { createServer, request as httpsRequest, type Server } from 'node:https'
@@ -9,7 +9,7 @@ import { type Message, memoryStorage } from '@agentmsg/core'
 import { didKeyResolver } from '@agentmsg/core/receive'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createInboxHandler } from '../src/inbox/handler.js'
-import { getRequestListener, serveInbox } from '../src/node-server.js'
+import { getRequestListener, serveHttps } from '../src/node-server.js'
 import {
   deferred,
   INBOX_PATH,
@@ -43,7 +43,7 @@ afterEach(async () => {
 })
 
 /**
- * The inbox URL of a fresh inbox, served either by serveInbox (the direct IncomingMessage
+ * The inbox URL of a fresh inbox, served either by serveHttps (the direct IncomingMessage
  * path) or through web Request/Response objects (a plain fetch handler wrapping it).
  */
 async function inboxVia(mode: 'direct' | 'web'): Promise<{ url: string; inbox: TestInbox }> {
@@ -238,7 +238,7 @@ describe('server lifecycle', () => {
         processed.push(m.message_id)
       },
     })
-    const server = await serveInbox(handler, { tls: { cert, key } })
+    const server = await serveHttps(handler, { tls: { cert, key } })
     const m = await signedMessage(await fixtureAgent(), agent.id)
     expect((await post(server.url + INBOX_PATH, m)).status).toBe(202)
     await server.close()
@@ -252,8 +252,8 @@ describe('server lifecycle', () => {
       resolver: didKeyResolver(),
       onMessage: async () => undefined,
     })
-    await expect(serveInbox(handler, {})).rejects.toThrow(/tls/)
-    const server = await serveInbox(handler, { insecureHttpBehindProxy: true })
+    await expect(serveHttps(handler, {})).rejects.toThrow(/tls/)
+    const server = await serveHttps(handler, { insecureHttpBehindProxy: true })
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
     await server.close()
   })

@@ -18,7 +18,7 @@ import { didKeyResolver } from '@agentmsg/core/receive'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createInboxHandler } from '../src/inbox/handler.js'
 import type { InboxHandler, InboxHandlerOptions } from '../src/inbox/types.js'
-import { type InboxServer, serveInbox } from '../src/node-server.js'
+import { type HttpsServer, serveHttps } from '../src/node-server.js'
 import { type ClientResponse, deferred, INBOX_PATH, post, until } from './inbox-helpers.js'
 import { testCertificate } from './tls.js'
 
@@ -55,7 +55,7 @@ async function setup(
   }
   const handler: InboxHandler = createInboxHandler({ agentId: agent.id, receive, ...inboxOptions })
   const { cert, key } = await testCertificate()
-  const server: InboxServer = await serveInbox(handler, { tls: { cert, key } })
+  const server: HttpsServer = await serveHttps(handler, { tls: { cert, key } })
   cleanup.push(async () => {
     await receiver.close({ drain: false })
     await handler.close({ drain: false })
@@ -141,7 +141,7 @@ describe('an inbox with a shared receiver', () => {
       },
     })
     const { cert, key } = await testCertificate()
-    const server = await serveInbox(handler, { tls: { cert, key } })
+    const server = await serveHttps(handler, { tls: { cert, key } })
     const url = server.url + INBOX_PATH
     const m = await signedMessage(await fixtureAgent(), agent.id)
     const pending = post(url, m)

@@ -3,9 +3,9 @@
  * certificate and host name checks, and a server that only speaks TLS 1.1 refused.
  */
 import tls from 'node:tls'
+import { createAddressPolicy, isAddressRefusedError } from '@agentmsg/core/http'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { describe, expect, it } from 'vitest'
-import { createAddressPolicy, isAddressRefusedError } from '../src/address-policy.js'
 import { createNodeFetch } from '../src/node-fetch.js'
 import {
   allowLoopback,

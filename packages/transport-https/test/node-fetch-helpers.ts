@@ -7,8 +7,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import https from 'node:https'
 import net from 'node:net'
 import type tls from 'node:tls'
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { afterAll, beforeAll } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
 import { testCertificate } from './tls.js'
 
 export const { cert, key, ca } = await testCertificate()

@@ -1,17 +1,11 @@
 /**
- * HTTP answers as plain data (status, headers, text body), turned into a `Response` by `fetch`
- * or written straight to a socket by the Node adapter: JSON bodies, the PROFILE §6 error body,
- * and the CORS headers every answer carries. Shared by the inbox and the relay.
+ * HTTP answers as plain data until they become a `Response` (JSON bodies, the PROFILE §6 error
+ * body, the CORS headers of every answer), and the inbox's Content-Type rule.
  */
 import { ERROR_STATUS, type ErrorCode } from '../errors.js'
 
-/** One HTTP answer (inbox or relay), before it becomes a `Response`. */
-export interface HttpReply {
-  status: number
-  /** Lower-case header names. */
-  headers: Record<string, string>
-  body: string | null
-}
+/** One HTTP answer (inbox or relay) before it becomes a `Response`; lower-case header names. */
+export type HttpReply = { status: number; headers: Record<string, string>; body: string | null }
 
 /** Headers on every response (PROFILE §6 CORS): any origin, `Retry-After` readable. */
 export const CORS_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
@@ -20,38 +14,29 @@ export const CORS_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
 }
 
 /** A JSON answer with the CORS headers and any `extra` ones; no body for HEAD. */
-export function jsonReply(
+export const jsonReply = (
   status: number,
   body: unknown,
   extra?: Record<string, string>,
   head = false,
-): HttpReply {
-  return {
-    status,
-    headers: { ...CORS_RESPONSE_HEADERS, 'content-type': 'application/json', ...extra },
-    body: head ? null : JSON.stringify(body),
-  }
-}
-
-/** Options for {@link errorReply}. */
-export interface ErrorReplyOptions {
-  /** Seconds for `Retry-After`; always sent for 429 and 503 (at least 1). */
-  retryAfter?: number | undefined
-  /** More headers, e.g. `Allow` or `Connection`. */
-  headers?: Record<string, string>
-}
+): HttpReply => ({
+  status,
+  headers: { ...CORS_RESPONSE_HEADERS, 'content-type': 'application/json', ...extra },
+  body: head ? null : JSON.stringify(body),
+})
 
 /**
  * The wire error `{"status":"error","code","message"}` with the status PROFILE §6 maps `code`
- * to. 429 and 503 always carry `Retry-After` in whole seconds (≥ 1), as PROFILE §6 requires.
+ * to. 429 and 503 always carry `Retry-After` in whole seconds (≥ 1), as PROFILE §6 requires;
+ * `headers` adds others (`Allow`, `Connection`).
  */
 export function errorReply(
   code: ErrorCode,
   message: string,
-  options: ErrorReplyOptions = {},
+  options: { retryAfter?: number | undefined; headers?: Record<string, string> } = {},
 ): HttpReply {
   const status = ERROR_STATUS[code]
-  const headers: Record<string, string> = { ...options.headers }
+  const headers = { ...options.headers }
   if (status === 429 || status === 503) {
     headers['retry-after'] = String(Math.max(1, Math.ceil(options.retryAfter ?? 1)))
   }
@@ -59,14 +44,12 @@ export function errorReply(
 }
 
 /** The success answer: 202 `{"status":"accepted","message_id"}` (SPEC §2.10). */
-export function acceptedReply(messageId: string): HttpReply {
-  return jsonReply(202, { status: 'accepted', message_id: messageId })
-}
+export const acceptedReply = (messageId: string): HttpReply =>
+  jsonReply(202, { status: 'accepted', message_id: messageId })
 
 /** The web `Response` of an answer. */
-export function toResponse(reply: HttpReply): Response {
-  return new Response(reply.body, { status: reply.status, headers: reply.headers })
-}
+export const toResponse = (reply: HttpReply): Response =>
+  new Response(reply.body, { status: reply.status, headers: reply.headers })
 
 /** The request headers a browser may send, exactly as PROFILE §6 lists them. */
 export const CORS_ALLOW_HEADERS =
@@ -78,27 +61,18 @@ export const CORS_ALLOW_HEADERS =
  *
  * @param methods the path's methods, e.g. `POST, OPTIONS`
  */
-export function preflightReply(methods: string): HttpReply {
-  return {
-    status: 204,
-    body: null,
-    headers: {
-      ...CORS_RESPONSE_HEADERS,
-      'access-control-allow-methods': methods,
-      'access-control-allow-headers': CORS_ALLOW_HEADERS,
-      // Browsers cap this (Chromium at 2 h); a day is the common ask.
-      'access-control-max-age': '86400',
-      allow: methods,
-    },
-  }
-}
-/**
- * The inbox's Content-Type rule (PROFILE §6): `application/json`, optionally with
- * `charset=utf-8`. Type, parameter name and charset value compare case-insensitively; optional
- * whitespace (space, tab) may surround the `;`, and the charset value may be a quoted string
- * (RFC 9110 §5.6.4, quoted-pairs included). Anything else, including no header, is refused.
- */
-
+export const preflightReply = (methods: string): HttpReply => ({
+  status: 204,
+  body: null,
+  headers: {
+    ...CORS_RESPONSE_HEADERS,
+    'access-control-allow-methods': methods,
+    'access-control-allow-headers': CORS_ALLOW_HEADERS,
+    // Browsers cap this (Chromium at 2 h); a day is the common ask.
+    'access-control-max-age': '86400',
+    allow: methods,
+  },
+})
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 // qdtext: HTAB, SP, 0x21, 0x23–0x5B, 0x5D–0x7E (obs-text is not needed for "utf-8").
 const QUOTED = '"((?:[\\t !#-\\[\\]-~]|\\\\[\\t -~])*)"'
@@ -108,17 +82,15 @@ const JSON_TYPE = new RegExp(
 )
 
 /**
- * True when `value` (a Content-Type header value, or `null` when absent) is one the inbox
- * accepts.
- *
+ * Whether a Content-Type (or `null`: none) is PROFILE §6's: `application/json`, optionally with
+ * `charset=utf-8`, case-insensitive, spaces or tabs around `;`, the charset maybe a quoted
+ * string (RFC 9110 §5.6.4).
  * @example
  * isJsonContentType('Application/JSON ; Charset="UTF-8"') // true
  * isJsonContentType('application/json; charset=latin1')  // false
  */
 export function isJsonContentType(value: string | null | undefined): boolean {
-  if (!value) return false
-  const m = JSON_TYPE.exec(value)
-  if (!m) return false
-  const charset = m[1] ?? (m[2] === undefined ? undefined : m[2].replace(/\\(.)/g, '$1'))
-  return charset === undefined || charset.toLowerCase() === 'utf-8'
+  const m = value ? JSON_TYPE.exec(value) : null
+  const charset = m?.[1] ?? m?.[2]?.replace(/\\(.)/g, '$1')
+  return m !== null && (charset === undefined || charset.toLowerCase() === 'utf-8')
 }

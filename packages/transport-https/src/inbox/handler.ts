@@ -2,30 +2,31 @@
  * The inbox as a web-standard handler, `(Request) => Promise<Response>`: the HTTP steps of
  * PROFILE §6 (method, per-address limit, Content-Type, size while streaming), then the one
  * receive pipeline (`createReceiver` / `receive` from `@agentmsg/core`), whose outcome becomes
- * 202 or the error. Isomorphic: no Node built-ins, so it runs under Node (see `serveInbox`),
+ * 202 or the error. Isomorphic: no Node built-ins, so it runs under Node (see `serveHttps`),
  * Deno, Bun, workers, or any framework.
  */
 import {
-  createReceiver,
   type DeliveryHandler,
   type DeliveryOutcome,
   isAgentMsgError,
+  PROFILE,
   parseAgentId,
   type Receiver,
 } from '@agentmsg/core'
-import { MAX_BODY_BYTES } from './body.js'
-import { defaultCapabilities } from './capabilities.js'
-import { ClientLimits } from './client-limits.js'
-import { isJsonContentType } from './content-type.js'
-import { preflightReply } from './cors.js'
 import {
-  type ExchangeHandler,
-  HANDLE_EXCHANGE,
-  type InboxExchange,
-  webExchange,
-} from './exchange.js'
-import { type RateLimit, TokenBuckets } from './rate-limit.js'
-import { acceptedReply, errorReply, type HttpReply, jsonReply, toResponse } from './responses.js'
+  acceptedReply,
+  ClientLimits,
+  discardBody,
+  errorReply,
+  type HttpReply,
+  isJsonContentType,
+  jsonReply,
+  preflightReply,
+  readBody,
+  TokenBuckets,
+  toResponse,
+} from '@agentmsg/core/http'
+import { defaultCapabilities, ownReceiver } from './defaults.js'
 import type {
   InboxCloseOptions,
   InboxHandler,
@@ -33,48 +34,10 @@ import type {
   InboxRequestInfo,
 } from './types.js'
 
-export { MAX_BODY_BYTES }
-
 const WELL_KNOWN = '/.well-known/agentmsg/'
+const REPLY = Symbol.for('agentmsg.reply')
 const GET_METHODS = 'GET, HEAD, OPTIONS'
 const POST_METHODS = 'POST, OPTIONS'
-
-function limit(given: Partial<RateLimit> | undefined, perMinute: number, burst: number): RateLimit {
-  return { perMinute: given?.perMinute ?? perMinute, burst: given?.burst ?? burst }
-}
-
-function normalizeBasePath(path = ''): string {
-  const trimmed = path.replace(/\/+$/, '')
-  if (trimmed !== '' && !trimmed.startsWith('/')) {
-    throw new TypeError(`basePath must start with "/": ${JSON.stringify(path)}`)
-  }
-  return trimmed
-}
-
-/** The receiver a standalone inbox builds from its own options. */
-function ownReceiver(o: InboxHandlerOptions, onError: (error: unknown) => void): Receiver {
-  if (typeof o.onMessage !== 'function') throw new TypeError('onMessage is required')
-  if (!o.resolver) throw new TypeError('resolver is required')
-  const limits = o.limits ?? {}
-  return createReceiver({
-    agentId: o.agentId,
-    resolver: o.resolver,
-    onMessage: o.onMessage,
-    onError,
-    ...(o.topics !== undefined ? { topics: o.topics } : {}),
-    ...(o.storage !== undefined ? { storage: o.storage } : {}),
-    ...(o.replayGuard !== undefined ? { replayGuard: o.replayGuard } : {}),
-    ...(o.authLevels !== undefined ? { authLevels: o.authLevels } : {}),
-    ...(o.errorReplies !== undefined ? { errorReplies: o.errorReplies } : {}),
-    ...(o.opener !== undefined ? { opener: o.opener } : {}),
-    ...(o.identityOf !== undefined ? { identityOf: o.identityOf } : {}),
-    ...(o.transitionMs !== undefined ? { transitionMs: o.transitionMs } : {}),
-    ...(o.now !== undefined ? { now: o.now } : {}),
-    ...(limits.maxQueue !== undefined ? { maxQueue: limits.maxQueue } : {}),
-    ...(limits.queueRetryAfter !== undefined ? { queueRetryAfter: limits.queueRetryAfter } : {}),
-    ...(limits.concurrency !== undefined ? { concurrency: limits.concurrency } : {}),
-  })
-}
 
 /**
  * Create the inbox of one agent: `POST {basePath}/.well-known/agentmsg/inbox`, plus `GET` of
@@ -95,15 +58,22 @@ function ownReceiver(o: InboxHandlerOptions, onError: (error: unknown) => void):
  *   onMessage: async (message, { level, knownContact }) => { … },
  * })
  * // or, sharing an agent's receiver: createInboxHandler({ agentId, receive: receiver.receive })
- * // Node: await serveInbox(inbox, { port: 443, tls: { cert, key } })
- * // Hono: app.mount('/', inbox.fetch)
+ * // Node: await serveHttps(inbox, { port: 443, tls: { cert, key } })
  * // Deno: Deno.serve((req, info) => inbox.fetch(req, { clientAddress: info.remoteAddr.hostname }))
  */
 export function createInboxHandler(options: InboxHandlerOptions): InboxHandler {
   return new Inbox(options)
 }
 
-class Inbox implements InboxHandler, ExchangeHandler {
+/** The path of a serialized absolute URL, as `new URL(url).pathname` gives it. */
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start < 0) return '/'
+  const end = url.slice(start).search(/[?#]/)
+  return end < 0 ? url.slice(start) : url.slice(start, start + end)
+}
+
+class Inbox implements InboxHandler {
   readonly #o: InboxHandlerOptions
   readonly #onError: (error: unknown) => void
   /** The receiver this inbox built and owns (standalone), else undefined. */
@@ -111,7 +81,7 @@ class Inbox implements InboxHandler, ExchangeHandler {
   readonly #deliver: DeliveryHandler
   readonly #clients: ClientLimits
   readonly #perSender: TokenBuckets
-  readonly #perSenderLimit: RateLimit
+  readonly #perSenderLimit: { perMinute: number; burst: number }
   readonly #closedRetryAfter: number
   readonly #bodyTimeoutMs: number
   readonly #paths: { inbox: string; identity: string; capabilities: string }
@@ -127,7 +97,6 @@ class Inbox implements InboxHandler, ExchangeHandler {
     this.#onError = o.onError ?? ((error) => console.error('agentmsg inbox:', error))
     if (o.receive !== undefined) {
       if (typeof o.receive !== 'function') throw new TypeError('receive must be a function')
-      this.#receiver = undefined
       this.#deliver = o.receive
     } else {
       this.#receiver = ownReceiver(o, this.#onError)
@@ -136,20 +105,19 @@ class Inbox implements InboxHandler, ExchangeHandler {
     this.ready = this.#receiver?.ready ?? Promise.resolve()
     const now = o.now ?? Date.now
     const limits = o.limits ?? {}
-    const maxKeys = limits.maxTrackedKeys ?? 100_000
-    this.#clients = new ClientLimits(
-      {
-        ...limits,
-        ...(o.trustedProxies !== undefined ? { trustedProxies: o.trustedProxies } : {}),
-        now,
-      },
-      'agentmsg inbox',
-    )
-    this.#perSenderLimit = limit(limits.perSender, 60, 20)
-    this.#perSender = new TokenBuckets(this.#perSenderLimit, now, maxKeys)
+    const trustedProxies = o.trustedProxies
+    this.#clients = new ClientLimits({ ...limits, trustedProxies, now }, 'agentmsg inbox')
+    const { perMinute = PROFILE.perSender.perMinute, burst = PROFILE.perSender.burst } =
+      limits.perSender ?? {}
+    this.#perSenderLimit = { perMinute, burst }
+    this.#perSender = new TokenBuckets(this.#perSenderLimit, now, limits.maxTrackedKeys)
     this.#closedRetryAfter = limits.queueRetryAfter ?? 5
-    this.#bodyTimeoutMs = limits.bodyTimeoutMs ?? 30_000
-    const base = normalizeBasePath(o.basePath) + WELL_KNOWN
+    this.#bodyTimeoutMs = limits.bodyTimeoutMs ?? PROFILE.bodyTimeoutMs
+    const trimmed = (o.basePath ?? '').replace(/\/+$/, '')
+    if (trimmed !== '' && !trimmed.startsWith('/')) {
+      throw new TypeError(`basePath must start with "/": ${JSON.stringify(o.basePath)}`)
+    }
+    const base = trimmed + WELL_KNOWN
     this.#paths = {
       inbox: `${base}inbox`,
       identity: `${base}identity`,
@@ -163,20 +131,24 @@ class Inbox implements InboxHandler, ExchangeHandler {
 
   /** Bound, so it can be passed around alone: `app.mount('/', inbox.fetch)`. */
   readonly fetch = async (request: Request, info?: InboxRequestInfo): Promise<Response> =>
-    toResponse(await this[HANDLE_EXCHANGE](webExchange(request, info, this.#bodyTimeoutMs)))
+    toResponse(await this[REPLY](request, info))
 
-  async [HANDLE_EXCHANGE](x: InboxExchange): Promise<HttpReply> {
+  /** The answer as plain data: what the Node adapter writes without building a `Response`. */
+  async [REPLY](request: Request, info?: InboxRequestInfo): Promise<HttpReply> {
+    const clientAddress = info?.clientAddress
     try {
-      const path = x.path
-      if (path === this.#paths.inbox) return await this.#inbox(x)
+      const path = pathOf(request.url)
+      if (path === this.#paths.inbox) return await this.#inbox(request, clientAddress)
       if (path === this.#paths.identity) {
-        return this.#document(x, () => {
+        return this.#document(request, () => {
           const doc = this.#o.identityDocument
           return typeof doc === 'function' ? doc() : doc
         })
       }
-      if (path === this.#paths.capabilities) return this.#document(x, () => this.#capabilities())
-      x.discardBody()
+      if (path === this.#paths.capabilities) {
+        return this.#document(request, () => this.#capabilities())
+      }
+      discardBody(request.body)
       return errorReply('not_found', `nothing here; the inbox is POST ${this.#paths.inbox}`)
     } catch (error) {
       return this.#failure(error)
@@ -196,57 +168,52 @@ class Inbox implements InboxHandler, ExchangeHandler {
     await new Promise<void>((resolve) => this.#idle.push(resolve))
   }
 
-  async #inbox(x: InboxExchange): Promise<HttpReply> {
+  async #inbox(request: Request, clientAddress: string | undefined): Promise<HttpReply> {
+    const { method, headers } = request
     // 1. Method.
-    if (x.method !== 'POST') {
-      if (x.method === 'OPTIONS') return preflightReply(POST_METHODS)
-      return this.#methodNotAllowed(x, POST_METHODS)
+    if (method !== 'POST') {
+      if (method === 'OPTIONS') return preflightReply(POST_METHODS)
+      return this.#methodNotAllowed(request, POST_METHODS)
     }
+    const refuse = (reply: HttpReply) => (discardBody(request.body), reply)
     if (this.#closed) {
-      x.discardBody()
-      return errorReply('unavailable', 'this inbox is shutting down', {
-        retryAfter: this.#closedRetryAfter,
-      })
+      return refuse(
+        errorReply('unavailable', 'this inbox is shutting down', {
+          retryAfter: this.#closedRetryAfter,
+        }),
+      )
     }
     // 2. Per-address limit, before a byte of the body is read. No address while limiting is
     // on throws (500, reported): never one bucket shared by everyone (PROFILE §6).
-    const bucket = this.#clients.bucket(x.clientAddress, () => x.header('x-forwarded-for'))
+    const bucket = this.#clients.bucket(clientAddress, () => headers.get('x-forwarded-for'))
     const wait = this.#clients.take(bucket)
     if (wait > 0) {
-      x.discardBody()
-      return errorReply('rate_limited', `too many requests from this address; retry in ${wait} s`, {
-        retryAfter: wait,
-      })
+      const message = `too many requests from this address; retry in ${wait} s`
+      return refuse(errorReply('rate_limited', message, { retryAfter: wait }))
     }
     // 3. Content-Type.
-    if (!isJsonContentType(x.header('content-type'))) {
-      x.discardBody()
-      return errorReply(
-        'unsupported_media_type',
-        'Content-Type must be application/json (charset utf-8)',
-      )
+    if (!isJsonContentType(headers.get('content-type'))) {
+      const message = 'Content-Type must be application/json (charset utf-8)'
+      return refuse(errorReply('unsupported_media_type', message))
     }
     // 4. Size, while streaming; a declared length over the cap is refused without reading.
-    const declared = x.header('content-length')
-    if (declared !== null && Number(declared) > MAX_BODY_BYTES) {
-      x.discardBody()
-      return tooLarge()
-    }
+    if (Number(headers.get('content-length')) > PROFILE.maxBodyBytes) return refuse(tooLarge())
     // Bodies read at once: 8 per address bucket (429), 128 overall (503), PROFILE §6.
     const release = this.#clients.startRead(bucket)
-    if (typeof release !== 'function') {
-      x.discardBody()
-      return release
-    }
-    let bytes
+    if (typeof release !== 'function') return refuse(release)
+    let bytes: Uint8Array | undefined
     try {
-      bytes = await x.readBody(MAX_BODY_BYTES)
+      bytes = await readBody(request, {
+        maxBytes: PROFILE.maxBodyBytes,
+        timeoutMs: this.#bodyTimeoutMs,
+        failure: 'invalid_format',
+      })
     } finally {
       release()
     }
     if (bytes === undefined) return tooLarge()
     // 5. to the end: the receive pipeline (PROFILE §6), the per-sender limit being this inbox's.
-    const outcome = await this.#handOver(bytes, x.header('idempotency-key'), bucket)
+    const outcome = await this.#handOver(bytes, headers.get('idempotency-key'), bucket)
     if (outcome.status !== 'refused') return acceptedReply(outcome.messageId)
     const { error } = outcome
     return errorReply(error.code, error.message, { retryAfter: error.retryAfter })
@@ -272,13 +239,14 @@ class Inbox implements InboxHandler, ExchangeHandler {
     }
   }
 
-  #document(x: InboxExchange, get: () => unknown): HttpReply {
-    const method = x.method
+  #document(request: Request, get: () => unknown): HttpReply {
+    const method = request.method
     if (method === 'OPTIONS') return preflightReply(GET_METHODS)
-    if (method !== 'GET' && method !== 'HEAD') return this.#methodNotAllowed(x, GET_METHODS)
+    if (method !== 'GET' && method !== 'HEAD') return this.#methodNotAllowed(request, GET_METHODS)
     const doc = get()
-    if (doc === undefined)
+    if (doc === undefined) {
       return errorReply('not_found', 'this agent publishes no identity document')
+    }
     const maxAge = this.#o.identityMaxAge ?? 300
     return jsonReply(200, doc, { 'cache-control': `max-age=${maxAge}` }, method === 'HEAD')
   }
@@ -296,11 +264,10 @@ class Inbox implements InboxHandler, ExchangeHandler {
     })
   }
 
-  #methodNotAllowed(x: InboxExchange, allow: string): HttpReply {
-    x.discardBody()
-    return errorReply('method_not_allowed', `${x.method} is not allowed here; allowed: ${allow}`, {
-      headers: { allow },
-    })
+  #methodNotAllowed(request: Request, allow: string): HttpReply {
+    discardBody(request.body)
+    const message = `${request.method} is not allowed here; allowed: ${allow}`
+    return errorReply('method_not_allowed', message, { headers: { allow } })
   }
 
   #failure(error: unknown): HttpReply {
@@ -314,11 +281,6 @@ class Inbox implements InboxHandler, ExchangeHandler {
 }
 
 function tooLarge(): HttpReply {
-  return errorReply(
-    'payload_too_large',
-    `the request body exceeds ${MAX_BODY_BYTES} bytes (1 MiB + 64 KiB)`,
-    {
-      headers: { connection: 'close' },
-    },
-  )
+  const message = `the request body exceeds ${PROFILE.maxBodyBytes} bytes (1 MiB + 64 KiB)`
+  return errorReply('payload_too_large', message, { headers: { connection: 'close' } })
 }

@@ -3,27 +3,19 @@
 import type {
   DeliveryHandler,
   IdentityDocument,
-  JsonObject,
+  JsonValue,
   KeyResolver,
   Message,
   ReceivedInfo,
   Storage,
 } from '@agentmsg/core'
+import type { RateLimit } from '@agentmsg/core/http'
 import type {
   AuthLevelTracker,
   ErrorReplySender,
   ReceiveOpener,
   ReplayGuard,
 } from '@agentmsg/core/receive'
-import type { RateLimit } from './rate-limit.js'
-
-export type { ErrorReplySender, ErrorReplyTarget } from '@agentmsg/core'
-
-/**
- * What the application learns about an accepted message besides the message itself: level,
- * key source and id, whether the sender is a known contact, and the transport (`https`).
- */
-export type InboxMessageInfo = ReceivedInfo
 
 /** Limits of the inbox (PROFILE §6). */
 export interface InboxLimits {
@@ -34,12 +26,12 @@ export interface InboxLimits {
    * should limit per address). With limiting on, a request without an address is answered 500
    * and reported to `onError` as a `MissingClientAddressError`, never put in a shared bucket
    * (PROFILE §6).
-   * @default { perMinute: 600, burst: 100 }
+   * @default PROFILE.perAddress (600 a minute, burst 100)
    */
   perAddress?: Partial<RateLimit> | false
   /**
    * Per verified sender (`from.agent`); stated in the capabilities document.
-   * @default { perMinute: 60, burst: 20 }
+   * @default PROFILE.perSender (60 a minute, burst 20)
    */
   perSender?: Partial<RateLimit>
   /**
@@ -70,10 +62,9 @@ export interface InboxLimits {
    */
   maxReadsPerAddress?: number
   /**
-   * A body must be all in this long after its headers (PROFILE §6). Enforced here for `fetch`
-   * (other runtimes; the read is abandoned with 400); `serveInbox` / `getRequestListener`
-   * close the connection itself at the same deadline (their `bodyTimeoutMs`).
-   * @default 30_000
+   * A body must be all in this long after its headers (PROFILE §6), else the read is abandoned
+   * with 400; on Node, `serveHttps` / `getRequestListener` also close the connection then.
+   * @default PROFILE.bodyTimeoutMs (30 s)
    */
   bodyTimeoutMs?: number
   /** Most addresses and senders whose rate-limit state is kept (least recently seen dropped). @default 100_000 */
@@ -111,7 +102,7 @@ export interface InboxHandlerOptions {
    * Served at `GET /.well-known/agentmsg/capabilities`.
    * @default the PROFILE §10 document built from `agentId`, `limits.perSender` and the identity document's `relay`
    */
-  capabilities?: JsonObject | (() => JsonObject)
+  capabilities?: Record<string, JsonValue> | (() => Record<string, JsonValue>)
   /**
    * Encryption schemes the receiver behind this inbox opens, advertised in the capabilities
    * document (PROFILE §10): a sender told `sealed_box` seals to us, so only say what opens.
@@ -147,7 +138,7 @@ export interface InboxHandlerOptions {
    * The application. Runs after the 202 was answered, from a bounded queue. A rejection goes
    * to `onError`; the message is not offered again. Required without `receive`.
    */
-  onMessage?: (message: Message, info: InboxMessageInfo) => Promise<void>
+  onMessage?: (message: Message, info: ReceivedInfo) => Promise<void>
   /**
    * Failures nobody else sees: `onMessage` rejections, error-reply delivery, storage cleanup,
    * and unexpected exceptions answered with 500.
@@ -204,7 +195,7 @@ export interface InboxCloseOptions {
   drain?: boolean
 }
 
-/** A web-standard inbox: mount `fetch` in any server (see `serveInbox` for Node). */
+/** A web-standard inbox: mount `fetch` in any server (`serveHttps` on Node). */
 export interface InboxHandler {
   /** Answer one request (inbox, identity, capabilities, CORS preflight). */
   fetch(request: Request, info?: InboxRequestInfo): Promise<Response>

@@ -1,26 +1,25 @@
-/** Shared fixtures of the sender and https transport tests: a scripted HTTPS inbox, messages. */
+/** Shared fixtures of the https transport tests: a scripted HTTPS inbox, messages. */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import {
+  createKeyResolver,
   createMessage,
   type DeliveryTarget,
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
+  type IdentityDocument,
   type KeyPair,
   type Message,
+  memoryStorage,
   signMessage,
+  type TransportComponents,
 } from '@agentmsg/core'
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { afterEach, beforeAll } from 'vitest'
-import { createAddressPolicy } from '../src/address-policy.js'
 import { createNodeFetch } from '../src/node-fetch.js'
-import { createSender } from '../src/sender.js'
-import type { HttpsSender, SenderEvents, SenderOptions } from '../src/sender-types.js'
 import { testCertificate } from './tls.js'
-
-export const DAY = 86_400_000
-export const START = 1_800_000_000_000 // a whole second, so HTTP-dates are exact
 
 export interface Received {
   method: string
@@ -49,7 +48,7 @@ let agent: string
 export const cleanups: Array<() => Promise<unknown> | unknown> = []
 
 /** Register the file's hooks: a certificate and a key before all, cleanups after each test. */
-export function setupSenderTests(): void {
+export function setupTransportTests(): void {
   beforeAll(async () => {
     cert = await testCertificate()
     keys = await generateKeyPair()
@@ -132,12 +131,6 @@ export function testFetch(allow = ['127.0.0.1']): typeof fetch {
   return createNodeFetch({ ca: cert.ca, addressPolicy: createAddressPolicy({ allow }) })
 }
 
-export function newSender(options: SenderOptions = {}): HttpsSender {
-  const sender = createSender({ fetch: testFetch(), ...options })
-  cleanups.push(() => sender.close())
-  return sender
-}
-
 export async function message(
   text = 'hello',
   extra: Partial<Parameters<typeof createMessage>[0]> = {},
@@ -154,24 +147,30 @@ export async function message(
   return signMessage(unsigned, ed25519Signer(keys))
 }
 
-/** The next event of this kind (subscribe before causing it). */
-export function next<K extends keyof SenderEvents>(
-  sender: HttpsSender,
-  name: K,
-): Promise<SenderEvents[K]> {
-  return new Promise((resolve) => {
-    const off = sender.on(name, (event) => {
-      off()
-      resolve(event)
-    })
-  })
-}
-
 /** The inbox target of a URL, addressed to the test agent. */
 export const urlTarget = (url: string): DeliveryTarget => ({
   kind: 'inbox',
   agent,
   urls: [url],
+  route: 'direct',
 })
 
 export const inboxTarget = (inbox: TestInbox): DeliveryTarget => urlTarget(inbox.url)
+
+/** What an agent gives its transports, for agent `id` (its own key, memory storage). */
+export async function transportComponents(
+  id: string,
+  identity?: IdentityDocument,
+): Promise<TransportComponents> {
+  return {
+    agentId: id,
+    signer: ed25519Signer(await generateKeyPair()),
+    resolver: createKeyResolver(),
+    storage: memoryStorage(),
+    relays: [],
+    trusts: () => false,
+    identityDocument: () => identity,
+    now: Date.now,
+    onError: () => {},
+  }
+}

@@ -1,15 +1,12 @@
-import { isAgentMsgError } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
+import { isAgentMsgError } from '../src/errors.js'
+import { cidrContains, formatIp, parseCidr, parseIp } from '../src/http/address.js'
 import {
   AddressRefusedError,
-  cidrContains,
   createAddressPolicy,
-  formatIp,
   isAddressRefusedError,
   isPublicUnicast,
-  parseCidr,
-  parseIp,
-} from '../src/address-policy.js'
+} from '../src/http/address-policy.js'
 
 const v4 = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.')
 const v4int = (s: string) => s.split('.').reduce((acc, o) => acc * 256 + Number(o), 0)
