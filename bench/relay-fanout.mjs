@@ -3,8 +3,8 @@
  * WebSocket subscribers, deliveries/s, against the bare server broadcasting to as many raw
  * `ws` clients.
  */
-import { signWsAuth } from '@agentmsg/core/http'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createAddressPolicy, signWsAuth } from '@agentmsg/core/http'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { WebSocket } from 'ws'
 import {

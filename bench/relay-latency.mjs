@@ -3,8 +3,10 @@
  * relay client's stream (`ws` and `sse`) into an agent's receive pipeline, against the bare
  * https POST → ws push server, in alternating order.
  */
+
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { createReceiver, didKeyResolver } from '@agentmsg/core/receive'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { WebSocket } from 'ws'
 import { percentile } from './lib.mjs'

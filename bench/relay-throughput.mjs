@@ -2,7 +2,9 @@
  * Relay benchmark 3 (see bench/relay.mjs): durable publishes/s through the relay's HTTP
  * publish, `CONCURRENCY` publishers, direct messages to subscribed mailboxes.
  */
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+
+import { createAddressPolicy } from '@agentmsg/core/http'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { makeAgent, publisher, signedMessages, startRelay } from './relay-common.mjs'
 

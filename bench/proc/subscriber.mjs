@@ -10,8 +10,10 @@
  * - `collect`: → `{ids, arrivalNs, deliveries, acks, errors}` and starts over (`acks`: the HTTP
  *   acknowledgements sent: `POST /relay/ack` batches and entries, `DELETE`s).
  */
+
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { createReceiver, didKeyResolver } from '@agentmsg/core/receive'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { WebSocket } from 'ws'
 import { monoNs, serveCommands } from './harness.mjs'

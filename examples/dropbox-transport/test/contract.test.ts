@@ -4,8 +4,9 @@
  * sender finds each agent's drop box in its identity document, as an agent's router does.
  */
 import { testTransport } from '@agentmsg/conformance'
-import { createIdentityDocument, publicKeyFromDidKey, type TransportFactory } from '@agentmsg/core'
+import { publicKeyFromDidKey, type TransportFactory } from '@agentmsg/core'
 import { createAddressPolicy } from '@agentmsg/core/http'
+import { createIdentityDocument } from '@agentmsg/core/receive'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { beforeAll } from 'vitest'
 import { DROPBOX, dropBoxTransport, withDropBox } from '../src/index.js'

@@ -12,7 +12,8 @@ import {
   type Message,
   signMessage,
 } from '@agentmsg/core'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createAddressPolicy } from '@agentmsg/core/http'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 
 // The CLI is tested as users run it: the built bin in a child process (`npm test` builds first).
 // AGENTMSG_CLI_FROM_SOURCE=1 runs its TypeScript sources instead (tsx, the `@agentmsg/source`

@@ -11,10 +11,9 @@
 import type { TransportFactory } from '@agentmsg/core'
 import { type AddressPolicy, createAddressPolicy } from '@agentmsg/core/http'
 import {
+  createIdentityFetcher,
   createNodeFetch,
-  createNodeIdentityFetcher,
   httpsTransport,
-  type NodeHttpsTransport,
 } from '@agentmsg/transport-https/node'
 import { openAgent } from './agent/create.js'
 import { relayFactory } from './agent/transports.js'
@@ -87,7 +86,7 @@ export async function createNodeAgent(options: NodeAgentOptions): Promise<NodeAg
   const { inbox, ca, addressPolicy, ...rest } = options
   const agentOptions: AgentOptions = { ...rest, ...nodeNetwork(options) }
   if (!inbox) return Object.assign(await openAgent(agentOptions), { inboxUrl: undefined })
-  let served: NodeHttpsTransport | undefined
+  let served: ReturnType<typeof https.create> | undefined
   const https = httpsTransport({
     // The agent's fetch: the application's, or the policy-bound one of nodeNetwork.
     fetch: agentOptions.fetch ?? createNodeFetch(),
@@ -141,7 +140,8 @@ function nodeNetwork(
   return {
     fetch: createNodeFetch(network),
     streamFetch: options.streamFetch ?? createNodeFetch({ ...network, timeoutMs: 0 }),
-    resolveIdentity: options.resolveIdentity ?? createNodeIdentityFetcher(network),
+    resolveIdentity:
+      options.resolveIdentity ?? createIdentityFetcher({ fetch: createNodeFetch(network) }),
     WebSocket: options.WebSocket ?? nodeWebSocket(network),
   }
 }

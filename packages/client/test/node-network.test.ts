@@ -8,7 +8,7 @@ import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { memoryStorage } from '@agentmsg/core'
 import { isAddressRefusedError } from '@agentmsg/core/http'
-import { loadDevCertificate, type StoredDevCertificate } from '@agentmsg/dev-tls'
+import { loadDevCertificate } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -19,7 +19,7 @@ import {
 } from '../src/node.js'
 import { collect, freePort, removeTempDirs, tempDir } from './helpers.js'
 
-let tls: StoredDevCertificate
+let tls: Awaited<ReturnType<typeof loadDevCertificate>>
 const open: NodeAgent[] = []
 
 beforeAll(async () => {

@@ -2,12 +2,12 @@
  * The isomorphic `createAgent` (memory storage, no Node entry) receiving on its own inbox through
  * `httpsTransport({ webInbox: { mount } })`, as a Deno, Bun or Worker agent does: the transport
  * hands its web-standard handler to `mount`, and the application's own HTTPS server (here
- * `serveInbox` on node:https, standing in for `Deno.serve`) routes requests to it. A Node agent
+ * `serveHttps` on node:https, standing in for `Deno.serve`) routes requests to it. A Node agent
  * sends over real TLS; on close the handler is unmounted.
  */
 import type { InboxHandler } from '@agentmsg/transport-https'
 import { httpsTransport } from '@agentmsg/transport-https'
-import { type InboxServer, serveInbox } from '@agentmsg/transport-https/node'
+import { serveHttps } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent } from '../src/index.js'
 import { createNodeAgent } from '../src/node.js'
@@ -18,7 +18,7 @@ beforeAll(async () => {
   env = await createEnv()
 })
 
-const servers: InboxServer[] = []
+const servers: Array<Awaited<ReturnType<typeof serveHttps>>> = []
 afterAll(async () => {
   for (const s of servers) await s.close()
 })
@@ -41,7 +41,7 @@ describe('httpsTransport({ webInbox }): an inbox on the application’s own serv
       },
       ready: Promise.resolve(),
     }
-    servers.push(await serveInbox(front, { port, tls: { cert: env.cert.cert, key: env.cert.key } }))
+    servers.push(await serveHttps(front, { port, tls: { cert: env.cert.cert, key: env.cert.key } }))
 
     const errors: unknown[] = []
     const bob = await createAgent({

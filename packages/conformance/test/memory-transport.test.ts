@@ -10,7 +10,8 @@ import {
   signedMessage,
   testTransport,
 } from '@agentmsg/conformance'
-import { createKeyResolver, type DeliveryHandler, memoryStorage } from '@agentmsg/core'
+import { type DeliveryHandler, memoryStorage } from '@agentmsg/core'
+import { createKeyResolver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 
 testTransport('memoryTransport', {

@@ -23,8 +23,9 @@ export {
   ClientLimits,
   type ClientLimitsOptions,
   MissingClientAddressError,
+  type RateLimit,
+  TokenBuckets,
 } from './http/client-limits.js'
-export { type RateLimit, TokenBuckets } from './http/client-limits.js'
 export {
   acceptedReply,
   CORS_ALLOW_HEADERS,
@@ -35,7 +36,13 @@ export {
   preflightReply,
   toResponse,
 } from './http/replies.js'
-export { deadline, errorFromResponse, httpRequest, readJson } from './http/request.js'
+export {
+  deadline,
+  describeError,
+  errorFromResponse,
+  httpRequest,
+  readJson,
+} from './http/request.js'
 export { Backoff, type BackoffOptions, backoffDelay, parseRetryAfter, sleep } from './http/retry.js'
 export { NonceMemory } from './http-signature/nonces.js'
 export { signRequest } from './http-signature/sign.js'

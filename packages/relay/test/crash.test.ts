@@ -19,7 +19,6 @@ import { Agent, request as httpsRequest } from 'node:https'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import {
-  createKeyResolver,
   createMessage,
   didKeyFromPublicKey,
   ed25519Signer,
@@ -27,9 +26,9 @@ import {
   type KeyPair,
   type Message,
   signMessage,
-  verifyMessage,
 } from '@agentmsg/core'
 import { createAddressPolicy, signRequest } from '@agentmsg/core/http'
+import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { seededRandom } from '../../conformance/test/support/seeded-random.js'

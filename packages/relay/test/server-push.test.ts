@@ -2,8 +2,9 @@
 import { createServer, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { type FixtureAgent, fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { createKeyResolver, type Message, verifyMessage } from '@agentmsg/core'
+import type { Message } from '@agentmsg/core'
 import { signWsAuth } from '@agentmsg/core/http'
+import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import {

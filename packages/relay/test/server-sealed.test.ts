@@ -4,13 +4,8 @@
  */
 
 import { fixtureAgent } from '@agentmsg/conformance'
-import {
-  createKeyResolver,
-  createMessage,
-  type Message,
-  signMessage,
-  verifyMessage,
-} from '@agentmsg/core'
+import { createMessage, type Message, signMessage } from '@agentmsg/core'
+import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { sealBody } from '@agentmsg/core/sealed-box'
 import { describe, expect, it } from 'vitest'
 import { aliceAndBob, relayPerTest } from './helpers.js'

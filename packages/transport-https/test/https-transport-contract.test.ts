@@ -38,5 +38,5 @@ const factory: TransportFactory = {
 testTransport('httpsTransport (Node, with an inbox)', {
   factory,
   delivery: 'direct',
-  target: (agent) => ({ kind: 'inbox', agent, urls: [inboxes.get(agent)!], route: 'direct' }),
+  peer: (agent) => ({ agent, relays: [], inbox: inboxes.get(agent) }),
 })

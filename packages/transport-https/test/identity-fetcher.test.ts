@@ -2,16 +2,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import https from 'node:https'
 import type net from 'node:net'
 import {
-  createIdentityDocument,
-  createKeyResolver,
   createMessage,
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
   signMessage,
-  verifyMessage,
 } from '@agentmsg/core'
 import { createAddressPolicy } from '@agentmsg/core/http'
+import { createIdentityDocument, createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cacheLifetime, createIdentityFetcher } from '../src/identity-fetcher.js'

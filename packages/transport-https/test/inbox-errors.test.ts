@@ -6,7 +6,6 @@ import { createServer, request as httpsRequest, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { type FixtureAgent, fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
-  createIdentityDocument,
   createMessage,
   ed25519Signer,
   generateKeyPair,
@@ -14,12 +13,15 @@ import {
   type IdentityFetcher,
   type KeyPair,
   type Message,
+  signMessage,
+} from '@agentmsg/core'
+import {
+  createIdentityDocument,
+  type ErrorReplyTarget,
+  IdentityDocumentCache,
   revokeKey,
   rotateKey,
-  signMessage,
-  type UnsignedMessage,
-} from '@agentmsg/core'
-import { type ErrorReplyTarget, IdentityDocumentCache } from '@agentmsg/core/receive'
+} from '@agentmsg/core/receive'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { InboxHandlerOptions } from '../src/inbox/types.js'
 import { post, startInbox, stopInboxes, tableResolver, until } from './inbox-helpers.js'
@@ -101,7 +103,7 @@ async function urlAgent(
 
 /** An inbox that records the error messages it would send. */
 async function replyingInbox(options: Partial<InboxHandlerOptions>) {
-  const replies: Array<{ message: UnsignedMessage; to: ErrorReplyTarget }> = []
+  const replies: Array<{ message: Message; to: ErrorReplyTarget }> = []
   const inbox = await startInbox({
     errorReplies: {
       send: async (message, to) => {
@@ -122,7 +124,7 @@ async function urlInbox() {
   return replyingInbox({ resolver: new IdentityDocumentCache({ fetch: testFetcher(ca) }) })
 }
 
-function replyData(reply: { message: UnsignedMessage }) {
+function replyData(reply: { message: Message }) {
   const part = (reply.message as Message).body.parts[0] as {
     type: 'data'
     data: { code: string; ref_message_id: string }
@@ -276,7 +278,7 @@ describe('protocol-level errors (SPEC §7.3, PROFILE §7)', () => {
       text: 'hi',
       relays: ['https://relay.example'],
     })
-    return signMessage({ ...base, ...patch } as UnsignedMessage, sender.signer)
+    return signMessage({ ...base, ...patch } as Message, sender.signer)
   }
 
   it('202, then one error message to the verified sender; not twice a minute; never to an error', async () => {

@@ -4,8 +4,8 @@
  * has been handed to the application (PROFILE §6: the answer comes before the handling).
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { createReceiver, type Message } from '@agentmsg/core'
-import { didKeyResolver } from '@agentmsg/core/receive'
+import type { Message } from '@agentmsg/core'
+import { createReceiver, didKeyResolver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { createInboxHandler } from '../src/inbox/handler.js'
 import { deferred, INBOX_PATH } from './inbox-helpers.js'

@@ -6,7 +6,6 @@
 
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
-  createReceiver,
   type DeliveryHandler,
   ed25519Signer,
   type InboundDelivery,
@@ -14,7 +13,7 @@ import {
   type ReceivedInfo,
   type Receiver,
 } from '@agentmsg/core'
-import { didKeyResolver } from '@agentmsg/core/receive'
+import { createReceiver, didKeyResolver } from '@agentmsg/core/receive'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createInboxHandler } from '../src/inbox/handler.js'
 import type { InboxHandler, InboxHandlerOptions } from '../src/inbox/types.js'

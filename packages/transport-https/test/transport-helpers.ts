@@ -3,7 +3,6 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import {
-  createKeyResolver,
   createMessage,
   type DeliveryTarget,
   didKeyFromPublicKey,
@@ -17,6 +16,7 @@ import {
   type TransportComponents,
 } from '@agentmsg/core'
 import { createAddressPolicy } from '@agentmsg/core/http'
+import { createKeyResolver } from '@agentmsg/core/receive'
 import { afterEach, beforeAll } from 'vitest'
 import { createNodeFetch } from '../src/node-fetch.js'
 import { testCertificate } from './tls.js'

@@ -8,14 +8,13 @@
  */
 import { type FixtureAgent, fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
-  createKeyResolver,
-  createReceiver,
   type DeliveryOutcome,
   type Message,
   memoryStorage,
   type TransportComponents,
 } from '@agentmsg/core'
 import { parseStrictJson } from '@agentmsg/core/encoding'
+import { createKeyResolver, createReceiver } from '@agentmsg/core/receive'
 import { type MemoryRelayStore, memoryRelayStore } from '@agentmsg/relay'
 import { describe, expect, it } from 'vitest'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'

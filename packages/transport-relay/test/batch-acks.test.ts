@@ -5,13 +5,8 @@
  * transport makes through a wrapping `fetch`.
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import {
-  createKeyResolver,
-  createReceiver,
-  type Message,
-  memoryStorage,
-  type TransportComponents,
-} from '@agentmsg/core'
+import { type Message, memoryStorage, type TransportComponents } from '@agentmsg/core'
+import { createKeyResolver, createReceiver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { AckBatcher } from '../src/client/ack-batch.js'
 import { relayTransport } from '../src/client/relay-transport.js'

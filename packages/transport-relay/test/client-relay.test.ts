@@ -4,14 +4,8 @@
  * duplicate, tampered messages caught by the receive pipeline after delivery, and failover.
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import {
-  createKeyResolver,
-  createReceiver,
-  type DeliveryOutcome,
-  type Message,
-  validateMessage,
-  verifyMessage,
-} from '@agentmsg/core'
+import { type DeliveryOutcome, type Message, validateMessage } from '@agentmsg/core'
+import { createKeyResolver, createReceiver, verifyMessage } from '@agentmsg/core/receive'
 import { memoryRelayStore, type RelayStore } from '@agentmsg/relay'
 import { describe, expect, it } from 'vitest'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'

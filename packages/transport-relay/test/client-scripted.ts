@@ -7,8 +7,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createServer, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { type FixtureAgent, fixtureAgent } from '@agentmsg/conformance'
+import { createAddressPolicy } from '@agentmsg/core/http'
 import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
-import { createAddressPolicy, createNodeFetch } from '@agentmsg/transport-https/node'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterEach, beforeAll } from 'vitest'
 
 export let cert: DevCertificate

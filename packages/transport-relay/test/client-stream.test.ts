@@ -5,8 +5,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { signedMessage } from '@agentmsg/conformance'
-import { AgentMsgError, createKeyResolver, type Message } from '@agentmsg/core'
+import { AgentMsgError, type Message } from '@agentmsg/core'
 import { NonceMemory, verifyRequest } from '@agentmsg/core/http'
+import { createKeyResolver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'
 import { createRelayClient, type RelayClient, type RelayEntry } from '../src/index.js'

@@ -7,9 +7,6 @@
 import { type FixtureAgent, fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import {
   AgentMsgError,
-  createIdentityDocument,
-  createKeyResolver,
-  createReceiver,
   type DeliveryHandler,
   type DeliveryOutcome,
   generateKeyPair,
@@ -18,6 +15,7 @@ import {
   type Storage,
   type TransportComponents,
 } from '@agentmsg/core'
+import { createIdentityDocument, createKeyResolver, createReceiver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { mailboxKeys } from '../src/client/mailbox-listener.js'
 import { type RelayTransport, relayTransport } from '../src/client/relay-transport.js'

@@ -3,12 +3,8 @@
  * starts over after a success: a relay that was down for a while and then served the stream is
  * tried again at the first window when it fails later, not at the widest one reached before.
  */
-import {
-  AgentMsgError,
-  createKeyResolver,
-  memoryStorage,
-  type TransportComponents,
-} from '@agentmsg/core'
+import { AgentMsgError, memoryStorage, type TransportComponents } from '@agentmsg/core'
+import { createKeyResolver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { relayTransport } from '../src/index.js'
 import {

@@ -1,6 +1,6 @@
 /** The agents of one transport check, each with its transport and a recorder for a receive pipeline. */
+
 import {
-  createKeyResolver,
   type DeliveryOutcome,
   type DeliveryTarget,
   type InboundDelivery,
@@ -11,6 +11,7 @@ import {
 } from '@agentmsg/core'
 import { utf8Decode } from '@agentmsg/core/encoding'
 import { describeError, invalidFormat } from '@agentmsg/core/http'
+import { createKeyResolver } from '@agentmsg/core/receive'
 import { ok, show } from '../assert.js'
 import { type FixtureAgent, fixtureAgent } from '../fixtures.js'
 import type { TransportHarness } from './suite.js'

@@ -5,13 +5,8 @@
  * The WebSocket endpoint is attached by the Node server (`serveRelay`) through
  * {@link RelayServerHandler.openFeed}.
  */
-import {
-  createKeyResolver,
-  isAgentMsgError,
-  type KeyResolver,
-  normalizeAgentUrl,
-  PROFILE,
-} from '@agentmsg/core'
+
+import { isAgentMsgError, type KeyResolver, normalizeAgentUrl, PROFILE } from '@agentmsg/core'
 import {
   ClientLimits,
   createAddressPolicy,
@@ -22,6 +17,7 @@ import {
   TokenBuckets,
   toResponse,
 } from '@agentmsg/core/http'
+import { createKeyResolver } from '@agentmsg/core/receive'
 import { createIdentityFetcher, createNodeFetch } from '@agentmsg/transport-https/node'
 import type { RelayStore } from '../store/types.js'
 import type { RelayContext, RelayReply } from './context.js'

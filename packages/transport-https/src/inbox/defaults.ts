@@ -2,8 +2,10 @@
  * What an inbox makes when it is not given them: the receiver of a standalone inbox, and the
  * minimal capabilities document of PROFILE §10.
  */
-import { createReceiver, type JsonValue, type Phase, PROFILE, type Receiver } from '@agentmsg/core'
+
+import { type JsonValue, type Phase, PROFILE, type Receiver } from '@agentmsg/core'
 import type { RateLimit } from '@agentmsg/core/http'
+import { createReceiver } from '@agentmsg/core/receive'
 import type { InboxHandlerOptions } from './types.js'
 
 // SPEC §2.4's phases: all of them are understood.
