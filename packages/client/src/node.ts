@@ -20,7 +20,7 @@ import { relayFactory } from './agent/transports.js'
 import type { Agent, AgentOptions } from './agent/types.js'
 import { nodeWebSocket } from './node-websocket.js'
 
-export type { AddressPolicy, AddressPolicyOptions } from '@agentmsg/core/http'
+export type { AddressPolicy } from '@agentmsg/core/http'
 export { createAddressPolicy } from '@agentmsg/core/http'
 export * from './index.js'
 

@@ -6,29 +6,24 @@
  *
  * @packageDocumentation
  */
-export { assertRelayUrl, isAgentId } from './agent-id.js'
+export { assertRelayUrl } from './agent-id.js'
 export { concat } from './bytes.js'
-export { codeForStatus, ERROR_STATUS, invalidFormat } from './errors.js'
-export { AddressSet, addressBucket, clientAddress, parseIp } from './http/address.js'
+export { ERROR_STATUS, invalidFormat } from './errors.js'
+export { AddressSet, parseIp } from './http/address.js'
 export {
   type AddressPolicy,
-  type AddressPolicyOptions,
   AddressRefusedError,
   createAddressPolicy,
   isAddressRefusedError,
-  isPublicUnicast,
 } from './http/address-policy.js'
 export { discardBody, onBodyDone, readBody } from './http/body.js'
 export {
   ClientLimits,
-  type ClientLimitsOptions,
-  MissingClientAddressError,
   type RateLimit,
   TokenBuckets,
 } from './http/client-limits.js'
 export {
   acceptedReply,
-  CORS_ALLOW_HEADERS,
   errorReply,
   type HttpReply,
   isJsonContentType,
@@ -43,7 +38,7 @@ export {
   httpRequest,
   readJson,
 } from './http/request.js'
-export { Backoff, type BackoffOptions, backoffDelay, parseRetryAfter, sleep } from './http/retry.js'
+export { Backoff, backoffDelay, parseRetryAfter, sleep } from './http/retry.js'
 export { NonceMemory } from './http-signature/nonces.js'
 export { signRequest } from './http-signature/sign.js'
 export { verifyRequest } from './http-signature/verify.js'

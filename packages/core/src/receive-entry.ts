@@ -12,8 +12,6 @@ export { validateIdentityDocument } from './identity/document.js'
 export {
   createKeyResolver,
   IdentityDocumentCache,
-  type IdentityDocumentResolverOptions,
-  type IdentityFetchResult,
   identityDocumentResolver,
 } from './identity-resolver.js'
 export { introducedIdentity } from './introduction.js'
@@ -22,18 +20,14 @@ export { receive } from './receive/pipeline.js'
 export { createReceiver } from './receive/receiver.js'
 export type {
   ErrorReplySender,
-  ErrorReplyTarget,
   ReceiveContext,
   ReceivedInfo,
-  ReceiveOpener,
   Receiver,
 } from './receive/types.js'
 export { ReplayGuard } from './replay.js'
 export {
   chainResolvers,
   didKeyResolver,
-  type KeyLookup,
-  type KeyResolution,
   type KeyResolver,
   nonDocumentLookup,
 } from './resolver.js'

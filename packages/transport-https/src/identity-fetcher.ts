@@ -19,7 +19,8 @@ import {
   isAddressRefusedError,
   readBody,
 } from '@agentmsg/core/http'
-import type { IdentityFetchResult } from '@agentmsg/core/receive'
+
+type IdentityFetchResult = Awaited<ReturnType<IdentityFetcher>>
 
 /** Options for {@link createIdentityFetcher}. */
 export interface IdentityFetcherOptions {

@@ -15,9 +15,9 @@ import {
   type Message,
   signMessage,
 } from '@agentmsg/core'
+import type { ErrorReplySender } from '@agentmsg/core/receive'
 import {
   createIdentityDocument,
-  type ErrorReplyTarget,
   IdentityDocumentCache,
   revokeKey,
   rotateKey,
@@ -103,7 +103,7 @@ async function urlAgent(
 
 /** An inbox that records the error messages it would send. */
 async function replyingInbox(options: Partial<InboxHandlerOptions>) {
-  const replies: Array<{ message: Message; to: ErrorReplyTarget }> = []
+  const replies: Array<{ message: Message; to: Parameters<ErrorReplySender['send']>[1] }> = []
   const inbox = await startInbox({
     errorReplies: {
       send: async (message, to) => {

@@ -4,12 +4,11 @@
  * meets did:key agents never loads document validation.
  */
 import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
-import type {
-  IdentityDocumentResolverOptions,
-  KeyLookup,
-  KeyResolution,
-} from '@agentmsg/core/receive'
-import { nonDocumentLookup } from '@agentmsg/core/receive'
+import { type identityDocumentResolver, nonDocumentLookup } from '@agentmsg/core/receive'
+
+type KeyLookup = Parameters<KeyResolver['resolve']>[0]
+type KeyResolution = Awaited<ReturnType<KeyResolver['resolve']>>
+type IdentityDocumentResolverOptions = Parameters<typeof identityDocumentResolver>[0]
 
 /** What the router, the sealing and the receiver ask of the documents. */
 export interface Documents extends KeyResolver {

@@ -12,8 +12,8 @@ import type {
 import type { RateLimit } from '@agentmsg/core/http'
 import type {
   AuthLevelTracker,
+  createReceiver,
   ErrorReplySender,
-  ReceiveOpener,
   ReplayGuard,
 } from '@agentmsg/core/receive'
 
@@ -113,7 +113,7 @@ export interface InboxHandlerOptions {
    * Opens sealed bodies addressed to this agent (PROFILE §8): its id and the seeds of its keys by
    * full key id. Standalone only. Absent: sealed bodies are refused `invalid_format`.
    */
-  opener?: ReceiveOpener
+  opener?: Parameters<typeof createReceiver>[0]['opener']
   /** Finds signing keys (e.g. `createKeyResolver(...)` from `@agentmsg/core`). Required without `receive`. */
   resolver?: KeyResolver
   /**

@@ -2,8 +2,8 @@
  * Batched acknowledgements (PROFILE §9 `POST /relay/ack`): up to 500 at once, one batch in
  * flight, so delivery is not paced by acknowledgements.
  */
-import { isAgentMsgError, PROFILE } from '@agentmsg/core'
-import { Backoff, isAgentId, sleep } from '@agentmsg/core/http'
+import { isAgentMsgError, PROFILE, parseAgentId } from '@agentmsg/core'
+import { Backoff, sleep } from '@agentmsg/core/http'
 import { STREAM_BACKOFF } from './http.js'
 
 /** One entry to acknowledge: its `message_id` and `from.agent`. */
@@ -17,7 +17,7 @@ export type AckManyFn = (entries: AckEntry[]) => Promise<void>
 
 /** The relay refuses a whole batch over one `from` that is not an agent id: such an entry goes alone. */
 export function batchable(messageId: string, from: string): boolean {
-  return messageId !== '' && isAgentId(from)
+  return messageId !== '' && isAgent(from)
 }
 
 /**
@@ -130,5 +130,14 @@ export class AckBatcher {
         await sleep(Math.max(wait, backoff.next()), this.#closing.signal)
       }
     }
+  }
+}
+
+function isAgent(id: string): boolean {
+  try {
+    parseAgentId(id)
+    return true
+  } catch {
+    return false
   }
 }

@@ -9,7 +9,7 @@ import type {
   Transport,
   TransportComponents,
 } from '@agentmsg/core'
-import { type BackoffOptions, invalidFormat } from '@agentmsg/core/http'
+import { type Backoff, invalidFormat } from '@agentmsg/core/http'
 import type { MailboxListener } from './mailbox-listener.js'
 import { publishToRelay } from './publish.js'
 import type { RelayClientOptions } from './relay-core.js'
@@ -29,7 +29,7 @@ export interface RelayTransportOptions
   /** Where stream and relay failures go. @default `components.onError` */
   onError?: (error: unknown) => void
   /** Reconnect backoff (full jitter). @default 500 ms base, 30 s cap */
-  backoff?: BackoffOptions
+  backoff?: ConstructorParameters<typeof Backoff>[0]
   /** Uniform numbers in [0, 1) for the `any` failover start, for tests. @default Math.random */
   random?: () => number
 }

@@ -1,6 +1,6 @@
 /** A relay stream's types, and the contract between the stream loop and its connectors. */
 import type { AbortOptions } from '@agentmsg/core'
-import type { BackoffOptions } from '@agentmsg/core/http'
+import type { Backoff } from '@agentmsg/core/http'
 import type { EnvelopeMessage } from './envelope-message.js'
 
 /** One mailbox entry handed to a stream handler, unchecked. */
@@ -40,7 +40,7 @@ export interface StreamOptions extends AbortOptions {
   /** A connection ended, a handler threw, an ack failed: reported; the stream goes on unless fatal. */
   onError?: (error: unknown) => void
   /** Reconnect backoff (full jitter). @default 500 ms base, 30 s cap */
-  backoff?: BackoffOptions
+  backoff?: ConstructorParameters<typeof Backoff>[0]
   /** SSE: reconnect after this long with nothing, not even a comment. @default 45_000 (3 × the §9 15 s cadence) */
   idleTimeoutMs?: number
 }
