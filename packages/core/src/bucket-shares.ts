@@ -1,11 +1,7 @@
 /**
- * Per-bucket shares of a bounded memory (the replay guard's ids, a relay's nonces). The memory
- * keeps its global bound; a share caps what one client-address bucket may hold of it, so a few
- * addresses cannot fill it and make it refuse everyone (PROFILE §6, "no shared
- * bucket"). Entries remembered without a bucket (relay deliveries, ids loaded from storage)
- * count only against the global bound.
+ * Per-bucket shares of a bounded memory (replay ids, relay nonces), so a few client addresses
+ * cannot fill it and make it refuse everyone (PROFILE §6). Unbucketed entries count only globally.
  */
-
 interface Share {
   readonly bucket: string
   count: number
@@ -15,10 +11,8 @@ interface Share {
 export class BucketShares<K> {
   readonly #max: number
   readonly #shares = new Map<string, Share>()
-  // Entry → the share it counts against. Bucketed entries only.
   readonly #owner = new Map<K, Share>()
 
-  /** `max`: the most entries one bucket may hold. */
   constructor(max: number) {
     if (!Number.isSafeInteger(max) || max < 1) {
       throw new RangeError('the per-bucket share must be a positive integer')
@@ -26,17 +20,14 @@ export class BucketShares<K> {
     this.#max = max
   }
 
-  /** The most entries one bucket may hold. */
   get max(): number {
     return this.#max
   }
 
-  /** Entries `bucket` holds now. */
   count(bucket: string): number {
     return this.#shares.get(bucket)?.count ?? 0
   }
 
-  /** True when `bucket` holds its whole share. */
   full(bucket: string): boolean {
     return this.count(bucket) >= this.#max
   }
