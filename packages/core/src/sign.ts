@@ -11,7 +11,7 @@ import { formatTimestamp } from './timestamps.js'
 import type { JsonValue, Message, SignatureObject, UnsignedMessage } from './types.js'
 
 /** Top-level members a signature never lists in `signed_headers` (PROFILE §3). */
-export const UNSIGNED_MEMBERS: ReadonlySet<string> = new Set(['body', 'security', 'trace'])
+const UNSIGNED_MEMBERS: ReadonlySet<string> = new Set(['body', 'security', 'trace'])
 
 /** The order writers list the standard members in; any others follow in code-unit order. */
 const HEADER_ORDER = [
@@ -28,14 +28,13 @@ const HEADER_ORDER = [
   'auth_level',
 ]
 
-/**
- * The `signed_headers` a usable signature must carry for this message: every top-level member
- * present other than body, security and trace, in the conventional order.
- */
-export function requiredSignedHeaders(message: Record<string, unknown>): string[] {
-  const present = Object.keys(message).filter(
-    (k) => !UNSIGNED_MEMBERS.has(k) && message[k] !== undefined,
-  )
+/** The top-level members every signature covers (PROFILE §3). */
+export const signedMembers = (message: Record<string, unknown>): string[] =>
+  Object.keys(message).filter((k) => !UNSIGNED_MEMBERS.has(k) && message[k] !== undefined)
+
+/** {@link signedMembers} in the order writers list them. */
+function requiredSignedHeaders(message: Record<string, unknown>): string[] {
+  const present = signedMembers(message)
   const known = HEADER_ORDER.filter((k) => present.includes(k))
   const extra = present.filter((k) => !HEADER_ORDER.includes(k)).sort()
   return [...known, ...extra]

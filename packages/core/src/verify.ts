@@ -3,7 +3,7 @@ import { type KeySource, levelForKeySource } from './auth-level.js'
 import { constantTimeEqual, utf8Encode } from './bytes.js'
 import { type CryptoMode, type CryptoProvider, callEnded, callStarted } from './crypto/provider.js'
 import { AgentMsgError } from './errors.js'
-import { checkKeyUsable } from './identity/key-usability.js'
+import { checkFoundKey, unavailableKey } from './identity/key-usability.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import { validateMessage } from './message.js'
 import { PROFILE } from './profile.js'
@@ -22,13 +22,7 @@ export interface VerifyOptions extends AbortOptions {
   provider?: CryptoProvider
   /** Skip {@link validateMessage} because the caller has just run it. @default false */
   validated?: boolean
-  /**
-   * Where the Ed25519 verification runs, for providers that have the choice (`node:crypto`):
-   * `inline`, `pool` or `auto` (inline when this is the only signMessage / verifyMessage in
-   * flight and the event loop is not busy with other work). Servers pass `pool`: their
-   * requests arrive one at a time, and the pool verifies them in parallel while the event loop
-   * reads the next ones. @default 'auto'
-   */
+  /** Where Ed25519 verification runs (see {@link CryptoMode}); servers pass `pool`. @default 'auto' */
   crypto?: CryptoMode
 }
 
@@ -57,53 +51,20 @@ function heldKeys(
   now: number,
   transitionMs: number,
 ): Held[] {
-  let retryAfter = 0
-  let unavailableReason = ''
-  for (const r of resolutions) {
-    if (r.status === 'unavailable' && r.retryAfter >= retryAfter) {
-      retryAfter = r.retryAfter
-      unavailableReason = r.reason
-    }
-  }
-  if (unavailableReason) {
-    throw new AgentMsgError(
-      'unavailable',
-      `a signing key could not be looked up now: ${unavailableReason}`,
-      { retryAfter: Math.max(1, retryAfter) },
-    )
-  }
-
+  const unavailable = unavailableKey(resolutions)
+  if (unavailable) throw unavailable
   const held: Held[] = []
   const notFound: string[] = []
   resolutions.forEach((r, i) => {
     const c = candidates[i]!
-    if (r.status === 'found') {
-      if (r.key.alg !== c.lookup.alg)
-        throw new AgentMsgError(
-          'internal_error',
-          `resolver returned a ${r.key.alg} key for a ${c.lookup.alg} signature`,
-        )
-      held.push({ c, key: r.key })
-    } else notFound.push(`${c.lookup.keyId}: ${r.status === 'not_found' ? r.reason : ''}`)
+    if (r.status !== 'found') {
+      notFound.push(`${c.lookup.keyId}: ${r.status === 'not_found' ? r.reason : ''}`)
+      return
+    }
+    const field = `security.signatures[${c.index}].key_id`
+    checkFoundKey(r.key, c.lookup, c.created, now, transitionMs, field)
+    held.push({ c, key: r.key })
   })
-
-  for (const { c, key } of held) {
-    // A token introduces one peer (PROFILE §5): used by anyone else it is a failing signature.
-    if (key.alg === 'hmac-sha256' && key.peer !== undefined && key.peer !== c.lookup.agent) {
-      throw refuse(
-        `introduction token ${c.lookup.fragment} introduces another agent`,
-        `security.signatures[${c.index}].key_id`,
-      )
-    }
-    if (key.alg === 'ed25519' && key.document) {
-      const use = checkKeyUsable(key.document, c.lookup.fragment, c.created, now, { transitionMs })
-      if (!use.ok) {
-        throw new AgentMsgError(use.code, use.message, {
-          field: `security.signatures[${c.index}].key_id`,
-        })
-      }
-    }
-  }
   if (held.length === 0) {
     if (notFound.length > 0)
       throw new AgentMsgError('unknown_sender', `no key found for ${notFound.join('; ')}`, {
@@ -137,14 +98,7 @@ function verdictOf(held: Held[], results: boolean[]): VerifyResult {
   return { ...verified[0]!, signatures: verified }
 }
 
-/**
- * Verify a message's signatures (PROFILE §3, §4, §11) and return the verdict: the best
- * verified signature with its key source and authentication level, plus all that verified.
- *
- * @example
- * const resolver = createKeyResolver({ keyStore })
- * const { level, source } = await verifyMessage(message, resolver)
- */
+/** Verify a message's signatures (PROFILE §3, §4, §11): the best one, its level, and all. */
 export async function verifyMessage(
   message: Message | unknown,
   resolver: KeyResolver,
@@ -182,8 +136,7 @@ export async function verifyMessage(
     }
     const results = held.length === 1 ? [await check(held[0]!)] : await Promise.all(held.map(check))
     const verdict = verdictOf(held, results)
-    // Every signature verified: an unbound token now introduces this sender, unless another
-    // sender's message bound it first (PROFILE §5).
+    // All verified: an unbound token now introduces this sender, unless another took it (§5).
     for (const { c, key } of held) {
       if (key.alg === 'hmac-sha256' && key.bind && !(await key.bind(c.lookup.agent))) {
         throw refuse(
