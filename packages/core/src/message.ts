@@ -176,3 +176,14 @@ export function validateMessage(input: unknown): ValidationResult {
   if (protocolError) result.protocolError = protocolError
   return result
 }
+
+/** Whether `body` is sealed: decided from `body.parts` alone (PROFILE §8), never `security`. */
+export function isSealedBody(body: { parts?: unknown } | undefined): boolean {
+  const parts = body?.parts
+  return (
+    Array.isArray(parts) &&
+    parts.some(
+      (p) => typeof p === 'object' && p !== null && (p as { type?: unknown }).type === 'sealed',
+    )
+  )
+}
