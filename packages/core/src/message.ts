@@ -4,9 +4,7 @@ import { invalidFormat } from './errors.js'
 import { parseTimestamp } from './timestamps.js'
 import { type Message, PHASES } from './types.js'
 
-/** Grammar of `message_id` and `conversation_id` (PROFILE §2). */
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
-/** Grammar of `to.topic` (PROFILE §2). */
 const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
 const MAX_INT = Number.MAX_SAFE_INTEGER
 const PHASE_SET: ReadonlySet<string> = new Set(PHASES)
@@ -17,11 +15,9 @@ export interface ProtocolError {
   message: string
 }
 
-/** The outcome of {@link validateMessage}. */
+/** The outcome of {@link validateMessage}: `protocolError` for a version or phase we do not speak. */
 export interface ValidationResult {
-  /** The same object, now typed. */
   message: Message
-  /** Set when the message is well formed but speaks a version or phase this SDK does not. */
   protocolError?: ProtocolError
 }
 
@@ -113,13 +109,8 @@ function validateTrace(trace: unknown): void {
 }
 
 /**
- * Check a parsed message against PROFILE §2 and return it typed. Structural problems throw an
- * `invalid_format` {@link AgentMsgError} whose message names the field. A message in another
- * major `version` or with an unknown `phase` is still well formed (so it can be verified and
- * answered): it comes back with `protocolError` set, for an error phase reply after 202.
- *
- * @example
- * const { message, protocolError } = validateMessage(parseStrictJson(text))
+ * Check a parsed message against PROFILE §2 and return it typed; structural problems throw
+ * `invalid_format`. Another major `version` or an unknown `phase` comes back as `protocolError`.
  */
 export function validateMessage(input: unknown): ValidationResult {
   const m = requireObject(input, 'message')

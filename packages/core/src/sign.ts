@@ -10,10 +10,9 @@ import { signedLines } from './signing-input.js'
 import { formatTimestamp } from './timestamps.js'
 import type { JsonValue, Message, SignatureObject, UnsignedMessage } from './types.js'
 
-/** Top-level members a signature never lists in `signed_headers` (PROFILE §3). */
 const UNSIGNED_MEMBERS: ReadonlySet<string> = new Set(['body', 'security', 'trace'])
 
-/** The order writers list the standard members in; any others follow in code-unit order. */
+// Writers list the standard members in this order, any others after in code-unit order.
 const HEADER_ORDER = [
   'version',
   'message_id',
@@ -32,7 +31,6 @@ const HEADER_ORDER = [
 export const signedMembers = (message: Record<string, unknown>): string[] =>
   Object.keys(message).filter((k) => !UNSIGNED_MEMBERS.has(k) && message[k] !== undefined)
 
-/** {@link signedMembers} in the order writers list them. */
 function requiredSignedHeaders(message: Record<string, unknown>): string[] {
   const present = signedMembers(message)
   const known = HEADER_ORDER.filter((k) => present.includes(k))
@@ -42,20 +40,15 @@ function requiredSignedHeaders(message: Record<string, unknown>): string[] {
 
 /** Options for {@link signMessage}. */
 export interface SignOptions {
-  /** The signature's `created` time (ms or a timestamp string). @default now */
+  /** `created` (ms or a timestamp). @default now */
   created?: number | string
-  /** Extension members to bind into the signature object (they are covered, PROFILE §3). */
+  /** Extension members of the signature object (covered, PROFILE §3). */
   extensions?: Record<string, JsonValue>
-  /**
-   * Where the signing runs, for signers that have the choice (the Node provider): `inline`,
-   * `pool` or `auto` (inline when this is the only signMessage / verifyMessage in flight and
-   * the event loop is not busy with other work). A server signing per request passes `pool`.
-   * @default 'auto'
-   */
+  /** Where the signing runs (see {@link CryptoMode}); a server passes `pool`. @default 'auto' */
   crypto?: CryptoMode
 }
 
-// formatTimestamp(Date.now()) for each of many signatures a millisecond: the last one is kept.
+// Many signatures a millisecond: the last timestamp is kept.
 let lastCreatedMs = Number.NaN
 let lastCreated = ''
 
@@ -67,7 +60,6 @@ function createdTimestamp(ms: number): string {
   return lastCreated
 }
 
-/** Throw unless `keyId` belongs to `from` (PROFILE §3). */
 function checkKeyId(keyId: string, from: string): void {
   const { agent } = splitKeyId(keyId, 'key_id')
   if (agent !== from) {
@@ -80,12 +72,8 @@ function checkKeyId(keyId: string, from: string): void {
 }
 
 /**
- * Sign a message (PROFILE §3) and return a new message with the signature appended to
- * `security.signatures`; the input is not modified. Pass several signers to sign with each,
- * e.g. an Ed25519 key and an introduction token for a level-0 greeting.
- *
- * @example
- * const signed = await signMessage(message, ed25519Signer(keys))
+ * Sign a message (PROFILE §3): a new message with the signatures appended. Several signers sign
+ * each (an Ed25519 key and an introduction token for a level-0 greeting).
  */
 export async function signMessage(
   message: UnsignedMessage | Message,
