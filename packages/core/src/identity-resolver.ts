@@ -16,7 +16,7 @@ import {
   nonDocumentLookup,
 } from './resolver.js'
 
-/** What an identity-document fetcher reports; network policy (https, addresses) is its job. */
+/** What an identity-document fetcher reports; network policy is its job. */
 export type IdentityFetchResult =
   | { status: 'ok'; document: unknown /** Cache-Control max-age */; maxAgeSeconds?: number }
   | { status: 'not_found'; reason: string }
@@ -60,7 +60,6 @@ export class IdentityDocumentCache implements KeyResolver {
     this.#now = options.now ?? Date.now
   }
 
-  /** The cached document of an agent, fetched when missing or stale. */
   async document(
     agentId: string,
     options?: AbortOptions,
@@ -183,7 +182,6 @@ function findKey(entry: Entry, fragment: string): KeyResolution | undefined {
   }
 }
 
-/** `new IdentityDocumentCache(options)`. */
 export function identityDocumentResolver(
   options: IdentityDocumentResolverOptions,
 ): IdentityDocumentCache {

@@ -21,7 +21,6 @@ export interface Candidate {
   sigBytes: Uint8Array
 }
 
-/** An `invalid_signature` refusal naming `field`. */
 export const refuse = (message: string, field: string) =>
   new AgentMsgError('invalid_signature', message, { field })
 
@@ -112,7 +111,7 @@ export function candidatesOf(msg: Message, now: number): Candidate[] {
   const candidates: Candidate[] = []
   for (let i = 0; i < sigs.length; i++) {
     const raw = sigs[i] as unknown as Record<string, unknown>
-    // Unknown algorithms are set aside before any other rule applies to them (PROFILE §3).
+    // Unknown algorithms are set aside before any other rule applies (PROFILE §3).
     if (raw.alg !== 'ed25519' && raw.alg !== 'hmac-sha256') continue
     candidates.push(usable(raw, i, msg, required, now))
   }

@@ -14,13 +14,13 @@ import { type Candidate, candidatesOf, refuse } from './verify-candidates.js'
 
 /** Options for {@link verifyMessage}. */
 export interface VerifyOptions extends AbortOptions {
-  /** The current time in ms (for `created` skew and retired-key bounds). @default Date.now() */
+  /** For `created` skew and retired-key bounds. @default Date.now() */
   now?: number
-  /** Transition period of retired keys (PROFILE §4). @default 14 days */
+  /** @default PROFILE.keyTransitionMs */
   transitionMs?: number
-  /** The crypto provider. @default the platform's (node:crypto, WebCrypto or noble) */
+  /** @default the platform's */
   provider?: CryptoProvider
-  /** Skip {@link validateMessage} because the caller has just run it. @default false */
+  /** Skip {@link validateMessage}: the caller has just run it. @default false */
   validated?: boolean
   /** Where Ed25519 verification runs (see {@link CryptoMode}); servers pass `pool`. @default 'auto' */
   crypto?: CryptoMode
@@ -32,13 +32,12 @@ export interface VerifiedSignature {
   alg: SignatureAlg
   source: KeySource
   level: AuthLevel
-  /** The Ed25519 public key (absent for HMAC). */
   publicKey?: Uint8Array
 }
 
 /** The verdict on an authentic message: its best signature and every one that verified. */
 export interface VerifyResult extends VerifiedSignature {
-  /** Every verified signature, best (highest level) first. */
+  /** Every verified signature, best first. */
   signatures: VerifiedSignature[]
 }
 
@@ -75,7 +74,6 @@ function heldKeys(
   return held
 }
 
-/** The verdict once every held signature checked out: best level first. */
 function verdictOf(held: Held[], results: boolean[]): VerifyResult {
   const verified: VerifiedSignature[] = []
   for (let i = 0; i < held.length; i++) {
@@ -112,7 +110,6 @@ export async function verifyMessage(
     const candidates = candidatesOf(msg, now)
 
     const lookupOptions = options.signal ? { signal: options.signal } : {}
-    // Nearly every message carries one signature: it needs no Promise.all.
     const resolutions =
       candidates.length === 1
         ? [await resolver.resolve(candidates[0]!.lookup, lookupOptions)]

@@ -1,5 +1,4 @@
 /** Authenticating a relay request (PROFILE §9 agent auth, RFC 9421). */
-
 import {
   type Dictionary,
   type InnerList,
@@ -36,25 +35,18 @@ export interface VerifyRequestInput {
   /** The relay base URL + the request target as received (never built from `Host`). */
   targetUri: string
   headers: Headers | Record<string, string>
-  /** Absent or empty: no body. */
   body?: Uint8Array
   resolver: KeyResolver
   nonces: NonceMemory
-  /** The client-address bucket: the nonce counts against its share. */
   bucket?: string
-  /**
-   * A nonce memory shared by several relay processes, asked after `nonces` found the pair
-   * fresh (PROFILE §9): records it until `expiresAt` and says whether it was held already.
-   */
+  /** A nonce memory shared by relay processes, asked after `nonces` (PROFILE §9). */
   sharedNonces?: (keyId: string, nonce: string, expiresAt: number) => Promise<'fresh' | 'replay'>
-  /** The agent whose mailbox or subscription the request touches. */
   expectedAgent?: string
   now?: number
   transitionMs?: number
   provider?: CryptoProvider
 }
 
-/** An authenticated relay request: the key's agent, id, source and level. */
 export interface VerifiedRequest {
   agent: string
   keyId: string
@@ -64,10 +56,7 @@ export interface VerifiedRequest {
 
 const invalid = (message: string) => new AgentMsgError('invalid_signature', message)
 
-/**
- * A header's value, trimmed, several lines joined with `", "` (RFC 9110 §5.3); `undefined` when
- * absent.
- */
+/** A header's value, trimmed, several joined with `", "` (RFC 9110 §5.3). */
 function getHeader(headers: Headers | Record<string, string>, name: string): string | undefined {
   const trim = (v: string) => v.replace(/^[ \t]+|[ \t]+$/g, '')
   if (typeof (headers as { get?: unknown }).get === 'function') {
@@ -83,11 +72,9 @@ function getHeader(headers: Headers | Record<string, string>, name: string): str
 const withoutWhitespace = (text: string) => text.replace(/[ \t]/g, '')
 
 /**
- * Parse one of the three fields as an RFC 8941 dictionary whose text differs from the
- * serialisation of what was parsed only in optional whitespace. The parsed form is lossy where
- * PROFILE §9 is strict: a repeated key or parameter overwrites, `1.0` parses as `1`, byte
- * sequences decode leniently; each leaves a difference that is not whitespace. Any defect is
- * `invalid_signature`.
+ * An RFC 8941 dictionary whose text differs from the serialisation of what was parsed only in
+ * optional whitespace: the parsed form is lossy where PROFILE §9 is strict (a repeated key
+ * overwrites, `1.0` parses as `1`, byte sequences decode leniently).
  */
 function parseField(text: string, name: string): Dictionary {
   const fail = (why: string) => invalid(`${name} is not a structured-field dictionary: ${why}`)
@@ -113,7 +100,6 @@ function parseField(text: string, name: string): Dictionary {
 
 const isInnerList = (value: Item | InnerList): value is InnerList => Array.isArray(value[0])
 
-/** The one `sig1` member of a dictionary (PROFILE §9: exactly one signature). */
 function onlyMember(dict: Dictionary): Item | InnerList {
   if (dict.size !== 1) throw invalid('exactly one signature is allowed')
   const [label, value] = [...dict][0]!
@@ -124,7 +110,6 @@ function onlyMember(dict: Dictionary): Item | InnerList {
 const sameList = (got: unknown[], want: readonly string[]) =>
   got.length === want.length && got.every((v, i) => v === want[i])
 
-/** The `Signature-Input` member, checked against PROFILE §9's components and parameters. */
 function readSignatureInput(text: string, hasBody: boolean) {
   const value = onlyMember(parseField(text, 'Signature-Input'))
   if (!isInnerList(value)) throw invalid('the Signature-Input value must be an inner list')
@@ -155,11 +140,10 @@ function readSignatureInput(text: string, hasBody: boolean) {
   const { agent, fragment } = checkKeyId(keyid, invalid)
   if (params.get('alg') !== 'ed25519') throw invalid('alg must be "ed25519"')
   // RFC 9421 §2.3: `@signature-params` is the serialisation of what was parsed, in the order
-  // received, so a header spelled with RFC 8941's optional spaces verifies (PROFILE §9).
+  // received, so optional RFC 8941 spaces verify (PROFILE §9).
   return { created, nonce, keyid, agent, fragment, signatureParams: serializeInnerList(list) }
 }
 
-/** The `Signature` member: exactly `sig1=:<canonical base64 of 64 bytes>:`. */
 function readSignature(text: string): Uint8Array {
   const value = onlyMember(parseField(text, 'Signature'))
   if (isInnerList(value) || !(value[0] instanceof ArrayBuffer) || value[1].size > 0) {
@@ -171,7 +155,6 @@ function readSignature(text: string): Uint8Array {
   return sig
 }
 
-/** `Content-Digest` (RFC 9530): exactly `sha-256=:<canonical base64>:`, matching the body. */
 async function checkContentDigest(
   text: string | undefined,
   body: Uint8Array,
@@ -196,10 +179,9 @@ async function checkContentDigest(
 }
 
 /**
- * Authenticate a relay request signed with `signRequest` or any RFC 9421 implementation that
- * writes PROFILE §9's shape (parameters in any order). Nonces are remembered only for verified
- * signatures, so strangers cannot fill the memory or burn someone's nonce; ownership is checked
- * last, so 403 is only told to a caller who proved who they are.
+ * Authenticate a relay request (PROFILE §9 shape, parameters in any order). Nonces are remembered
+ * only for verified signatures (strangers cannot burn one); ownership is checked last (403 only
+ * for a caller who proved who they are).
  */
 export async function verifyRequest(input: VerifyRequestInput): Promise<VerifiedRequest> {
   const now = input.now ?? Date.now()

@@ -1,7 +1,6 @@
 /**
- * WebSocket first-frame auth (PROFILE §9): the relay sends `{type:"challenge",nonce}`, the
- * client answers `{type:"auth",agent,key_id,sig,after?}`, `sig` being the Ed25519 signature of
- * the lines `agentmsg-ws-auth`, the relay base URL and the nonce, LF-joined.
+ * WebSocket first-frame auth (PROFILE §9): challenge `{type, nonce}`, answer
+ * `{type, agent, key_id, sig, after?}` signing `agentmsg-ws-auth`, the relay base URL and the nonce.
  */
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { isAgentId, keyIdParts } from '../agent-id.js'
@@ -17,10 +16,8 @@ import type { KeyResolver } from '../resolver.js'
 import { parseStrictJson } from '../strict-json.js'
 import type { AuthLevel } from '../types.js'
 
-/** The first line of the signed payload. */
 export const WS_AUTH_CONTEXT = 'agentmsg-ws-auth'
 
-/** The relay's first frame. */
 export interface WsChallengeFrame {
   type: 'challenge'
   nonce: string
@@ -35,35 +32,26 @@ export interface WsAuthFrame {
   after?: string
 }
 
-/** The bytes signed in an auth frame. */
 export function wsAuthPayload(relayBaseUrl: string, nonce: string): Uint8Array {
   return utf8Encode(`${WS_AUTH_CONTEXT}\n${relayBaseUrl}\n${nonce}`)
 }
 
-/** A fresh challenge frame: base64url of 32 random bytes. */
+/** A fresh challenge frame. */
 export function createChallenge(): WsChallengeFrame {
   return { type: 'challenge', nonce: base64urlEncode(randomBytes(32)) }
 }
 
 /** Input of {@link signWsAuth}. */
 export interface SignWsAuthInput {
-  /** The relay base URL as the relay has it configured. */
+  /** As the relay has it configured. */
   relayBaseUrl: string
-  /** The nonce of the relay's challenge. */
   nonce: string
-  /** An Ed25519 signer of `agent`. */
   signer: Signer
-  /** The agent whose mailbox the connection reads. */
   agent: string
   after?: string
 }
 
-/**
- * Answer a relay's challenge.
- *
- * @example
- * ws.send(JSON.stringify(await signWsAuth({ relayBaseUrl, nonce: challenge.nonce, signer, agent })))
- */
+/** Answer a relay's challenge. */
 export async function signWsAuth(input: SignWsAuthInput): Promise<WsAuthFrame> {
   const { signer, agent } = input
   if (signer.alg !== 'ed25519') {
@@ -85,20 +73,17 @@ export async function signWsAuth(input: SignWsAuthInput): Promise<WsAuthFrame> {
 
 /** Input of {@link verifyWsAuth}. */
 export interface VerifyWsAuthInput {
-  /** The client's frame: parsed, or the text itself. */
+  /** Parsed, or the text itself. */
   frame: unknown
-  /** The relay's configured base URL. */
   relayBaseUrl: string
-  /** The nonce this connection's challenge carried. */
   nonce: string
   resolver: KeyResolver
   provider?: CryptoProvider
-  /** The auth has no `created`: a document key's state is judged as of now. @default Date.now() */
+  /** No `created`: a document key's state is judged as of now. @default Date.now() */
   now?: number
   transitionMs?: number
 }
 
-/** An authenticated WebSocket connection. */
 export interface VerifiedWsAuth {
   agent: string
   keyId: string
@@ -109,7 +94,7 @@ export interface VerifiedWsAuth {
 
 const FRAME_MEMBERS = new Set(['type', 'agent', 'key_id', 'sig', 'after'])
 
-/** Check an auth frame against the challenge this connection sent. */
+/** Check an auth frame against this connection's challenge. */
 export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWsAuth> {
   const now = input.now ?? Date.now()
   const provider = input.provider ?? getDefaultCryptoProvider()
