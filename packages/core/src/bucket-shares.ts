@@ -2,6 +2,8 @@
  * Per-bucket shares of a bounded memory (replay ids, relay nonces), so a few client addresses
  * cannot fill it and make it refuse everyone (PROFILE §6). Unbucketed entries count only globally.
  */
+import { positiveInt } from './errors.js'
+
 interface Share {
   readonly bucket: string
   count: number
@@ -14,10 +16,7 @@ export class BucketShares<K> {
   readonly #owner = new Map<K, Share>()
 
   constructor(max: number) {
-    if (!Number.isSafeInteger(max) || max < 1) {
-      throw new RangeError('the per-bucket share must be a positive integer')
-    }
-    this.#max = max
+    this.#max = positiveInt(max, 'the per-bucket share')
   }
 
   get max(): number {

@@ -100,3 +100,19 @@ export function codeForStatus(status: number): ErrorCode {
 export function invalidFormat(message: string, field?: string): AgentMsgError {
   return new AgentMsgError('invalid_format', field ? `${field}: ${message}` : message, { field })
 }
+
+/** A count option: a positive safe integer, else a RangeError naming it. */
+export function positiveInt(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer`)
+  }
+  return value
+}
+
+/** A duration option: a finite number ≥ 0, else a RangeError naming it. */
+export function nonNegative(value: number, name: string): number {
+  if (!(Number.isFinite(value) && value >= 0)) {
+    throw new RangeError(`${name} must be a finite number ≥ 0`)
+  }
+  return value
+}

@@ -1,5 +1,5 @@
 import { BucketShares } from './bucket-shares.js'
-import { AgentMsgError, invalidFormat } from './errors.js'
+import { AgentMsgError, invalidFormat, nonNegative, positiveInt } from './errors.js'
 import type { Storage } from './interfaces/storage.js'
 import { PROFILE } from './profile.js'
 import { memoryStorage } from './storage/memory.js'
@@ -54,13 +54,10 @@ export class ReplayGuard {
   constructor(options: ReplayGuardOptions = {}) {
     this.#storage = options.storage ?? memoryStorage()
     this.#now = options.now ?? Date.now
-    this.#maxAgeMs = nonNegative(options.maxAgeMs ?? PROFILE.dateWindowMs, 'maxAgeMs')
+    this.#maxAgeMs = nonNegative(options.maxAgeMs ?? PROFILE.dateWindowMs, 'ReplayGuard: maxAgeMs')
     this.#maxFutureMs = nonNegative(options.maxFutureMs ?? PROFILE.clockSkewMs, 'maxFutureMs')
     this.#retentionMs = nonNegative(options.retentionMs ?? PROFILE.replayMemoryMs, 'retentionMs')
-    this.#maxEntries = options.maxEntries ?? 1_000_000
-    if (!Number.isInteger(this.#maxEntries) || this.#maxEntries < 1) {
-      throw new RangeError(`ReplayGuard: maxEntries must be a positive integer`)
-    }
+    this.#maxEntries = positiveInt(options.maxEntries ?? 1_000_000, 'ReplayGuard: maxEntries')
     this.#shareThreshold = options.shareThreshold ?? 0.5
     if (!(this.#shareThreshold >= 0 && this.#shareThreshold <= 1)) {
       throw new RangeError('ReplayGuard: shareThreshold must be between 0 and 1')
@@ -265,10 +262,3 @@ export class ReplayGuard {
 // `from` is encoded so it holds no `/`: the first `/` after the prefix ends it.
 const replayKey = (from: string, messageId: string) =>
   `${PREFIX}${encodeURIComponent(from)}/${messageId}`
-
-function nonNegative(value: number, name: string): number {
-  if (!(Number.isFinite(value) && value >= 0)) {
-    throw new RangeError(`ReplayGuard: ${name} must be a finite number ≥ 0`)
-  }
-  return value
-}

@@ -1,5 +1,5 @@
 import { BucketShares } from '../bucket-shares.js'
-import { AgentMsgError } from '../errors.js'
+import { AgentMsgError, nonNegative, positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
 
 /** Options for {@link NonceMemory}. */
@@ -27,14 +27,8 @@ export class NonceMemory {
 
   constructor(options: NonceMemoryOptions = {}) {
     this.#now = options.now ?? Date.now
-    this.#retentionMs = options.retentionMs ?? PROFILE.nonceMemoryMs
-    this.#maxEntries = options.maxEntries ?? 500_000
-    if (!Number.isFinite(this.#retentionMs) || this.#retentionMs < 0) {
-      throw new RangeError('retentionMs must be a finite number ≥ 0')
-    }
-    if (!Number.isSafeInteger(this.#maxEntries) || this.#maxEntries < 1) {
-      throw new RangeError('maxEntries must be a positive integer')
-    }
+    this.#retentionMs = nonNegative(options.retentionMs ?? PROFILE.nonceMemoryMs, 'retentionMs')
+    this.#maxEntries = positiveInt(options.maxEntries ?? 500_000, 'maxEntries')
     this.#shares = new BucketShares(
       options.maxEntriesPerBucket ?? Math.max(1, Math.floor(this.#maxEntries / 64)),
     )

@@ -214,7 +214,7 @@ export async function verifyRequest(input: VerifyRequestInput): Promise<Verified
     {
       created: createdMs,
       now,
-      ...(input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs }),
+      transitionMs: input.transitionMs,
     },
   )
   const base = signatureBase(input.method, input.targetUri, digest, params.signatureParams)

@@ -141,7 +141,7 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
       created: now,
       now,
       field: 'key_id',
-      ...(input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs }),
+      transitionMs: input.transitionMs,
     },
   )
   const payload = wsAuthPayload(input.relayBaseUrl, input.nonce)

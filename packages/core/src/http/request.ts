@@ -93,8 +93,8 @@ export async function errorFromResponse(
   const text = `${what}: ${status} ${peerCode ?? code}${detail}`
   return new AgentMsgError(code, text, {
     peerStatus: status,
-    ...(peerCode !== undefined ? { peerCode } : {}),
-    ...(retryAfterMs !== undefined ? { retryAfter: Math.ceil(retryAfterMs / 1000) } : {}),
+    peerCode,
+    retryAfter: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
   })
 }
 

@@ -2,6 +2,7 @@
  * `Retry-After` as PROFILE §6 reads it, and full-jitter exponential backoff: a random delay over
  * the whole window spreads the clients that lost the same peer.
  */
+import { positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
 
 /**
@@ -32,9 +33,7 @@ export interface BackoffOptions {
 
 /** The delay before retry `attempt` (≥ 1): uniform in `[0, min(cap, base × 2^(attempt−1)))`. */
 export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {
-  if (!Number.isInteger(attempt) || attempt < 1) {
-    throw new RangeError(`backoffDelay: attempt must be an integer >= 1, got ${attempt}`)
-  }
+  positiveInt(attempt, 'backoffDelay: attempt')
   const { baseMs = PROFILE.retryBaseMs, capMs = PROFILE.retryCapMs, random = Math.random } = options
   // 2 ** large is Infinity, which min() turns into the cap.
   const ceiling = Math.min(capMs, baseMs * 2 ** (attempt - 1))

@@ -2,7 +2,7 @@
  * Whether a key found for a signature may verify it (PROFILE §4, §5): active keys always, retired
  * ones within their transition period, revoked ones never; a pure function of the clock given.
  */
-import { AgentMsgError } from '../errors.js'
+import { AgentMsgError, nonNegative } from '../errors.js'
 import type { AbortOptions } from '../interfaces/abort.js'
 import { PROFILE } from '../profile.js'
 import type { KeyLookup, KeyResolution, KeyResolver, ResolvedKey } from '../resolver.js'
@@ -46,10 +46,7 @@ export function checkKeyUsable(
   now: number,
   options: { transitionMs?: number } = {},
 ): KeyUsability {
-  const transitionMs = options.transitionMs ?? PROFILE.keyTransitionMs
-  if (!Number.isFinite(transitionMs) || transitionMs < 0) {
-    throw new RangeError('transitionMs must be a finite number of milliseconds ≥ 0')
-  }
+  const transitionMs = nonNegative(options.transitionMs ?? PROFILE.keyTransitionMs, 'transitionMs')
   // NaN compares false with everything, so it would slip through the bounds below.
   if (!Number.isFinite(signatureCreated) || !Number.isFinite(now)) {
     throw new RangeError('signatureCreated and now must be finite epoch milliseconds')

@@ -38,8 +38,8 @@ export function createErrorMessage(o: {
         data: { code: o.code, message: o.message, ref_message_id: o.original.message_id },
       },
     ],
-    ...(o.relays ? { relays: o.relays } : {}),
-    ...(o.date !== undefined ? { date: o.date } : {}),
+    relays: o.relays,
+    date: o.date,
   })
 }
 

@@ -125,7 +125,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
       now: ctx.now(),
       validated: true,
       crypto: ctx.crypto ?? 'pool',
-      ...(ctx.transitionMs !== undefined ? { transitionMs: ctx.transitionMs } : {}),
+      transitionMs: ctx.transitionMs,
     }),
   )
   verified = true

@@ -2,6 +2,8 @@
  * The bounded queue between `accepted` and the application (PROFILE §6): a slot is reserved
  * before a message is accepted, so a receiver never answers 202 for one it has no room for.
  */
+import { positiveInt } from '../errors.js'
+
 interface WorkQueueOptions<T> {
   capacity: number
   concurrency: number
@@ -21,9 +23,7 @@ export class WorkQueue<T> {
 
   constructor(options: WorkQueueOptions<T>) {
     if (!(options.capacity >= 1)) throw new RangeError('maxQueue must be ≥ 1')
-    if (!(Number.isInteger(options.concurrency) && options.concurrency >= 1)) {
-      throw new RangeError('concurrency must be an integer ≥ 1')
-    }
+    positiveInt(options.concurrency, 'concurrency')
     this.#o = options
   }
 

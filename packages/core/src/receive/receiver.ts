@@ -64,9 +64,9 @@ class AgentReceiver implements Receiver {
       levels: this.authLevels,
       now,
       addressee: { agent: o.agentId, topics: new Set(o.topics ?? []) },
-      ...(o.transitionMs !== undefined ? { transitionMs: o.transitionMs } : {}),
-      ...(o.crypto !== undefined ? { crypto: o.crypto } : {}),
-      ...(o.opener ? { opener: o.opener } : {}),
+      transitionMs: o.transitionMs,
+      crypto: o.crypto,
+      opener: o.opener,
     }
     this.#retryAfter = o.queueRetryAfter ?? 5
     this.#queue = new WorkQueue<Job>({

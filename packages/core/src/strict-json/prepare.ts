@@ -1,5 +1,5 @@
 /** What both paths of the strict JSON parser start from (PROFILE §1): options and text. */
-import { invalidFormat } from '../errors.js'
+import { invalidFormat, positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
 import { compileIntegerMembers, type IntegerMembers } from './integers.js'
 import { decodeUtf8 } from './utf8.js'
@@ -40,10 +40,7 @@ export function prepareStrictJson(
   input: string | Uint8Array,
   options?: StrictJsonOptions,
 ): PreparedStrictJson {
-  const maxDepth = options?.maxDepth ?? PROFILE.maxJsonDepth
-  if (!Number.isInteger(maxDepth) || maxDepth < 1) {
-    throw new RangeError(`maxDepth must be a positive integer, got ${maxDepth}`)
-  }
+  const maxDepth = positiveInt(options?.maxDepth ?? PROFILE.maxJsonDepth, 'maxDepth')
   const onNonInteger = options?.onNonInteger ?? 'throw'
   if (onNonInteger !== 'throw' && onNonInteger !== 'mark') {
     throw new RangeError(`onNonInteger must be 'throw' or 'mark', got ${String(onNonInteger)}`)
