@@ -99,6 +99,8 @@ function parseField(text: string, name: string): Dictionary {
 }
 
 const isInnerList = (value: Item | InnerList): value is InnerList => Array.isArray(value[0])
+const isBytes = (v: Item | InnerList | undefined): v is [ArrayBuffer, Item[1]] =>
+  v !== undefined && !isInnerList(v) && v[0] instanceof ArrayBuffer && v[1].size === 0
 
 function onlyMember(dict: Dictionary): Item | InnerList {
   if (dict.size !== 1) throw invalid('exactly one signature is allowed')
@@ -130,13 +132,11 @@ function readSignatureInput(text: string, hasBody: boolean) {
     throw invalid('signature parameters must be exactly created, nonce, keyid and alg')
   }
   const created = params.get('created')
-  const nonce = params.get('nonce')
-  const keyid = params.get('keyid')
+  const nonce = params.get('nonce') as string
+  const keyid = params.get('keyid') as string
   if (typeof created !== 'number' || !Number.isInteger(created) || created < 0)
     throw invalid('created must be a non-negative integer')
-  if (typeof nonce !== 'string') throw invalid('nonce must be a string')
   checkNonce(nonce, invalid)
-  if (typeof keyid !== 'string') throw invalid('keyid must be a string')
   const { agent, fragment } = checkKeyId(keyid, invalid)
   if (params.get('alg') !== 'ed25519') throw invalid('alg must be "ed25519"')
   // RFC 9421 §2.3: `@signature-params` is the serialisation of what was parsed, in the order
@@ -146,9 +146,7 @@ function readSignatureInput(text: string, hasBody: boolean) {
 
 function readSignature(text: string): Uint8Array {
   const value = onlyMember(parseField(text, 'Signature'))
-  if (isInnerList(value) || !(value[0] instanceof ArrayBuffer) || value[1].size > 0) {
-    throw invalid('Signature must be a byte sequence without parameters')
-  }
+  if (!isBytes(value)) throw invalid('Signature must be a byte sequence without parameters')
   const sig = new Uint8Array(value[0])
   if (sig.length !== ED25519_SIG_BYTES)
     throw invalid(`an ed25519 signature is ${ED25519_SIG_BYTES} bytes`)
@@ -163,15 +161,7 @@ async function checkContentDigest(
   if (text === undefined) throw invalid('a request with a body needs a Content-Digest')
   const dict = parseField(text, 'Content-Digest')
   const sha = dict.get('sha-256')
-  if (
-    dict.size !== 1 ||
-    sha === undefined ||
-    isInnerList(sha) ||
-    !(sha[0] instanceof ArrayBuffer) ||
-    sha[1].size > 0
-  ) {
-    throw invalid('Content-Digest must be sha-256=:<base64>:')
-  }
+  if (dict.size !== 1 || !isBytes(sha)) throw invalid('Content-Digest must be sha-256=:<base64>:')
   if (!constantTimeEqual(new Uint8Array(sha[0]), await provider.sha256(body))) {
     throw invalid('Content-Digest does not match the body')
   }
@@ -208,38 +198,20 @@ export async function verifyRequest(input: VerifyRequestInput): Promise<Verified
     ? await checkContentDigest(getHeader(input.headers, 'content-digest'), input.body!, provider)
     : undefined
 
-  const key = await resolveEd25519Key(
-    input.resolver,
-    { keyId: params.keyid, agent: params.agent, fragment: params.fragment },
-    {
-      created: createdMs,
-      now,
-      transitionMs: input.transitionMs,
-    },
-  )
+  const { keyid: keyId, agent, fragment, nonce } = params
+  const { transitionMs } = input
+  const options = { created: createdMs, now, transitionMs }
+  const key = await resolveEd25519Key(input.resolver, { keyId, agent, fragment }, options)
   const base = signatureBase(input.method, input.targetUri, digest, params.signatureParams)
   if (!(await provider.ed25519Verify(key.publicKey, base, sig))) {
-    throw invalid(`signature by ${params.keyid} does not verify`)
+    throw invalid(`signature by ${keyId} does not verify`)
   }
-
-  if (
-    input.nonces.checkAndRemember(params.keyid, params.nonce, input.now, input.bucket) === 'replay'
-  ) {
-    throw invalid('this nonce was already used with this key')
+  const replay =
+    input.nonces.checkAndRemember(keyId, nonce, input.now, input.bucket) === 'replay' ||
+    (await input.sharedNonces?.(keyId, nonce, now + PROFILE.nonceMemoryMs)) === 'replay'
+  if (replay) throw invalid('this nonce was already used with this key')
+  if (input.expectedAgent !== undefined && agent !== input.expectedAgent) {
+    throw new AgentMsgError('forbidden', `${agent} may not act for ${input.expectedAgent}`)
   }
-  if (
-    input.sharedNonces !== undefined &&
-    (await input.sharedNonces(params.keyid, params.nonce, now + PROFILE.nonceMemoryMs)) === 'replay'
-  ) {
-    throw invalid('this nonce was already used with this key')
-  }
-  if (input.expectedAgent !== undefined && params.agent !== input.expectedAgent) {
-    throw new AgentMsgError('forbidden', `${params.agent} may not act for ${input.expectedAgent}`)
-  }
-  return {
-    agent: params.agent,
-    keyId: params.keyid,
-    source: key.source,
-    level: levelForKeySource(key.source),
-  }
+  return { agent, keyId, source: key.source, level: levelForKeySource(key.source) }
 }

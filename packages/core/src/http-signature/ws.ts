@@ -8,13 +8,13 @@ import { type KeySource, levelForKeySource } from '../auth-level.js'
 import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { randomBytes, utf8Encode } from '../bytes.js'
 import type { CryptoProvider } from '../crypto/provider.js'
-import { didKeyFragment, isDidKey } from '../did-key.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
 import { resolveEd25519Key } from '../identity/key-usability.js'
 import type { Signer } from '../keys.js'
 import type { KeyResolver } from '../resolver.js'
 import { parseStrictJson } from '../strict-json.js'
 import type { AuthLevel } from '../types.js'
+import { checkKeyId } from './sign.js'
 
 export const WS_AUTH_CONTEXT = 'agentmsg-ws-auth'
 
@@ -107,7 +107,6 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
     if (!FRAME_MEMBERS.has(k)) throw invalidFormat(`unknown member "${k}"`, 'frame')
   }
   if (frame.type !== 'auth') throw invalidFormat('must be "auth"', 'type')
-  if (typeof frame.agent !== 'string') throw invalidFormat('must be a string', 'agent')
   if (!isAgentId(frame.agent)) throw invalidFormat('must be an agent id in normal form', 'agent')
   for (const name of ['key_id', 'sig'] as const) {
     if (typeof frame[name] !== 'string') throw invalidFormat('must be a string', name)
@@ -119,14 +118,8 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
   const keyId = frame.key_id as string
   const bad = (message: string, field: string) =>
     new AgentMsgError('invalid_signature', message, { field })
-  const parts = keyIdParts(keyId)
-  if (parts === undefined) throw bad('key_id must be <agent_id>#<fragment>', 'key_id')
-  if (parts.agent !== agent)
-    throw bad(`key_id belongs to ${parts.agent}, not to ${agent}`, 'key_id')
-  const { fragment } = parts
-  if (isDidKey(agent) && fragment !== didKeyFragment(agent)) {
-    throw bad("a did:key key_id's fragment is the DID's method-specific id", 'key_id')
-  }
+  const { agent: owner, fragment } = checkKeyId(keyId, (m) => bad(m, 'key_id'))
+  if (owner !== agent) throw bad(`key_id belongs to ${owner}, not to ${agent}`, 'key_id')
   let sig: Uint8Array
   try {
     sig = base64urlDecode(frame.sig as string)
@@ -134,16 +127,9 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
     throw bad('sig must be canonical unpadded base64url', 'sig')
   }
   if (sig.length !== 64) throw bad('an ed25519 sig is 64 bytes', 'sig')
-  const key = await resolveEd25519Key(
-    input.resolver,
-    { keyId, agent, fragment },
-    {
-      created: now,
-      now,
-      field: 'key_id',
-      transitionMs: input.transitionMs,
-    },
-  )
+  const { transitionMs } = input
+  const options = { created: now, now, field: 'key_id', transitionMs }
+  const key = await resolveEd25519Key(input.resolver, { keyId, agent, fragment }, options)
   const payload = wsAuthPayload(input.relayBaseUrl, input.nonce)
   if (!(await provider.ed25519Verify(key.publicKey, payload, sig))) {
     throw bad(`signature by ${keyId} does not verify`, 'sig')
