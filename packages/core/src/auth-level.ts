@@ -1,7 +1,7 @@
 import { AgentMsgError, invalidFormat } from './errors.js'
 import type { Storage } from './interfaces/storage.js'
 import { memoryStorage } from './storage/memory.js'
-import type { AuthLevel, JsonValue, SignatureAlg } from './types.js'
+import { type AuthLevel, isObject, type JsonValue, type SignatureAlg } from './types.js'
 
 /** Where a verifying key came from, which decides the level (PROFILE §5). */
 export type KeySource =
@@ -191,7 +191,7 @@ export class AuthLevelTracker {
 
   async knownContact(agent: string): Promise<KnownContact | undefined> {
     const value = await this.#storage.get(CONTACT + encodeURIComponent(agent))
-    if (!isRecord(value)) return undefined
+    if (!isObject(value)) return undefined
     const { how, since } = value
     return CONTACT_SOURCES.has(how) && typeof since === 'number'
       ? { how: how as ContactSource, since }
@@ -237,7 +237,7 @@ export class AuthLevelTracker {
     conversationId: string,
   ): Promise<ConversationRecord | undefined> {
     const value = await this.#storage.get(convKey(from, conversationId))
-    if (!isRecord(value) || !isLevel(value.level)) return undefined
+    if (!isObject(value) || !isLevel(value.level)) return undefined
     const record: ConversationRecord = { level: value.level }
     if (isLevel(value.renegotiatedBy)) record.renegotiatedBy = value.renegotiatedBy
     return record
@@ -253,9 +253,6 @@ export class AuthLevelTracker {
 
 const convKey = (from: string, conversationId: string) =>
   `${CONV}${encodeURIComponent(from)}/${encodeURIComponent(conversationId)}`
-
-const isRecord = (value: unknown): value is Record<string, JsonValue> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value)
 
 function isLevel(value: unknown): value is AuthLevel {
   return value === 0 || value === 1 || value === 2 || value === 3

@@ -2,7 +2,7 @@ import { assertRelayUrl, parseAgentId } from './agent-id.js'
 import { base64urlDecode } from './base64url.js'
 import { invalidFormat } from './errors.js'
 import { parseTimestamp } from './timestamps.js'
-import { type Message, PHASES } from './types.js'
+import { isObject, type Message, PHASES } from './types.js'
 
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
 const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
@@ -23,12 +23,13 @@ export interface ValidationResult {
 
 type Obj = Record<string, unknown>
 
-function isObject(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
 function requireObject(v: unknown, field: string): Obj {
   if (!isObject(v)) throw invalidFormat('must be an object', field)
+  return v
+}
+
+function requireArray(v: unknown, field: string): unknown[] {
+  if (!Array.isArray(v)) throw invalidFormat('must be an array', field)
   return v
 }
 
@@ -56,8 +57,7 @@ function requireId(v: unknown, field: string): string {
 }
 
 function validateParts(body: Obj): void {
-  const parts = body.parts
-  if (!Array.isArray(parts)) throw invalidFormat('must be an array', 'body.parts')
+  const parts = requireArray(body.parts, 'body.parts')
   for (let i = 0; i < parts.length; i++) {
     const field = `body.parts[${i}]`
     const part = requireObject(parts[i], field)
@@ -85,27 +85,16 @@ function validateParts(body: Obj): void {
 
 function validateSecurity(security: unknown): void {
   const sec = requireObject(security, 'security')
+  const field = 'security.signatures'
   if (sec.signatures !== undefined) {
-    if (!Array.isArray(sec.signatures))
-      throw invalidFormat('must be an array', 'security.signatures')
-    for (let i = 0; i < sec.signatures.length; i++) {
-      requireObject(sec.signatures[i], `security.signatures[${i}]`)
-    }
+    requireArray(sec.signatures, field).forEach((s, i) => requireObject(s, `${field}[${i}]`))
   }
   if (sec.encryption !== undefined) {
     const enc = requireObject(sec.encryption, 'security.encryption')
     requireString(enc.scheme, 'security.encryption.scheme')
-    if (!Array.isArray(enc.recipients)) {
-      throw invalidFormat('must be an array', 'security.encryption.recipients')
-    }
-    enc.recipients.forEach((r, i) => parseAgentId(r, `security.encryption.recipients[${i}]`))
+    const recipients = requireArray(enc.recipients, 'security.encryption.recipients')
+    recipients.forEach((r, i) => parseAgentId(r, `security.encryption.recipients[${i}]`))
   }
-}
-
-function validateTrace(trace: unknown): void {
-  const t = requireObject(trace, 'trace')
-  if (!Array.isArray(t.received)) throw invalidFormat('must be an array', 'trace.received')
-  t.received.forEach((e, i) => requireObject(e, `trace.received[${i}]`))
 }
 
 /**
@@ -133,8 +122,9 @@ export function validateMessage(input: unknown): ValidationResult {
   const from = requireObject(m.from, 'from')
   parseAgentId(from.agent, 'from.agent')
   if (from.relays !== undefined) {
-    if (!Array.isArray(from.relays)) throw invalidFormat('must be an array', 'from.relays')
-    from.relays.forEach((r, i) => assertRelayUrl(r, `from.relays[${i}]`))
+    requireArray(from.relays, 'from.relays').forEach((r, i) =>
+      assertRelayUrl(r, `from.relays[${i}]`),
+    )
   }
 
   const to = requireObject(m.to, 'to')
@@ -161,7 +151,10 @@ export function validateMessage(input: unknown): ValidationResult {
 
   validateParts(requireObject(m.body, 'body'))
   if (m.security !== undefined) validateSecurity(m.security)
-  if (m.trace !== undefined) validateTrace(m.trace)
+  if (m.trace !== undefined) {
+    const received = requireArray(requireObject(m.trace, 'trace').received, 'trace.received')
+    received.forEach((e, i) => requireObject(e, `trace.received[${i}]`))
+  }
 
   const result: ValidationResult = { message: m as unknown as Message }
   if (protocolError) result.protocolError = protocolError
@@ -171,10 +164,5 @@ export function validateMessage(input: unknown): ValidationResult {
 /** Whether `body` is sealed: decided from `body.parts` alone (PROFILE §8), never `security`. */
 export function isSealedBody(body: { parts?: unknown } | undefined): boolean {
   const parts = body?.parts
-  return (
-    Array.isArray(parts) &&
-    parts.some(
-      (p) => typeof p === 'object' && p !== null && (p as { type?: unknown }).type === 'sealed',
-    )
-  )
+  return Array.isArray(parts) && parts.some((p) => isObject(p) && p.type === 'sealed')
 }

@@ -8,6 +8,10 @@ export type JsonValue =
   | { [key: string]: JsonValue }
 export type JsonObject = { [key: string]: JsonValue }
 
+/** A JSON object, not an array. */
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
+
 /** Conversation phases of PROFILE §2. */
 export const PHASES = ['greeting', 'request', 'response', 'update', 'close', 'error'] as const
 export type Phase = (typeof PHASES)[number]

@@ -7,6 +7,7 @@ import { base64urlDecode } from '../base64url.js'
 import { didKeyFragment, publicKeyFromDidKey } from '../did-key.js'
 import { invalidFormat } from '../errors.js'
 import { parseTimestamp } from '../timestamps.js'
+import { isObject } from '../types.js'
 
 export type KeyStatus = 'active' | 'retired' | 'revoked'
 
@@ -44,10 +45,6 @@ export interface IdentityDocument {
 }
 
 const STATUSES: ReadonlySet<unknown> = new Set<KeyStatus>(['active', 'retired', 'revoked'])
-
-function isObject(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x)
-}
 
 /** Byte equality; public keys are not secret, so no constant-time compare is needed. */
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

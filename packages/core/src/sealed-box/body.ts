@@ -9,7 +9,7 @@ import { AgentMsgError, invalidFormat } from '../errors.js'
 import { canonicalize, canonicalizeToBytes } from '../jcs.js'
 import type { ReceiveOpener } from '../receive/types.js'
 import { parseStrictJson } from '../strict-json.js'
-import type { BodyPart, JsonValue, Message } from '../types.js'
+import { type BodyPart, isObject, type JsonValue, type Message } from '../types.js'
 import { ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey } from '../x25519.js'
 import { cryptoBoxSeal, cryptoBoxSealOpen } from './primitives.js'
 
@@ -73,10 +73,6 @@ export function sealBody(
     body: { parts },
     encryption: { scheme: 'sealed_box', recipients: recipients.map((r) => r.agent) },
   }
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
 function checkPart(part: unknown, i: number): SealedPart {
