@@ -1,7 +1,5 @@
-/**
- * Agent ids (SPEC §2.1, PROFILE §2) and key ids (PROFILE §3). Ids are compared byte for byte, so
- * the wire takes only the normal form; `normalizeAgentUrl` is the lenient entry for typed ids.
- */
+// Agent ids (SPEC §2.1, PROFILE §2) and key ids (PROFILE §3): compared byte for byte, so the wire
+// takes only the normal form; `normalizeAgentUrl` is the lenient entry for typed ids.
 import { cachedPublicKey } from './did-key.js'
 import { invalidFormat, isAgentMsgError } from './errors.js'
 
@@ -93,10 +91,7 @@ export function assertRelayUrl(url: unknown, field = 'relay'): string {
   return url
 }
 
-/**
- * Turn a URL as a person types it into a normal-form agent id (or relay URL); the result always
- * passes {@link parseAgentId}, and normalising it again changes nothing.
- */
+/** A URL as a person types it, in normal form: it passes {@link parseAgentId}, stably. */
 export function normalizeAgentUrl(input: string): string {
   const field = 'url'
   if (typeof input !== 'string') throw invalidFormat('must be a string', field)

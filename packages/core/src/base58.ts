@@ -1,7 +1,5 @@
-/**
- * base58btc for did:key (PROFILE §4), hand-written: did:key needs only these two functions, and
- * the multiformats base layer cost a browser agent 4 KB minified.
- */
+// base58btc for did:key (PROFILE §4), hand-written: the multiformats base layer cost a browser
+// agent 4 KB minified.
 import { invalidFormat } from './errors.js'
 
 const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'

@@ -1,7 +1,5 @@
-/**
- * base64url (RFC 4648 §5, unpadded) for wire fields, padded base64 (§4) for RFC 9421 / 9530
- * headers. Decoding is canonical (PROFILE §1): two strings must never stand for the same bytes.
- */
+// base64url (RFC 4648 §5, unpadded) for wire fields, padded base64 for RFC 9421 / 9530 headers.
+// Decoding is canonical (PROFILE §1): two strings must never stand for the same bytes.
 import { invalidFormat } from './errors.js'
 
 const URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'

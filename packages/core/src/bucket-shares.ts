@@ -1,7 +1,5 @@
-/**
- * Per-bucket shares of a bounded memory (replay ids, relay nonces), so a few client addresses
- * cannot fill it and make it refuse everyone (PROFILE §6). Unbucketed entries count only globally.
- */
+// Per-bucket shares of a bounded memory (replay ids, relay nonces): a few client addresses cannot
+// fill it and make it refuse everyone (PROFILE §6). Unbucketed entries count only globally.
 import { positiveInt } from './errors.js'
 
 interface Share {

@@ -1,7 +1,5 @@
-/**
- * did:key (PROFILE §4, W3C CCG did-method-key) for Ed25519 agents: `did:key:z` +
- * base58btc(multicodec varint ‖ raw public key). One table of codecs, keyed by varint prefix.
- */
+// did:key (PROFILE §4, W3C CCG did-method-key): `did:key:z` + base58btc(multicodec varint ‖ key),
+// one table of codecs keyed by varint prefix.
 import { base58btcDecode, base58btcEncode } from './base58.js'
 import { invalidFormat } from './errors.js'
 import { Lru } from './lru.js'
@@ -81,10 +79,7 @@ export function didKeyFromPublicKey(publicKey: Uint8Array): string {
   return DID_KEY_PREFIX + encodeMultikey(MULTICODEC_KEY_TYPES.ed25519, publicKey)
 }
 
-/**
- * The Ed25519 public key inside a did:key. Structural check only: a key that is not a usable
- * point is refused by verification anyway, so parsing an agent id stays cheap.
- */
+/** The Ed25519 key inside a did:key (structural check only: verification refuses bad points). */
 export function publicKeyFromDidKey(did: string, field?: string): Uint8Array {
   // A copy, so callers cannot corrupt the cache.
   return cachedPublicKey(did, field).slice()

@@ -84,10 +84,7 @@ export function isAgentMsgError(value: unknown): value is AgentMsgError {
   )
 }
 
-/**
- * The code a peer's status means when its body names none: 3xx → `not_found` (redirects are
- * never followed), 408 and 5xx → `unavailable`, other 4xx → `invalid_format`.
- */
+/** A peer status's code when its body names none: 3xx `not_found`, 408/5xx `unavailable`. */
 export function codeForStatus(status: number): ErrorCode {
   if (status === 401) return 'unauthorized'
   // The first code of a status is its general one (invalid_format before stale_message).

@@ -45,10 +45,7 @@ interface Entry {
   lastFetch: number
 }
 
-/**
- * Resolves URL agents' keys from their identity documents (level 2, PROFILE §4): cached for
- * max-age, an unknown key_id refetched at most once a minute per agent, fetches coalesced.
- */
+/** URL agents' keys from their cached identity documents (level 2, PROFILE §4). */
 export class IdentityDocumentCache implements KeyResolver {
   readonly #o: IdentityDocumentResolverOptions
   readonly #now: () => number
@@ -188,10 +185,7 @@ export function identityDocumentResolver(
   return new IdentityDocumentCache(options)
 }
 
-/**
- * The standard resolver chain of PROFILE §4: identity documents (cached) → did:key → the key
- * store's pinned and introduced keys and introduction tokens.
- */
+/** The resolver chain of PROFILE §4: identity documents → did:key → the key store. */
 export function createKeyResolver(
   options: { keyStore?: KeyStore; fetchIdentity?: IdentityFetcher; now?: () => number } = {},
 ): KeyResolver {

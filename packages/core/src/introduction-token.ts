@@ -1,7 +1,5 @@
-/**
- * Introduction tokens (PROFILE §5) and their level-0 `hmac-sha256` signer, apart from
- * `introducedIdentity`: a sender signing a level-0 greeting must not load document validation.
- */
+// Introduction tokens (PROFILE §5) apart from `introducedIdentity`: a sender signing a level-0
+// greeting must not load document validation.
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { base64urlDecode, base64urlEncode } from './base64url.js'
 import { randomBytes } from './bytes.js'

@@ -5,10 +5,7 @@ import type { IdentityDocument } from './identity/document.js'
 import { publicKeyOf, validateIdentityDocument } from './identity/document.js'
 import type { Message } from './types.js'
 
-/**
- * The identity document a verified level-0 greeting carries in a data part `{identity}`, if any:
- * valid, the sender's, and for a did:key sender the DID's key; else `invalid_format`.
- */
+/** The identity document a verified level-0 greeting carries (`{identity}`), if any and valid. */
 export function introducedIdentity(message: Message): IdentityDocument | undefined {
   if (message.phase !== 'greeting') return undefined
   for (const part of message.body.parts) {

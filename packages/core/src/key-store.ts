@@ -26,9 +26,8 @@ const keyName = (agent: string, fragment: string) =>
   `${KEY_PREFIX}${encodeURIComponent(agent)}/${encodeURIComponent(fragment)}`
 
 /**
- * Keys learned outside identity documents and did:key (PROFILE §4, §5): pinned (level 2),
- * introduced (level 1, never replacing a stored key), and introduction tokens (level 0). Last
- * in the resolver chain; kept in a {@link Storage}.
+ * Keys learned outside documents and did:key (PROFILE §4, §5): pinned (level 2), introduced
+ * (level 1, never replacing one), introduction tokens (level 0). Last in the resolver chain.
  */
 export class KeyStore implements KeyResolver {
   readonly #storage: Storage
@@ -101,10 +100,7 @@ export class KeyStore implements KeyResolver {
     await this.#storage.batch(rows.map(([key]) => ({ type: 'delete' as const, key })))
   }
 
-  /**
-   * Hold an introduction token so level-0 signatures with it verify. A token introduces one peer
-   * (PROFILE §5): `agent`, else the first sender whose message verifies. Returns its fragment.
-   */
+  /** Hold an introduction token for one peer (PROFILE §5): `agent`, else the first to verify. */
   async addIntroductionToken(token: string, agent?: string): Promise<string> {
     const secret = base64urlDecode(token, 'token')
     if (secret.length !== 32) throw invalidFormat('an introduction token is 32 bytes', 'token')

@@ -40,11 +40,8 @@ export function bytesCache<V>(
   }
 }
 
-/**
- * A crypto provider's state per Ed25519 seed (few: one per local identity), found by array object
- * and else by content. The entry holds a private copy, so a caller overwriting its array cannot
- * poison the cache.
- */
+// Per-seed provider state (one per identity), by array object, else by content; the entry keeps
+// a private copy, so a caller overwriting its array cannot poison the cache.
 export function seedCache<E>(create: (seed: Uint8Array) => E): (seed: Uint8Array) => E & Seeded {
   const byValue = bytesCache(64, (seed): E & Seeded => ({ ...create(seed), seed: seed.slice() }))
   const byObject = new WeakMap<Uint8Array, E & Seeded>()

@@ -97,10 +97,7 @@ function validateSecurity(security: unknown): void {
   }
 }
 
-/**
- * Check a parsed message against PROFILE §2 and return it typed; structural problems throw
- * `invalid_format`. Another major `version` or an unknown `phase` comes back as `protocolError`.
- */
+/** Check a parsed message against PROFILE §2; another version or phase is a `protocolError`. */
 export function validateMessage(input: unknown): ValidationResult {
   const m = requireObject(input, 'message')
   let protocolError: ProtocolError | undefined

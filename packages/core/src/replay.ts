@@ -28,11 +28,7 @@ export interface ReplayGuardOptions {
   shareThreshold?: number
 }
 
-/**
- * Replay protection (PROFILE §6): the date window, TTL expiry and duplicate `message_id`s per
- * sender, persisted under `replay/<from>/<id>`; an in-memory index is loaded on first use, which
- * assumes one guard per storage at a time.
- */
+/** Replay protection (PROFILE §6): date window, TTL, duplicate ids; one guard per storage. */
 export class ReplayGuard {
   readonly #storage: Storage
   readonly #now: () => number
@@ -109,10 +105,7 @@ export class ReplayGuard {
     await this.#store(replayKey(from, messageId), bucket)
   }
 
-  /**
-   * The whole PROFILE §6 check: freshness, then the duplicate id, remembering a new one.
-   * Concurrent calls for one (from, id) yield exactly one `'new'`.
-   */
+  /** Freshness, then the duplicate id (PROFILE §6): of concurrent calls exactly one is `new`. */
   async checkAndRemember(
     message: { from: { agent: string }; message_id: string; date: string; ttl_seconds?: number },
     bucket?: string,

@@ -35,10 +35,7 @@ export type ResolvedKey =
       bind?: (agent: string) => Promise<boolean>
     }
 
-/**
- * A resolver's answer: `not_found` is a verdict (`unknown_sender`); `unavailable` is not (503
- * with `Retry-After`, PROFILE §3, §4).
- */
+/** A resolver's answer: `not_found` is a verdict; `unavailable` is not (PROFILE §3, §4). */
 export type KeyResolution =
   | { status: 'found'; key: ResolvedKey }
   | {
@@ -60,10 +57,7 @@ export interface KeyResolver {
   resolve(lookup: KeyLookup, options?: AbortOptions): Promise<KeyResolution>
 }
 
-/**
- * Ask resolvers in order (PROFILE §4): the first `found` or `final` answer wins; else any
- * `unavailable` wins over `not_found`, so a transient failure never becomes a verdict.
- */
+/** Ask resolvers in order: the first `found` or `final` wins, `unavailable` over `not_found`. */
 export function chainResolvers(...resolvers: KeyResolver[]): KeyResolver {
   return {
     async resolve(lookup, options) {
@@ -108,10 +102,7 @@ export function didKeyResolver(): KeyResolver {
   }
 }
 
-/**
- * The `not_found` answer to a lookup no identity document can serve (they hold Ed25519 keys of
- * URL agents, PROFILE §4), or undefined; lets a lazy wrapper answer without loading the cache.
- */
+/** `not_found` for a lookup no identity document serves (PROFILE §4), without the cache. */
 export function nonDocumentLookup(lookup: KeyLookup): KeyResolution | undefined {
   if (lookup.alg !== 'ed25519') {
     return { status: 'not_found', reason: 'identity documents hold Ed25519 keys only' }

@@ -71,10 +71,7 @@ function checkKeyId(keyId: string, from: string): void {
   }
 }
 
-/**
- * Sign a message (PROFILE §3): a new message with the signatures appended. Several signers sign
- * each (an Ed25519 key and an introduction token for a level-0 greeting).
- */
+/** Sign a message (PROFILE §3) with one signer or several: a new message. */
 export async function signMessage(
   message: UnsignedMessage | Message,
   signer: Signer | readonly Signer[],

@@ -1,10 +1,7 @@
 import { utf8Encode } from './bytes.js'
 import { canonicalize, canonicalizeWithout } from './jcs.js'
 
-/**
- * The PROFILE §3 signing input: `JCS(message[name])` per signed header, `JCS(body)`, then
- * `JCS(params)` (the signature object without `sig`), LF-joined (JCS never emits a raw LF), UTF-8.
- */
+/** The PROFILE §3 signing input: JCS of each signed header, the body and the params, LF-joined. */
 export function buildSigningInput(
   message: Record<string, unknown>,
   signedHeaders: readonly string[],

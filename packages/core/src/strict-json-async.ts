@@ -1,7 +1,5 @@
-/**
- * `parseStrictJson` with the exact parser imported on first need: honest writers' messages all
- * pass the fast path, so a browser agent's bundle stays small.
- */
+// `parseStrictJson` with the exact parser imported on first need: honest writers' messages pass the
+// fast path, so a browser agent's bundle stays small.
 import { fastParse } from './strict-json/fast-path.js'
 import { parseWith, type StrictJsonOptions } from './strict-json/prepare.js'
 import type { JsonObject } from './types.js'

@@ -1,7 +1,5 @@
-/**
- * The I-JSON (RFC 7493) parser of PROFILE §1: everything that reaches a signature check or an
- * application goes through it, so no two readers of one message can see different values.
- */
+// The I-JSON (RFC 7493) parser of PROFILE §1: everything that reaches a signature check or an
+// application goes through it, so no two readers of one message see different values.
 import { fastParse } from './strict-json/fast-path.js'
 import { exactParse } from './strict-json/parser.js'
 import { parseWith, type StrictJsonOptions } from './strict-json/prepare.js'

@@ -1,7 +1,5 @@
-/**
- * Wire timestamps (PROFILE §1): RFC 3339 in UTC only. Not `Date.parse`, which reads offsets,
- * leap seconds and `Feb 30` differently per engine: two verifiers must agree on a `date`.
- */
+// Wire timestamps (PROFILE §1): RFC 3339 UTC only. Not `Date.parse`, which reads offsets, leap
+// seconds and `Feb 30` differently per engine: two verifiers must agree on a `date`.
 import { invalidFormat } from './errors.js'
 
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/

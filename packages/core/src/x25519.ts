@@ -1,7 +1,5 @@
-/**
- * Ed25519 → X25519 as libsodium converts, and the W3C DID document of a did:key. Apart from the
- * root: its curve arithmetic is not downloaded by an app that only signs and verifies.
- */
+// Ed25519 → X25519 as libsodium converts, and a did:key's W3C DID document: apart from the root,
+// so an app that only signs and verifies does not download the curve arithmetic.
 import { etc, Point } from '@noble/ed25519'
 import { sha512 } from '@noble/hashes/sha2.js'
 import { base58btcEncode } from './base58.js'

@@ -1,7 +1,5 @@
-/**
- * `#crypto-default` in browsers (no `node:` imports): WebCrypto when it passes
- * {@link webCryptoSupportsEd25519} (Ed25519 is recent there), else noble.
- */
+// `#crypto-default` in browsers (no `node:` imports): WebCrypto when it passes
+// `webCryptoSupportsEd25519` (Ed25519 is recent there), else noble.
 import type { CryptoProvider } from './provider.js'
 import { createWebCryptoProvider, webCryptoSupportsEd25519 } from './web.js'
 

@@ -1,7 +1,5 @@
-/**
- * Ed25519 on `node:crypto` runs in native code: inline (the sync forms), or in libuv's thread pool
- * (the callback forms) so operations in flight use every core (see CryptoMode).
- */
+// Ed25519 on `node:crypto` in native code: inline (the sync forms), or in libuv's thread pool (the
+// callback forms) so operations in flight use every core (see CryptoMode).
 import {
   createHash,
   createHmac,

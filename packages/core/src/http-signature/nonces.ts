@@ -13,10 +13,7 @@ export interface NonceMemoryOptions {
   maxEntriesPerBucket?: number
 }
 
-/**
- * Remembers (keyid, nonce) pairs of accepted relay requests (PROFILE §9): `created` may be off by
- * the skew either way, so twice that after first use covers a signature's whole window.
- */
+/** (keyid, nonce) pairs of accepted relay requests (PROFILE §9), kept twice the clock skew. */
 export class NonceMemory {
   readonly #now: () => number
   readonly #retentionMs: number

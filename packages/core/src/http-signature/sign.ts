@@ -1,8 +1,5 @@
-/**
- * Relay agent auth (PROFILE §9), the signing side: RFC 9421 in one shape, with RFC 9530's
- * `Content-Digest`. RFC 8941 values are written by hand: `structured-headers`' serializer cost a
- * browser agent 2.6 KB (the tests check that both spell every request alike).
- */
+// Relay agent auth (PROFILE §9), signing: RFC 9421 in one shape, RFC 9530 `Content-Digest`. RFC
+// 8941 values are written by hand: `structured-headers`' serializer cost a browser agent 2.6 KB.
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { isAgentId, keyIdParts } from '../agent-id.js'
 import { base64Encode, base64urlDecode, base64urlEncode } from '../base64url.js'

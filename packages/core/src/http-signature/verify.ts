@@ -71,11 +71,8 @@ function getHeader(headers: Headers | Record<string, string>, name: string): str
 
 const withoutWhitespace = (text: string) => text.replace(/[ \t]/g, '')
 
-/**
- * An RFC 8941 dictionary whose text differs from the serialisation of what was parsed only in
- * optional whitespace: the parsed form is lossy where PROFILE §9 is strict (a repeated key
- * overwrites, `1.0` parses as `1`, byte sequences decode leniently).
- */
+// An RFC 8941 dictionary whose text is the serialisation of what was parsed but for optional
+// whitespace: parsing is lossy where PROFILE §9 is strict (repeated keys, `1.0`, lenient bytes).
 function parseField(text: string, name: string): Dictionary {
   const fail = (why: string) => invalid(`${name} is not a structured-field dictionary: ${why}`)
   let parsed: Dictionary
@@ -169,9 +166,8 @@ async function checkContentDigest(
 }
 
 /**
- * Authenticate a relay request (PROFILE §9 shape, parameters in any order). Nonces are remembered
- * only for verified signatures (strangers cannot burn one); ownership is checked last (403 only
- * for a caller who proved who they are).
+ * Authenticate a relay request (PROFILE §9). Nonces are remembered only for verified signatures;
+ * ownership is checked last, so 403 is told only to a caller who proved who they are.
  */
 export async function verifyRequest(input: VerifyRequestInput): Promise<VerifiedRequest> {
   const now = input.now ?? Date.now()

@@ -1,7 +1,5 @@
-/**
- * WebSocket first-frame auth (PROFILE §9): challenge `{type, nonce}`, answer
- * `{type, agent, key_id, sig, after?}` signing `agentmsg-ws-auth`, the relay base URL and the nonce.
- */
+// WebSocket first-frame auth (PROFILE §9): a challenge nonce, answered by a signature over
+// `agentmsg-ws-auth`, the relay base URL and the nonce.
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { isAgentId, keyIdParts } from '../agent-id.js'
 import { type KeySource, levelForKeySource } from '../auth-level.js'

@@ -1,7 +1,5 @@
-/**
- * The one capped body reader, for requests and responses: it cancels the stream as soon as the
- * cap is passed, so an endless body is never buffered whole (PROFILE §4, §6).
- */
+// The one capped body reader, for requests and responses: the stream is cancelled once past the
+// cap, so an endless body is never buffered whole (PROFILE §4, §6).
 import { concat } from '../bytes.js'
 import { AgentMsgError, type ErrorCode } from '../errors.js'
 

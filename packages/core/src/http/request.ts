@@ -1,8 +1,5 @@
-/**
- * One outbound request to a peer: a deadline over the request and the read of its answer, a size
- * cap, a non-2xx answer as the peer's error, a network failure as `unavailable`. Where requests
- * may go (PROFILE §4) is the `fetch`'s business (`createNodeFetch({ addressPolicy })`).
- */
+// One outbound request to a peer, with a deadline and capped reads. Where requests may go
+// (PROFILE §4) is the `fetch`'s business (`createNodeFetch({ addressPolicy })`).
 import {
   AgentMsgError,
   codeForStatus,
@@ -25,10 +22,7 @@ export interface HttpRequestOptions extends Omit<RequestInit, 'signal'> {
 
 export type ReadAnswer<T> = (response: Response, signal: AbortSignal) => Promise<T>
 
-/**
- * Send a request and read its 2xx answer with `read`; else {@link errorFromResponse}, or
- * `unavailable`. An {@link AgentMsgError} from the fetch (a refused address) passes as it is.
- */
+/** Send a request and read its 2xx answer with `read`; else the peer's error or `unavailable`. */
 export async function httpRequest<T>(
   url: string,
   options: HttpRequestOptions,
@@ -63,10 +57,7 @@ export async function httpRequest<T>(
   }
 }
 
-/**
- * A peer's non-2xx answer as an {@link AgentMsgError}: its body's `code` when it goes with the
- * status, else {@link codeForStatus}; `Retry-After`, `peerStatus` and `peerCode` kept.
- */
+/** A peer's non-2xx answer as an {@link AgentMsgError} (`peerStatus`, `peerCode`, `retryAfter`). */
 export async function errorFromResponse(
   response: Response,
   what: string,

@@ -1,14 +1,9 @@
-/**
- * `Retry-After` as PROFILE §6 reads it, and full-jitter exponential backoff: a random delay over
- * the whole window spreads the clients that lost the same peer.
- */
+// `Retry-After` as PROFILE §6 reads it, and full-jitter exponential backoff: a random delay over
+// the whole window spreads the clients that lost the same peer.
 import { positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
 
-/**
- * `Retry-After` in ms from `now`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3); anything
- * else (`"1.5"`, `"-1"`) gives `undefined`: no permission to retry.
- */
+/** `Retry-After` in ms: delay-seconds or an HTTP-date; else (`"1.5"`, `"-1"`) `undefined`. */
 export function parseRetryAfter(
   value: string | null | undefined,
   now = Date.now(),

@@ -1,7 +1,5 @@
-/**
- * Identity documents (SPEC §2.2–2.4, PROFILE §4): their shape and the one strict validation.
- * Unknown members are kept, so a newer implementation's document survives a round trip.
- */
+// Identity documents (SPEC §2.2–2.4, PROFILE §4) and their one strict validation; unknown members
+// are kept, so a newer implementation's document survives a round trip.
 import { agentEndpoints, assertRelayUrl, parseAgentId } from '../agent-id.js'
 import { base64urlDecode } from '../base64url.js'
 import { didKeyFragment, publicKeyFromDidKey } from '../did-key.js'
@@ -52,9 +50,8 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
- * Check an identity document strictly and return it. Where the spec is silent: other key types
- * are kept but never verify; several `active` keys are allowed; a `revoked` key may keep its
- * `retired_date`.
+ * Check an identity document strictly. Where the spec is silent: other key types are kept but
+ * never verify; several `active` keys are allowed; a `revoked` key may keep its `retired_date`.
  */
 export function validateIdentityDocument(
   doc: unknown,

@@ -1,7 +1,5 @@
-/**
- * Whether a key found for a signature may verify it (PROFILE §4, §5): active keys always, retired
- * ones within their transition period, revoked ones never; a pure function of the clock given.
- */
+// Whether a key found for a signature may verify it (PROFILE §4, §5): active keys always, retired
+// ones within their transition period, revoked ones never.
 import { AgentMsgError, nonNegative } from '../errors.js'
 import type { AbortOptions } from '../interfaces/abort.js'
 import { PROFILE } from '../profile.js'
@@ -34,11 +32,7 @@ function describeTime(ms: number): string {
   }
 }
 
-/**
- * May key `keyFragment` of `doc` verify a signature made at `signatureCreated`, at `now`? A
- * retired key: when `created` ≤ `retired_date` + the clock skew and `now` ≤ `retired_date` + the
- * transition period.
- */
+/** May key `keyFragment` of `doc` verify a signature made at `signatureCreated`, at `now`? */
 export function checkKeyUsable(
   doc: IdentityDocument,
   keyFragment: string,
@@ -127,10 +121,7 @@ export function checkFoundKey(
   }
 }
 
-/**
- * The Ed25519 key of a single signature (relay agent auth, the WebSocket challenge) as a verdict:
- * `unavailable` when the lookup failed for now, `unknown_sender`, or {@link checkFoundKey}'s.
- */
+/** The Ed25519 key of a single signature (relay agent auth) as a verdict, or its refusal. */
 export async function resolveEd25519Key(
   resolver: KeyResolver,
   lookup: Omit<KeyLookup, 'alg'>,

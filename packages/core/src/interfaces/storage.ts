@@ -13,10 +13,7 @@ export interface StorageListOptions extends AbortOptions {
   limit?: number
 }
 
-/**
- * The storage contract every adapter implements: JSON values under string keys, listed in
- * ascending UTF-16 code unit order.
- */
+/** The storage contract: JSON values under string keys, listed in UTF-16 code unit order. */
 export interface Storage {
   readonly name: string
   get(key: string, options?: AbortOptions): Promise<JsonValue | undefined>

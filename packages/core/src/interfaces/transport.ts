@@ -64,10 +64,7 @@ export type DeliveryOutcome =
 /** The receive side, as transports see it: one call per inbound message. */
 export type DeliveryHandler = (delivery: InboundDelivery) => Promise<DeliveryOutcome>
 
-/**
- * The contract transports implement: find the targets for a peer and move signed messages to
- * them. Verification, replay protection and levels are the receive pipeline's, for all.
- */
+/** The contract transports implement; verification and levels are the receive pipeline's. */
 export interface Transport {
   readonly protocol: string
   /** Where this transport can deliver to `peer`, best first; none: `[]`. */

@@ -1,7 +1,5 @@
-/**
- * Error phase messages (PROFILE §7), routed only where the sender cannot forge: a URL agent's own
- * identity document, or a verified message's relays. Imported on a receiver's first reply.
- */
+// Error phase messages (PROFILE §7), routed only where the sender cannot forge: a URL agent's own
+// identity document, or a verified message's relays.
 import { agentEndpoints, parseAgentId } from '../agent-id.js'
 import { createMessage } from '../create-message.js'
 import { AgentMsgError, type ErrorPhaseCode, isAgentMsgError } from '../errors.js'
@@ -86,10 +84,8 @@ export class ErrorReplies {
     this.#gate = new ErrorReplyGate({ now: o.now })
   }
 
-  /**
-   * Answer `original` in the background: `verified`, also through its signed `from.relays`;
-   * otherwise only a URL agent, at the inbox of the document the verifier used.
-   */
+  // Verified: also through its signed `from.relays`; else only a URL agent, at the inbox of the
+  // document the verifier used.
   send(original: Message, code: ErrorPhaseCode, text: string, verified: boolean): void {
     const sender = this.o.sender
     if (!sender) return

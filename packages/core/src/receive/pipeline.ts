@@ -27,9 +27,8 @@ class Refused {
 }
 
 /**
- * Receive one message: parse → validate → addressee → Idempotency-Key → size → freshness → verify
- * → duplicate → per-sender limit → open (PROFILE §8) → auth level. Nothing is remembered or
- * committed: a caller that accepts the message does that (`createReceiver`).
+ * Receive one message: PROFILE §6's steps, then opening (§8) and the auth level. Nothing is
+ * remembered or committed: a caller that accepts the message does that (`createReceiver`).
  */
 export async function receive(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveResult> {
   try {

@@ -1,7 +1,5 @@
-/**
- * The bounded queue between `accepted` and the application (PROFILE §6): a slot is reserved
- * before a message is accepted, so a receiver never answers 202 for one it has no room for.
- */
+// The bounded queue between `accepted` and the application (PROFILE §6): a slot is reserved before
+// a message is accepted, so a receiver never answers 202 for one it has no room for.
 import { positiveInt } from '../errors.js'
 
 interface WorkQueueOptions<T> {

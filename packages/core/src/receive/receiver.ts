@@ -19,11 +19,7 @@ import type {
 /** Verification failures that also earn a URL agent an error phase message (PROFILE §7). */
 const UNVERIFIED_REPLY = new Set<ErrorCode>(['invalid_signature', 'unknown_sender', 'key_revoked'])
 
-/**
- * The stateful receive side of one agent: runs `receive` for every transport's deliveries,
- * persists what it accepts before `accepted` and feeds the application from a bounded queue
- * (PROFILE §6: persist → 202 → process), answering refusals with error phase messages (§7).
- */
+/** The receive side of one agent: persist → 202 → process (PROFILE §6), error replies (§7). */
 export function createReceiver(options: ReceiverOptions): Receiver {
   return new AgentReceiver(options)
 }

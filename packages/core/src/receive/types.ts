@@ -129,10 +129,7 @@ export interface ReceiverOptions {
   agentId: string
   topics?: readonly string[]
   resolver: KeyResolver
-  /**
-   * Accepted messages are kept here until `onMessage` settled (PROFILE §6); also makes the
-   * default replay guard and level tracker persistent. @default memory only
-   */
+  /** Keeps accepted messages until handled (PROFILE §6), and replay and levels. @default memory */
   storage?: Storage
   replayGuard?: ReplayGuard
   authLevels?: AuthLevelTracker

@@ -1,7 +1,5 @@
-/**
- * Sealing a body per recipient and opening it (PROFILE §8). The plaintext binds the body to the
- * signed `from`, `to`, `message_id`, `conversation_id` and the recipient, so a lifted part is refused.
- */
+// Sealed bodies (PROFILE §8): the plaintext binds the body to the signed `from`, `to`,
+// `message_id`, `conversation_id` and the recipient, so a lifted part is refused.
 import { x25519 } from '@noble/curves/ed25519.js'
 import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { utf8Decode } from '../bytes.js'
@@ -46,11 +44,7 @@ function plaintextFor(message: SealableMessage, recipient: string): Uint8Array {
   return canonicalizeToBytes({ from, to, recipient, message_id, conversation_id, body })
 }
 
-/**
- * Seal `message.body` for each recipient (PROFILE §8): `crypto_box_seal` of
- * `JCS({from, to, recipient, message_id, conversation_id, body})` to its key's X25519 form. Put
- * `body` and `encryption` (as `security.encryption`) into the message, then sign.
- */
+/** Seal `message.body` for each recipient (PROFILE §8); sign the message after. */
 export function sealBody(
   message: SealableMessage,
   recipients: readonly SealRecipient[],

@@ -1,7 +1,4 @@
-/**
- * libsodium-compatible sealed boxes (PROFILE §8), composed from audited noble primitives (X25519,
- * HSalsa20, XSalsa20-Poly1305, BLAKE2b); no cryptographic primitive is implemented here.
- */
+// libsodium-compatible sealed boxes (PROFILE §8), composed from audited noble primitives.
 import { hsalsa, xsalsa20poly1305 } from '@noble/ciphers/salsa.js'
 import { x25519 } from '@noble/curves/ed25519.js'
 import { blake2b } from '@noble/hashes/blake2.js'

@@ -1,9 +1,6 @@
 import type { JsonValue } from '../types.js'
 
-/**
- * A deep copy of `value` that is guaranteed to be JSON (every Storage adapter stores through it);
- * anything that JSON would silently change (`undefined`, `NaN`, a `Date`) throws a `TypeError`.
- */
+/** A deep copy that is JSON, else a `TypeError` (JSON would silently change `undefined`, `NaN`). */
 export function cloneJsonValue(
   value: unknown,
   path = '$',

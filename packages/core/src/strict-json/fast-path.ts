@@ -1,7 +1,5 @@
-/**
- * The strict parser's fast path (PROFILE §1): native `JSON.parse`, then proof on the result of
- * what it hides. It only ever accepts; the exact parser decides the rest.
- */
+// The strict parser's fast path (PROFILE §1): native `JSON.parse`, then proof of what it hides.
+// It only ever accepts; the exact parser decides the rest.
 import { isWellFormedString } from '../jcs.js'
 import type { JsonObject } from '../types.js'
 import { isIJsonSafeNumber, mayBreakIntegerMembers } from './integers.js'

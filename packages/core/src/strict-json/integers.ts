@@ -1,8 +1,5 @@
-/**
- * PROFILE §1's integer fields, written without fraction or exponent: `1.0` and `1` are the same
- * double and JCS prints both as `1`, yet an integer-typed parser (Python, Go) reads a float.
- * Only the parser sees the literal, so the members the caller names are checked there.
- */
+// PROFILE §1's integer fields, without fraction or exponent: JCS prints `1.0` as `1`, yet a typed
+// parser (Python, Go) reads a float. Only a parser sees the literal, so it checks them.
 import type { JsonObject } from '../types.js'
 
 /** PROFILE §1's number rule: not an integer beyond ±(2^53−1) (every such double is one). */

@@ -1,7 +1,5 @@
-/**
- * The exact strict JSON parser (PROFILE §1): recursive descent over exactly the RFC 8259 grammar,
- * refusing duplicate names, a non-object top level and deep nesting, and saying where.
- */
+// The exact strict JSON parser (PROFILE §1): recursive descent over the RFC 8259 grammar, refusing
+// duplicate names, a non-object top level and deep nesting, and saying where.
 import type { JsonObject, JsonValue } from '../types.js'
 import {
   type IntegerMembers,
