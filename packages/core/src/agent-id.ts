@@ -1,8 +1,5 @@
-/**
- * Agent ids (SPEC §2.1, PROFILE §2) and key ids (`<agent_id>#<fragment>`, PROFILE §3). Ids are
- * compared byte for byte everywhere, so the wire takes only the normal form; `normalizeAgentUrl`
- * is the one lenient entry point, for ids typed by people.
- */
+// Agent ids (SPEC §2.1, PROFILE §2) and key ids (PROFILE §3): compared byte for byte, so the wire
+// takes only the normal form; `normalizeAgentUrl` is the lenient entry for typed ids.
 import { cachedPublicKey } from './did-key.js'
 import { invalidFormat, isAgentMsgError } from './errors.js'
 
@@ -16,8 +13,7 @@ export interface AgentId {
 }
 
 const SIMPLE_NAME = /^[A-Za-z0-9._-]{1,64}$/
-// Userinfo in the text as typed: an `@` inside the authority. The URL parser drops an empty
-// userinfo (`https://@a.example`) silently, so it cannot be detected from the parsed URL alone.
+// An `@` in the authority as typed: the URL parser silently drops an empty userinfo.
 const TYPED_USERINFO = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]*[^/\\?#]*@/
 const WELL_KNOWN = '/.well-known/agentmsg/'
 
@@ -27,10 +23,7 @@ function normalForm(url: URL): string {
   return href.endsWith('/') ? href.slice(0, -1) : href
 }
 
-/**
- * Why `text` is not a normal-form https URL, or `undefined` when it is. Shared by agent ids and
- * relay URLs, which PROFILE §2 holds to the same rule.
- */
+/** Why `text` is not a normal-form https URL (agent ids and relay URLs, PROFILE §2). */
 function urlProblem(text: string): string | undefined {
   if (!text.startsWith('https://')) {
     return text.startsWith('http://')
@@ -70,8 +63,7 @@ function classify(id: unknown): AgentIdKind | string {
     return 'did:key'
   }
   if (id.startsWith('https:') || id.startsWith('http:')) return urlProblem(id) ?? 'url'
-  // The prefix rule is redundant while names cannot hold ':', but PROFILE §2 states it, so it
-  // stays if the character set ever grows.
+  // Redundant while names cannot hold ':', but PROFILE §2 states the prefix rule.
   if (SIMPLE_NAME.test(id) && !id.startsWith('did:') && !id.startsWith('https:')) return 'name'
   if (id === '') return 'must not be empty'
   return 'must be a simple name (1–64 of A–Z a–z 0–9 . _ -), an https URL or a did:key'
@@ -79,37 +71,19 @@ function classify(id: unknown): AgentIdKind | string {
 
 const KINDS: ReadonlySet<string> = new Set<AgentIdKind>(['name', 'url', 'did:key'])
 
-/**
- * Check that `id` is an agent id in wire normal form (PROFILE §2) and say which kind it is.
- *
- * @example
- * parseAgentId('https://a.example/agents/bob') // { kind: 'url', id: 'https://a.example/agents/bob' }
- * parseAgentId('https://a.example/', 'to.agent') // throws: to.agent: is not in normal form …
- */
+/** Check that `id` is an agent id in wire normal form (PROFILE §2) and say which kind it is. */
 export function parseAgentId(id: unknown, field = 'agent'): AgentId {
   const result = classify(id)
   if (!KINDS.has(result)) throw invalidFormat(result, field)
   return { kind: result as AgentIdKind, id: id as string }
 }
 
-/**
- * True when `x` is an agent id in wire normal form; see {@link parseAgentId}.
- *
- * @example
- * isAgentId('bob') // true
- * isAgentId('https://A.example') // false
- */
+/** True when `x` is an agent id in wire normal form. */
 export function isAgentId(x: unknown): x is string {
   return KINDS.has(classify(x))
 }
 
-/**
- * Check a relay base URL (`from.relays[]`, `relay.urls[]`, a relay's configured base URL):
- * PROFILE §2 holds it to the same normal form as a URL agent id.
- *
- * @example
- * assertRelayUrl('https://relay.example', 'relay.urls[0]') // 'https://relay.example'
- */
+/** Check a relay base URL: PROFILE §2 holds it to the normal form of a URL agent id. */
 export function assertRelayUrl(url: unknown, field = 'relay'): string {
   if (typeof url !== 'string') throw invalidFormat('must be a string', field)
   const problem = urlProblem(url)
@@ -117,15 +91,7 @@ export function assertRelayUrl(url: unknown, field = 'relay'): string {
   return url
 }
 
-/**
- * Turn a URL as a person types it into a normal-form agent id (or relay URL): trims white space,
- * lower-cases and punycodes the host, drops the default port, resolves dot segments, escapes as
- * the WHATWG serialiser does and removes one trailing `/`. The result always passes
- * {@link parseAgentId}, and normalising it again changes nothing.
- *
- * @example
- * normalizeAgentUrl(' HTTPS://Bücher.Example:443/a/./b/ ') // 'https://xn--bcher-kva.example/a/b'
- */
+/** A URL as a person types it, in normal form: it passes {@link parseAgentId}, stably. */
 export function normalizeAgentUrl(input: string): string {
   const field = 'url'
   if (typeof input !== 'string') throw invalidFormat('must be a string', field)
@@ -150,8 +116,7 @@ export function normalizeAgentUrl(input: string): string {
   if (url.href.includes('?')) throw invalidFormat('must not contain a query', field)
   if (url.href.includes('#')) throw invalidFormat('must not contain a fragment', field)
   const normal = normalForm(url)
-  // A path ending in `//` keeps a `/` after the one allowed strip, and that `/` would be stripped
-  // again on the next reading: such a URL has no normal form.
+  // A path ending in `//` keeps a `/` after the one strip: such a URL has no normal form.
   if (urlProblem(normal) !== undefined) {
     throw invalidFormat(
       `${url.href} has no normal form: its path ends with an empty segment`,
@@ -161,12 +126,7 @@ export function normalizeAgentUrl(input: string): string {
   return normal
 }
 
-/**
- * The well-known endpoints of a URL agent (SPEC §4.1, PROFILE §4).
- *
- * @example
- * agentEndpoints('https://a.example').inbox // 'https://a.example/.well-known/agentmsg/inbox'
- */
+/** The well-known endpoints of a URL agent (SPEC §4.1, PROFILE §4). */
 export function agentEndpoints(urlAgentId: string): {
   inbox: string
   identity: string
@@ -179,25 +139,14 @@ export function agentEndpoints(urlAgentId: string): {
   return { inbox: `${base}inbox`, identity: `${base}identity`, capabilities: `${base}capabilities` }
 }
 
-/**
- * A key id `<agent_id>#<fragment>` split at the last `#` (PROFILE §3), or undefined when either
- * part is empty. The agent part is not checked here.
- *
- * @example
- * keyIdParts('https://a.example/x#k#1') // { agent: 'https://a.example/x#k', fragment: '1' }
- */
+/** A key id split at the last `#` (PROFILE §3), or undefined when either part is empty. */
 export function keyIdParts(keyId: string): { agent: string; fragment: string } | undefined {
   const at = keyId.lastIndexOf('#')
   if (at <= 0 || at === keyId.length - 1) return undefined
   return { agent: keyId.slice(0, at), fragment: keyId.slice(at + 1) }
 }
 
-/**
- * {@link keyIdParts}, or `invalid_format` naming `field`.
- *
- * @example
- * splitKeyId('https://a.example/x#k#1') // { agent: 'https://a.example/x#k', fragment: '1' }
- */
+/** {@link keyIdParts}, or `invalid_format` naming `field`. */
 export function splitKeyId(keyId: string, field = 'key_id'): { agent: string; fragment: string } {
   if (typeof keyId !== 'string') throw invalidFormat('must be a string', field)
   const parts = keyIdParts(keyId)
@@ -205,12 +154,6 @@ export function splitKeyId(keyId: string, field = 'key_id'): { agent: string; fr
   return parts
 }
 
-/**
- * Join an agent id and a bare key fragment into a key id.
- *
- * @example
- * formatKeyId('https://a.example', 'k1') // 'https://a.example#k1'
- */
 export function formatKeyId(agent: string, fragment: string): string {
   if (typeof agent !== 'string' || agent === '') {
     throw invalidFormat('must be a non-empty string', 'agent')

@@ -1,13 +1,9 @@
 import { AgentMsgError, invalidFormat } from './errors.js'
 import type { Storage } from './interfaces/storage.js'
 import { memoryStorage } from './storage/memory.js'
-import type { AuthLevel, JsonValue, SignatureAlg } from './types.js'
+import { type AuthLevel, isObject, type JsonValue, type SignatureAlg } from './types.js'
 
-/**
- * Where a verifying key came from, which decides the level (PROFILE §5): `shared-secret` (an
- * introduction token) 0, `introduction` (trust on first use) 1, `identity-document` and
- * `pinned` 2, `did-key` 3.
- */
+/** Where a verifying key came from, which decides the level (PROFILE §5). */
 export type KeySource =
   | 'shared-secret'
   | 'introduction'
@@ -33,7 +29,7 @@ export function levelForKeySource(source: KeySource): AuthLevel {
 /** How a peer became a known contact (PROFILE §5). */
 export type ContactSource = 'pinned' | 'introduced' | 'accepted'
 
-/** A known contact as stored; `since` is when it was (last) marked, epoch ms. */
+/** A known contact as stored; `since`: when it was (last) marked, epoch ms. */
 export interface KnownContact {
   how: ContactSource
   since: number
@@ -45,14 +41,9 @@ export interface AuthLevelInput {
   conversationId: string
   /** Only a `greeting` can renegotiate. */
   phase: string
-  /**
-   * The message's `auth_level`. It matters only for renegotiation (a greeting asking for less,
-   * verified at ≥ the conversation's level, lowers it); asking for more never escalates.
-   */
+  /** The message's `auth_level`: only a lower one, in a greeting, renegotiates. */
   requestedLevel?: number
-  /** The highest level among the verified signatures. */
   level: AuthLevel
-  /** The algorithms of the signatures that verified. */
   algs: SignatureAlg[]
 }
 
@@ -72,10 +63,7 @@ export interface AuthDecision {
 
 interface ConversationRecord {
   level: AuthLevel
-  /**
-   * The level of the greeting that renegotiated the conversation down, while it stays there:
-   * what lets HMAC messages back in after the peer floor rose.
-   */
+  /** The level of the greeting that renegotiated down: lets HMAC back in above the floor. */
   renegotiatedBy?: AuthLevel
 }
 
@@ -85,22 +73,10 @@ const CONTACT = 'auth/contact/'
 const CONTACT_SOURCES: ReadonlySet<unknown> = new Set(['pinned', 'introduced', 'accepted'])
 
 /**
- * Authentication levels (PROFILE §5), per conversation and per peer, persisted in a
- * {@link Storage} (`auth/conv/<from>/<conversation_id>`, `auth/floor/<agent>`,
- * `auth/contact/<agent>`, each part URI-encoded):
- * - a conversation keeps the highest level it reached; below it → 401 `insufficient_auth_level`,
- *   except a `greeting` asking for a lower `auth_level` k verified at ≥ the current level: the
- *   explicit renegotiation to k;
- * - once a peer was verified at ≥ 2, its new conversations start there (its floor) and HMAC-only
- *   messages are refused unless a greeting verified at ≥ the floor renegotiated down to 0: a
- *   leaked introduction token cannot open a weaker conversation;
- * - known contacts are kept apart: a level says how strongly a key is bound to an id, not
- *   whether the receiver knows the sender.
- *
- * @example
- * const decision = await levels.evaluate({ from, conversationId, phase, requestedLevel, level, algs })
- * // … persist the message, answer 202, then:
- * await levels.commit(decision)
+ * Authentication levels (PROFILE §5), per conversation and per peer, in a {@link Storage}: a
+ * conversation keeps the highest level it reached unless a greeting renegotiates it down; a peer
+ * verified at ≥ 2 starts new conversations there (its floor), so a leaked introduction token
+ * cannot open a weaker one; known contacts are kept apart from levels.
  */
 export class AuthLevelTracker {
   readonly #storage: Storage
@@ -176,10 +152,7 @@ export class AuthLevelTracker {
     return decision(level, false)
   }
 
-  /**
-   * Record an accepted message's decision. Levels only go down by a renegotiation, so commits
-   * that race or arrive out of order keep the highest level.
-   */
+  /** Record an accepted message's decision; racing commits keep the highest level. */
   async commit(decision: AuthDecision): Promise<void> {
     await this.#exclusive(() => this.#commit(decision))
   }
@@ -218,7 +191,7 @@ export class AuthLevelTracker {
 
   async knownContact(agent: string): Promise<KnownContact | undefined> {
     const value = await this.#storage.get(CONTACT + encodeURIComponent(agent))
-    if (!isRecord(value)) return undefined
+    if (!isObject(value)) return undefined
     const { how, since } = value
     return CONTACT_SOURCES.has(how) && typeof since === 'number'
       ? { how: how as ContactSource, since }
@@ -264,7 +237,7 @@ export class AuthLevelTracker {
     conversationId: string,
   ): Promise<ConversationRecord | undefined> {
     const value = await this.#storage.get(convKey(from, conversationId))
-    if (!isRecord(value) || !isLevel(value.level)) return undefined
+    if (!isObject(value) || !isLevel(value.level)) return undefined
     const record: ConversationRecord = { level: value.level }
     if (isLevel(value.renegotiatedBy)) record.renegotiatedBy = value.renegotiatedBy
     return record
@@ -280,9 +253,6 @@ export class AuthLevelTracker {
 
 const convKey = (from: string, conversationId: string) =>
   `${CONV}${encodeURIComponent(from)}/${encodeURIComponent(conversationId)}`
-
-const isRecord = (value: unknown): value is Record<string, JsonValue> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value)
 
 function isLevel(value: unknown): value is AuthLevel {
   return value === 0 || value === 1 || value === 2 || value === 3

@@ -1,21 +1,13 @@
-/**
- * base58btc (the Bitcoin alphabet; leading zero bytes written as `1`), for did:key (PROFILE §4).
- * Hand-written rather than `multiformats/bases/base58`: did:key needs only these two functions,
- * and the multiformats base layer cost a browser agent 4 KB minified.
- * Checked against the Bitcoin and draft-msporny-base58 vectors and against multiformats in the
- * tests.
- */
+// base58btc for did:key (PROFILE §4), hand-written: the multiformats base layer cost a browser
+// agent 4 KB minified.
 import { invalidFormat } from './errors.js'
 
 const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 
-/** base58btc of `bytes`, without a multibase prefix. */
 export function base58btcEncode(bytes: Uint8Array): string {
   let zeros = 0
   while (zeros < bytes.length && bytes[zeros] === 0) zeros++
-  // Base-58 digits, most significant first, in a buffer of log(256)/log(58) ≈ 1.37 digits per
-  // byte: the number is multiplied by 256 and the next byte added, over the digits in use
-  // (quadratic, which is fine for keys of a few dozen bytes).
+  // Base-58 digits, most significant first, ≈ 1.37 per byte (quadratic: fine for keys).
   const size = (((bytes.length - zeros) * 138) / 100 + 1) | 0
   const digits = new Uint8Array(size)
   let used = 0
@@ -36,11 +28,9 @@ export function base58btcEncode(bytes: Uint8Array): string {
   return out
 }
 
-/** Decode base58btc text (no multibase prefix). */
 export function base58btcDecode(text: string, field?: string): Uint8Array {
   let zeros = 0
   while (zeros < text.length && text[zeros] === '1') zeros++
-  // Bytes, least significant first, built as the digits are read.
   const bytes: number[] = []
   for (let i = zeros; i < text.length; i++) {
     let carry = ALPHABET.indexOf(text[i] as string)

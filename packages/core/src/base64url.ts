@@ -1,20 +1,14 @@
-/**
- * base64url (RFC 4648 §5, no padding) for every wire field, and standard padded base64 (§4) for
- * RFC 9421 / 9530 header values. Lookup-table code with no `Buffer`, so it is browser-safe.
- * Decoding is canonical (PROFILE §1): a decoder that also took `AB` for `AA` would let two
- * strings, compared as text in places, stand for the same bytes.
- */
+// base64url (RFC 4648 §5, unpadded) for wire fields, padded base64 for RFC 9421 / 9530 headers.
+// Decoding is canonical (PROFILE §1): two strings must never stand for the same bytes.
 import { invalidFormat } from './errors.js'
 
 const URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
 const STD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
 
-/** Character codes by 6-bit value, so encoding writes bytes, not strings. */
 function encodeTable(alphabet: string): Uint8Array {
   return Uint8Array.from(alphabet, (c) => c.charCodeAt(0))
 }
 
-/** 6-bit value by character code, -1 for anything outside the alphabet. */
 function decodeTable(alphabet: string): Int8Array {
   const table = new Int8Array(128).fill(-1)
   for (let i = 0; i < alphabet.length; i++) table[alphabet.charCodeAt(i)] = i
@@ -27,12 +21,10 @@ const URL_DEC = decodeTable(URL_ALPHABET)
 const STD_DEC = decodeTable(STD_ALPHABET)
 const PAD = 61 // '='
 
-// The output is pure ASCII, and decoding a byte array is much faster than building the string
-// one character at a time for large inputs.
+// Decoding the ASCII bytes is much faster than building the string a character at a time.
 const ascii = new TextDecoder('latin1')
-// Small outputs (signatures, keys, tokens) are written here: a fresh Uint8Array over 64 bytes
-// lives outside the JS heap and cost ~0.9 µs to allocate, more than the whole encoding of a
-// signature. Safe to share: `encode` turns it into a string before returning.
+// Small outputs (signatures, keys) are written here: a fresh Uint8Array over 64 bytes costs more
+// than the whole encoding of a signature. Safe: `encode` returns a string.
 const scratch = new Uint8Array(256)
 
 function encode(bytes: Uint8Array, enc: Uint8Array, pad: boolean): string {
@@ -67,10 +59,7 @@ function encode(bytes: Uint8Array, enc: Uint8Array, pad: boolean): string {
   return ascii.decode(out.subarray(0, outLen))
 }
 
-/**
- * Decode `len` characters of `text` (no padding among them). Refuses characters outside the
- * table, impossible lengths and non-zero unused trailing bits.
- */
+/** Decode `len` characters of `text` (no padding among them), canonically. */
 function decode(
   text: string,
   len: number,
@@ -114,7 +103,6 @@ function decode(
 
 function sextet(text: string, i: number, dec: Int8Array, field: string | undefined): number {
   const code = text.charCodeAt(i)
-  // The table covers ASCII only; every higher code is outside the alphabet.
   const v = code < 128 ? dec[code]! : -1
   if (v < 0) throw invalidFormat(`invalid base64 character at ${i}`, field)
   return v
@@ -124,7 +112,7 @@ function nonCanonical(field: string | undefined) {
   return invalidFormat('base64 has non-zero unused trailing bits', field)
 }
 
-/** base64url of `bytes`, RFC 4648 §5 alphabet, without padding (PROFILE §1). */
+/** base64url without padding (PROFILE §1). */
 export function base64urlEncode(bytes: Uint8Array): string {
   return encode(bytes, URL_ENC, false)
 }
@@ -135,27 +123,18 @@ export function base64urlDecode(text: string, field?: string): Uint8Array {
   return decode(text, text.length, URL_DEC, field, false)
 }
 
-/** Standard base64 (RFC 4648 §4 alphabet) of `bytes`, with `=` padding, as RFC 8941 requires. */
+/** Padded standard base64 (RFC 4648 §4), as RFC 8941 requires. */
 export function base64Encode(bytes: Uint8Array): string {
   return encode(bytes, STD_ENC, true)
 }
 
 /** Options for {@link base64Decode}. */
 export interface Base64DecodeOptions {
-  /**
-   * Accept missing `=` padding and non-zero pad bits, as RFC 8941 §4.2.7 asks parsers of
-   * structured-field byte sequences to do. Characters outside the alphabet and impossible
-   * lengths are still refused.
-   * @default false
-   */
+  /** Accept missing padding and non-zero pad bits (RFC 8941 §4.2.7). @default false */
   lenient?: boolean
 }
 
-/**
- * Decode standard padded base64 (RFC 4648 §4), for RFC 9421 / 9530 header values. By default
- * only the canonical form is accepted: length a multiple of 4, one or two `=` only where needed,
- * and zero pad bits.
- */
+/** Decode padded base64 (RFC 4648 §4), by default only in canonical form. */
 export function base64Decode(
   text: string,
   field?: string,
@@ -168,8 +147,7 @@ export function base64Decode(
   // Strip at most two trailing '='; any other '=' is then an invalid character.
   if (len > 0 && text.charCodeAt(len - 1) === PAD) len--
   if (len > 0 && text.charCodeAt(len - 1) === PAD) len--
-  // Padding never completes a quantum that was already full ("Zm9v=" is wrong even though
-  // the stripped text decodes), and "A===" was refused above as length 1 mod 4.
+  // Padding never completes a full quantum ("Zm9v=" is wrong though the stripped text decodes).
   if (text.length !== len && len % 4 === 0) throw invalidFormat('base64 has stray padding', field)
   return decode(text, len, STD_DEC, field, lenient)
 }

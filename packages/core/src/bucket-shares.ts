@@ -1,10 +1,6 @@
-/**
- * Per-bucket shares of a bounded memory (the replay guard's ids, a relay's nonces). The memory
- * keeps its global bound; a share caps what one client-address bucket may hold of it, so a few
- * addresses cannot fill it and make it refuse everyone (PROFILE §6, "no shared
- * bucket"). Entries remembered without a bucket (relay deliveries, ids loaded from storage)
- * count only against the global bound.
- */
+// Per-bucket shares of a bounded memory (replay ids, relay nonces): a few client addresses cannot
+// fill it and make it refuse everyone (PROFILE §6). Unbucketed entries count only globally.
+import { positiveInt } from './errors.js'
 
 interface Share {
   readonly bucket: string
@@ -15,28 +11,20 @@ interface Share {
 export class BucketShares<K> {
   readonly #max: number
   readonly #shares = new Map<string, Share>()
-  // Entry → the share it counts against. Bucketed entries only.
   readonly #owner = new Map<K, Share>()
 
-  /** `max`: the most entries one bucket may hold. */
   constructor(max: number) {
-    if (!Number.isSafeInteger(max) || max < 1) {
-      throw new RangeError('the per-bucket share must be a positive integer')
-    }
-    this.#max = max
+    this.#max = positiveInt(max, 'the per-bucket share')
   }
 
-  /** The most entries one bucket may hold. */
   get max(): number {
     return this.#max
   }
 
-  /** Entries `bucket` holds now. */
   count(bucket: string): number {
     return this.#shares.get(bucket)?.count ?? 0
   }
 
-  /** True when `bucket` holds its whole share. */
   full(bucket: string): boolean {
     return this.count(bucket) >= this.#max
   }

@@ -1,23 +1,16 @@
-/**
- * Byte helpers shared by every platform. Browser-safe: no `Buffer`, no `node:` imports, so the
- * same code runs in Node, browsers and workers.
- */
+/** Byte helpers shared by every platform: no `Buffer`, no `node:` imports. */
 import { AgentMsgError, invalidFormat } from './errors.js'
 
 const encoder = new TextEncoder()
-// `fatal: true` because PROFILE §1 refuses invalid UTF-8; the default decoder would silently
-// substitute U+FFFD and let two readings of the same bytes disagree.
+// `fatal`: PROFILE §1 refuses invalid UTF-8, where the default would substitute U+FFFD.
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-/** UTF-8 bytes of `text`. Lone surrogates become U+FFFD, as `TextEncoder` always does. */
+/** UTF-8 bytes of `text` (lone surrogates become U+FFFD). */
 export function utf8Encode(text: string): Uint8Array {
   return encoder.encode(text)
 }
 
-/**
- * Decode strict UTF-8. A leading BOM is kept as U+FEFF rather than dropped, so decoding is
- * byte-faithful.
- */
+/** Decode strict UTF-8; a leading BOM is kept, so decoding is byte-faithful. */
 export function utf8Decode(bytes: Uint8Array, field?: string): string {
   try {
     return decoder.decode(bytes)
@@ -29,7 +22,6 @@ export function utf8Decode(bytes: Uint8Array, field?: string): string {
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
 
-/** Lower-case hex of `bytes`. */
 export function hexEncode(bytes: Uint8Array): string {
   let out = ''
   for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i]!]
@@ -43,7 +35,6 @@ function hexNibble(code: number): number {
   return -1
 }
 
-/** Decode hex (either case, no separators, no `0x`). */
 export function hexDecode(text: string, field?: string): Uint8Array {
   if (text.length % 2 !== 0) throw invalidFormat('hex has an odd length', field)
   const out = new Uint8Array(text.length / 2)
@@ -56,7 +47,7 @@ export function hexDecode(text: string, field?: string): Uint8Array {
   return out
 }
 
-/** `chunks` as one array (the one chunk itself when there is one). */
+/** `chunks` as one array (the chunk itself when there is one). */
 export function concat(chunks: readonly Uint8Array[], total?: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!
   const out = new Uint8Array(total ?? chunks.reduce((n, c) => n + c.byteLength, 0))
@@ -68,24 +59,19 @@ export function concat(chunks: readonly Uint8Array[], total?: number): Uint8Arra
   return out
 }
 
-/**
- * Compare two byte strings in time that depends only on their lengths, for MAC tags and other
- * secrets. Lengths are public (a tag's length is fixed by its algorithm), so a length mismatch
- * returns `false` at once without reading either content.
- */
+/** Compare byte strings in time that depends only on their (public) lengths: for MAC tags. */
 export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false
-  // Accumulate every difference instead of returning at the first one: an early exit would
-  // reveal how long the matching prefix is, which lets an attacker forge a tag byte by byte.
+  // No early exit: it would reveal the matching prefix and let a tag be forged byte by byte.
   let diff = 0
   for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!
   return diff === 0
 }
 
-// getRandomValues refuses requests above 65,536 bytes, so larger ones are filled in chunks.
+// getRandomValues refuses more than 65,536 bytes at once.
 const RANDOM_CHUNK = 65_536
 
-/** `n` cryptographically secure random bytes from `globalThis.crypto.getRandomValues`. */
+/** `n` cryptographically secure random bytes. */
 export function randomBytes(n: number): Uint8Array {
   const c = globalThis.crypto
   if (!c || typeof c.getRandomValues !== 'function') {

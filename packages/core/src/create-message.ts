@@ -4,10 +4,7 @@ import type { BodyPart, JsonObject, Phase, UnsignedMessage } from './types.js'
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 
-/**
- * A new message id: a ULID (48-bit millisecond time + 80 random bits, Crockford base32), so
- * ids sort by creation time (PROFILE §2: writers use a ULID or UUIDv7).
- */
+/** A new message id: a ULID, so ids sort by creation time (PROFILE §2). */
 export function createMessageId(now: number = Date.now()): string {
   let out = ''
   let t = now
@@ -16,7 +13,6 @@ export function createMessageId(now: number = Date.now()): string {
     t = Math.floor(t / 32)
   }
   const r = randomBytes(10)
-  // 80 bits → 16 base32 chars, 5 bits at a time.
   let acc = 0
   let bits = 0
   for (const byte of r) {
@@ -34,18 +30,16 @@ export function createMessageId(now: number = Date.now()): string {
 /** Options for {@link createMessage}. */
 export interface CreateMessageOptions {
   from: string
-  /** An agent id, or `{topic}` for relay pub/sub. */
   to: string | { topic: string }
   conversationId: string
   sequence: number
   phase: Phase
-  /** Plain text, shorthand for one text part. */
+  /** One text part; or `parts`. */
   text?: string
-  /** Body parts; used instead of `text`. */
   parts?: BodyPart[]
   /** @default 'application/json' */
   contentType?: string
-  /** Relays where the sender can be reached (`from.relays`). */
+  /** `from.relays`. */
   relays?: string[]
   ttlSeconds?: number
   authLevel?: number
@@ -53,17 +47,11 @@ export interface CreateMessageOptions {
   date?: number
   /** @default a new ULID */
   messageId?: string
-  /** Extra top-level members (they will be signed). */
+  /** Extra top-level members (signed). */
   extensions?: JsonObject
 }
 
-/**
- * Build an unsigned message with `version: "1"`, a fresh id and the current date.
- *
- * @example
- * const msg = createMessage({ from: me, to: bob, conversationId: 'c-1', sequence: 0,
- *   phase: 'greeting', text: 'hello' })
- */
+/** Build an unsigned message with `version: "1"`, a fresh id and the current date. */
 export function createMessage(o: CreateMessageOptions): UnsignedMessage {
   const date = o.date ?? Date.now()
   const msg: Record<string, unknown> = {

@@ -1,7 +1,5 @@
 /**
- * `@agentmsg/core/crypto` — Ed25519 providers. The default one follows from the package
- * conditions (`node:crypto` on Node, else WebCrypto when it passes the RFC 8032 probe, else
- * noble); `nobleCryptoProvider` is the pure-JS one, for runtimes without either.
+ * `@agentmsg/core/crypto` — Ed25519 providers: the default one per platform, and pure-JS noble.
  *
  * @packageDocumentation
  */

@@ -1,29 +1,22 @@
-/**
- * did:key (PROFILE §4, W3C CCG did-method-key) for Ed25519 agents: `did:key:z` +
- * base58btc(multicodec varint ‖ raw public key). Codecs live in one table keyed by their varint
- * prefix (as in atproto's `crypto/src/plugins.ts`), so adding a key type is one entry.
- */
+// did:key (PROFILE §4, W3C CCG did-method-key): `did:key:z` + base58btc(multicodec varint ‖ key),
+// one table of codecs keyed by varint prefix.
 import { base58btcDecode, base58btcEncode } from './base58.js'
 import { invalidFormat } from './errors.js'
 import { Lru } from './lru.js'
 
 /** One multicodec key type that may appear in a did:key. */
 export interface MulticodecKeyType {
-  /** multicodec table name, e.g. `ed25519-pub`. */
   readonly codec: string
-  /** The codec as an unsigned varint, as it precedes the key inside the multibase text. */
+  /** The codec as an unsigned varint, before the key inside the multibase text. */
   readonly prefix: readonly number[]
-  /** Raw public key length in bytes. */
   readonly keyLength: number
-  /** Whether it identifies an agent (signs messages) rather than only agreeing on keys. */
+  /** Identifies an agent (signs), rather than only agreeing on keys. */
   readonly signing: boolean
-  /** DID-document type for a `publicKeyBase58` verification method. */
+  /** DID-document types: `publicKeyBase58` method type, `JsonWebKey2020` curve. */
   readonly base58Type: string
-  /** JWK curve name for a `JsonWebKey2020` verification method. */
   readonly jwkCurve: 'Ed25519' | 'X25519'
 }
 
-/** Every key type this module knows, keyed by multicodec name. */
 export const MULTICODEC_KEY_TYPES = {
   ed25519: {
     codec: 'ed25519-pub',
@@ -44,10 +37,9 @@ export const MULTICODEC_KEY_TYPES = {
 } as const satisfies Record<string, MulticodecKeyType>
 
 const KEY_TYPES: readonly MulticodecKeyType[] = Object.values(MULTICODEC_KEY_TYPES)
-/** @internal */
 export const DID_KEY_PREFIX = 'did:key:'
-// Longest multibase text any table entry can produce (2-byte varint + 32 bytes ≈ 47–48 base58
-// chars), with slack. base58 decoding is quadratic, so over-long input is refused before it.
+// Longest multibase text a table entry can produce, with slack: base58 decoding is quadratic,
+// so over-long input is refused before it.
 const MAX_MULTIBASE_LENGTH = 64
 
 export { base58btcDecode, base58btcEncode } from './base58.js'
@@ -63,7 +55,7 @@ export function encodeMultikey(type: MulticodecKeyType, publicKey: Uint8Array): 
   return `z${base58btcEncode(bytes)}`
 }
 
-/** Decode multikey text into its key type (looked up in the table) and raw key. */
+/** Decode multikey text into its key type and raw key. */
 export function decodeMultikey(
   text: string,
   field?: string,
@@ -87,11 +79,7 @@ export function didKeyFromPublicKey(publicKey: Uint8Array): string {
   return DID_KEY_PREFIX + encodeMultikey(MULTICODEC_KEY_TYPES.ed25519, publicKey)
 }
 
-/**
- * The Ed25519 public key inside an agent's did:key. Structural check only (prefix, multibase,
- * base58, multicodec, length); whether the bytes are a usable curve point is left to
- * verification, which refuses such keys anyway, so parsing an agent id stays cheap.
- */
+/** The Ed25519 key inside a did:key (structural check only: verification refuses bad points). */
 export function publicKeyFromDidKey(did: string, field?: string): Uint8Array {
   // A copy, so callers cannot corrupt the cache.
   return cachedPublicKey(did, field).slice()
@@ -99,18 +87,13 @@ export function publicKeyFromDidKey(did: string, field?: string): Uint8Array {
 
 const decoded = new Lru<Uint8Array>(4096)
 
-/**
- * {@link publicKeyFromDidKey} without the copy, for callers that only check or read it: parsing
- * an agent id and verifying a message look at every sender's did:key.
- * @internal
- */
+/** {@link publicKeyFromDidKey} without the copy, for callers that only check or read it. */
 export function cachedPublicKey(did: string, field?: string): Uint8Array {
   if (typeof did !== 'string' || !did.startsWith(DID_KEY_PREFIX)) {
     throw invalidFormat('not a did:key', field)
   }
-  // Every message names its sender and usually its recipient by did:key, and verification
-  // looks the key up again: base58 decoding dominated the per-message cost, so decoded keys
-  // are remembered (bounded).
+  // Every message names its sender and usually its recipient by did:key: base58 decoding
+  // dominated the per-message cost, so decoded keys are remembered.
   const hit = decoded.get(did)
   if (hit) return hit
   const { type, publicKey } = decodeMultikey(did.slice(DID_KEY_PREFIX.length), field)
@@ -129,10 +112,7 @@ export function isDidKey(s: unknown): s is string {
   }
 }
 
-/**
- * The method-specific id (`z6Mk…`), which is also the key_id fragment of the DID's only key:
- * `did:key:z6Mk…#z6Mk…` (PROFILE §3).
- */
+/** The method-specific id (`z6Mk…`), also the fragment of the DID's only key (PROFILE §3). */
 export function didKeyFragment(did: string): string {
   cachedPublicKey(did)
   return did.slice(DID_KEY_PREFIX.length)

@@ -1,7 +1,6 @@
 /**
- * `@agentmsg/core/encoding` — the byte and JSON encodings the other packages share: base64url
- * (PROFILE §1), UTF-8, random bytes, RFC 8785 bytes,
- * strict I-JSON parsing (PROFILE §1), RFC 3339 timestamps.
+ * `@agentmsg/core/encoding` — the encodings the packages share: base64url, UTF-8, random bytes,
+ * RFC 8785 bytes, strict I-JSON parsing and RFC 3339 timestamps (PROFILE §1).
  *
  * @packageDocumentation
  */

@@ -1,8 +1,4 @@
-/**
- * One error family for the whole SDK: `code` is a PROFILE §6 code and `status` its HTTP status,
- * so a transport answers with `error.toJSON()` and the status, without a table of its own.
- */
-
+/** One error family: `code` is a PROFILE §6 code and `status` its HTTP status. */
 /** Every wire error code of PROFILE §6 and its HTTP status: the one status ↔ code table. */
 export const ERROR_STATUS = {
   invalid_format: 400,
@@ -22,10 +18,9 @@ export const ERROR_STATUS = {
   unavailable: 503,
 } as const
 
-/** A PROFILE §6 error code. */
 export type ErrorCode = keyof typeof ERROR_STATUS
 
-/** Codes carried in the body of an error phase message (PROFILE §7). */
+/** Codes in the body of an error phase message (PROFILE §7). */
 export type ErrorPhaseCode =
   | 'version_mismatch'
   | 'unknown_phase'
@@ -38,30 +33,21 @@ const BRAND = Symbol.for('agentmsg.error')
 
 /** Options for {@link AgentMsgError}. */
 export interface AgentMsgErrorOptions {
-  /** Kept for debugging; never serialised onto the wire. */
+  /** Never serialised onto the wire. */
   cause?: unknown
-  /** Seconds to wait before retrying (429 and 503). */
+  /** Seconds to wait before retrying (429, 503). */
   retryAfter?: number
   /** The message field at fault, e.g. `security.signatures[0].sig`. */
   field?: string
-  /** The status a peer answered, when the error reports its answer. */
+  /** The status a peer answered, and its body's `code` verbatim (may be outside PROFILE §6). */
   peerStatus?: number
-  /** The `code` of the peer's error body, verbatim (it may be outside PROFILE §6). */
   peerCode?: string
 }
 
-/**
- * The SDK's error. Test with {@link isAgentMsgError} rather than `instanceof`: errors may cross
- * bundle or realm boundaries.
- *
- * @example
- * try { await verifyMessage(msg, resolver) }
- * catch (e) { if (isAgentMsgError(e) && e.code === 'key_revoked') console.log(e.message) }
- */
+/** The SDK's error; test with {@link isAgentMsgError}: errors may cross bundles or realms. */
 export class AgentMsgError extends Error {
   override readonly name = 'AgentMsgError'
   readonly code: ErrorCode
-  /** The HTTP status of `code`. */
   readonly status: number
   readonly retryAfter: number | undefined
   readonly field: string | undefined
@@ -84,7 +70,6 @@ export class AgentMsgError extends Error {
     return this.status === 429 || this.status >= 500
   }
 
-  /** The wire error body `{status:"error", code, message}`. */
   toJSON(): { status: 'error'; code: ErrorCode; message: string } {
     return { status: 'error', code: this.code, message: this.message }
   }
@@ -99,11 +84,7 @@ export function isAgentMsgError(value: unknown): value is AgentMsgError {
   )
 }
 
-/**
- * The code a peer's status means when its body names none: 3xx → `not_found` (redirects are
- * never followed, so the endpoint is not here), 408 and 5xx → `unavailable`, other 4xx →
- * `invalid_format`.
- */
+/** A peer status's code when its body names none: 3xx `not_found`, 408/5xx `unavailable`. */
 export function codeForStatus(status: number): ErrorCode {
   if (status === 401) return 'unauthorized'
   // The first code of a status is its general one (invalid_format before stale_message).
@@ -113,7 +94,22 @@ export function codeForStatus(status: number): ErrorCode {
   return status === 408 || status >= 500 ? 'unavailable' : 'invalid_format'
 }
 
-/** `invalid_format` naming `field`: the most common error. */
 export function invalidFormat(message: string, field?: string): AgentMsgError {
   return new AgentMsgError('invalid_format', field ? `${field}: ${message}` : message, { field })
+}
+
+/** A count option: a positive safe integer, else a RangeError naming it. */
+export function positiveInt(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer`)
+  }
+  return value
+}
+
+/** A duration option: a finite number ≥ 0, else a RangeError naming it. */
+export function nonNegative(value: number, name: string): number {
+  if (!(Number.isFinite(value) && value >= 0)) {
+    throw new RangeError(`${name} must be a finite number ≥ 0`)
+  }
+  return value
 }

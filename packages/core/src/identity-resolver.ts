@@ -16,7 +16,7 @@ import {
   nonDocumentLookup,
 } from './resolver.js'
 
-/** What an identity-document fetcher reports; network policy (https, addresses) is its job. */
+/** What an identity-document fetcher reports; network policy is its job. */
 export type IdentityFetchResult =
   | { status: 'ok'; document: unknown /** Cache-Control max-age */; maxAgeSeconds?: number }
   | { status: 'not_found'; reason: string }
@@ -34,10 +34,7 @@ export interface IdentityDocumentResolverOptions {
   now?: () => number
   /** Most agents whose documents are cached. @default 10_000 */
   maxEntries?: number
-  /**
-   * Called with each document fetched and validated, e.g. `keyStore.reconcileWithDocument`
-   * (PROFILE §5). Its failure is ignored: the document is final for key lookups either way.
-   */
+  /** Called with each document fetched and valid (e.g. `reconcileWithDocument`); failures ignored. */
   onDocument?: (document: IdentityDocument) => unknown
 }
 
@@ -48,11 +45,7 @@ interface Entry {
   lastFetch: number
 }
 
-/**
- * Resolves URL agents' keys from their identity documents (level 2, PROFILE §4): cached for
- * max-age, an unknown key_id forces one refetch at most once a minute per agent, concurrent
- * fetches coalesce. A document that fails validation, or is another agent's, counts as none.
- */
+/** URL agents' keys from their cached identity documents (level 2, PROFILE §4). */
 export class IdentityDocumentCache implements KeyResolver {
   readonly #o: IdentityDocumentResolverOptions
   readonly #now: () => number
@@ -64,7 +57,6 @@ export class IdentityDocumentCache implements KeyResolver {
     this.#now = options.now ?? Date.now
   }
 
-  /** The cached document of an agent, fetched when missing or stale. */
   async document(
     agentId: string,
     options?: AbortOptions,
@@ -87,13 +79,11 @@ export class IdentityDocumentCache implements KeyResolver {
         e.notFound ?? `${lookup.agent}'s identity document does not list key ${lookup.fragment}`,
       final: e.document !== undefined,
     })
-    // An agent with a document gets a `final` answer: a key it does not list is not found, and
-    // the chain never falls through to pinned or introduced keys (PROFILE §5).
+    // A document's answer is `final`: the chain never falls through to pinned keys (PROFILE §5).
     const found = findKey(entry, lookup.fragment)
     if (found) return found
     if (first.fetched) return notListed(entry)
-    // Unknown key_id: the agent may have rotated. One forced refetch per interval; past that,
-    // "try later", never a verdict (PROFILE §4).
+    // Unknown key_id: perhaps rotated. One forced refetch per interval; past that, "try later".
     const wait = entry.lastFetch + PROFILE.documentRefetchMs - this.#now()
     if (wait > 0 && entry.document) {
       return {
@@ -167,7 +157,7 @@ export class IdentityDocumentCache implements KeyResolver {
       try {
         await this.#o.onDocument(entry.document)
       } catch {
-        // Lookups stay right without it: the document is final (see `resolve`).
+        // The document is final for lookups either way.
       }
     }
     return entry
@@ -189,21 +179,13 @@ function findKey(entry: Entry, fragment: string): KeyResolution | undefined {
   }
 }
 
-/** `new IdentityDocumentCache(options)`. */
 export function identityDocumentResolver(
   options: IdentityDocumentResolverOptions,
 ): IdentityDocumentCache {
   return new IdentityDocumentCache(options)
 }
 
-/**
- * The standard resolver chain of PROFILE §4: identity documents (cached) → did:key → pinned and
- * introduced keys and introduction tokens. A URL agent's fetched document is final (introduced
- * keys it lacks are dropped from the key store, PROFILE §5).
- *
- * @example
- * const resolver = createKeyResolver({ keyStore: new KeyStore() })
- */
+/** The resolver chain of PROFILE §4: identity documents → did:key → the key store. */
 export function createKeyResolver(
   options: { keyStore?: KeyStore; fetchIdentity?: IdentityFetcher; now?: () => number } = {},
 ): KeyResolver {

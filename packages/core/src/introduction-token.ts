@@ -1,8 +1,5 @@
-/**
- * Introduction tokens (PROFILE §5): the shared secret two humans exchange, and the level-0
- * `hmac-sha256` signer made from it. Apart from `introducedIdentity` (./introduction.ts), which
- * validates identity documents: a sender signing a level-0 greeting must not load that.
- */
+// Introduction tokens (PROFILE §5) apart from `introducedIdentity`: a sender signing a level-0
+// greeting must not load document validation.
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { base64urlDecode, base64urlEncode } from './base64url.js'
 import { randomBytes } from './bytes.js'
@@ -10,12 +7,7 @@ import type { CryptoProvider } from './crypto/provider.js'
 import { invalidFormat } from './errors.js'
 import type { Signer } from './keys.js'
 
-/**
- * A new introduction token: base64url of 32 random bytes, to give to both humans (PROFILE §5).
- *
- * @example
- * const token = createIntroductionToken() // share it out of band
- */
+/** A new introduction token for both humans: base64url of 32 random bytes (PROFILE §5). */
 export function createIntroductionToken(): string {
   return base64urlEncode(randomBytes(32))
 }
@@ -29,12 +21,7 @@ export async function introductionFragment(
   return 'intro-' + base64urlEncode(digest).slice(0, 16)
 }
 
-/**
- * A level-0 {@link Signer} (`hmac-sha256`) for an introduction token, signing as `agentId`.
- *
- * @example
- * const signed = await signMessage(greeting, [ed25519Signer(keys), await hmacSigner(token, myId)])
- */
+/** A level-0 {@link Signer} (`hmac-sha256`) for an introduction token, signing as `agentId`. */
 export async function hmacSigner(
   token: string,
   agentId: string,

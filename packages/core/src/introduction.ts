@@ -5,19 +5,7 @@ import type { IdentityDocument } from './identity/document.js'
 import { publicKeyOf, validateIdentityDocument } from './identity/document.js'
 import type { Message } from './types.js'
 
-export {
-  createIntroductionToken,
-  hmacSigner,
-  introductionFragment,
-} from './introduction-token.js'
-
-/**
- * The identity document a level-0 greeting carries in a data part `{identity: {...}}`, if it
- * is acceptable: a valid document whose agent_id is the sender's (and, for a did:key sender,
- * whose key is the DID's key). Returns `undefined` when the message carries none; throws
- * `invalid_format` when it carries one that must be refused. Call it only on a verified
- * message.
- */
+/** The identity document a verified level-0 greeting carries (`{identity}`), if any and valid. */
 export function introducedIdentity(message: Message): IdentityDocument | undefined {
   if (message.phase !== 'greeting') return undefined
   for (const part of message.body.parts) {

@@ -1,33 +1,20 @@
-/**
- * RFC 8785 JSON Canonicalization Scheme (JCS): the canonical form every signature covers
- * (PROFILE §1, §3). Browser-safe: no Node built-ins.
- */
-
+/** RFC 8785 canonical JSON (JCS): the form every signature covers (PROFILE §1, §3). */
 import { invalidFormat } from './errors.js'
 
-/**
- * Deepest nesting `canonicalize` follows before giving up. Cycles are caught by this cap rather
- * than by a visited-set, which would cost on every object of every well-formed value. It is far
- * above the I-JSON limit of 64 that PROFILE §1 sets for messages, so any value that may go on the
- * wire fits.
- */
+// A depth cap rather than a visited-set catches cycles without a cost on every object; far above
+// PROFILE §1's 64, so any value that may go on the wire fits.
 const MAX_DEPTH = 512
 
 /** Characters that stop the fast string path: `"` `\` C0 controls and any surrogate half. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: RFC 8785 escapes U+0000–U+001F
 const NEEDS_CARE = /["\\\u0000-\u001f\ud800-\udfff]/
 
-/** Any surrogate half; only strings that contain one need the exact well-formedness check. */
 const SURROGATE = /[\ud800-\udfff]/
 
-// `String.prototype.isWellFormed` (ES2024) is native in Node 20 and current browsers; the
-// hand-written loop is the fallback for older engines. Typed loosely because lib is ES2023.
+// Native in Node 20 and current browsers (ES2024); typed loosely because lib is ES2023.
 const nativeIsWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed
 
-/**
- * True when `s` has no lone surrogate, i.e. it is valid Unicode and can be encoded as UTF-8.
- * @internal shared with the strict parser
- */
+/** True when `s` has no lone surrogate (so it can be encoded as UTF-8). */
 export function isWellFormedString(s: string): boolean {
   if (!SURROGATE.test(s)) return true
   if (nativeIsWellFormed !== undefined) return nativeIsWellFormed.call(s)
@@ -42,21 +29,17 @@ export function isWellFormedString(s: string): boolean {
   return true
 }
 
-/**
- * Thrown inside the recursion and turned into an {@link invalidFormat} at the top, so each level
- * can add its path segment on the way out. Nothing is tracked on the success path.
- */
+// Thrown inside the recursion so each level adds its path segment on the way out.
 class Refusal {
   readonly path: (string | number)[] = []
   constructor(readonly reason: string) {}
 }
 
 function serializeString(s: string): string {
-  // Most strings need no escaping at all; skipping the native call for them is measurably faster.
+  // Skipping the native call for strings that need no escaping is measurably faster.
   if (!NEEDS_CARE.test(s)) return '"' + s + '"'
   if (!isWellFormedString(s)) throw new Refusal('lone surrogate in string')
-  // For well-formed strings JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 requires:
-  // \b \t \n \f \r \" \\ by name, other C0 controls as lower-case \u00xx, nothing else.
+  // For well-formed strings JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 requires.
   return JSON.stringify(s)
 }
 
@@ -66,14 +49,12 @@ function serializeKey(k: string): string {
   return JSON.stringify(k)
 }
 
-/** Object.prototype of this realm; objects from other realms are handled by `isPlainObject`. */
 const OBJECT_PROTO = Object.prototype
 
 function isPlainObject(o: object): boolean {
   const proto: unknown = Object.getPrototypeOf(o)
   if (proto === OBJECT_PROTO || proto === null) return true
-  // A plain object made in another realm (iframe, worker message, vm context) has that realm's
-  // Object.prototype: itself prototype-less and with `constructor` named Object.
+  // A plain object from another realm: its Object.prototype is prototype-less, ctor named Object.
   if (typeof proto !== 'object' || Object.getPrototypeOf(proto) !== null) return false
   const ctor: unknown = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value
   return typeof ctor === 'function' && ctor.name === 'Object'
@@ -106,9 +87,8 @@ function serialize(value: unknown, depth: number): string {
       }
       if (Array.isArray(value)) return serializeArray(value, depth + 1)
       if (!isPlainObject(value)) {
-        // Date, Map, class instances, typed arrays, boxed primitives: JSON.stringify would
-        // silently reshape them (often through toJSON), and a signature must cover exactly
-        // what the caller sees, so they are refused rather than guessed at.
+        // JSON.stringify would silently reshape these (often through toJSON): a signature must
+        // cover exactly what the caller sees.
         throw new Refusal(`${describe(value)} is not a plain object or array`)
       }
       return serializeObject(value as Record<string, unknown>, depth + 1)
@@ -122,7 +102,6 @@ function serializeArray(a: readonly unknown[], depth: number): string {
   if (n === 0) return '[]'
   let i = 0
   try {
-    // A hole reads as undefined and is refused like an explicit undefined element.
     let out = '[' + serialize(a[0], depth)
     for (i = 1; i < n; i++) out += ',' + serialize(a[i], depth)
     return out + ']'
@@ -132,12 +111,8 @@ function serializeArray(a: readonly unknown[], depth: number): string {
   }
 }
 
-/**
- * Sort member names by UTF-16 code units (RFC 8785 §3.2.3), which is what both `<` on strings
- * and the default `Array.prototype.sort` compare. Objects in messages have a handful of members,
- * often already in order, and there an inline insertion sort beats the generic builtin by ~20%
- * of the whole serialisation.
- */
+// RFC 8785 §3.2.3 order (UTF-16 code units). Message objects are small and often sorted: an
+// insertion sort beats the builtin by ~20% of the whole serialisation.
 function sortKeys(keys: string[]): string[] {
   const n = keys.length
   if (n > 24) return keys.sort()
@@ -154,7 +129,6 @@ function sortKeys(keys: string[]): string[] {
 }
 
 function serializeObject(o: Record<string, unknown>, depth: number): string {
-  // Own enumerable string keys, like JSON.stringify; symbol keys are not JSON and are skipped.
   const keys = sortKeys(Object.keys(o))
   const n = keys.length
   if (n === 0) return '{}'
@@ -174,10 +148,7 @@ function serializeObject(o: Record<string, unknown>, depth: number): string {
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/
 
-/**
- * Render a path, outermost segment first, as `a.b[0]["x y"]`: the style of `AgentMsgError.field`.
- * @internal shared with the strict parser
- */
+/** A path, outermost first, as `a.b[0]["x y"]`: the style of `AgentMsgError.field`. */
 export function formatPath(segments: readonly (string | number)[]): string | undefined {
   let out = ''
   for (const s of segments) {
@@ -188,12 +159,7 @@ export function formatPath(segments: readonly (string | number)[]): string | und
   return out === '' ? undefined : out
 }
 
-/**
- * Serialise a JSON value in RFC 8785 canonical form.
- *
- * @example
- * canonicalize({ b: [1, 2.50], a: 'é' }) // '{"a":"é","b":[1,2.5]}'
- */
+/** Serialise a JSON value in RFC 8785 canonical form. */
 export function canonicalize(value: unknown): string {
   try {
     return serialize(value, 0)
@@ -202,23 +168,16 @@ export function canonicalize(value: unknown): string {
   }
 }
 
-/** A {@link Refusal} (or a stack overflow) as the `invalid_format` error callers see. */
 function asFormatError(e: unknown): unknown {
   if (e instanceof Refusal)
     return invalidFormat(`cannot canonicalize: ${e.reason}`, formatPath(e.path.reverse()))
-  // Only reachable for values that defeat the depth cap, e.g. getters that recurse.
   if (e instanceof RangeError) return invalidFormat('cannot canonicalize: value too deeply nested')
   return e
 }
 
-/**
- * {@link canonicalize} of a plain object holding `o`'s own enumerable members except `omit`:
- * a signature object without its `sig` (PROFILE §3), serialised without building that copy.
- * Like the copy, `o` itself need not be a plain object; its members are checked as usual.
- * @internal
- */
+/** {@link canonicalize} of `o` without its member `omit` (a signature without `sig`, PROFILE §3). */
 export function canonicalizeWithout(o: Record<string, unknown>, omit: string): string {
-  // serializeObject's loop, kept apart so the hot path of every other object stays as it is.
+  // serializeObject's loop, apart so the hot path of every other object stays as it is.
   const keys = Object.keys(o)
   const at = keys.indexOf(omit)
   if (at >= 0) keys.splice(at, 1)

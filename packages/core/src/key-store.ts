@@ -13,31 +13,26 @@ import type { JsonValue } from './types.js'
 export interface StoredKey {
   agent: string
   fragment: string
-  /** base64url of the 32-byte Ed25519 public key. */
   publicKey: string
-  /** `pinned` (confirmed out of band, level 2) or `introduction` (level 1). */
   source: 'pinned' | 'introduction'
   added: number
 }
 
 const KEY_PREFIX = 'keys/peer/'
 const SECRET_PREFIX = 'keys/secret/'
-/** `keys/intro-peer/<fragment>` → the agent id the token introduces (PROFILE §5). */
 const PEER_PREFIX = 'keys/intro-peer/'
 
 const keyName = (agent: string, fragment: string) =>
   `${KEY_PREFIX}${encodeURIComponent(agent)}/${encodeURIComponent(fragment)}`
 
 /**
- * Keys learned outside identity documents and did:key: keys pinned after out-of-band
- * confirmation (level 2), keys learned in an introduction (level 1, never replacing a stored
- * key), and introduction tokens (HMAC secrets, level 0). It is a {@link KeyResolver}; put it
- * last in the chain (PROFILE §4). State lives in a {@link Storage}, so it survives restarts.
+ * Keys learned outside documents and did:key (PROFILE §4, §5): pinned (level 2), introduced
+ * (level 1, never replacing one), introduction tokens (level 0). Last in the resolver chain.
  */
 export class KeyStore implements KeyResolver {
   readonly #storage: Storage
   readonly #now: () => number
-  /** Binding a token runs one at a time, so two first greetings cannot both win it. */
+  // Binding runs one at a time, so two first greetings cannot both win a token.
   #binding: Promise<unknown> = Promise.resolve()
 
   constructor(options: { storage?: Storage; now?: () => number } = {}) {
@@ -57,11 +52,7 @@ export class KeyStore implements KeyResolver {
     await this.#storage.put(keyName(agent, fragment), entry as unknown as JsonValue)
   }
 
-  /**
-   * Store the keys of an identity document received in a level-0 introduction, at level 1.
-   * A key already stored (pinned or introduced) is never replaced (PROFILE §5). The caller
-   * has checked that the document's agent_id is the sender. Returns the fragments stored.
-   */
+  /** Store the keys of a document received in a level-0 introduction (level 1, never replacing). */
   async addIntroducedKeys(document: IdentityDocument): Promise<string[]> {
     const added: string[] = []
     for (const key of document.keys) {
@@ -81,11 +72,7 @@ export class KeyStore implements KeyResolver {
     return added
   }
 
-  /**
-   * For a URL agent whose document could now be fetched: drop introduced keys the document
-   * does not list, or lists with another public key (PROFILE §5: the fetched document is
-   * final). Pinned keys stay. Returns the fragments dropped.
-   */
+  /** Drop introduced keys a URL agent's fetched document does not list as they are (PROFILE §5). */
   async reconcileWithDocument(document: IdentityDocument): Promise<string[]> {
     const listed = new Map<string, string>()
     for (const k of document.keys) {
@@ -101,7 +88,6 @@ export class KeyStore implements KeyResolver {
     return dropped
   }
 
-  /** Every stored key of an agent. */
   async keysOf(agent: string): Promise<StoredKey[]> {
     const rows = await this.#storage.list(`${KEY_PREFIX}${encodeURIComponent(agent)}/`)
     return rows.map(([, v]) => v as unknown as StoredKey)
@@ -114,13 +100,7 @@ export class KeyStore implements KeyResolver {
     await this.#storage.batch(rows.map(([key]) => ({ type: 'delete' as const, key })))
   }
 
-  /**
-   * Hold an introduction token (base64url of 32 random bytes) so level-0 signatures made with
-   * it verify. A token introduces one peer (PROFILE §5): name it with `agent` when the humans
-   * said whom it introduces; otherwise it is bound to the first sender whose message verifies
-   * with it. Either way it then verifies only that peer's messages. Adding a held token again
-   * without `agent` keeps its binding. Returns the key_id fragment (`intro-…`) both sides use.
-   */
+  /** Hold an introduction token for one peer (PROFILE §5): `agent`, else the first to verify. */
   async addIntroductionToken(token: string, agent?: string): Promise<string> {
     const secret = base64urlDecode(token, 'token')
     if (secret.length !== 32) throw invalidFormat('an introduction token is 32 bytes', 'token')
@@ -172,8 +152,7 @@ export class KeyStore implements KeyResolver {
         secret: base64urlDecode(token),
         source: 'shared-secret',
       }
-      // The verifier refuses the token for anyone but its peer, and binds an unbound one to
-      // the sender only once the signature verified (PROFILE §5).
+      // Refused for anyone but its peer; an unbound one is bound once it verified (PROFILE §5).
       const peer = await this.#storage.get(PEER_PREFIX + lookup.fragment)
       if (typeof peer === 'string') key.peer = peer
       else key.bind = (agent) => this.#bind(lookup.fragment, agent)

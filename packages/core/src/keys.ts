@@ -10,42 +10,22 @@ import { x25519SecretFromSha512 } from './x25519-scalar.js'
 export interface KeyPair {
   publicKey: Uint8Array
   secretKey: Uint8Array
-  /**
-   * The X25519 secret derived from the Ed25519 secret (libsodium
-   * `crypto_sign_ed25519_sk_to_curve25519`), kept so sealed-box decryption needs no re-derivation.
-   */
+  /** Derived from the seed (libsodium's conversion), so sealed-box decryption needs no rederivation. */
   x25519SecretKey: Uint8Array
 }
 
-/**
- * Something that signs the bytes of a signing input. Implement it to keep keys elsewhere (a
- * non-extractable WebCrypto key, a hardware token, another process).
- */
+/** Signs a signing input; implement it to keep keys elsewhere (WebCrypto, a token, a process). */
 export interface Signer {
-  /** The algorithm identifier written into the signature object. */
   readonly alg: SignatureAlg
-  /** The full key id `<agent_id>#<fragment>`. */
+  /** The full key id. */
   readonly keyId: string
-  /**
-   * Sign the signing input. `mode` is signMessage's hint on where the work may run (see
-   * {@link CryptoMode}); a signer that has no such choice ignores it.
-   */
+  /** `mode`: where the work may run (see {@link CryptoMode}); a signer without a choice ignores it. */
   sign(data: Uint8Array, mode?: CryptoMode): Promise<Uint8Array>
-  /**
-   * Optional: the bytes of the signing input `text` as {@link sign} wants them (see
-   * `CryptoProvider.utf8`: they may share memory, so they go only to this signer). Absent:
-   * `TextEncoder`.
-   */
+  /** Optional: `text` as UTF-8 the way {@link sign} wants it (may share memory). */
   utf8?(text: string): Uint8Array
 }
 
-/**
- * Generate a new Ed25519 key pair from the platform's secure random source.
- *
- * @example
- * const keys = await generateKeyPair()
- * const did = didKeyFromPublicKey(keys.publicKey)
- */
+/** Generate a new Ed25519 key pair from the platform's secure random source. */
 export async function generateKeyPair(provider?: CryptoProvider): Promise<KeyPair> {
   return keyPairFromSeed(randomBytes(32), provider)
 }
@@ -67,13 +47,7 @@ export async function keyPairFromSeed(
   }
 }
 
-/**
- * A {@link Signer} for an Ed25519 key pair. `keyId` is the full key id; for a did:key agent
- * it defaults to `did:key:z…#z…` of the key pair itself.
- *
- * @example
- * const signer = ed25519Signer(keys) // did:key agent
- */
+/** A {@link Signer} for an Ed25519 key pair; `keyId` defaults to its did:key's. */
 export function ed25519Signer(
   keyPair: Pick<KeyPair, 'publicKey' | 'secretKey'>,
   keyId?: string,

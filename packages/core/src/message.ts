@@ -2,11 +2,9 @@ import { assertRelayUrl, parseAgentId } from './agent-id.js'
 import { base64urlDecode } from './base64url.js'
 import { invalidFormat } from './errors.js'
 import { parseTimestamp } from './timestamps.js'
-import { type Message, PHASES } from './types.js'
+import { isObject, type Message, PHASES } from './types.js'
 
-/** Grammar of `message_id` and `conversation_id` (PROFILE §2). */
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
-/** Grammar of `to.topic` (PROFILE §2). */
 const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
 const MAX_INT = Number.MAX_SAFE_INTEGER
 const PHASE_SET: ReadonlySet<string> = new Set(PHASES)
@@ -17,22 +15,21 @@ export interface ProtocolError {
   message: string
 }
 
-/** The outcome of {@link validateMessage}. */
+/** The outcome of {@link validateMessage}: `protocolError` for a version or phase we do not speak. */
 export interface ValidationResult {
-  /** The same object, now typed. */
   message: Message
-  /** Set when the message is well formed but speaks a version or phase this SDK does not. */
   protocolError?: ProtocolError
 }
 
 type Obj = Record<string, unknown>
 
-function isObject(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
 function requireObject(v: unknown, field: string): Obj {
   if (!isObject(v)) throw invalidFormat('must be an object', field)
+  return v
+}
+
+function requireArray(v: unknown, field: string): unknown[] {
+  if (!Array.isArray(v)) throw invalidFormat('must be an array', field)
   return v
 }
 
@@ -60,8 +57,7 @@ function requireId(v: unknown, field: string): string {
 }
 
 function validateParts(body: Obj): void {
-  const parts = body.parts
-  if (!Array.isArray(parts)) throw invalidFormat('must be an array', 'body.parts')
+  const parts = requireArray(body.parts, 'body.parts')
   for (let i = 0; i < parts.length; i++) {
     const field = `body.parts[${i}]`
     const part = requireObject(parts[i], field)
@@ -89,38 +85,19 @@ function validateParts(body: Obj): void {
 
 function validateSecurity(security: unknown): void {
   const sec = requireObject(security, 'security')
+  const field = 'security.signatures'
   if (sec.signatures !== undefined) {
-    if (!Array.isArray(sec.signatures))
-      throw invalidFormat('must be an array', 'security.signatures')
-    for (let i = 0; i < sec.signatures.length; i++) {
-      requireObject(sec.signatures[i], `security.signatures[${i}]`)
-    }
+    requireArray(sec.signatures, field).forEach((s, i) => requireObject(s, `${field}[${i}]`))
   }
   if (sec.encryption !== undefined) {
     const enc = requireObject(sec.encryption, 'security.encryption')
     requireString(enc.scheme, 'security.encryption.scheme')
-    if (!Array.isArray(enc.recipients)) {
-      throw invalidFormat('must be an array', 'security.encryption.recipients')
-    }
-    enc.recipients.forEach((r, i) => parseAgentId(r, `security.encryption.recipients[${i}]`))
+    const recipients = requireArray(enc.recipients, 'security.encryption.recipients')
+    recipients.forEach((r, i) => parseAgentId(r, `security.encryption.recipients[${i}]`))
   }
 }
 
-function validateTrace(trace: unknown): void {
-  const t = requireObject(trace, 'trace')
-  if (!Array.isArray(t.received)) throw invalidFormat('must be an array', 'trace.received')
-  t.received.forEach((e, i) => requireObject(e, `trace.received[${i}]`))
-}
-
-/**
- * Check a parsed message against PROFILE §2 and return it typed. Structural problems throw an
- * `invalid_format` {@link AgentMsgError} whose message names the field. A message in another
- * major `version` or with an unknown `phase` is still well formed (so it can be verified and
- * answered): it comes back with `protocolError` set, for an error phase reply after 202.
- *
- * @example
- * const { message, protocolError } = validateMessage(parseStrictJson(text))
- */
+/** Check a parsed message against PROFILE §2; another version or phase is a `protocolError`. */
 export function validateMessage(input: unknown): ValidationResult {
   const m = requireObject(input, 'message')
   let protocolError: ProtocolError | undefined
@@ -142,8 +119,9 @@ export function validateMessage(input: unknown): ValidationResult {
   const from = requireObject(m.from, 'from')
   parseAgentId(from.agent, 'from.agent')
   if (from.relays !== undefined) {
-    if (!Array.isArray(from.relays)) throw invalidFormat('must be an array', 'from.relays')
-    from.relays.forEach((r, i) => assertRelayUrl(r, `from.relays[${i}]`))
+    requireArray(from.relays, 'from.relays').forEach((r, i) =>
+      assertRelayUrl(r, `from.relays[${i}]`),
+    )
   }
 
   const to = requireObject(m.to, 'to')
@@ -170,9 +148,18 @@ export function validateMessage(input: unknown): ValidationResult {
 
   validateParts(requireObject(m.body, 'body'))
   if (m.security !== undefined) validateSecurity(m.security)
-  if (m.trace !== undefined) validateTrace(m.trace)
+  if (m.trace !== undefined) {
+    const received = requireArray(requireObject(m.trace, 'trace').received, 'trace.received')
+    received.forEach((e, i) => requireObject(e, `trace.received[${i}]`))
+  }
 
   const result: ValidationResult = { message: m as unknown as Message }
   if (protocolError) result.protocolError = protocolError
   return result
+}
+
+/** Whether `body` is sealed: decided from `body.parts` alone (PROFILE §8), never `security`. */
+export function isSealedBody(body: { parts?: unknown } | undefined): boolean {
+  const parts = body?.parts
+  return Array.isArray(parts) && parts.some((p) => isObject(p) && p.type === 'sealed')
 }

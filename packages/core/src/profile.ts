@@ -1,14 +1,13 @@
 /**
- * Every number PROFILE.md fixes, in one place; the section is in the comment. Code that applies
- * a profile rule reads its number from here, so widening one (the replay window, say) widens it
- * everywhere, the relay's dedupe memory included.
+ * Every number PROFILE.md fixes (the section is in the comment): widening one here (the replay
+ * window, say) widens it everywhere, the relay's dedupe memory included.
  */
 const KiB = 1024
 const MiB = 1024 * KiB
 const MINUTE = 60_000
 const DAY = 1440 * MINUTE
 
-/** How far ahead of our clock a date or `created` may be: §3 signatures, §4 retired keys, §6 dates, §9 agent auth. */
+/** §3 signatures, §4 retired keys, §6 dates, §9 agent auth: how far ahead of our clock. */
 const clockSkewMs = 5 * MINUTE
 /** §6: messages older than this are stale (7 days in a relay + 24 h of retries). */
 const dateWindowMs = 8 * DAY
@@ -53,7 +52,7 @@ export const PROFILE = {
   bodyTimeoutMs: 30_000,
   readsPerAddress: 8,
   readsTotal: 128,
-  /** §6 retries: full-jitter backoff from 1 s, ×2, capped at 1 h, until 24 h after the first attempt. */
+  /** §6 retries: full-jitter backoff from 1 s, ×2, capped at 1 h, for 24 h. */
   retryBaseMs: 1_000,
   retryCapMs: 60 * MINUTE,
   retryDeadlineMs: DAY,
@@ -67,7 +66,7 @@ export const PROFILE = {
   mailboxBytes: 256 * MiB,
   senderShare: 1 / 4,
   relayBytes: 10 * 1024 * MiB,
-  /** §9: stored bytes are charged per client address bucket (IPv6 per /48), at most this share of the cap. */
+  /** §9: stored bytes per client address bucket (IPv6 /48), at most this share of the cap. */
   storageBucketShare: 0.05,
   storageIpv6BucketBits: 48,
   /** §9 streams and subscriptions. */
@@ -80,11 +79,7 @@ export const PROFILE = {
   streamCommentMs: 15_000,
   /** §9: kept until acknowledged, this long after receipt, or its TTL. */
   relayRetentionMs: 7 * DAY,
-  /**
-   * §9: a (mailbox, from, message_id) is remembered as long as a receiver's replay memory, from
-   * the message's date; a store that only knows when it received one adds the skew a date may be
-   * ahead by.
-   */
+  /** §9: dedupe as long as a receiver's replay memory; from receipt, plus the skew. */
   relayForgetMs: replayMemoryMs,
   relayForgetAfterReceiptMs: replayMemoryMs + clockSkewMs,
   /** §9 retrieve: default and largest page, bytes per page; acknowledgements per request. */

@@ -1,12 +1,12 @@
 import { BucketShares } from './bucket-shares.js'
-import { AgentMsgError, invalidFormat } from './errors.js'
+import { AgentMsgError, invalidFormat, nonNegative, positiveInt } from './errors.js'
 import type { Storage } from './interfaces/storage.js'
 import { PROFILE } from './profile.js'
 import { memoryStorage } from './storage/memory.js'
 import { duration, parseTimestamp } from './timestamps.js'
 
 const PREFIX = 'replay/'
-// Deletes per storage batch in `prune`, so pruning a million ids is not one giant write.
+// Deletes per storage batch in `prune`.
 const PRUNE_CHUNK = 1000
 
 /** Options for {@link ReplayGuard}. */
@@ -24,23 +24,11 @@ export interface ReplayGuardOptions {
   maxEntries?: number
   /** Most ids one client-address bucket holds (then `rate_limited`). @default maxEntries / 16 */
   maxEntriesPerBucket?: number
-  /**
-   * Shares apply once this fraction of `maxEntries` is held: below it one address (a webhook,
-   * users behind one NAT) may use room nobody else needs. @default 0.5
-   */
+  /** Shares apply once this fraction of `maxEntries` is held. @default 0.5 */
   shareThreshold?: number
 }
 
-/**
- * Replay protection (PROFILE §6): the date window, TTL expiry, and duplicate `message_id`s per
- * sender, persisted through {@link Storage} under `replay/<encodeURIComponent(from)>/<id>` with
- * their expiry as value. An in-memory index is loaded on first use, so checks cost no storage
- * read; this assumes one guard per storage at a time.
- *
- * @example
- * const guard = new ReplayGuard({ storage: namespacedStorage(fsStore, 'alice/') })
- * if ((await guard.checkAndRemember(message)) === 'duplicate') return accepted()
- */
+/** Replay protection (PROFILE §6): date window, TTL, duplicate ids; one guard per storage. */
 export class ReplayGuard {
   readonly #storage: Storage
   readonly #now: () => number
@@ -51,11 +39,9 @@ export class ReplayGuard {
   // In memory only: ids loaded from storage after a restart count against `maxEntries` alone.
   readonly #shares: BucketShares<string>
   readonly #shareThreshold: number
-  // Storage key → expiry (epoch ms).
+  // Storage key → expiry (epoch ms); → whether its claim was persisted; → the batch deleting it.
   readonly #index = new Map<string, number>()
-  // Storage key → whether the claim holding it succeeded (the id was persisted).
   readonly #inFlight = new Map<string, Promise<boolean>>()
-  // Storage key → the pending batch deleting it (see `prune`).
   readonly #deleting = new Map<string, Promise<void>>()
   #loading: Promise<void> | undefined
   // Earliest expiry left after the last prune: pruning before then frees nothing.
@@ -64,13 +50,10 @@ export class ReplayGuard {
   constructor(options: ReplayGuardOptions = {}) {
     this.#storage = options.storage ?? memoryStorage()
     this.#now = options.now ?? Date.now
-    this.#maxAgeMs = nonNegative(options.maxAgeMs ?? PROFILE.dateWindowMs, 'maxAgeMs')
+    this.#maxAgeMs = nonNegative(options.maxAgeMs ?? PROFILE.dateWindowMs, 'ReplayGuard: maxAgeMs')
     this.#maxFutureMs = nonNegative(options.maxFutureMs ?? PROFILE.clockSkewMs, 'maxFutureMs')
     this.#retentionMs = nonNegative(options.retentionMs ?? PROFILE.replayMemoryMs, 'retentionMs')
-    this.#maxEntries = options.maxEntries ?? 1_000_000
-    if (!Number.isInteger(this.#maxEntries) || this.#maxEntries < 1) {
-      throw new RangeError(`ReplayGuard: maxEntries must be a positive integer`)
-    }
+    this.#maxEntries = positiveInt(options.maxEntries ?? 1_000_000, 'ReplayGuard: maxEntries')
     this.#shareThreshold = options.shareThreshold ?? 0.5
     if (!(this.#shareThreshold >= 0 && this.#shareThreshold <= 1)) {
       throw new RangeError('ReplayGuard: shareThreshold must be between 0 and 1')
@@ -80,10 +63,7 @@ export class ReplayGuard {
     )
   }
 
-  /**
-   * The date window and TTL: a `date` exactly `maxAgeMs` old or `maxFutureMs` ahead passes; a
-   * message expires once `date + ttl_seconds` is past.
-   */
+  /** The date window (bounds inclusive) and TTL. */
   checkFreshness(message: { date: string; ttl_seconds?: number }): void {
     const date = parseTimestamp(message.date, 'date')
     const ttl = message.ttl_seconds
@@ -119,20 +99,13 @@ export class ReplayGuard {
     return this.#isLive(key) || this.#inFlight.has(key)
   }
 
-  /**
-   * Remember the id (in storage before resolving); `bucket` is the client-address bucket it
-   * counts against.
-   */
+  /** Remember the id (in storage before resolving), counted against `bucket`. */
   async remember(from: string, messageId: string, bucket?: string): Promise<void> {
     await this.#load()
     await this.#store(replayKey(from, messageId), bucket)
   }
 
-  /**
-   * The whole PROFILE §6 check: date window and TTL, then the duplicate id, remembering a new
-   * one. Concurrent calls for one (from, id) yield exactly one `'new'`; a call overlapping a
-   * claim still being persisted waits for it, and claims the id itself if that write fails.
-   */
+  /** Freshness, then the duplicate id (PROFILE §6): of concurrent calls exactly one is `new`. */
   async checkAndRemember(
     message: { from: { agent: string }; message_id: string; date: string; ttl_seconds?: number },
     bucket?: string,
@@ -208,8 +181,7 @@ export class ReplayGuard {
   }
 
   async #store(key: string, bucket: string | undefined): Promise<void> {
-    // A new id takes its bucket's slot now, so concurrent claims cannot overshoot the share; an
-    // id already held keeps its slot.
+    // A new id takes its bucket's slot now, so concurrent claims cannot overshoot the share.
     const counted = bucket !== undefined && !this.#index.has(key)
     if (counted) {
       if (this.#shares.full(bucket) && this.#contended()) await this.#makeRoomIn(bucket)
@@ -253,7 +225,6 @@ export class ReplayGuard {
     if (this.#now() >= this.#nextExpiry) await this.prune()
     if (!this.#full(key)) return
     // Refuse rather than forget: an id dropped early could be replayed within the date window.
-    // A 503 loses nothing: the sender retries after Retry-After, when the oldest ids expired.
     throw this.#full503(
       'unavailable',
       `replay guard is full (${this.#maxEntries} message ids remembered); try again later`,
@@ -269,13 +240,11 @@ export class ReplayGuard {
   #load(): Promise<void> {
     this.#loading ??= (async () => {
       for (const [key, value] of await this.#storage.list(PREFIX)) {
-        // Anything else under the prefix is not ours to read; a later remember overwrites it.
         if (typeof value !== 'number') continue
         // An id remembered while the list was read keeps its newer expiry.
         this.#index.set(key, Math.max(value, this.#index.get(key) ?? -Infinity))
       }
     })().catch((error: unknown) => {
-      // The next call tries again instead of caching the failure.
       this.#loading = undefined
       throw error
     })
@@ -286,10 +255,3 @@ export class ReplayGuard {
 // `from` is encoded so it holds no `/`: the first `/` after the prefix ends it.
 const replayKey = (from: string, messageId: string) =>
   `${PREFIX}${encodeURIComponent(from)}/${messageId}`
-
-function nonNegative(value: number, name: string): number {
-  if (!(Number.isFinite(value) && value >= 0)) {
-    throw new RangeError(`ReplayGuard: ${name} must be a finite number ≥ 0`)
-  }
-  return value
-}

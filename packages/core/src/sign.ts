@@ -1,8 +1,7 @@
 import { splitKeyId } from './agent-id.js'
 import { base64urlEncode } from './base64url.js'
 import { utf8Encode } from './bytes.js'
-import { callEnded, callStarted } from './crypto/in-flight.js'
-import type { CryptoMode } from './crypto/provider.js'
+import { type CryptoMode, callEnded, callStarted } from './crypto/provider.js'
 import { AgentMsgError, invalidFormat } from './errors.js'
 import { canonicalize } from './jcs.js'
 import type { Signer } from './keys.js'
@@ -11,10 +10,9 @@ import { signedLines } from './signing-input.js'
 import { formatTimestamp } from './timestamps.js'
 import type { JsonValue, Message, SignatureObject, UnsignedMessage } from './types.js'
 
-/** Top-level members a signature never lists in `signed_headers` (PROFILE §3). */
-export const UNSIGNED_MEMBERS: ReadonlySet<string> = new Set(['body', 'security', 'trace'])
+const UNSIGNED_MEMBERS: ReadonlySet<string> = new Set(['body', 'security', 'trace'])
 
-/** The order writers list the standard members in; any others follow in code-unit order. */
+// Writers list the standard members in this order, any others after in code-unit order.
 const HEADER_ORDER = [
   'version',
   'message_id',
@@ -29,14 +27,12 @@ const HEADER_ORDER = [
   'auth_level',
 ]
 
-/**
- * The `signed_headers` a usable signature must carry for this message: every top-level member
- * present other than body, security and trace, in the conventional order.
- */
-export function requiredSignedHeaders(message: Record<string, unknown>): string[] {
-  const present = Object.keys(message).filter(
-    (k) => !UNSIGNED_MEMBERS.has(k) && message[k] !== undefined,
-  )
+/** The top-level members every signature covers (PROFILE §3). */
+export const signedMembers = (message: Record<string, unknown>): string[] =>
+  Object.keys(message).filter((k) => !UNSIGNED_MEMBERS.has(k) && message[k] !== undefined)
+
+function requiredSignedHeaders(message: Record<string, unknown>): string[] {
+  const present = signedMembers(message)
   const known = HEADER_ORDER.filter((k) => present.includes(k))
   const extra = present.filter((k) => !HEADER_ORDER.includes(k)).sort()
   return [...known, ...extra]
@@ -44,20 +40,15 @@ export function requiredSignedHeaders(message: Record<string, unknown>): string[
 
 /** Options for {@link signMessage}. */
 export interface SignOptions {
-  /** The signature's `created` time (ms or a timestamp string). @default now */
+  /** `created` (ms or a timestamp). @default now */
   created?: number | string
-  /** Extension members to bind into the signature object (they are covered, PROFILE §3). */
+  /** Extension members of the signature object (covered, PROFILE §3). */
   extensions?: Record<string, JsonValue>
-  /**
-   * Where the signing runs, for signers that have the choice (the Node provider): `inline`,
-   * `pool` or `auto` (inline when this is the only signMessage / verifyMessage in flight and
-   * the event loop is not busy with other work). A server signing per request passes `pool`.
-   * @default 'auto'
-   */
+  /** Where the signing runs (see {@link CryptoMode}); a server passes `pool`. @default 'auto' */
   crypto?: CryptoMode
 }
 
-// formatTimestamp(Date.now()) for each of many signatures a millisecond: the last one is kept.
+// Many signatures a millisecond: the last timestamp is kept.
 let lastCreatedMs = Number.NaN
 let lastCreated = ''
 
@@ -69,7 +60,6 @@ function createdTimestamp(ms: number): string {
   return lastCreated
 }
 
-/** Throw unless `keyId` belongs to `from` (PROFILE §3). */
 function checkKeyId(keyId: string, from: string): void {
   const { agent } = splitKeyId(keyId, 'key_id')
   if (agent !== from) {
@@ -81,14 +71,7 @@ function checkKeyId(keyId: string, from: string): void {
   }
 }
 
-/**
- * Sign a message (PROFILE §3) and return a new message with the signature appended to
- * `security.signatures`; the input is not modified. Pass several signers to sign with each,
- * e.g. an Ed25519 key and an introduction token for a level-0 greeting.
- *
- * @example
- * const signed = await signMessage(message, ed25519Signer(keys))
- */
+/** Sign a message (PROFILE §3) with one signer or several: a new message. */
 export async function signMessage(
   message: UnsignedMessage | Message,
   signer: Signer | readonly Signer[],

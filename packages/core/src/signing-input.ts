@@ -1,12 +1,7 @@
 import { utf8Encode } from './bytes.js'
 import { canonicalize, canonicalizeWithout } from './jcs.js'
 
-/**
- * The PROFILE §3 signing input: for each name in `signed_headers`, `JCS(message[name])`; then
- * `JCS(body)` when `signed_body`; then `JCS(params)` where params is the signature object
- * without `sig` — joined by LF, UTF-8 encoded. JCS never emits a raw LF, so the join is
- * unambiguous.
- */
+/** The PROFILE §3 signing input: JCS of each signed header, the body and the params, LF-joined. */
 export function buildSigningInput(
   message: Record<string, unknown>,
   signedHeaders: readonly string[],
@@ -16,11 +11,7 @@ export function buildSigningInput(
   return utf8Encode(signedLines(message, signedHeaders, signedBody) + canonicalize(params))
 }
 
-/**
- * The lines of the signing input before the params line, each ending in LF: the same for every
- * signature of one message, so a signer with several keys builds them once.
- * @internal
- */
+/** The lines before the params line: built once for several signers. */
 export function signedLines(
   message: Record<string, unknown>,
   signedHeaders: readonly string[],
@@ -32,12 +23,8 @@ export function signedLines(
   return text
 }
 
-/**
- * The signing input of a received signature object, as text (UTF-8 encode it): its params are
- * every own member but `sig` (PROFILE §3), canonicalized in place. Building the params as a
- * copy would need care with a `"__proto__"` member, which must stay a member (and so signed).
- * @internal
- */
+// Params canonicalized in place: a copy would need care with a `"__proto__"` member, which
+// must stay a member (and so signed).
 export function receivedSigningText(
   message: Record<string, unknown>,
   sig: Record<string, unknown> & { signed_headers: readonly string[] },

@@ -1,7 +1,5 @@
-/**
- * Wire timestamps (PROFILE §1): RFC 3339 in UTC only. Not `Date.parse`, which takes offsets,
- * leap seconds and `Feb 30` differently per engine: two verifiers must agree on a `date`.
- */
+// Wire timestamps (PROFILE §1): RFC 3339 UTC only. Not `Date.parse`, which reads offsets, leap
+// seconds and `Feb 30` differently per engine: two verifiers must agree on a `date`.
 import { invalidFormat } from './errors.js'
 
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/
@@ -9,7 +7,6 @@ const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 // Exactly 146 097 days: the Gregorian calendar repeats every 400 years.
 const FOUR_CENTURIES_MS = 146_097 * 86_400_000
-// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range four-digit years can write.
 const MIN_MS = -62_167_219_200_000
 const MAX_MS = 253_402_300_799_999
 
@@ -17,7 +14,6 @@ function isLeapYear(year: number): boolean {
   return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
 }
 
-/** Epoch ms for a matched timestamp, or `undefined` when a component is out of range. */
 function toEpochMs(text: string): number | undefined {
   const m = TIMESTAMP.exec(text)
   if (m === null) return undefined
@@ -38,13 +34,7 @@ function toEpochMs(text: string): number | undefined {
   return Date.UTC(year + 400, month - 1, day, hour, minute, second, ms) - FOUR_CENTURIES_MS
 }
 
-/**
- * A PROFILE §1 timestamp in epoch ms: `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z`, a real calendar date,
- * fraction digits past the millisecond truncated.
- *
- * @example
- * parseTimestamp('2026-11-21T22:48:01.123Z') // 1795301281123
- */
+/** A PROFILE §1 timestamp in epoch ms; fraction digits past the millisecond truncated. */
 export function parseTimestamp(text: string, field?: string): number {
   const ms = typeof text === 'string' ? toEpochMs(text) : undefined
   if (ms === undefined) {
@@ -56,17 +46,11 @@ export function parseTimestamp(text: string, field?: string): number {
   return ms
 }
 
-/** True when `text` is a PROFILE §1 timestamp. */
 export function isTimestamp(text: unknown): text is string {
   return typeof text === 'string' && toEpochMs(text) !== undefined
 }
 
-/**
- * A PROFILE §1 timestamp for writers: UTC, three fraction digits.
- *
- * @example
- * formatTimestamp(0) // '1970-01-01T00:00:00.000Z'
- */
+/** A PROFILE §1 timestamp for writers: UTC, three fraction digits. */
 export function formatTimestamp(time: number | Date = Date.now()): string {
   const ms = typeof time === 'number' ? time : time.getTime()
   if (!Number.isFinite(ms) || ms < MIN_MS || ms > MAX_MS) {
@@ -76,7 +60,7 @@ export function formatTimestamp(time: number | Date = Date.now()): string {
   return new Date(Math.floor(ms)).toISOString()
 }
 
-/** `691200001` → `8 d 0 h 0 min 0.001 s`: exact, and readable in an error message. */
+/** `691200001` → `8 d 0 h 0 min 0.001 s`: exact, for error messages. */
 export function duration(ms: number): string {
   const parts: string[] = []
   let rest = ms

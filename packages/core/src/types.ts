@@ -6,18 +6,19 @@ export type JsonValue =
   | string
   | JsonValue[]
   | { [key: string]: JsonValue }
-/** A JSON object. */
 export type JsonObject = { [key: string]: JsonValue }
+
+/** A JSON object, not an array. */
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** Conversation phases of PROFILE §2. */
 export const PHASES = ['greeting', 'request', 'response', 'update', 'close', 'error'] as const
-/** A conversation phase. */
 export type Phase = (typeof PHASES)[number]
 
 /** Authentication level 0–3 (SPEC §3.2, PROFILE §5). */
 export type AuthLevel = 0 | 1 | 2 | 3
 
-/** Signature algorithms this SDK implements. */
 export type SignatureAlg = 'ed25519' | 'hmac-sha256'
 
 /** A member of `security.signatures` (SPEC §2.5). */
@@ -75,5 +76,5 @@ export interface Message {
   [extension: string]: unknown
 }
 
-/** A message before it is signed: the same shape, `security` absent or without signatures yet. */
+/** A message before it is signed. */
 export type UnsignedMessage = Message

@@ -1,18 +1,14 @@
-/**
- * The PROFILE §3 rules a signature object must meet before its key is looked up: covered
- * members, key id, `created`, the encoded signature. Split from verify.ts, which weighs the
- * candidates found here.
- */
+/** The PROFILE §3 rules a signature object must meet before its key is looked up. */
+import { keyIdParts } from './agent-id.js'
 import { base64urlDecode } from './base64url.js'
 import { didKeyFragment, isDidKey } from './did-key.js'
 import { AgentMsgError } from './errors.js'
+import { PROFILE } from './profile.js'
 import type { KeyLookup } from './resolver.js'
-import { UNSIGNED_MEMBERS } from './sign.js'
+import { signedMembers } from './sign.js'
 import { parseTimestamp } from './timestamps.js'
 import type { Message, SignatureAlg } from './types.js'
 
-/** How far in the future a signature's `created` may be (PROFILE §3). */
-const MAX_CREATED_SKEW_MS = 5 * 60_000
 const INTRO_FRAGMENT_RE = /^intro-[A-Za-z0-9_-]{16}$/
 const SIG_BYTES: Record<SignatureAlg, number> = { ed25519: 64, 'hmac-sha256': 32 }
 
@@ -25,7 +21,6 @@ export interface Candidate {
   sigBytes: Uint8Array
 }
 
-/** An `invalid_signature` refusal naming `field`. */
 export const refuse = (message: string, field: string) =>
   new AgentMsgError('invalid_signature', message, { field })
 
@@ -61,11 +56,9 @@ function usable(
 
   const keyId = raw.key_id
   if (typeof keyId !== 'string') throw refuse('key_id must be a string', `${field}.key_id`)
-  const hash = keyId.lastIndexOf('#')
-  const agent = keyId.slice(0, hash)
-  const fragment = keyId.slice(hash + 1)
-  if (hash <= 0 || fragment === '')
-    throw refuse('key_id must be <agent_id>#<fragment>', `${field}.key_id`)
+  const parts = keyIdParts(keyId)
+  if (!parts) throw refuse('key_id must be <agent_id>#<fragment>', `${field}.key_id`)
+  const { agent, fragment } = parts
   if (agent !== message.from.agent) {
     throw refuse(
       `key_id belongs to ${agent}, not to from.agent ${message.from.agent}`,
@@ -88,8 +81,7 @@ function usable(
   } catch {
     throw refuse('created must be an RFC 3339 UTC timestamp', `${field}.created`)
   }
-  if (typeof raw.created !== 'string') throw refuse('created must be a string', `${field}.created`)
-  if (created > now + MAX_CREATED_SKEW_MS)
+  if (created > now + PROFILE.clockSkewMs)
     throw refuse('created is more than 5 minutes in the future', `${field}.created`)
 
   if (typeof raw.sig !== 'string') throw refuse('sig must be a string', `${field}.sig`)
@@ -115,15 +107,11 @@ function usable(
 export function candidatesOf(msg: Message, now: number): Candidate[] {
   const sigs = msg.security?.signatures
   if (!sigs || sigs.length === 0) throw refuse('the message is unsigned', 'security.signatures')
-  const required = new Set<string>()
-  for (const k of Object.keys(msg)) {
-    if (!UNSIGNED_MEMBERS.has(k) && (msg as Record<string, unknown>)[k] !== undefined)
-      required.add(k)
-  }
+  const required = new Set(signedMembers(msg as unknown as Record<string, unknown>))
   const candidates: Candidate[] = []
   for (let i = 0; i < sigs.length; i++) {
     const raw = sigs[i] as unknown as Record<string, unknown>
-    // Unknown algorithms are set aside before any other rule applies to them (PROFILE §3).
+    // Unknown algorithms are set aside before any other rule applies (PROFILE §3).
     if (raw.alg !== 'ed25519' && raw.alg !== 'hmac-sha256') continue
     candidates.push(usable(raw, i, msg, required, now))
   }

@@ -1,10 +1,9 @@
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { type KeySource, levelForKeySource } from './auth-level.js'
 import { constantTimeEqual, utf8Encode } from './bytes.js'
-import { callEnded, callStarted } from './crypto/in-flight.js'
-import type { CryptoMode, CryptoProvider } from './crypto/provider.js'
+import { type CryptoMode, type CryptoProvider, callEnded, callStarted } from './crypto/provider.js'
 import { AgentMsgError } from './errors.js'
-import { checkKeyUsable } from './identity/key-usability.js'
+import { checkFoundKey, unavailableKey } from './identity/key-usability.js'
 import type { AbortOptions } from './interfaces/abort.js'
 import { validateMessage } from './message.js'
 import { PROFILE } from './profile.js'
@@ -15,21 +14,15 @@ import { type Candidate, candidatesOf, refuse } from './verify-candidates.js'
 
 /** Options for {@link verifyMessage}. */
 export interface VerifyOptions extends AbortOptions {
-  /** The current time in ms (for `created` skew and retired-key bounds). @default Date.now() */
+  /** For `created` skew and retired-key bounds. @default Date.now() */
   now?: number
-  /** Transition period of retired keys (PROFILE §4). @default 14 days */
+  /** @default PROFILE.keyTransitionMs */
   transitionMs?: number
-  /** The crypto provider. @default the platform's (node:crypto, WebCrypto or noble) */
+  /** @default the platform's */
   provider?: CryptoProvider
-  /** Skip {@link validateMessage} because the caller has just run it. @default false */
+  /** Skip {@link validateMessage}: the caller has just run it. @default false */
   validated?: boolean
-  /**
-   * Where the Ed25519 verification runs, for providers that have the choice (`node:crypto`):
-   * `inline`, `pool` or `auto` (inline when this is the only signMessage / verifyMessage in
-   * flight and the event loop is not busy with other work). Servers pass `pool`: their
-   * requests arrive one at a time, and the pool verifies them in parallel while the event loop
-   * reads the next ones. @default 'auto'
-   */
+  /** Where Ed25519 verification runs (see {@link CryptoMode}); servers pass `pool`. @default 'auto' */
   crypto?: CryptoMode
 }
 
@@ -39,13 +32,12 @@ export interface VerifiedSignature {
   alg: SignatureAlg
   source: KeySource
   level: AuthLevel
-  /** The Ed25519 public key (absent for HMAC). */
   publicKey?: Uint8Array
 }
 
 /** The verdict on an authentic message: its best signature and every one that verified. */
 export interface VerifyResult extends VerifiedSignature {
-  /** Every verified signature, best (highest level) first. */
+  /** Every verified signature, best first. */
   signatures: VerifiedSignature[]
 }
 
@@ -58,53 +50,20 @@ function heldKeys(
   now: number,
   transitionMs: number,
 ): Held[] {
-  let retryAfter = 0
-  let unavailableReason = ''
-  for (const r of resolutions) {
-    if (r.status === 'unavailable' && r.retryAfter >= retryAfter) {
-      retryAfter = r.retryAfter
-      unavailableReason = r.reason
-    }
-  }
-  if (unavailableReason) {
-    throw new AgentMsgError(
-      'unavailable',
-      `a signing key could not be looked up now: ${unavailableReason}`,
-      { retryAfter: Math.max(1, retryAfter) },
-    )
-  }
-
+  const unavailable = unavailableKey(resolutions)
+  if (unavailable) throw unavailable
   const held: Held[] = []
   const notFound: string[] = []
   resolutions.forEach((r, i) => {
     const c = candidates[i]!
-    if (r.status === 'found') {
-      if (r.key.alg !== c.lookup.alg)
-        throw new AgentMsgError(
-          'internal_error',
-          `resolver returned a ${r.key.alg} key for a ${c.lookup.alg} signature`,
-        )
-      held.push({ c, key: r.key })
-    } else notFound.push(`${c.lookup.keyId}: ${r.status === 'not_found' ? r.reason : ''}`)
+    if (r.status !== 'found') {
+      notFound.push(`${c.lookup.keyId}: ${r.status === 'not_found' ? r.reason : ''}`)
+      return
+    }
+    const field = `security.signatures[${c.index}].key_id`
+    checkFoundKey(r.key, c.lookup, c.created, now, transitionMs, field)
+    held.push({ c, key: r.key })
   })
-
-  for (const { c, key } of held) {
-    // A token introduces one peer (PROFILE §5): used by anyone else it is a failing signature.
-    if (key.alg === 'hmac-sha256' && key.peer !== undefined && key.peer !== c.lookup.agent) {
-      throw refuse(
-        `introduction token ${c.lookup.fragment} introduces another agent`,
-        `security.signatures[${c.index}].key_id`,
-      )
-    }
-    if (key.alg === 'ed25519' && key.document) {
-      const use = checkKeyUsable(key.document, c.lookup.fragment, c.created, now, { transitionMs })
-      if (!use.ok) {
-        throw new AgentMsgError(use.code, use.message, {
-          field: `security.signatures[${c.index}].key_id`,
-        })
-      }
-    }
-  }
   if (held.length === 0) {
     if (notFound.length > 0)
       throw new AgentMsgError('unknown_sender', `no key found for ${notFound.join('; ')}`, {
@@ -115,7 +74,6 @@ function heldKeys(
   return held
 }
 
-/** The verdict once every held signature checked out: best level first. */
 function verdictOf(held: Held[], results: boolean[]): VerifyResult {
   const verified: VerifiedSignature[] = []
   for (let i = 0; i < held.length; i++) {
@@ -138,14 +96,7 @@ function verdictOf(held: Held[], results: boolean[]): VerifyResult {
   return { ...verified[0]!, signatures: verified }
 }
 
-/**
- * Verify a message's signatures (PROFILE §3, §4, §11) and return the verdict: the best
- * verified signature with its key source and authentication level, plus all that verified.
- *
- * @example
- * const resolver = createKeyResolver({ keyStore })
- * const { level, source } = await verifyMessage(message, resolver)
- */
+/** Verify a message's signatures (PROFILE §3, §4, §11): the best one, its level, and all. */
 export async function verifyMessage(
   message: Message | unknown,
   resolver: KeyResolver,
@@ -159,7 +110,6 @@ export async function verifyMessage(
     const candidates = candidatesOf(msg, now)
 
     const lookupOptions = options.signal ? { signal: options.signal } : {}
-    // Nearly every message carries one signature: it needs no Promise.all.
     const resolutions =
       candidates.length === 1
         ? [await resolver.resolve(candidates[0]!.lookup, lookupOptions)]
@@ -183,8 +133,7 @@ export async function verifyMessage(
     }
     const results = held.length === 1 ? [await check(held[0]!)] : await Promise.all(held.map(check))
     const verdict = verdictOf(held, results)
-    // Every signature verified: an unbound token now introduces this sender, unless another
-    // sender's message bound it first (PROFILE §5).
+    // All verified: an unbound token now introduces this sender, unless another took it (§5).
     for (const { c, key } of held) {
       if (key.alg === 'hmac-sha256' && key.bind && !(await key.bind(c.lookup.agent))) {
         throw refuse(

@@ -1,10 +1,5 @@
-/**
- * Ed25519 → X25519 conversion (libsodium `crypto_sign_ed25519_pk_to_curve25519` /
- * `_sk_to_curve25519`) and the full W3C DID document of a did:key, whose keyAgreement entry is
- * the converted key. Kept apart from the main entry (`@agentmsg/core/x25519`): it needs
- * `@noble/ed25519`'s curve arithmetic and SHA-512, which an app that only signs and verifies
- * should not download. Sealed-box encryption builds on it.
- */
+// Ed25519 → X25519 as libsodium converts, and a did:key's W3C DID document: apart from the root,
+// so an app that only signs and verifies does not download the curve arithmetic.
 import { etc, Point } from '@noble/ed25519'
 import { sha512 } from '@noble/hashes/sha2.js'
 import { base58btcEncode } from './base58.js'
@@ -22,10 +17,7 @@ import { x25519SecretFromSha512 } from './x25519-scalar.js'
 // Curve25519 field prime.
 const P = 2n ** 255n - 19n
 
-/**
- * The X25519 public key of an Ed25519 public key: u = (1 + y) / (1 − y) mod p, as libsodium's
- * `crypto_sign_ed25519_pk_to_curve25519`.
- */
+/** libsodium's `crypto_sign_ed25519_pk_to_curve25519`: u = (1 + y) / (1 − y) mod p. */
 export function ed25519PublicKeyToX25519(publicKey: Uint8Array): Uint8Array {
   if (publicKey.length !== 32) throw invalidFormat('Ed25519 public key must be 32 bytes')
   let point: Point
@@ -46,11 +38,7 @@ export function ed25519PublicKeyToX25519(publicKey: Uint8Array): Uint8Array {
   return out
 }
 
-/**
- * The X25519 secret key of an Ed25519 seed: the first 32 bytes of SHA-512(seed), clamped, as
- * libsodium's `crypto_sign_ed25519_sk_to_curve25519`. This is the same scalar Ed25519 signs
- * with, so the pair matches {@link ed25519PublicKeyToX25519} of the seed's public key.
- */
+/** libsodium's `crypto_sign_ed25519_sk_to_curve25519`: the scalar Ed25519 signs with. */
 export function ed25519SeedToX25519SecretKey(seed: Uint8Array): Uint8Array {
   if (seed.length !== 32) throw invalidFormat('Ed25519 seed must be 32 bytes')
   return x25519SecretFromSha512(sha512(seed))
@@ -86,11 +74,7 @@ export interface DidDocument {
 
 /** Options for {@link resolveDidKeyDocument}. */
 export interface ResolveDidKeyOptions {
-  /**
-   * How keys are written: `Ed25519VerificationKey2018` / `X25519KeyAgreementKey2019` with
-   * `publicKeyBase58`, or `JsonWebKey2020` with `publicKeyJwk`.
-   * @default 'Ed25519VerificationKey2018'
-   */
+  /** `publicKeyBase58` keys, or `publicKeyJwk` ones. @default 'Ed25519VerificationKey2018' */
   publicKeyFormat?: 'Ed25519VerificationKey2018' | 'JsonWebKey2020'
 }
 
@@ -103,12 +87,7 @@ const CONTEXTS = {
   JsonWebKey2020: ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/suites/jws-2020/v1'],
 } as const
 
-/**
- * Expand a did:key into its DID document: the Ed25519 key for assertion, authentication and
- * capabilities, plus the derived X25519 key for keyAgreement. Equals the `didDocument` of the
- * W3C CCG `ed25519-x25519.json` vectors (publicKeyBase58 form by default, JsonWebKey2020 with
- * `publicKeyFormat`).
- */
+/** A did:key's DID document, as the W3C CCG `ed25519-x25519.json` vectors spell it. */
 export function resolveDidKeyDocument(
   did: string,
   options: ResolveDidKeyOptions = {},

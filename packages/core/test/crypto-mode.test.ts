@@ -5,10 +5,15 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { callEnded, callStarted, callsInFlight } from '../src/crypto/in-flight.js'
 import { nodeCryptoProvider } from '../src/crypto/node.js'
 import { autoModeState, autoRunsInline, ranInline } from '../src/crypto/node-mode.js'
-import type { CryptoMode, CryptoProvider } from '../src/crypto/provider.js'
+import {
+  type CryptoMode,
+  type CryptoProvider,
+  callEnded,
+  callStarted,
+  callsInFlight,
+} from '../src/crypto/provider.js'
 import { createKeyResolver } from '../src/identity-resolver.js'
 import { canonicalize, canonicalizeWithout } from '../src/jcs.js'
 import type { Signer } from '../src/keys.js'

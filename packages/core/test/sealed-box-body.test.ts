@@ -7,8 +7,8 @@ import sodium from 'libsodium-wrappers'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { base64urlDecode, base64urlEncode } from '../src/base64url.js'
 import { canonicalize } from '../src/jcs.js'
+import { isSealedBody } from '../src/message.js'
 import { openSealedBody, type SealableMessage, sealBody } from '../src/sealed-box/body.js'
-import { isSealedBody } from '../src/sealed-box/detect.js'
 import { ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey } from '../src/x25519.js'
 
 interface Party {

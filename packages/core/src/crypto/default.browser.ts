@@ -1,20 +1,13 @@
-/**
- * `#crypto-default` in browsers (package `imports` condition `browser`). Must stay free of
- * `node:` imports. Ed25519 arrived in WebCrypto only recently (Chrome 137, Firefox 129,
- * Safari 17), so the choice is made at run time: WebCrypto when it passes
- * {@link webCryptoSupportsEd25519}, else the pure-JS noble provider.
- */
+// `#crypto-default` in browsers (no `node:` imports): WebCrypto when it passes
+// `webCryptoSupportsEd25519` (Ed25519 is recent there), else noble.
 import type { CryptoProvider } from './provider.js'
 import { createWebCryptoProvider, webCryptoSupportsEd25519 } from './web.js'
 
 let chosen: CryptoProvider | undefined
 let choosing: Promise<CryptoProvider> | undefined
 
-/**
- * Decide once, on first use, and remember: the probe costs an import and two verifications, so
- * it must not run per call. noble is loaded only when needed, which keeps it out of the initial
- * bundle chunk for the many browsers that have Ed25519.
- */
+// Decided once: the probe costs an import and two verifications. noble is loaded only when
+// needed, which keeps it out of the first chunk for the many browsers that have Ed25519.
 function choose(): Promise<CryptoProvider> {
   choosing ??= webCryptoSupportsEd25519().then(async (ok) => {
     chosen = ok ? createWebCryptoProvider() : (await import('./noble.js')).nobleCryptoProvider
@@ -25,10 +18,7 @@ function choose(): Promise<CryptoProvider> {
 
 const provider = (): CryptoProvider | Promise<CryptoProvider> => chosen ?? choose()
 
-/**
- * The provider the SDK uses in browsers when none is passed in. Its methods pick WebCrypto or
- * noble on the first call; `name` reads `auto` until then.
- */
+/** The browser default: picks WebCrypto or noble on the first call; `name` is `auto` until then. */
 export const defaultCryptoProvider: CryptoProvider = {
   get name() {
     return chosen?.name ?? 'auto'
@@ -53,7 +43,5 @@ export const defaultCryptoProvider: CryptoProvider = {
   },
 }
 
-/** The platform's default provider; a function so every `#crypto-default` variant has one shape. */
-export function getDefaultCryptoProvider(): CryptoProvider {
-  return defaultCryptoProvider
-}
+/** The platform's default provider, the same shape in every `#crypto-default` variant. */
+export const getDefaultCryptoProvider = (): CryptoProvider => defaultCryptoProvider

@@ -1,26 +1,19 @@
-/**
- * Pure-JS provider on `@noble/ed25519` and `@noble/hashes`: works anywhere (old browsers,
- * insecure contexts without `crypto.subtle`, React Native, workers), at the cost of speed.
- */
+/** Pure JS on `@noble/ed25519` and `@noble/hashes`: works anywhere, at the cost of speed. */
 import * as ed from '@noble/ed25519'
 import { hmac } from '@noble/hashes/hmac.js'
 import { sha256, sha512 } from '@noble/hashes/sha2.js'
 import type { CryptoProvider } from './provider.js'
 
-// noble's synchronous sign/verify need a synchronous SHA-512, and its only hook is a shared slot,
-// `ed.hashes.sha512` (a slot noble-ed25519 documents). It is filled on first use rather than as a
-// module side effect: a top-level assignment cannot be tree-shaken, and it pulled all of noble
-// into every browser bundle that merely imported core. Installing the same standard SHA-512
-// twice (another copy of this module) is harmless.
+// noble's sync sign/verify need a sync SHA-512 in its shared slot `ed.hashes.sha512`. Filled on
+// first use: a top-level assignment cannot be tree-shaken and pulled noble into every bundle.
 function ready(): void {
   if (ed.hashes.sha512 === undefined) ed.hashes.sha512 = sha512
 }
 
-// RFC 8032 strict decoding (canonical y < p, no x=0 with sign bit), small-order keys refused.
-// The default (`zip215: true`) accepts encodings that PROFILE §3 and Wycheproof refuse.
+// RFC 8032 strict decoding, small-order keys refused: ZIP-215 accepts what PROFILE §3 refuses.
 const STRICT = { zip215: false } as const
 
-/** Ed25519, HMAC-SHA256 and SHA-256 in pure JavaScript (`name: 'noble'`). */
+/** Ed25519, HMAC-SHA256 and SHA-2 in pure JavaScript (`name: 'noble'`). */
 export const nobleCryptoProvider: CryptoProvider = {
   name: 'noble',
 
@@ -40,7 +33,7 @@ export const nobleCryptoProvider: CryptoProvider = {
     try {
       return ed.verify(signature, message, publicKey, STRICT)
     } catch {
-      // noble throws on malformed input types; the contract is "false, never throw".
+      // noble throws on malformed input types; the contract is false, never a throw.
       return false
     }
   },

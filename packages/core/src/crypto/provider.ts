@@ -1,48 +1,50 @@
 /**
- * The small crypto surface the SDK needs. One provider is chosen per platform through package
- * conditions (`#crypto-default`): `node:crypto` on Node, WebCrypto in browsers that have
- * Ed25519, `@noble/ed25519` everywhere else. All methods are async so callers can keep many
- * verifications in flight. Every provider accepts and rejects exactly as RFC 8032 and the
- * Wycheproof vectors expect (strict verification, not ZIP-215).
- */
-/**
- * Where a provider runs one Ed25519 operation, when it has the choice (only `node:crypto` has:
- * WebCrypto and noble ignore it). `inline`: on the calling thread (Node's sync form), the
- * fastest for a caller doing one at a time, but it holds the event loop for the whole
- * operation. `pool`: in libuv's thread pool (the callback form), so operations in flight run in
- * parallel while the event loop serves other work — what a server wants. `auto`: the provider
- * chooses per call from the load it sees (see `crypto/node-mode.ts`). Unset means `pool`.
+ * Where a provider runs an Ed25519 operation, when it has the choice (only `node:crypto`):
+ * `inline` on the calling thread, fastest one at a time but holding the event loop; `pool` in
+ * libuv's thread pool, in parallel, what a server wants; `auto` chosen per call from the load
+ * (crypto/node-mode.ts). Unset means `pool`.
  */
 export type CryptoMode = 'inline' | 'pool' | 'auto'
 
+/**
+ * The crypto the SDK needs, one provider per platform (`#crypto-default`). Async, so callers keep
+ * many verifications in flight; every provider verifies strictly (RFC 8032 and Wycheproof, not
+ * ZIP-215).
+ */
 export interface CryptoProvider {
   /** A short name for diagnostics and benchmarks: `node`, `webcrypto`, `noble`. */
   readonly name: string
   /** The 32-byte Ed25519 public key of a 32-byte RFC 8032 secret key (seed). */
   ed25519PublicKey(seed: Uint8Array): Promise<Uint8Array>
-  /** A 64-byte RFC 8032 signature of `message` by `seed`; `mode` is a hint, see {@link CryptoMode}. */
+  /** A 64-byte RFC 8032 signature of `message` by `seed`; `mode` is a hint. */
   ed25519Sign(seed: Uint8Array, message: Uint8Array, mode?: CryptoMode): Promise<Uint8Array>
-  /**
-   * Strict RFC 8032 verification. Resolves `false` (never throws) for a wrong-length key or
-   * signature, a non-canonical encoding, S ≥ L, or a signature that does not verify. `mode` is
-   * a hint, see {@link CryptoMode}.
-   */
+  /** Strict RFC 8032 verification: `false`, never a throw, for anything that does not verify. */
   ed25519Verify(
     publicKey: Uint8Array,
     message: Uint8Array,
     signature: Uint8Array,
     mode?: CryptoMode,
   ): Promise<boolean>
-  /**
-   * Optional: the UTF-8 bytes of `text`, made the platform's cheapest way, to be handed only to
-   * this provider's own methods (they may share memory with other data, e.g. Node's pooled
-   * Buffers). Absent: callers use `TextEncoder`.
-   */
+  /** Optional: UTF-8 the platform's cheapest way, for this provider's methods only (may share memory). */
   utf8?(text: string): Uint8Array
-  /** HMAC-SHA256 of `data` under `key`. */
   hmacSha256(key: Uint8Array, data: Uint8Array): Promise<Uint8Array>
-  /** SHA-256 of `data`. */
   sha256(data: Uint8Array): Promise<Uint8Array>
-  /** SHA-512 of `data` (derives the X25519 secret of an Ed25519 key). */
+  /** SHA-512 (derives the X25519 secret of an Ed25519 key). */
   sha512(data: Uint8Array): Promise<Uint8Array>
+}
+
+// signMessage / verifyMessage calls in flight in this realm, counted at the call rather than at
+// the crypto (inline operations never overlap, the calls do): `auto` pools when others are.
+let calls = 0
+
+export function callStarted(): void {
+  calls++
+}
+
+export function callEnded(): void {
+  calls--
+}
+
+export function callsInFlight(): number {
+  return calls
 }

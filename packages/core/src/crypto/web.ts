@@ -1,60 +1,24 @@
-/**
- * WebCrypto provider (`crypto.subtle`, Ed25519 per the Secure Curves spec). Browser-safe: no
- * `node:` imports. Node 20 has the same API on `globalThis.crypto.subtle`, so it is tested there
- * too. WebCrypto runs each operation off the main thread, so many verifications in flight
- * overlap.
- */
-
+/** WebCrypto (`crypto.subtle`, Secure Curves Ed25519): no `node:` imports; off the main thread. */
 import { base64urlDecode } from '../base64url.js'
-import { constantTimeEqual, hexDecode } from '../bytes.js'
-import { Lru } from '../lru.js'
+import { hexDecode } from '../bytes.js'
+import { bytesCache, seedCache } from '../lru.js'
 import type { CryptoProvider } from './provider.js'
 
 const ED25519 = { name: 'Ed25519' } as const
 const HMAC_SHA256 = { name: 'HMAC', hash: 'SHA-256' } as const
 
-// WebCrypto takes an Ed25519 seed only wrapped as PKCS#8 (RFC 8410): this DER header, then the
-// 32 bytes. The header is fixed because the seed's length is.
+// WebCrypto takes an Ed25519 seed only wrapped as PKCS#8 (RFC 8410): this DER header, then it.
 const PKCS8_PREFIX = hexDecode('302e020100300506032b657004220420')
 
-/** Bounded number of imported public keys kept, so a flood of new keys cannot grow memory. */
-const VERIFY_CACHE_SIZE = 1024
-/** Seeds are few (one per local identity); the bound only guards against misuse. */
-const SEED_CACHE_SIZE = 64
-
-// TS 5.9's DOM types want an ArrayBuffer-backed view; our arrays are (WebCrypto rejects
-// SharedArrayBuffer views at run time anyway), so this only narrows the type.
+// TS 5.9's DOM types want an ArrayBuffer-backed view; ours are, so this only narrows the type.
 const bs = (u: Uint8Array) => u as Uint8Array<ArrayBuffer>
 
-/** Latin-1 string of bytes: a cheap, exact Map key (one char per byte). */
-function bytesKey(bytes: Uint8Array): string {
-  return String.fromCharCode.apply(null, bytes as unknown as number[])
-}
-
-interface SeedEntry {
-  /** A private copy, so a caller that later overwrites its array cannot poison the cache. */
-  seed: Uint8Array
-  signKey: Promise<CryptoKey>
-  publicKey?: Promise<Uint8Array>
-}
-
-/**
- * A {@link CryptoProvider} on WebCrypto (`name: 'webcrypto'`).
- *
- * @example
- * if (await webCryptoSupportsEd25519()) provider = createWebCryptoProvider()
- */
+/** A {@link CryptoProvider} on WebCrypto (`name: 'webcrypto'`). */
 export function createWebCryptoProvider(
   subtle: SubtleCrypto | undefined = globalThis.crypto?.subtle,
 ): CryptoProvider {
   if (!subtle) throw new Error('WebCrypto (crypto.subtle) is not available')
   const s: SubtleCrypto = subtle
-
-  // Keyed by array object for the common case (the same identity object signing repeatedly),
-  // and by content for callers that hand over a fresh copy of the seed each time.
-  const seedsByObject = new WeakMap<Uint8Array, SeedEntry>()
-  const seedsByValue = new Lru<SeedEntry>(SEED_CACHE_SIZE)
-  const verifyKeys = new Lru<Promise<CryptoKey | null>>(VERIFY_CACHE_SIZE)
 
   function importSeed(seed: Uint8Array, extractable: boolean): Promise<CryptoKey> {
     const pkcs8 = new Uint8Array(48)
@@ -66,33 +30,18 @@ export function createWebCryptoProvider(
     return key
   }
 
-  function seedEntry(seed: Uint8Array): SeedEntry {
-    if (seed.length !== 32) throw new RangeError('Ed25519 seed must be 32 bytes')
-    const byObject = seedsByObject.get(seed)
-    if (byObject && constantTimeEqual(byObject.seed, seed)) return byObject
-    const valueKey = bytesKey(seed)
-    let entry = seedsByValue.get(valueKey)
-    if (!entry) {
-      entry = { seed: seed.slice(), signKey: importSeed(seed, false) }
-      // Mark a failed import as handled here (no unhandled-rejection warning); every caller
-      // awaiting it still sees the error.
-      entry.signKey.catch(() => {})
-      seedsByValue.set(valueKey, entry)
-    }
-    seedsByObject.set(seed, entry)
-    return entry
-  }
-
-  function verifyKey(publicKey: Uint8Array): Promise<CryptoKey | null> {
-    const k = bytesKey(publicKey)
-    let key = verifyKeys.get(k)
-    if (!key) {
-      // A key WebCrypto refuses to import never verifies anything: cache that as null too.
-      key = s.importKey('raw', bs(publicKey), ED25519, false, ['verify']).catch(() => null)
-      verifyKeys.set(k, key)
-    }
-    return key
-  }
+  const seedEntry = seedCache(
+    (seed): { signKey: Promise<CryptoKey>; publicKey?: Promise<Uint8Array> } => {
+      const signKey = importSeed(seed, false)
+      // Handled here (no unhandled-rejection warning); every caller awaiting it sees the error.
+      signKey.catch(() => {})
+      return { signKey }
+    },
+  )
+  // A key WebCrypto refuses to import never verifies anything: cached as null too.
+  const verifyKey = bytesCache(1024, (publicKey) =>
+    s.importKey('raw', bs(publicKey), ED25519, false, ['verify']).catch(() => null),
+  )
 
   return {
     name: 'webcrypto',
@@ -100,8 +49,7 @@ export function createWebCryptoProvider(
     async ed25519PublicKey(seed) {
       const entry = seedEntry(seed)
       entry.publicKey ??= (async () => {
-        // Only an extractable key exports its JWK (whose `x` is the public key); that key is
-        // used once here and dropped, the cached signing key stays non-extractable.
+        // Only an extractable key exports its JWK (`x`); the cached signing key stays not so.
         const jwk = await s.exportKey('jwk', await importSeed(entry.seed, true))
         return base64urlDecode(jwk.x ?? '', 'jwk.x')
       })()
@@ -125,8 +73,7 @@ export function createWebCryptoProvider(
     },
 
     async hmacSha256(key, data) {
-      // HMAC zero-pads the key to the block size, so an empty key equals the key 0x00; some
-      // WebCrypto implementations refuse to import a zero-length HMAC key.
+      // Some implementations refuse an empty HMAC key; zero-padded, it is the key 0x00.
       const raw = key.length === 0 ? new Uint8Array(1) : key
       const k = await s.importKey('raw', bs(raw), HMAC_SHA256, false, ['sign'])
       return new Uint8Array(await s.sign('HMAC', k, bs(data)))
@@ -149,8 +96,7 @@ const PROBE_SIG = hexDecode(
   '92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da' +
     '085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00',
 )
-// The same signature with S replaced by S + L: it satisfies the verification equation, so only a
-// verifier that checks S < L (RFC 8032 §5.1.7, PROFILE §3) refuses it.
+// The same with S + L: only a verifier that checks S < L (RFC 8032 §5.1.7, PROFILE §3) refuses it.
 const PROBE_SIG_MALLEATED = hexDecode(
   '92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da' +
     'f52db7415978abc61b2c2eb6aeebfca0387b2eaeb4302aeeb00d291612bb0c10',
@@ -158,11 +104,7 @@ const PROBE_SIG_MALLEATED = hexDecode(
 
 const support = new WeakMap<SubtleCrypto, Promise<boolean>>()
 
-/**
- * Whether `subtle` implements Ed25519 well enough for this SDK: it must import a raw public key,
- * accept a known RFC 8032 signature and refuse its S + L malleation. Runs once per `SubtleCrypto`
- * and caches the answer; never rejects.
- */
+/** Whether `subtle` verifies RFC 8032 strictly (checked once per `SubtleCrypto`); never rejects. */
 export function webCryptoSupportsEd25519(
   subtle: SubtleCrypto | undefined = globalThis.crypto?.subtle,
 ): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { BucketShares } from '../bucket-shares.js'
-import { AgentMsgError } from '../errors.js'
+import { AgentMsgError, nonNegative, positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
 
 /** Options for {@link NonceMemory}. */
@@ -7,56 +7,35 @@ export interface NonceMemoryOptions {
   now?: () => number
   /** How long a pair is remembered after its first use. @default PROFILE.nonceMemoryMs */
   retentionMs?: number
-  /**
-   * Most pairs held. Full of live pairs, new requests get `unavailable` rather than a live
-   * nonce being forgotten (its request could be replayed). @default 500_000
-   */
+  /** Most pairs held; when full of live ones, `unavailable` (never forget one). @default 500_000 */
   maxEntries?: number
-  /**
-   * Most pairs one client-address bucket holds (then `rate_limited`), so a few addresses cannot
-   * fill the memory for everyone. The default is above what the default per-address limit lets
-   * one address send while a pair is held. @default maxEntries / 64
-   */
+  /** Most pairs one client-address bucket holds (then `rate_limited`). @default maxEntries / 64 */
   maxEntriesPerBucket?: number
 }
 
-/**
- * Remembers (keyid, nonce) pairs of accepted relay requests (PROFILE §9), in memory. `created`
- * may be off by the clock skew either way, so remembering a pair for twice that after its first
- * use covers the whole window in which its signature is acceptable.
- */
+/** (keyid, nonce) pairs of accepted relay requests (PROFILE §9), kept twice the clock skew. */
 export class NonceMemory {
   readonly #now: () => number
   readonly #retentionMs: number
   readonly #maxEntries: number
-  // `${keyid}\n${nonce}` → expiry (epoch ms). Neither part can hold an LF.
+  // `${keyid}\n${nonce}` → expiry (epoch ms); neither part can hold an LF.
   readonly #entries = new Map<string, number>()
   readonly #shares: BucketShares<string>
 
   constructor(options: NonceMemoryOptions = {}) {
     this.#now = options.now ?? Date.now
-    this.#retentionMs = options.retentionMs ?? PROFILE.nonceMemoryMs
-    this.#maxEntries = options.maxEntries ?? 500_000
-    if (!Number.isFinite(this.#retentionMs) || this.#retentionMs < 0) {
-      throw new RangeError('retentionMs must be a finite number ≥ 0')
-    }
-    if (!Number.isSafeInteger(this.#maxEntries) || this.#maxEntries < 1) {
-      throw new RangeError('maxEntries must be a positive integer')
-    }
+    this.#retentionMs = nonNegative(options.retentionMs ?? PROFILE.nonceMemoryMs, 'retentionMs')
+    this.#maxEntries = positiveInt(options.maxEntries ?? 500_000, 'maxEntries')
     this.#shares = new BucketShares(
       options.maxEntriesPerBucket ?? Math.max(1, Math.floor(this.#maxEntries / 64)),
     )
   }
 
-  /** Pairs currently held (expired ones not yet pruned included). */
   get size(): number {
     return this.#entries.size
   }
 
-  /**
-   * Record the pair unless seen within the retention (`now ≤ first use + retentionMs`);
-   * `bucket` is the request's client-address bucket.
-   */
+  /** Record the pair unless seen within the retention; `bucket`: the client-address bucket. */
   checkAndRemember(
     keyId: string,
     nonce: string,
@@ -98,7 +77,7 @@ export class NonceMemory {
     return 'fresh'
   }
 
-  /** Drop expired pairs. Called when the memory is full; call it on a timer to keep it small. */
+  /** Drop expired pairs (also on a timer, to keep the memory small). */
   prune(now: number = this.#now()): void {
     // Insertion order is expiry order while the clock runs forward: stop at the first live one.
     for (const [name, expiry] of this.#entries) {

@@ -1,9 +1,5 @@
-/**
- * Relay agent auth (PROFILE §9), the signing side: RFC 9421 restricted to one shape, with the
- * RFC 9530 `Content-Digest`. The RFC 8941 values are written by hand rather than with
- * `structured-headers`, whose serializer cost a browser agent 2.6 KB minified; the tests check
- * that both spell every signed request alike.
- */
+// Relay agent auth (PROFILE §9), signing: RFC 9421 in one shape, RFC 9530 `Content-Digest`. RFC
+// 8941 values are written by hand: `structured-headers`' serializer cost a browser agent 2.6 KB.
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { isAgentId, keyIdParts } from '../agent-id.js'
 import { base64Encode, base64urlDecode, base64urlEncode } from '../base64url.js'
@@ -13,17 +9,14 @@ import { didKeyFragment, isDidKey } from '../did-key.js'
 import { invalidFormat } from '../errors.js'
 import type { Signer } from '../keys.js'
 
-/** The only signature label of the profile. */
 export const SIGNATURE_LABEL = 'sig1'
-/** Covered components with a body and without, in this order (PROFILE §9). */
+/** Covered components with a body and without, and the parameters in writing order (§9). */
 export const COMPONENTS_WITH_BODY = ['@method', '@target-uri', 'content-digest'] as const
 export const COMPONENTS_WITHOUT_BODY = ['@method', '@target-uri'] as const
-/** The signature parameters, in the order the signer writes them. */
 export const SIGNATURE_PARAMS = ['created', 'nonce', 'keyid', 'alg'] as const
 
 const NONCE_RE = /^[A-Za-z0-9_-]{22,64}$/
 
-/** A value for an RFC 8941 sf-string: printable ASCII only. */
 export function sfString(value: string, field: string): string {
   if (typeof value !== 'string' || !/^[\x20-\x7e]*$/.test(value)) {
     throw invalidFormat('must be printable ASCII to fit an RFC 8941 string', field)
@@ -34,25 +27,14 @@ export function sfString(value: string, field: string): string {
 /** An sf-string item (RFC 8941 §4.1.6) of a printable-ASCII value. */
 export const sfQuoted = (value: string) => `"${value.replace(/[\\"]/g, '\\$&')}"`
 
-/** An sf-binary item (RFC 8941 §4.1.8): padded base64 between colons. */
 export const sfBinary = (bytes: Uint8Array) => `:${base64Encode(bytes)}:`
 
-/**
- * The RFC 9530 `Content-Digest` of `body`: `sha-256=:<padded base64>:`.
- *
- * @example
- * await contentDigest(utf8Encode('{"hello": "world"}'))
- * // 'sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:'
- */
+/** The RFC 9530 `Content-Digest` of `body`: `sha-256=:<padded base64>:`. */
 export async function contentDigest(body: Uint8Array, provider?: CryptoProvider): Promise<string> {
   return `sha-256=${sfBinary(await (provider ?? getDefaultCryptoProvider()).sha256(body))}`
 }
 
-/**
- * The RFC 9421 §2.5 signature base of the profile's components, LF-joined without a trailing
- * LF; `signatureParams` is the serialised inner list with its parameters, `digest` the
- * `Content-Digest` value, given exactly when it is covered.
- */
+/** The RFC 9421 §2.5 signature base of the profile's components; `digest` exactly when covered. */
 export function signatureBase(
   method: string,
   targetUri: string,
@@ -97,13 +79,11 @@ export function checkKeyId(
 
 /** Input of {@link signRequest}. */
 export interface SignRequestInput {
-  /** Written upper-case, as `fetch` sends the standard methods. */
+  /** Upper-cased, as `fetch` sends the standard methods. */
   method: string
-  /** The full URL as it will be sent, in WHATWG serialised form, without a fragment. */
+  /** The full URL as it will be sent, serialised, without a fragment. */
   url: string
-  /** A non-empty body gets a covered `Content-Digest`. */
   body?: Uint8Array
-  /** An Ed25519 signer whose `keyId` names the agent the request acts for. */
   signer: Signer
   /** Integer seconds since the epoch. @default now */
   created?: number
@@ -112,14 +92,7 @@ export interface SignRequestInput {
   provider?: CryptoProvider
 }
 
-/**
- * Sign a relay request as an agent (PROFILE §9): the headers to add, `Signature-Input`,
- * `Signature` and, for a non-empty body, `Content-Digest`. `@signature-params` is the text of
- * the `Signature-Input` member.
- *
- * @example
- * const headers = await signRequest({ method: 'GET', url, signer: ed25519Signer(keys) })
- */
+/** Sign a relay request as an agent (PROFILE §9): the headers to add. */
 export async function signRequest(input: SignRequestInput): Promise<Record<string, string>> {
   const { signer } = input
   if (signer.alg !== 'ed25519') {
@@ -156,7 +129,6 @@ export async function signRequest(input: SignRequestInput): Promise<Record<strin
     headers['Content-Digest'] = digest
   }
   const components = digest ? COMPONENTS_WITH_BODY : COMPONENTS_WITHOUT_BODY
-  // As RFC 8941 serialises the member: the components as an inner list, then the parameters.
   const params =
     `(${components.map(sfQuoted).join(' ')});created=${created}` +
     `;nonce=${sfQuoted(nonce)};keyid=${sfQuoted(keyId)};alg="ed25519"`

@@ -1,5 +1,4 @@
 /** Authenticating a relay request (PROFILE §9 agent auth, RFC 9421). */
-
 import {
   type Dictionary,
   type InnerList,
@@ -13,8 +12,8 @@ import { type KeySource, levelForKeySource } from '../auth-level.js'
 import { constantTimeEqual } from '../bytes.js'
 import type { CryptoProvider } from '../crypto/provider.js'
 import { AgentMsgError } from '../errors.js'
+import { resolveEd25519Key } from '../identity/key-usability.js'
 import { PROFILE } from '../profile.js'
-import { resolveEd25519Key } from '../resolve-key.js'
 import type { KeyResolver } from '../resolver.js'
 import type { AuthLevel } from '../types.js'
 import type { NonceMemory } from './nonces.js'
@@ -36,25 +35,18 @@ export interface VerifyRequestInput {
   /** The relay base URL + the request target as received (never built from `Host`). */
   targetUri: string
   headers: Headers | Record<string, string>
-  /** Absent or empty: no body. */
   body?: Uint8Array
   resolver: KeyResolver
   nonces: NonceMemory
-  /** The client-address bucket: the nonce counts against its share. */
   bucket?: string
-  /**
-   * A nonce memory shared by several relay processes, asked after `nonces` found the pair
-   * fresh (PROFILE §9): records it until `expiresAt` and says whether it was held already.
-   */
+  /** A nonce memory shared by relay processes, asked after `nonces` (PROFILE §9). */
   sharedNonces?: (keyId: string, nonce: string, expiresAt: number) => Promise<'fresh' | 'replay'>
-  /** The agent whose mailbox or subscription the request touches. */
   expectedAgent?: string
   now?: number
   transitionMs?: number
   provider?: CryptoProvider
 }
 
-/** An authenticated relay request: the key's agent, id, source and level. */
 export interface VerifiedRequest {
   agent: string
   keyId: string
@@ -64,10 +56,7 @@ export interface VerifiedRequest {
 
 const invalid = (message: string) => new AgentMsgError('invalid_signature', message)
 
-/**
- * A header's value, trimmed, several lines joined with `", "` (RFC 9110 §5.3); `undefined` when
- * absent.
- */
+/** A header's value, trimmed, several joined with `", "` (RFC 9110 §5.3). */
 function getHeader(headers: Headers | Record<string, string>, name: string): string | undefined {
   const trim = (v: string) => v.replace(/^[ \t]+|[ \t]+$/g, '')
   if (typeof (headers as { get?: unknown }).get === 'function') {
@@ -82,13 +71,8 @@ function getHeader(headers: Headers | Record<string, string>, name: string): str
 
 const withoutWhitespace = (text: string) => text.replace(/[ \t]/g, '')
 
-/**
- * Parse one of the three fields as an RFC 8941 dictionary whose text differs from the
- * serialisation of what was parsed only in optional whitespace. The parsed form is lossy where
- * PROFILE §9 is strict: a repeated key or parameter overwrites, `1.0` parses as `1`, byte
- * sequences decode leniently; each leaves a difference that is not whitespace. Any defect is
- * `invalid_signature`.
- */
+// An RFC 8941 dictionary whose text is the serialisation of what was parsed but for optional
+// whitespace: parsing is lossy where PROFILE §9 is strict (repeated keys, `1.0`, lenient bytes).
 function parseField(text: string, name: string): Dictionary {
   const fail = (why: string) => invalid(`${name} is not a structured-field dictionary: ${why}`)
   let parsed: Dictionary
@@ -112,8 +96,9 @@ function parseField(text: string, name: string): Dictionary {
 }
 
 const isInnerList = (value: Item | InnerList): value is InnerList => Array.isArray(value[0])
+const isBytes = (v: Item | InnerList | undefined): v is [ArrayBuffer, Item[1]] =>
+  v !== undefined && !isInnerList(v) && v[0] instanceof ArrayBuffer && v[1].size === 0
 
-/** The one `sig1` member of a dictionary (PROFILE §9: exactly one signature). */
 function onlyMember(dict: Dictionary): Item | InnerList {
   if (dict.size !== 1) throw invalid('exactly one signature is allowed')
   const [label, value] = [...dict][0]!
@@ -124,7 +109,6 @@ function onlyMember(dict: Dictionary): Item | InnerList {
 const sameList = (got: unknown[], want: readonly string[]) =>
   got.length === want.length && got.every((v, i) => v === want[i])
 
-/** The `Signature-Input` member, checked against PROFILE §9's components and parameters. */
 function readSignatureInput(text: string, hasBody: boolean) {
   const value = onlyMember(parseField(text, 'Signature-Input'))
   if (!isInnerList(value)) throw invalid('the Signature-Input value must be an inner list')
@@ -145,33 +129,27 @@ function readSignatureInput(text: string, hasBody: boolean) {
     throw invalid('signature parameters must be exactly created, nonce, keyid and alg')
   }
   const created = params.get('created')
-  const nonce = params.get('nonce')
-  const keyid = params.get('keyid')
+  const nonce = params.get('nonce') as string
+  const keyid = params.get('keyid') as string
   if (typeof created !== 'number' || !Number.isInteger(created) || created < 0)
     throw invalid('created must be a non-negative integer')
-  if (typeof nonce !== 'string') throw invalid('nonce must be a string')
   checkNonce(nonce, invalid)
-  if (typeof keyid !== 'string') throw invalid('keyid must be a string')
   const { agent, fragment } = checkKeyId(keyid, invalid)
   if (params.get('alg') !== 'ed25519') throw invalid('alg must be "ed25519"')
   // RFC 9421 §2.3: `@signature-params` is the serialisation of what was parsed, in the order
-  // received, so a header spelled with RFC 8941's optional spaces verifies (PROFILE §9).
+  // received, so optional RFC 8941 spaces verify (PROFILE §9).
   return { created, nonce, keyid, agent, fragment, signatureParams: serializeInnerList(list) }
 }
 
-/** The `Signature` member: exactly `sig1=:<canonical base64 of 64 bytes>:`. */
 function readSignature(text: string): Uint8Array {
   const value = onlyMember(parseField(text, 'Signature'))
-  if (isInnerList(value) || !(value[0] instanceof ArrayBuffer) || value[1].size > 0) {
-    throw invalid('Signature must be a byte sequence without parameters')
-  }
+  if (!isBytes(value)) throw invalid('Signature must be a byte sequence without parameters')
   const sig = new Uint8Array(value[0])
   if (sig.length !== ED25519_SIG_BYTES)
     throw invalid(`an ed25519 signature is ${ED25519_SIG_BYTES} bytes`)
   return sig
 }
 
-/** `Content-Digest` (RFC 9530): exactly `sha-256=:<canonical base64>:`, matching the body. */
 async function checkContentDigest(
   text: string | undefined,
   body: Uint8Array,
@@ -180,15 +158,7 @@ async function checkContentDigest(
   if (text === undefined) throw invalid('a request with a body needs a Content-Digest')
   const dict = parseField(text, 'Content-Digest')
   const sha = dict.get('sha-256')
-  if (
-    dict.size !== 1 ||
-    sha === undefined ||
-    isInnerList(sha) ||
-    !(sha[0] instanceof ArrayBuffer) ||
-    sha[1].size > 0
-  ) {
-    throw invalid('Content-Digest must be sha-256=:<base64>:')
-  }
+  if (dict.size !== 1 || !isBytes(sha)) throw invalid('Content-Digest must be sha-256=:<base64>:')
   if (!constantTimeEqual(new Uint8Array(sha[0]), await provider.sha256(body))) {
     throw invalid('Content-Digest does not match the body')
   }
@@ -196,10 +166,8 @@ async function checkContentDigest(
 }
 
 /**
- * Authenticate a relay request signed with `signRequest` or any RFC 9421 implementation that
- * writes PROFILE §9's shape (parameters in any order). Nonces are remembered only for verified
- * signatures, so strangers cannot fill the memory or burn someone's nonce; ownership is checked
- * last, so 403 is only told to a caller who proved who they are.
+ * Authenticate a relay request (PROFILE §9). Nonces are remembered only for verified signatures;
+ * ownership is checked last, so 403 is told only to a caller who proved who they are.
  */
 export async function verifyRequest(input: VerifyRequestInput): Promise<VerifiedRequest> {
   const now = input.now ?? Date.now()
@@ -226,38 +194,20 @@ export async function verifyRequest(input: VerifyRequestInput): Promise<Verified
     ? await checkContentDigest(getHeader(input.headers, 'content-digest'), input.body!, provider)
     : undefined
 
-  const key = await resolveEd25519Key(
-    input.resolver,
-    { keyId: params.keyid, agent: params.agent, fragment: params.fragment },
-    {
-      created: createdMs,
-      now,
-      ...(input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs }),
-    },
-  )
+  const { keyid: keyId, agent, fragment, nonce } = params
+  const { transitionMs } = input
+  const options = { created: createdMs, now, transitionMs }
+  const key = await resolveEd25519Key(input.resolver, { keyId, agent, fragment }, options)
   const base = signatureBase(input.method, input.targetUri, digest, params.signatureParams)
   if (!(await provider.ed25519Verify(key.publicKey, base, sig))) {
-    throw invalid(`signature by ${params.keyid} does not verify`)
+    throw invalid(`signature by ${keyId} does not verify`)
   }
-
-  if (
-    input.nonces.checkAndRemember(params.keyid, params.nonce, input.now, input.bucket) === 'replay'
-  ) {
-    throw invalid('this nonce was already used with this key')
+  const replay =
+    input.nonces.checkAndRemember(keyId, nonce, input.now, input.bucket) === 'replay' ||
+    (await input.sharedNonces?.(keyId, nonce, now + PROFILE.nonceMemoryMs)) === 'replay'
+  if (replay) throw invalid('this nonce was already used with this key')
+  if (input.expectedAgent !== undefined && agent !== input.expectedAgent) {
+    throw new AgentMsgError('forbidden', `${agent} may not act for ${input.expectedAgent}`)
   }
-  if (
-    input.sharedNonces !== undefined &&
-    (await input.sharedNonces(params.keyid, params.nonce, now + PROFILE.nonceMemoryMs)) === 'replay'
-  ) {
-    throw invalid('this nonce was already used with this key')
-  }
-  if (input.expectedAgent !== undefined && params.agent !== input.expectedAgent) {
-    throw new AgentMsgError('forbidden', `${params.agent} may not act for ${input.expectedAgent}`)
-  }
-  return {
-    agent: params.agent,
-    keyId: params.keyid,
-    source: key.source,
-    level: levelForKeySource(key.source),
-  }
+  return { agent, keyId, source: key.source, level: levelForKeySource(key.source) }
 }

@@ -1,26 +1,21 @@
-/**
- * WebSocket first-frame auth (PROFILE §9): the relay sends `{type:"challenge",nonce}`, the
- * client answers `{type:"auth",agent,key_id,sig,after?}`, `sig` being the Ed25519 signature of
- * the lines `agentmsg-ws-auth`, the relay base URL and the nonce, LF-joined.
- */
+// WebSocket first-frame auth (PROFILE §9): a challenge nonce, answered by a signature over
+// `agentmsg-ws-auth`, the relay base URL and the nonce.
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { isAgentId, keyIdParts } from '../agent-id.js'
 import { type KeySource, levelForKeySource } from '../auth-level.js'
 import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { randomBytes, utf8Encode } from '../bytes.js'
 import type { CryptoProvider } from '../crypto/provider.js'
-import { didKeyFragment, isDidKey } from '../did-key.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
+import { resolveEd25519Key } from '../identity/key-usability.js'
 import type { Signer } from '../keys.js'
-import { resolveEd25519Key } from '../resolve-key.js'
 import type { KeyResolver } from '../resolver.js'
 import { parseStrictJson } from '../strict-json.js'
 import type { AuthLevel } from '../types.js'
+import { checkKeyId } from './sign.js'
 
-/** The first line of the signed payload. */
 export const WS_AUTH_CONTEXT = 'agentmsg-ws-auth'
 
-/** The relay's first frame. */
 export interface WsChallengeFrame {
   type: 'challenge'
   nonce: string
@@ -35,35 +30,26 @@ export interface WsAuthFrame {
   after?: string
 }
 
-/** The bytes signed in an auth frame. */
 export function wsAuthPayload(relayBaseUrl: string, nonce: string): Uint8Array {
   return utf8Encode(`${WS_AUTH_CONTEXT}\n${relayBaseUrl}\n${nonce}`)
 }
 
-/** A fresh challenge frame: base64url of 32 random bytes. */
+/** A fresh challenge frame. */
 export function createChallenge(): WsChallengeFrame {
   return { type: 'challenge', nonce: base64urlEncode(randomBytes(32)) }
 }
 
 /** Input of {@link signWsAuth}. */
 export interface SignWsAuthInput {
-  /** The relay base URL as the relay has it configured. */
+  /** As the relay has it configured. */
   relayBaseUrl: string
-  /** The nonce of the relay's challenge. */
   nonce: string
-  /** An Ed25519 signer of `agent`. */
   signer: Signer
-  /** The agent whose mailbox the connection reads. */
   agent: string
   after?: string
 }
 
-/**
- * Answer a relay's challenge.
- *
- * @example
- * ws.send(JSON.stringify(await signWsAuth({ relayBaseUrl, nonce: challenge.nonce, signer, agent })))
- */
+/** Answer a relay's challenge. */
 export async function signWsAuth(input: SignWsAuthInput): Promise<WsAuthFrame> {
   const { signer, agent } = input
   if (signer.alg !== 'ed25519') {
@@ -85,20 +71,17 @@ export async function signWsAuth(input: SignWsAuthInput): Promise<WsAuthFrame> {
 
 /** Input of {@link verifyWsAuth}. */
 export interface VerifyWsAuthInput {
-  /** The client's frame: parsed, or the text itself. */
+  /** Parsed, or the text itself. */
   frame: unknown
-  /** The relay's configured base URL. */
   relayBaseUrl: string
-  /** The nonce this connection's challenge carried. */
   nonce: string
   resolver: KeyResolver
   provider?: CryptoProvider
-  /** The auth has no `created`: a document key's state is judged as of now. @default Date.now() */
+  /** No `created`: a document key's state is judged as of now. @default Date.now() */
   now?: number
   transitionMs?: number
 }
 
-/** An authenticated WebSocket connection. */
 export interface VerifiedWsAuth {
   agent: string
   keyId: string
@@ -109,7 +92,7 @@ export interface VerifiedWsAuth {
 
 const FRAME_MEMBERS = new Set(['type', 'agent', 'key_id', 'sig', 'after'])
 
-/** Check an auth frame against the challenge this connection sent. */
+/** Check an auth frame against this connection's challenge. */
 export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWsAuth> {
   const now = input.now ?? Date.now()
   const provider = input.provider ?? getDefaultCryptoProvider()
@@ -122,7 +105,6 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
     if (!FRAME_MEMBERS.has(k)) throw invalidFormat(`unknown member "${k}"`, 'frame')
   }
   if (frame.type !== 'auth') throw invalidFormat('must be "auth"', 'type')
-  if (typeof frame.agent !== 'string') throw invalidFormat('must be a string', 'agent')
   if (!isAgentId(frame.agent)) throw invalidFormat('must be an agent id in normal form', 'agent')
   for (const name of ['key_id', 'sig'] as const) {
     if (typeof frame[name] !== 'string') throw invalidFormat('must be a string', name)
@@ -134,14 +116,8 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
   const keyId = frame.key_id as string
   const bad = (message: string, field: string) =>
     new AgentMsgError('invalid_signature', message, { field })
-  const parts = keyIdParts(keyId)
-  if (parts === undefined) throw bad('key_id must be <agent_id>#<fragment>', 'key_id')
-  if (parts.agent !== agent)
-    throw bad(`key_id belongs to ${parts.agent}, not to ${agent}`, 'key_id')
-  const { fragment } = parts
-  if (isDidKey(agent) && fragment !== didKeyFragment(agent)) {
-    throw bad("a did:key key_id's fragment is the DID's method-specific id", 'key_id')
-  }
+  const { agent: owner, fragment } = checkKeyId(keyId, (m) => bad(m, 'key_id'))
+  if (owner !== agent) throw bad(`key_id belongs to ${owner}, not to ${agent}`, 'key_id')
   let sig: Uint8Array
   try {
     sig = base64urlDecode(frame.sig as string)
@@ -149,16 +125,9 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
     throw bad('sig must be canonical unpadded base64url', 'sig')
   }
   if (sig.length !== 64) throw bad('an ed25519 sig is 64 bytes', 'sig')
-  const key = await resolveEd25519Key(
-    input.resolver,
-    { keyId, agent, fragment },
-    {
-      created: now,
-      now,
-      field: 'key_id',
-      ...(input.transitionMs === undefined ? {} : { transitionMs: input.transitionMs }),
-    },
-  )
+  const { transitionMs } = input
+  const options = { created: now, now, field: 'key_id', transitionMs }
+  const key = await resolveEd25519Key(input.resolver, { keyId, agent, fragment }, options)
   const payload = wsAuthPayload(input.relayBaseUrl, input.nonce)
   if (!(await provider.ed25519Verify(key.publicKey, payload, sig))) {
     throw bad(`signature by ${keyId} does not verify`, 'sig')

@@ -1,14 +1,10 @@
-/**
- * The one capped body reader, for request bodies (servers) and response bodies (clients): it
- * counts while the body streams and cancels the stream as soon as the cap is passed, so an
- * endless body is never buffered whole (PROFILE §4, §6).
- */
+// The one capped body reader, for requests and responses: the stream is cancelled once past the
+// cap, so an endless body is never buffered whole (PROFILE §4, §6).
 import { concat } from '../bytes.js'
 import { AgentMsgError, type ErrorCode } from '../errors.js'
 
-// A server's read slot (PROFILE §6: 8 bodies read at once per address) ends when the body is in,
-// not when the answer is: the server registers the release before handing the request on, and
-// whoever reads or discards the body ends it.
+// A server's read slot (PROFILE §6) ends when the body is in, not when the answer is: whoever
+// reads or discards the body ends it.
 const whenDone = new WeakMap<ReadableStream<Uint8Array>, () => void>()
 
 /** Run `done` once `body` was read to its end, cut off, failed, or discarded. */
@@ -29,26 +25,17 @@ export function discardBody(body: ReadableStream<Uint8Array> | null): void {
   if (!body.locked) body.cancel().catch(() => {})
 }
 
-/** Options of {@link readBody}. */
 export interface ReadBodyOptions {
-  /** Most bytes read; past them the stream is cancelled and the read gives `undefined`. */
+  /** Past this the stream is cancelled and the read gives `undefined`. */
   maxBytes: number
-  /** Cancels the read; it rejects with the signal's reason. */
   signal?: AbortSignal | undefined
-  /** The whole body must be in within this, else the stream is cancelled. @default none */
+  /** The whole body must be in within this. @default none */
   timeoutMs?: number | undefined
-  /**
-   * The code of the error a broken or late body rejects with: `invalid_format` for a request
-   * body (the client's problem), `unavailable` for a response body (a network failure, retried).
-   * @default 'unavailable'
-   */
+  /** `invalid_format` for a request body, `unavailable` for a response's. @default 'unavailable' */
   failure?: ErrorCode
 }
 
-/**
- * Read a body to its end. Resolves with its bytes, or `undefined` when it is larger than
- * `maxBytes` (a response's `Content-Length` says so before anything is read).
- */
+/** Read a body to its end: its bytes, or `undefined` when larger than `maxBytes`. */
 export async function readBody(
   source: Request | Response | ReadableStream<Uint8Array> | null,
   options: ReadBodyOptions,

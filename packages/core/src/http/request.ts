@@ -1,10 +1,5 @@
-/**
- * One outbound request to a peer (an inbox, a relay, an identity document, a webhook): a
- * deadline over the request and the read of its answer, the answer's size capped, a non-2xx
- * answer turned into the peer's error, and a network failure into a retryable `unavailable`.
- * Where requests may go (PROFILE §4 address rules) is the `fetch`'s business: on Node the
- * agent's fetch is `createNodeFetch({ addressPolicy })`, which checks before it dials.
- */
+// One outbound request to a peer, with a deadline and capped reads. Where requests may go
+// (PROFILE §4) is the `fetch`'s business (`createNodeFetch({ addressPolicy })`).
 import {
   AgentMsgError,
   codeForStatus,
@@ -16,27 +11,18 @@ import { PROFILE } from '../profile.js'
 import { readBody } from './body.js'
 import { parseRetryAfter } from './retry.js'
 
-/** Options of {@link httpRequest}: `fetch`'s own, and these. */
 export interface HttpRequestOptions extends Omit<RequestInit, 'signal'> {
-  /** @default globalThis.fetch */
   fetch?: typeof fetch | undefined
-  /** The request and the read of its answer, together. 0: none (streams). @default PROFILE.requestTimeoutMs */
+  /** Over the request and the read, together; 0: none. @default PROFILE.requestTimeoutMs */
   timeoutMs?: number | undefined
   signal?: AbortSignal | undefined
-  /** What the request is for, in error messages: `publish to https://relay.example`. */
+  /** In error messages: `publish to https://relay.example`. */
   what?: string | undefined
 }
 
-/** Reads a 2xx answer, under the request's deadline. */
 export type ReadAnswer<T> = (response: Response, signal: AbortSignal) => Promise<T>
 
-/**
- * Send a request and read its 2xx answer with `read`. Any other answer rejects with
- * {@link errorFromResponse}; no answer with `unavailable` (cause: the network error); the
- * deadline with `unavailable` naming it; the caller's abort with its reason. An
- * {@link AgentMsgError} thrown by the fetch itself (a refused address) passes as it is.
- * Redirects are not followed.
- */
+/** Send a request and read its 2xx answer with `read`; else the peer's error or `unavailable`. */
 export async function httpRequest<T>(
   url: string,
   options: HttpRequestOptions,
@@ -71,13 +57,7 @@ export async function httpRequest<T>(
   }
 }
 
-/**
- * A peer's non-2xx answer as an {@link AgentMsgError}: its body's `code` when that is a PROFILE
- * §6 code going with the status, else {@link codeForStatus}; `Retry-After` as `retryAfter`
- * (seconds); the status and body code as `peerStatus` / `peerCode`. At most
- * `PROFILE.replyMaxBytes` of the body are read; a longer or unreadable one leaves the status to
- * decide. A redirect the fetch did not follow (status 0, `opaqueredirect`) is a 3xx.
- */
+/** A peer's non-2xx answer as an {@link AgentMsgError} (`peerStatus`, `peerCode`, `retryAfter`). */
 export async function errorFromResponse(
   response: Response,
   what: string,
@@ -92,7 +72,7 @@ export async function errorFromResponse(
     if (typeof body?.code === 'string') peerCode = body.code.slice(0, 200)
     if (typeof body?.message === 'string') detail = `: ${body.message.slice(0, 1000)}`
   } catch {
-    // not a JSON error body (a proxy's page, an empty or oversized one): the status decides
+    // Not a JSON error body (a proxy's page, an empty or oversized one): the status decides.
     signal?.throwIfAborted()
   }
   const named = peerCode !== undefined && Object.hasOwn(ERROR_STATUS, peerCode)
@@ -104,19 +84,18 @@ export async function errorFromResponse(
   const text = `${what}: ${status} ${peerCode ?? code}${detail}`
   return new AgentMsgError(code, text, {
     peerStatus: status,
-    ...(peerCode !== undefined ? { peerCode } : {}),
-    ...(retryAfterMs !== undefined ? { retryAfter: Math.ceil(retryAfterMs / 1000) } : {}),
+    peerCode,
+    retryAfter: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
   })
 }
 
-/** A request that got no answer, as a retryable `unavailable` whose cause is the failure. */
 export function networkError(error: unknown, what: string): AgentMsgError {
   return new AgentMsgError('unavailable', `${what}: network error: ${describeError(error)}`, {
     cause: error,
   })
 }
 
-/** Read a JSON answer of at most `maxBytes`; an oversized or non-JSON one is `unavailable`. */
+/** Read a JSON answer of at most `maxBytes`; else `unavailable`. */
 export async function readJson(
   response: Response,
   signal: AbortSignal,
@@ -135,10 +114,7 @@ export async function readJson(
   }
 }
 
-/**
- * A signal for one request: the caller's `signal`, or `timeoutMs` passing (then aborted with an
- * `unavailable` naming the timeout). 0 or more than a timer holds: no timeout.
- */
+/** A signal for one request: the caller's, or `timeoutMs` passing (`unavailable`); 0: none. */
 export function deadline(
   timeoutMs: number,
   what: string,
@@ -167,7 +143,7 @@ export function deadline(
   }
 }
 
-/** An error and its causes on one line, e.g. `fetch failed: connect ECONNREFUSED 127.0.0.1:1`. */
+/** An error and its causes on one line. */
 export function describeError(error: unknown): string {
   const parts: string[] = []
   for (let e = error, depth = 0; e != null && depth < 4; depth++) {

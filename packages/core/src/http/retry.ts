@@ -1,15 +1,9 @@
-/**
- * When to try again: `Retry-After` as PROFILE §6 reads it, and full-jitter exponential backoff
- * ("Exponential Backoff And Jitter", AWS Architecture Blog): a random delay over the whole
- * window spreads the clients that lost the same peer, so it is not hit by all of them at once.
- */
+// `Retry-After` as PROFILE §6 reads it, and full-jitter exponential backoff: a random delay over
+// the whole window spreads the clients that lost the same peer.
+import { positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
 
-/**
- * `Retry-After` in milliseconds from `now`: delay-seconds (`"7"`) or an HTTP-date (RFC 9110
- * §10.2.3); a date in the past gives 0. Anything else (`"1.5"`, `"-1"`, `"12 13"`) or no
- * header gives `undefined`: no permission to retry was given.
- */
+/** `Retry-After` in ms: delay-seconds or an HTTP-date; else (`"1.5"`, `"-1"`) `undefined`. */
 export function parseRetryAfter(
   value: string | null | undefined,
   now = Date.now(),
@@ -17,34 +11,24 @@ export function parseRetryAfter(
   if (value == null) return undefined
   const v = value.trim()
   if (/^[0-9]+$/.test(v)) return Math.min(Number(v) * 1000, Number.MAX_SAFE_INTEGER)
-  // An HTTP-date names a weekday and a time: this refuses the loose strings Date.parse takes.
+  // An HTTP-date names a weekday and a time: the loose strings Date.parse takes are refused.
   if (!/^[A-Za-z]{3,9},? .*\d{2}:\d{2}:\d{2}/.test(v)) return undefined
   const at = Date.parse(v)
   return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
-/** Options of {@link backoffDelay} and {@link Backoff}. */
 export interface BackoffOptions {
-  /** The first window. @default PROFILE.retryBaseMs (1 s) */
+  /** @default PROFILE.retryBaseMs */
   baseMs?: number
-  /** The largest window. @default PROFILE.retryCapMs (1 h) */
+  /** @default PROFILE.retryCapMs */
   capMs?: number
-  /** Uniform numbers in [0, 1), for tests. @default Math.random */
+  /** Uniform in [0, 1). @default Math.random */
   random?: () => number
 }
 
-/**
- * The delay before retry number `attempt` (1 = the first retry): uniform in
- * `[0, min(cap, base × 2^(attempt−1)))`, whole milliseconds.
- *
- * @example
- * backoffDelay(1) // 0–999 ms
- * backoffDelay(13) // 0–3_599_999 ms (the 1 h cap)
- */
+/** The delay before retry `attempt` (≥ 1): uniform in `[0, min(cap, base × 2^(attempt−1)))`. */
 export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {
-  if (!Number.isInteger(attempt) || attempt < 1) {
-    throw new RangeError(`backoffDelay: attempt must be an integer >= 1, got ${attempt}`)
-  }
+  positiveInt(attempt, 'backoffDelay: attempt')
   const { baseMs = PROFILE.retryBaseMs, capMs = PROFILE.retryCapMs, random = Math.random } = options
   // 2 ** large is Infinity, which min() turns into the cap.
   const ceiling = Math.min(capMs, baseMs * 2 ** (attempt - 1))
@@ -63,7 +47,6 @@ export class Backoff {
     this.#options = options
   }
 
-  /** The delay before the next retry; each call widens the window. */
   next(): number {
     return backoffDelay(++this.#attempt, this.#options)
   }
@@ -74,7 +57,7 @@ export class Backoff {
   }
 }
 
-/** Wait `ms`, or until `signal` aborts (then resolve early: callers check their own state). */
+/** Wait `ms`, or until `signal` aborts (then resolve early). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted || ms <= 0) return resolve()

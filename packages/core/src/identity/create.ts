@@ -1,4 +1,4 @@
-/** Building identity documents, rotating and revoking their keys (SPEC §2.2–2.4, §3.1, PROFILE §4). */
+/** Building identity documents, rotating and revoking their keys (SPEC §2.2–2.4, §3.1). */
 import { agentEndpoints, assertRelayUrl, parseAgentId } from '../agent-id.js'
 import { base64urlEncode } from '../base64url.js'
 import { didKeyFragment, publicKeyFromDidKey } from '../did-key.js'
@@ -19,43 +19,29 @@ function requirePublicKey(publicKey: unknown, field: string): Uint8Array {
   return publicKey
 }
 
-/**
- * The default `key_id`: the first 8 base64url characters of the key. Derived from the key, not
- * counted (`k1`, `k2`), so a document rebuilt with a new key never reuses an id verifiers may
- * have cached for the old one: an unknown id makes them refetch (PROFILE §4).
- */
+// Derived from the key, not counted: a rebuilt document never reuses an id verifiers may have
+// cached for an old key, and an unknown id makes them refetch (PROFILE §4).
 const defaultKeyId = (publicKey: Uint8Array) => base64urlEncode(publicKey).slice(0, 8)
 
 /** Options for {@link createIdentityDocument}. */
 export interface CreateIdentityDocumentOptions {
-  /** A URL, did:key or (for experiments) simple-name agent id in normal form. */
   agentId: string
   /** @default the agent id */
   display?: string
-  /** The first key, active. For a did:key agent, the DID's own key. */
   publicKey: Uint8Array
   /** Bare fragment. @default did:key: the method-specific id; others: 8 base64url chars of the key */
   keyId?: string
   /** @default now */
   created?: string | number
-  /**
-   * URL agents: the well-known endpoints (may be omitted). did:key and simple-name agents have
-   * no base URL, so they must give theirs (SPEC §2.2 lists `endpoints` in every document).
-   */
+  /** Required unless a URL agent (whose endpoints are the well-known ones). */
   endpoints?: { inbox: string; capabilities: string }
-  /** Normal-form relay base URLs; `relay` is written only when non-empty. */
+  /** Normal-form relay base URLs. */
   relays?: string[]
   /** @default 'any' */
   relayPreference?: RelayPreference
 }
 
-/**
- * Build an identity document with one active key.
- *
- * @example
- * const doc = createIdentityDocument({ agentId: 'https://a.example', publicKey, display: 'Alice' })
- * doc.endpoints.inbox // 'https://a.example/.well-known/agentmsg/inbox'
- */
+/** Build an identity document with one active key. */
 export function createIdentityDocument(options: CreateIdentityDocumentOptions): IdentityDocument {
   const { kind, id } = parseAgentId(options.agentId, 'agentId')
   const publicKey = requirePublicKey(options.publicKey, 'publicKey')
@@ -113,7 +99,6 @@ export function createIdentityDocument(options: CreateIdentityDocumentOptions): 
       preference: options.relayPreference ?? 'any',
     }
   }
-  // One code path decides what a valid document is; building reuses it.
   return validateIdentityDocument(doc)
 }
 
@@ -127,13 +112,7 @@ function refuseDidKey(doc: IdentityDocument, action: string): void {
   }
 }
 
-/**
- * Rotate to a new key (SPEC §3.1): active `ed25519` keys become `retired` now, the new key is
- * added `active`. Returns a new document.
- *
- * @example
- * const next = rotateKey(doc, { publicKey: newPublicKey, keyId: 'k2' })
- */
+/** Rotate to a new key (SPEC §3.1): active keys become `retired` now; a new document. */
 export function rotateKey(
   doc: IdentityDocument,
   next: { publicKey: Uint8Array; keyId?: string },
@@ -173,13 +152,7 @@ export function rotateKey(
   return out
 }
 
-/**
- * Revoke a key (SPEC §3.1): it stops verifying at once, with no transition period. Returns a
- * new document. `options` mirrors {@link rotateKey}; SPEC §2.3 defines no revocation date.
- *
- * @example
- * const safe = revokeKey(doc, 'k1')
- */
+/** Revoke a key (SPEC §3.1): it stops verifying at once; a new document. */
 export function revokeKey(
   doc: IdentityDocument,
   keyId: string,

@@ -1,15 +1,12 @@
-/**
- * Identity documents (SPEC §2.2–2.4, PROFILE §4): their shape and the one strict validation, for
- * documents fetched, received in introductions and built here. Unknown members are kept, so a
- * document written by a newer implementation survives a round trip.
- */
+// Identity documents (SPEC §2.2–2.4, PROFILE §4) and their one strict validation; unknown members
+// are kept, so a newer implementation's document survives a round trip.
 import { agentEndpoints, assertRelayUrl, parseAgentId } from '../agent-id.js'
 import { base64urlDecode } from '../base64url.js'
 import { didKeyFragment, publicKeyFromDidKey } from '../did-key.js'
 import { invalidFormat } from '../errors.js'
 import { parseTimestamp } from '../timestamps.js'
+import { isObject } from '../types.js'
 
-/** Key status (SPEC §3.1). */
 export type KeyStatus = 'active' | 'retired' | 'revoked'
 
 /** A key object (SPEC §2.3); `key_id` is the bare fragment of `<agent_id>#<key_id>`. */
@@ -17,7 +14,6 @@ export interface IdentityKey {
   key_id: string
   // `string & {}` keeps the 'ed25519' completion while admitting the types of future versions.
   type: 'ed25519' | (string & {})
-  /** base64url of the raw public key: 32 bytes for `ed25519`. */
   public_key: string
   created: string
   status: KeyStatus
@@ -26,7 +22,6 @@ export interface IdentityKey {
   [extension: string]: unknown
 }
 
-/** The endpoints object (SPEC §2.4). */
 export interface IdentityEndpoints {
   inbox: string
   capabilities: string
@@ -49,20 +44,14 @@ export interface IdentityDocument {
 
 const STATUSES: ReadonlySet<unknown> = new Set<KeyStatus>(['active', 'retired', 'revoked'])
 
-function isObject(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x)
-}
-
 /** Byte equality; public keys are not secret, so no constant-time compare is needed. */
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i])
 }
 
 /**
- * Check an identity document strictly and return it, unknown members included. Where the spec
- * is silent: keys of other types than `ed25519` must be well-formed and are kept but never
- * verify; several `active` keys are allowed (one per device); a `revoked` key may keep its
- * `retired_date`.
+ * Check an identity document strictly. Where the spec is silent: other key types are kept but
+ * never verify; several `active` keys are allowed; a `revoked` key may keep its `retired_date`.
  */
 export function validateIdentityDocument(
   doc: unknown,
@@ -169,7 +158,6 @@ function validateDidKeyKeys(did: string, keys: IdentityKey[]): void {
   }
 }
 
-/** The raw public key of an `ed25519` key object. */
 export function publicKeyOf(key: IdentityKey): Uint8Array {
   if (key.type !== 'ed25519') throw invalidFormat(`a ${key.type} key is not an ed25519 key`, 'type')
   const bytes = base64urlDecode(key.public_key, 'public_key')

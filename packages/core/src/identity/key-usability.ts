@@ -1,9 +1,9 @@
-/**
- * Which keys of a document may verify a signature, and when (PROFILE §4): active keys always,
- * retired ones within their transition period, revoked ones never. A pure function of its
- * inputs (the clock is a parameter), so verifiers on different machines agree.
- */
+// Whether a key found for a signature may verify it (PROFILE §4, §5): active keys always, retired
+// ones within their transition period, revoked ones never.
+import { AgentMsgError, nonNegative } from '../errors.js'
+import type { AbortOptions } from '../interfaces/abort.js'
 import { PROFILE } from '../profile.js'
+import type { KeyLookup, KeyResolution, KeyResolver, ResolvedKey } from '../resolver.js'
 import { formatTimestamp, parseTimestamp } from '../timestamps.js'
 import type { IdentityDocument, IdentityKey } from './document.js'
 
@@ -32,16 +32,7 @@ function describeTime(ms: number): string {
   }
 }
 
-/**
- * May key `keyFragment` of `doc` (validated) verify a signature made at `signatureCreated`, at
- * `now`? Active: yes. Retired: when `created` ≤ `retired_date` + the clock skew and `now` ≤
- * `retired_date` + the transition period. Otherwise `key_revoked`; a key not listed, or not
- * `ed25519`: `unknown_sender`.
- *
- * @example
- * const r = checkKeyUsable(doc, 'k1', Date.parse(sig.created), Date.now())
- * if (!r.ok) throw new AgentMsgError(r.code, r.message)
- */
+/** May key `keyFragment` of `doc` verify a signature made at `signatureCreated`, at `now`? */
 export function checkKeyUsable(
   doc: IdentityDocument,
   keyFragment: string,
@@ -49,10 +40,7 @@ export function checkKeyUsable(
   now: number,
   options: { transitionMs?: number } = {},
 ): KeyUsability {
-  const transitionMs = options.transitionMs ?? PROFILE.keyTransitionMs
-  if (!Number.isFinite(transitionMs) || transitionMs < 0) {
-    throw new RangeError('transitionMs must be a finite number of milliseconds ≥ 0')
-  }
+  const transitionMs = nonNegative(options.transitionMs ?? PROFILE.keyTransitionMs, 'transitionMs')
   // NaN compares false with everything, so it would slip through the bounds below.
   if (!Number.isFinite(signatureCreated) || !Number.isFinite(now)) {
     throw new RangeError('signatureCreated and now must be finite epoch milliseconds')
@@ -87,4 +75,67 @@ export function checkKeyUsable(
     )
   }
   return { ok: true, key }
+}
+
+/** An Ed25519 key a resolver found. */
+export type ResolvedEd25519Key = Extract<ResolvedKey, { alg: 'ed25519' }>
+
+/** The lookups that failed for now, as `unavailable` (503) with the longest wait; else undefined. */
+export function unavailableKey(
+  resolutions: readonly KeyResolution[],
+  field?: string,
+): AgentMsgError | undefined {
+  let worst: Extract<KeyResolution, { status: 'unavailable' }> | undefined
+  for (const r of resolutions) {
+    if (r.status === 'unavailable' && !(worst && worst.retryAfter > r.retryAfter)) worst = r
+  }
+  if (!worst) return undefined
+  const text = `a signing key could not be looked up now: ${worst.reason}`
+  return new AgentMsgError('unavailable', text, {
+    retryAfter: Math.max(1, worst.retryAfter),
+    field,
+  })
+}
+
+/** Throw unless `key`, found for `lookup`, may verify a signature made at `created` (PROFILE §4, §5). */
+export function checkFoundKey(
+  key: ResolvedKey,
+  lookup: KeyLookup,
+  created: number,
+  now: number,
+  transitionMs: number | undefined,
+  field: string | undefined,
+): void {
+  if (key.alg !== lookup.alg) {
+    const text = `resolver returned a ${key.alg} key for a ${lookup.alg} signature`
+    throw new AgentMsgError('internal_error', text)
+  }
+  // A token introduces one peer (PROFILE §5): used by anyone else it is a failing signature.
+  if (key.alg === 'hmac-sha256' && key.peer !== undefined && key.peer !== lookup.agent) {
+    const text = `introduction token ${lookup.fragment} introduces another agent`
+    throw new AgentMsgError('invalid_signature', text, { field })
+  }
+  if (key.alg === 'ed25519' && key.document) {
+    const use = checkKeyUsable(key.document, lookup.fragment, created, now, { transitionMs })
+    if (!use.ok) throw new AgentMsgError(use.code, use.message, { field })
+  }
+}
+
+/** The Ed25519 key of a single signature (relay agent auth) as a verdict, or its refusal. */
+export async function resolveEd25519Key(
+  resolver: KeyResolver,
+  lookup: Omit<KeyLookup, 'alg'>,
+  options: AbortOptions & { created: number; now: number; transitionMs?: number; field?: string },
+): Promise<ResolvedEd25519Key> {
+  const { field } = options
+  const full: KeyLookup = { ...lookup, alg: 'ed25519' }
+  const res = await resolver.resolve(full, options.signal ? { signal: options.signal } : {})
+  if (res.status === 'unavailable') throw unavailableKey([res], field)
+  if (res.status === 'not_found') {
+    throw new AgentMsgError('unknown_sender', `no key found for ${lookup.keyId}: ${res.reason}`, {
+      field,
+    })
+  }
+  checkFoundKey(res.key, full, options.created, options.now, options.transitionMs, field)
+  return res.key as ResolvedEd25519Key
 }

@@ -1,9 +1,5 @@
-/**
- * Error phase messages from a receiver (PROFILE §7): built by `createErrorMessage`, gated by
- * `ErrorReplyGate` (one a minute per peer, never answering an error), and routed only where the
- * sender cannot forge: a URL agent's own identity document, or a verified message's relays.
- * Imported by the receiver on its first reply: most receivers never send one.
- */
+// Error phase messages (PROFILE §7), routed only where the sender cannot forge: a URL agent's own
+// identity document, or a verified message's relays.
 import { agentEndpoints, parseAgentId } from '../agent-id.js'
 import { createMessage } from '../create-message.js'
 import { AgentMsgError, type ErrorPhaseCode, isAgentMsgError } from '../errors.js'
@@ -13,10 +9,7 @@ import type { KeyResolver } from '../resolver.js'
 import type { Message, UnsignedMessage } from '../types.js'
 import type { ErrorReplySender, ErrorReplyTarget } from './types.js'
 
-/**
- * The unsigned error phase message answering `original` (PROFILE §7): same conversation, one
- * data part `{code, message, ref_message_id}`. An error is never answered with an error.
- */
+/** The unsigned error phase message answering `original` (PROFILE §7); never for an error. */
 export function createErrorMessage(o: {
   original: Message
   from: string
@@ -43,16 +36,12 @@ export function createErrorMessage(o: {
         data: { code: o.code, message: o.message, ref_message_id: o.original.message_id },
       },
     ],
-    ...(o.relays ? { relays: o.relays } : {}),
-    ...(o.date !== undefined ? { date: o.date } : {}),
+    relays: o.relays,
+    date: o.date,
   })
 }
 
-/**
- * Whether an error phase message may go out (PROFILE §7): to verified senders, never for an
- * error, at most one a minute per peer. Entries older than the interval are dropped as new ones
- * come, so memory stays bounded.
- */
+/** Whether an error phase message may go out: to verified senders, one a minute per peer (§7). */
 export class ErrorReplyGate {
   readonly #last = new Map<string, number>()
   readonly #interval: number
@@ -63,7 +52,6 @@ export class ErrorReplyGate {
     this.#now = options.now ?? Date.now
   }
 
-  /** True, and the slot is taken, when a reply to `original` may go out now. */
   allow(original: Message, verified: boolean): boolean {
     if (!verified || original.phase === 'error') return false
     const now = this.#now()
@@ -72,7 +60,6 @@ export class ErrorReplyGate {
     if (last !== undefined && now - last < this.#interval) return false
     this.#last.delete(peer)
     this.#last.set(peer, now)
-    // Insertion order: the oldest entries come first.
     for (const [k, t] of this.#last) {
       if (now - t < this.#interval) break
       this.#last.delete(k)
@@ -97,12 +84,8 @@ export class ErrorReplies {
     this.#gate = new ErrorReplyGate({ now: o.now })
   }
 
-  /**
-   * Answer `original` in the background. `verified` (protocol errors, auth level): the signed
-   * `from.relays` may be used, a URL agent's well-known inbox is the fallback. Otherwise
-   * (signature, key) only a URL agent is answered, at the inbox of the document the verifier
-   * used, so the reply goes to the real agent even though the message did not verify.
-   */
+  // Verified: also through its signed `from.relays`; else only a URL agent, at the inbox of the
+  // document the verifier used.
   send(original: Message, code: ErrorPhaseCode, text: string, verified: boolean): void {
     const sender = this.o.sender
     if (!sender) return
@@ -111,8 +94,8 @@ export class ErrorReplies {
     if (!verified && !isUrl) return
     if (!this.#gate.allow(original, true)) return
     this.#deliver(sender, original, code, text, verified, isUrl).catch((error: unknown) => {
-      // The peer chose where it goes, so the application hears only that it failed, never the
-      // socket, TLS or DNS text: its logs must not become a port scanner's (PROFILE §4).
+      // Never the socket, TLS or DNS text: the peer chose the address, and the application's
+      // logs must not become a port scanner's (PROFILE §4).
       const failed = isAgentMsgError(error) ? error.code : 'unavailable'
       this.o.onError(new AgentMsgError(failed, `an error reply to ${agent} could not be delivered`))
     })

@@ -1,8 +1,4 @@
-/**
- * Accepted messages kept in storage from before the transport is told `accepted` until the
- * application handled them (PROFILE §6: persist → 202 → process): after a crash the next
- * receiver on the same storage processes them.
- */
+/** Accepted messages kept in storage until handled (PROFILE §6), for the next receiver after a crash. */
 import type { KeySource } from '../auth-level.js'
 import { hexEncode, randomBytes } from '../bytes.js'
 import type { Storage } from '../interfaces/storage.js'
@@ -19,11 +15,8 @@ export interface Job {
   source: KeySource
   keyId: string
   transport: string
-  /**
-   * Whether its body was sealed: `message` holds the opened body, and that is persisted. The
-   * agent's storage holds its seeds too, so this exposes nothing more, and a restart delivers it
-   * without opening again (a rotated key cannot strand it).
-   */
+  // `message` holds the opened body, persisted: storage holds the seeds anyway, and a rotated
+  // key cannot strand it.
   sealed: boolean
 }
 
@@ -35,7 +28,7 @@ export class PendingStore {
     readonly now: () => number,
   ) {}
 
-  /** Persist `job` under a new key, sortable by acceptance time (a restart keeps the order). */
+  /** Persist `job` under a new key, sorted by acceptance time. */
   async add(job: Job): Promise<void> {
     const seq = (this.#seq++ % 1e9).toString().padStart(9, '0')
     const time = this.now().toString().padStart(15, '0')
@@ -56,12 +49,15 @@ export class PendingStore {
       try {
         const { message } = validateMessage(record?.message)
         const { level, source, keyId, transport, sealed } = record as Partial<Job>
-        if (typeof keyId !== 'string' || typeof level !== 'number' || typeof source !== 'string') {
-          throw new TypeError('level, source or keyId missing')
+        if (
+          typeof keyId !== 'string' ||
+          typeof level !== 'number' ||
+          typeof source !== 'string' ||
+          typeof transport !== 'string'
+        ) {
+          throw new TypeError('level, source, keyId or transport missing')
         }
-        // Records written before `transport` was kept came from the inbox.
-        const via = typeof transport === 'string' ? transport : 'https'
-        jobs.push({ key, message, level, source, keyId, transport: via, sealed: sealed === true })
+        jobs.push({ key, message, level, source, keyId, transport, sealed: sealed === true })
       } catch (error) {
         onBad(new Error(`receiver: dropping unreadable stored message ${key}`, { cause: error }))
         await this.storage.delete(key)

@@ -1,13 +1,8 @@
-/**
- * `receive`: the one receive pipeline, PROFILE §6's steps after the HTTP layer, in order. The
- * inbox, the relay's publish and every transport an agent listens on call it (the agent through
- * `createReceiver`); each keeps only the steps that are its own.
- */
+/** `receive`: the one receive pipeline, PROFILE §6's steps after the HTTP layer, in order. */
 import { AgentMsgError, invalidFormat, isAgentMsgError } from '../errors.js'
 import { canonicalizeToBytes } from '../jcs.js'
-import { validateMessage } from '../message.js'
+import { isSealedBody, validateMessage } from '../message.js'
 import { PROFILE } from '../profile.js'
-import { isSealedBody } from '../sealed-box/detect.js'
 import { nonIntegerLiteral } from '../strict-json/integers.js'
 import { INTEGER_MEMBERS } from '../strict-json/prepare.js'
 import { parseStrictJsonExact, parseStrictJsonFast } from '../strict-json-async.js'
@@ -22,28 +17,18 @@ import type {
   ReceiveStep,
 } from './types.js'
 
-/**
- * JCS never makes a message more than 4× longer than its JSON text (strings and structure only
- * shrink; the worst number, `1e15`, prints as 16 digits): below this the size check cannot
- * fail, so the hot path skips the canonical form.
- */
+// JCS never makes a message more than 4× longer than its JSON text (the worst number, `1e15`,
+// prints as 16 digits): below this the size check cannot fail, so the hot path skips it.
 const CANONICAL_CHECK_ABOVE = PROFILE.maxMessageBytes / 4
 const UNPROVEN = {}
 
-/** Thrown inside `receive` to leave it with a refusal; never escapes. */
 class Refused {
   constructor(readonly refusal: ReceiveRefusal) {}
 }
 
 /**
- * Receive one message: parse → validate → addressee → Idempotency-Key → canonical size → date
- * window and TTL → verify (+ a relay's Ed25519 rule) → duplicate → per-sender limit → open a
- * sealed body (PROFILE §8) → auth level. Nothing is remembered or committed: a caller that
- * accepts the message persists it, commits `decision` and remembers its id (`createReceiver`).
- *
- * @example
- * const result = await receive({ body: bytes, idempotencyKey }, { resolver, replay, now: Date.now })
- * if (result.status === 'refused') return errorReply(result.error.code, result.error.message)
+ * Receive one message: PROFILE §6's steps, then opening (§8) and the auth level. Nothing is
+ * remembered or committed: a caller that accepts the message does that (`createReceiver`).
  */
 export async function receive(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveResult> {
   try {
@@ -81,9 +66,8 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
     }
   }
 
-  // PROFILE §1: bytes are parsed as strict I-JSON, integer fields without fraction or exponent;
-  // a value from an envelope is taken as is unless its parser marked one of those. Bytes the
-  // fast path cannot prove wait for the exact parser, imported on first need.
+  // PROFILE §1: bytes are parsed strictly; a value from an envelope is taken as is unless its
+  // parser marked a non-integer. Bytes the fast path cannot prove wait for the exact parser.
   const body = input.body
   const options = { integerMembers: INTEGER_MEMBERS }
   let value = at('parse', () => {
@@ -122,7 +106,6 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
   if (key !== null && key !== undefined && key !== valid.message_id) {
     refuse('idempotency', invalidFormat('must equal the message_id', 'Idempotency-Key'))
   }
-  // PROFILE §6: `JCS(message without trace)` is at most 1 MiB.
   if (!(body instanceof Uint8Array && body.byteLength <= CANONICAL_CHECK_ABOVE)) {
     at('size', () => {
       const { trace: _trace, ...signed } = valid
@@ -141,7 +124,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
       now: ctx.now(),
       validated: true,
       crypto: ctx.crypto ?? 'pool',
-      ...(ctx.transitionMs !== undefined ? { transitionMs: ctx.transitionMs } : {}),
+      transitionMs: ctx.transitionMs,
     }),
   )
   verified = true
@@ -180,22 +163,20 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
     source: verdict.source,
   }
   if (protocolError) {
-    // Well formed and verified, but a version or phase we do not speak: no level applies, it is
-    // answered with an error phase message (PROFILE §7) and never processed, so never opened.
+    // A version or phase we do not speak: answered with an error phase message (PROFILE §7),
+    // never processed, so never opened and no level applies.
     ok.protocolError = protocolError
     return ok
   }
-  // PROFILE §8: opened after verifying (signatures cover the sealed parts), after the duplicate
-  // and per-sender steps (a replay is not opened again, and opening is bounded by the limit),
-  // and before the level step (a part that does not open is refused before levels are weighed).
-  // The sealed-box code is imported only for a sealed body.
+  // PROFILE §8: opened after verifying, after the duplicate and per-sender steps (a replay is not
+  // opened again), before the level step. The sealed-box code is imported only when needed.
   if (isSealedBody(valid.body)) {
     const opened = await atAsync('open', async () => {
       if (!ctx.opener) {
         if (!addressee) return undefined // a relay keeps it as signed
         throw invalidFormat('this receiver cannot open sealed bodies', 'body.parts')
       }
-      return (await import('../sealed-box/receive.js')).openForReceiver(valid, ctx.opener)
+      return (await import('../sealed-box/body.js')).openForReceiver(valid, ctx.opener)
     })
     if (opened) {
       ok.message = opened

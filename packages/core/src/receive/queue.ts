@@ -1,12 +1,9 @@
-/**
- * The bounded queue between `accepted` (an inbox's 202) and the application (PROFILE §6 "202 →
- * process"). A slot is reserved before a message is accepted, so a receiver never answers 202
- * for a message it has no room for, and at most `capacity` messages are held.
- */
+// The bounded queue between `accepted` and the application (PROFILE §6): a slot is reserved before
+// a message is accepted, so a receiver never answers 202 for one it has no room for.
+import { positiveInt } from '../errors.js'
+
 interface WorkQueueOptions<T> {
-  /** Most messages reserved, queued or running at once. */
   capacity: number
-  /** Most `run` calls in flight. */
   concurrency: number
   run: (item: T) => Promise<void>
   onError: (error: unknown) => void
@@ -24,13 +21,10 @@ export class WorkQueue<T> {
 
   constructor(options: WorkQueueOptions<T>) {
     if (!(options.capacity >= 1)) throw new RangeError('maxQueue must be ≥ 1')
-    if (!(Number.isInteger(options.concurrency) && options.concurrency >= 1)) {
-      throw new RangeError('concurrency must be an integer ≥ 1')
-    }
+    positiveInt(options.concurrency, 'concurrency')
     this.#o = options
   }
 
-  /** Items queued or running. */
   get pending(): number {
     return this.#items.length - this.#head + this.#running
   }
@@ -42,7 +36,6 @@ export class WorkQueue<T> {
     return true
   }
 
-  /** Give back a slot that was not used. */
   release(): void {
     this.#reserved--
     this.#checkIdle()
@@ -55,7 +48,6 @@ export class WorkQueue<T> {
     this.#schedule()
   }
 
-  /** Start no more items; those running finish. */
   stop(): void {
     this.#stopped = true
   }
@@ -70,8 +62,7 @@ export class WorkQueue<T> {
     if (this.#scheduled || this.#stopped) return
     this.#scheduled = true
     // A macrotask: the 202 is written before the application's synchronous work starts. Node
-    // rounds `setTimeout(0)` up to 1 ms, most of a relay subscriber's publish→push p50 in the
-    // bench, hence `setImmediate` where there is one.
+    // rounds `setTimeout(0)` up to 1 ms (most of a relay push p50), hence `setImmediate`.
     nextMacrotask(() => {
       this.#scheduled = false
       this.#pump()

@@ -19,24 +19,7 @@ import type {
 /** Verification failures that also earn a URL agent an error phase message (PROFILE §7). */
 const UNVERIFIED_REPLY = new Set<ErrorCode>(['invalid_signature', 'unknown_sender', 'key_revoked'])
 
-/**
- * The stateful receive side of one agent: runs `receive` for every transport's deliveries,
- * persists what it accepts before the transport is told `accepted`, and feeds the application
- * from a bounded queue (PROFILE §6: persist → 202 → process), answering refusals with error
- * phase messages where PROFILE §7 asks. The outcome tells the transport what to answer:
- * `accepted` / `duplicate` → 202 or acknowledge, `refused` → the error, delivered again later
- * when `retry` is true.
- *
- * @example
- * const receiver = createReceiver({
- *   agentId: 'https://bob.example',
- *   resolver: createKeyResolver({ fetchIdentity, keyStore }),
- *   storage,
- *   onMessage: async (message, { level, knownContact, transport }) => { … },
- * })
- * await receiver.ready
- * const outcome = await receiver.receive({ body: bytes, transport: 'https' })
- */
+/** The receive side of one agent: persist → 202 → process (PROFILE §6), error replies (§7). */
 export function createReceiver(options: ReceiverOptions): Receiver {
   return new AgentReceiver(options)
 }
@@ -77,9 +60,9 @@ class AgentReceiver implements Receiver {
       levels: this.authLevels,
       now,
       addressee: { agent: o.agentId, topics: new Set(o.topics ?? []) },
-      ...(o.transitionMs !== undefined ? { transitionMs: o.transitionMs } : {}),
-      ...(o.crypto !== undefined ? { crypto: o.crypto } : {}),
-      ...(o.opener ? { opener: o.opener } : {}),
+      transitionMs: o.transitionMs,
+      crypto: o.crypto,
+      opener: o.opener,
     }
     this.#retryAfter = o.queueRetryAfter ?? 5
     this.#queue = new WorkQueue<Job>({
@@ -107,7 +90,6 @@ class AgentReceiver implements Receiver {
     return this.#queue.drain()
   }
 
-  // An arrow: a transport is handed `receiver.receive` alone.
   readonly receive = async (delivery: InboundDelivery): Promise<DeliveryOutcome> => {
     if (this.#closed) return this.#shuttingDown()
     // Restored messages are remembered first, so a retry of one of them is a duplicate.
@@ -123,8 +105,7 @@ class AgentReceiver implements Receiver {
   async close(options: { drain?: boolean } = {}): Promise<void> {
     this.#closed = true
     if (options.drain === false) this.#stopped = true
-    // Stopped: nothing more runs, so there is no drain to wait for; what is left stays in
-    // storage for the next receiver.
+    // Stopped: what is left stays in storage for the next receiver.
     if (this.#stopped) {
       this.#queue.stop()
       return
@@ -196,8 +177,7 @@ class AgentReceiver implements Receiver {
       : { status: 'duplicate', messageId: message.message_id }
   }
 
-  // The error-reply code is imported on the first reply: most receivers never send one, and a
-  // browser agent should not download it up front. Replies keep their order.
+  // Imported on the first reply: most receivers never send one. Replies keep their order.
   #reply(original: Message, code: ErrorPhaseCode, text: string, verified: boolean): void {
     const sender = this.#o.errorReplies
     if (!sender) return
@@ -215,14 +195,12 @@ class AgentReceiver implements Receiver {
     replies.then(
       (r) => r.send(original, code, text, verified),
       (error: unknown) => {
-        // A chunk that did not download: reported, and the next reply tries again.
         if (this.#replies === replies) this.#replies = undefined
         this.#onError(error)
       },
     )
   }
 
-  // PROFILE §7: signature, key and level failures also get an error phase message.
   #answerRefusal(r: ReceiveRefusal): void {
     const message: Message | undefined = r.message
     if (message === undefined) return
@@ -250,14 +228,12 @@ class AgentReceiver implements Receiver {
     }
   }
 
-  // Queue again what an earlier run accepted and did not finish processing.
   async #restore(): Promise<void> {
     if (!this.#pending) return
     for (const job of await this.#pending.load(this.#onError)) {
-      // Accepted but perhaps not yet remembered when the process stopped: a sender retrying
-      // after a lost 202 must find a duplicate, not a second delivery.
+      // Perhaps not yet remembered when the process stopped: a retry must be a duplicate.
       await this.replayGuard.remember(job.message.from.agent, job.message.message_id)
-      // Already accepted: queued even beyond maxQueue, since refusing is no longer possible.
+      // Already accepted: queued even beyond maxQueue.
       this.#queue.push(job, false)
     }
   }
@@ -271,7 +247,6 @@ class AgentReceiver implements Receiver {
   }
 }
 
-/** A refusal as a transport sees it: `retry` for refusals that are for now (PROFILE §6). */
 function refused(error: AgentMsgError): DeliveryOutcome {
   return { status: 'refused', error, retry: error.shouldRetry() }
 }

@@ -21,18 +21,11 @@ export interface ReceiveContext {
   now: () => number
   /** @default PROFILE.keyTransitionMs */
   transitionMs?: number
-  /**
-   * Where Ed25519 verification runs. Deliveries arrive one macrotask at a time, and the thread
-   * pool verifies them in parallel while the event loop reads the next (bench/inbox.mjs: 0.98×
-   * of its baseline pooled, 0.94× `auto`, 0.63× inline). @default 'pool'
-   */
+  /** Where Ed25519 verification runs: the pool verifies deliveries in parallel. @default 'pool' */
   crypto?: CryptoMode
   /** Who may be addressed (else `invalid_format`). Absent: anyone (a relay). */
   addressee?: { agent: string; topics?: ReadonlySet<string> }
-  /**
-   * The caller's own format rules, run with validation, so a message breaking them is refused
-   * `invalid_format` before its signature is looked at (a relay's empty `trace.received`).
-   */
+  /** The caller's own format rules, run with validation (before the signature is looked at). */
   checkMessage?: (message: Message) => void
   /** A relay's rule: an Ed25519 signature of `from.agent` must verify (PROFILE §9). */
   requireEd25519?: boolean
@@ -40,20 +33,14 @@ export interface ReceiveContext {
   isDuplicate?: (message: Message) => Promise<boolean>
   /** The per-sender limit, charged for verified new messages: seconds to wait, 0 to go on. */
   perSender?: (from: string) => number
-  /**
-   * Opens sealed bodies for this agent (PROFILE §8). Absent: an agent (with an `addressee`)
-   * refuses them `invalid_format`, a relay passes them on as signed.
-   */
+  /** Opens sealed bodies (PROFILE §8). Absent: an agent refuses them, a relay passes them on. */
   opener?: ReceiveOpener
 }
 
 /** This agent's id and the seeds of its own keys, to open sealed parts (PROFILE §8). */
 export interface ReceiveOpener {
   agent: string
-  /**
-   * The seed of the key a part was sealed to (its full key id), or undefined. A function, so a
-   * retired key still opens what was sealed to it while its seed is kept.
-   */
+  /** The seed of the key a part was sealed to (a retired key's too, while kept), or undefined. */
   ed25519Seed: (keyId: string) => Uint8Array | undefined
 }
 
@@ -81,10 +68,7 @@ export interface ReceivedOk {
   protocolError?: ProtocolError
 }
 
-/**
- * A refusal and the step that refused. `message` is there when it came after validation (an
- * error phase message can answer it), `verified` when the signature was checked.
- */
+/** A refusal and its step; `message` once validated, `verified` once the signature was checked. */
 export interface ReceiveRefusal {
   status: 'refused'
   error: AgentMsgError
@@ -145,11 +129,7 @@ export interface ReceiverOptions {
   agentId: string
   topics?: readonly string[]
   resolver: KeyResolver
-  /**
-   * Accepted messages are stored here before the transport is told `accepted` and removed once
-   * `onMessage` settled; the next receiver on it processes what is left (PROFILE §6). Also
-   * makes the default replay guard and level tracker persistent. @default memory only
-   */
+  /** Keeps accepted messages until handled (PROFILE §6), and replay and levels. @default memory */
   storage?: Storage
   replayGuard?: ReplayGuard
   authLevels?: AuthLevelTracker
@@ -183,10 +163,7 @@ export interface Receiver {
   readonly authLevels: AuthLevelTracker
   /** Accepted messages not yet processed. */
   readonly pending: number
-  /**
-   * Resolves once no accepted message waits for or is in `onMessage`: e.g. a Worker's
-   * `ctx.waitUntil(receiver.idle())`, whose request ends with its answer.
-   */
+  /** Resolves once no accepted message waits for or is in `onMessage`. */
   idle(): Promise<void>
   /** Settles once messages persisted by an earlier run were queued again. */
   readonly ready: Promise<void>

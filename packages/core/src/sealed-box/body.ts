@@ -1,23 +1,17 @@
-/**
- * Sealing a message body per recipient and opening it (PROFILE §8). The sealed plaintext binds
- * the body to the signed outer fields (`from`, `to`, `message_id`, `conversation_id`) and to its
- * recipient, so a part lifted into another sender's message, conversation or recipient is
- * refused after opening.
- */
-
+// Sealed bodies (PROFILE §8): the plaintext binds the body to the signed `from`, `to`,
+// `message_id`, `conversation_id` and the recipient, so a lifted part is refused.
 import { x25519 } from '@noble/curves/ed25519.js'
 import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { utf8Decode } from '../bytes.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
 import { canonicalize, canonicalizeToBytes } from '../jcs.js'
+import type { ReceiveOpener } from '../receive/types.js'
 import { parseStrictJson } from '../strict-json.js'
-import type { BodyPart, JsonValue, Message } from '../types.js'
+import { type BodyPart, isObject, type JsonValue, type Message } from '../types.js'
 import { ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey } from '../x25519.js'
 import { cryptoBoxSeal, cryptoBoxSealOpen } from './primitives.js'
 
-export { isSealedBody } from './detect.js'
-
-/** The message fields sealing binds to (PROFILE §8); signatures are made after sealing. */
+/** The message fields sealing binds to; signatures are made after sealing. */
 export type SealableMessage = Pick<
   Message,
   'from' | 'to' | 'message_id' | 'conversation_id' | 'body'
@@ -26,9 +20,8 @@ export type SealableMessage = Pick<
 /** One recipient of a sealed body: its agent id and active Ed25519 key (PROFILE §8). */
 export interface SealRecipient {
   agent: string
-  /** The recipient's full Ed25519 key id, `<agent_id>#<fragment>`. */
+  /** Its full key id. */
   keyId: string
-  /** The recipient's active Ed25519 public key (32 bytes). */
   publicKey: Uint8Array
 }
 
@@ -51,12 +44,7 @@ function plaintextFor(message: SealableMessage, recipient: string): Uint8Array {
   return canonicalizeToBytes({ from, to, recipient, message_id, conversation_id, body })
 }
 
-/**
- * Seal `message.body` for each recipient (PROFILE §8): per recipient, `crypto_box_seal` of
- * `JCS({from, to, recipient, message_id, conversation_id, body})` to the X25519 form of its
- * Ed25519 key. Put the returned `body` (and `encryption` as `security.encryption`) into the
- * message, then sign — signing must come after sealing, so signatures cover the sealed parts.
- */
+/** Seal `message.body` for each recipient (PROFILE §8); sign the message after. */
 export function sealBody(
   message: SealableMessage,
   recipients: readonly SealRecipient[],
@@ -81,10 +69,6 @@ export function sealBody(
   }
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
 function checkPart(part: unknown, i: number): SealedPart {
   const field = `body.parts[${i}]`
   if (!isObject(part) || part.type !== 'sealed') {
@@ -98,12 +82,7 @@ function checkPart(part: unknown, i: number): SealedPart {
 
 const sameJson = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b)
 
-/**
- * Open the part of a sealed body addressed to `me.agent` (PROFILE §8), after the message's
- * signatures were verified. Parts for other recipients are skipped. The opened plaintext must
- * repeat the message's `from`, `to`, `message_id` and `conversation_id` and name `me.agent` as
- * `recipient`, so a part lifted from another message, conversation or recipient is refused.
- */
+/** Open the part addressed to `me.agent` (PROFILE §8), after the signatures were verified. */
 export function openSealedBody(
   message: SealableMessage,
   me: SealedBoxOpener,
@@ -151,4 +130,17 @@ export function openSealedBody(
     throw invalidFormat('sealed body has no parts array', field)
   }
   return body as { parts: BodyPart[]; [k: string]: JsonValue }
+}
+
+/** `message` with its body opened for `opener.agent`, with the seed of the key its part names. */
+export function openForReceiver(message: Message, opener: ReceiveOpener): Message {
+  const parts: unknown[] = message.body.parts
+  const mine = parts.find(
+    (p) => (p as { recipient?: unknown } | null)?.recipient === opener.agent,
+  ) as { key_id?: unknown } | undefined
+  if (!mine) throw invalidFormat(`no sealed part for ${opener.agent}`, 'body.parts')
+  const keyId = typeof mine.key_id === 'string' ? mine.key_id : ''
+  const seed = opener.ed25519Seed(keyId)
+  if (!seed) throw invalidFormat(`${keyId} is not a key of ${opener.agent}`, 'body.parts')
+  return { ...message, body: openSealedBody(message, { agent: opener.agent, ed25519Seed: seed }) }
 }

@@ -1,6 +1,5 @@
 /**
- * `@agentmsg/core/sealed-box` — sealed bodies (PROFILE §8) from noble primitives: seal a body
- * for its recipients, open and check a sealed part; libsodium's `crypto_box_seal` under them. Loaded only when something is sealed or opened.
+ * `@agentmsg/core/sealed-box` — sealed bodies (PROFILE §8) on libsodium's `crypto_box_seal`.
  *
  * @packageDocumentation
  */

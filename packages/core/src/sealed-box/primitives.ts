@@ -1,9 +1,4 @@
-/**
- * libsodium-compatible sealed boxes (PROFILE §8) from audited primitives only: X25519 and the
- * Ed25519 → X25519 map from `@noble/curves`, HSalsa20 and XSalsa20-Poly1305 from
- * `@noble/ciphers`, BLAKE2b from `@noble/hashes`. This file only composes them the way libsodium
- * does; it implements no cryptographic primitive itself.
- */
+// libsodium-compatible sealed boxes (PROFILE §8), composed from audited noble primitives.
 import { hsalsa, xsalsa20poly1305 } from '@noble/ciphers/salsa.js'
 import { x25519 } from '@noble/curves/ed25519.js'
 import { blake2b } from '@noble/hashes/blake2.js'
@@ -19,10 +14,6 @@ function words(bytes: Uint8Array): Uint32Array {
   const copy = bytes.slice()
   return new Uint32Array(copy.buffer, 0, copy.length / 4)
 }
-
-// The Ed25519 → X25519 conversions (libsodium's, refusing what it refuses) are the ones the
-// did:key documents use: one implementation, in ../x25519.ts.
-export { ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey } from '../x25519.js'
 
 /** libsodium `crypto_box_beforenm`: HSalsa20(X25519(sk, pk), 0¹⁶); refuses an all-zero secret. */
 function boxKey(secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array {
@@ -53,12 +44,7 @@ function checkX25519Key(key: Uint8Array, what: string): void {
   }
 }
 
-/**
- * libsodium `crypto_box_seal` (PROFILE §8): a fresh ephemeral X25519 key, nonce =
- * BLAKE2b-192(epk ‖ pk), then `crypto_box` (XSalsa20-Poly1305 under HSalsa20 of the shared
- * secret). Output `epk (32) ‖ tag (16) ‖ ciphertext`, opened by libsodium's
- * `crypto_box_seal_open` and by {@link cryptoBoxSealOpen}.
- */
+/** libsodium `crypto_box_seal` (PROFILE §8): `epk (32) ‖ tag (16) ‖ ciphertext`. */
 export function cryptoBoxSeal(plaintext: Uint8Array, recipientPublicKey: Uint8Array): Uint8Array {
   checkX25519Key(recipientPublicKey, 'recipient X25519 public key')
   const { secretKey: esk, publicKey: epk } = x25519.keygen()

@@ -1,16 +1,6 @@
-/**
- * The checked deep copy every Storage adapter stores. Its own file, apart from the in-memory
- * Storage: IndexedDB and fs adapters use it without loading that.
- */
 import type { JsonValue } from '../types.js'
 
-/**
- * A deep copy of `value` that is guaranteed to be JSON (every Storage adapter validates its
- * values with it): plain objects (own enumerable string
- * keys), arrays without holes, strings, finite numbers, booleans and null. Anything else throws
- * a `TypeError` naming the path, because storing it would silently change it (JSON drops
- * `undefined`, turns `NaN` into `null` and a `Date` into a string).
- */
+/** A deep copy that is JSON, else a `TypeError` (JSON would silently change `undefined`, `NaN`). */
 export function cloneJsonValue(
   value: unknown,
   path = '$',
@@ -40,8 +30,7 @@ export function cloneJsonValue(
     const out: { [key: string]: JsonValue } = {}
     for (const key of Object.keys(value)) {
       const copy = cloneJsonValue((value as Record<string, unknown>)[key], `${path}.${key}`, seen)
-      // defineProperty, because `out['__proto__'] = …` would set the prototype instead of
-      // storing the member that JSON.parse would have created.
+      // `out['__proto__'] = …` would set the prototype instead of storing the member.
       Object.defineProperty(out, key, {
         value: copy,
         enumerable: true,

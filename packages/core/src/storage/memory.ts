@@ -5,19 +5,10 @@ import { cloneJsonValue } from './clone.js'
 
 export { cloneJsonValue } from './clone.js'
 
-/**
- * A {@link Storage} that lives in this process's memory and is gone when it exits. Use it in
- * tests, for short-lived agents, or as the fallback where no persistent storage exists.
- *
- * @example
- * const storage = memoryStorage()
- * await storage.put('contacts/bob', { pinned: true })
- * await storage.list('contacts/') // [['contacts/bob', { pinned: true }]]
- */
+/** A {@link Storage} in this process's memory: for tests, short-lived agents, or a fallback. */
 export function memoryStorage(): Storage {
   const entries = new Map<string, JsonValue>()
-  // Ascending keys as of the last `list`; may still hold keys deleted since (skipped and dropped
-  // on the next rebuild) and lacks the keys in `added`.
+  // Ascending keys as of the last `list` (deleted ones dropped on the next rebuild) + `added`.
   let sorted: string[] = []
   let added: string[] = []
   let stale = false
@@ -39,7 +30,6 @@ export function memoryStorage(): Storage {
         next = b
         j++
       }
-      // A key deleted and put again is in both arrays; the merge puts the copies side by side.
       if (entries.has(next) && merged[merged.length - 1] !== next) merged.push(next)
     }
     sorted = merged
@@ -82,8 +72,7 @@ export function memoryStorage(): Storage {
     async batch(ops: StorageOp[], options?: AbortOptions) {
       checkAbort(options)
       if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
-      // Validate and copy every op before touching anything, so a bad op late in the batch
-      // leaves the store exactly as it was (the atomicity the contract promises).
+      // Validate and copy every op first: a bad op late in the batch leaves the store as it was.
       const ready = ops.map((op, i): StorageOp => {
         if (op === null || typeof op !== 'object') {
           throw new TypeError(`storage batch: op ${i} is not an object`)
@@ -125,7 +114,6 @@ export function memoryStorage(): Storage {
   }
 }
 
-/** Index of the first element of `keys` that is `>= target`. */
 function lowerBound(keys: string[], target: string): number {
   let lo = 0
   let hi = keys.length
@@ -138,7 +126,6 @@ function lowerBound(keys: string[], target: string): number {
 }
 
 function checkAbort(options: AbortOptions | undefined): void {
-  // Throws `signal.reason`, as the AbortOptions contract says.
   options?.signal?.throwIfAborted()
 }
 

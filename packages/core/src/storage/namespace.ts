@@ -1,16 +1,6 @@
 import type { Storage, StorageOp } from '../interfaces/storage.js'
 
-/**
- * A view of `storage` in which every key lives under `prefix`, so several components (or agents)
- * can share one store without seeing each other's keys. Keys are prefixed on the way in and the
- * prefix is stripped on the way out; `list`'s `prefix` and `after` are translated the same way,
- * so paging works unchanged.
- *
- * @example
- * const base = memoryStorage()
- * const replay = namespacedStorage(base, 'agents/alice/')
- * await replay.put('x', 1) // stored in base as 'agents/alice/x'
- */
+/** A view of `storage` with every key under `prefix`, so components can share one store. */
 export function namespacedStorage(storage: Storage, prefix: string): Storage {
   if (typeof prefix !== 'string' || !prefix.endsWith('/')) {
     throw new TypeError(
@@ -24,13 +14,12 @@ export function namespacedStorage(storage: Storage, prefix: string): Storage {
   }
   return {
     name: storage.name,
-    // async everywhere so a bad key rejects the promise instead of throwing synchronously.
+    // async, so a bad key rejects rather than throws.
     get: async (key, options) => storage.get(inner(key), options),
     put: async (key, value, options) => storage.put(inner(key), value, options),
     delete: async (key, options) => storage.delete(inner(key), options),
     batch: async (ops, options) => {
       if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
-      // Spread keeps each op's value untouched; the underlying storage validates and copies it.
       const mapped = ops.map((op): StorageOp => ({ ...op, key: inner(op.key) }))
       return storage.batch(mapped, options)
     },

@@ -1,15 +1,12 @@
-/**
- * The fast path of the strict JSON parser (PROFILE §1): native `JSON.parse` does syntax and
- * value construction, then this proves on the result what `JSON.parse` hides. It only ever
- * accepts; anything it cannot prove goes to the exact parser (./parser.ts).
- */
+// The strict parser's fast path (PROFILE §1): native `JSON.parse`, then proof of what it hides.
+// It only ever accepts; the exact parser decides the rest.
 import { isWellFormedString } from '../jcs.js'
 import type { JsonObject } from '../types.js'
-import { type IntegerMembers, isIJsonSafeNumber, mayBreakIntegerMembers } from './integers.js'
+import { isIJsonSafeNumber, mayBreakIntegerMembers } from './integers.js'
+import type { PreparedStrictJson } from './prepare.js'
 
-/** A `\u` escape of a surrogate half; rare except in ASCII-only writers (Python's default). */
+// A `\u` escape of a surrogate half (ASCII-only writers); an escaped colon spoils the count.
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
-/** An escaped colon, which would spoil the colon count below. */
 const COLON_ESCAPE = /\\u003[aA]/
 
 interface Tally {
@@ -29,16 +26,9 @@ function countColons(s: string): number {
   return n
 }
 
-/**
- * Native `JSON.parse`, then proof of what it cannot see. Returns `undefined` unless the text is
- * certainly acceptable; the exact parser then decides.
- */
-export function fastParse(
-  text: string,
-  maxDepth: number,
-  fromBytes: boolean,
-  integers?: IntegerMembers,
-): JsonObject | undefined {
+/** The object, or `undefined` unless the text is certainly acceptable. */
+export function fastParse(p: PreparedStrictJson): JsonObject | undefined {
+  const { text, maxDepth, fromBytes, integers } = p
   if (integers !== undefined && mayBreakIntegerMembers(text, integers)) return undefined
   let value: unknown
   try {
@@ -47,16 +37,14 @@ export function fastParse(
     return undefined
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
-  // The walk uses for-in, by far the fastest way over JSON.parse's objects; an enumerable
-  // property planted on Object.prototype would show up in it, so then the exact parser decides.
+  // for-in is by far the fastest walk, but would see an enumerable Object.prototype property.
   for (const _ in EMPTY) return undefined
-  // Raw lone surrogates (only a string input can have them; decoded bytes cannot).
+  // Raw lone surrogates: only a string input can have them.
   if (!fromBytes && !isWellFormedString(text)) return undefined
   let checkStrings = false
   if (text.indexOf('\\u') !== -1) {
     if (COLON_ESCAPE.test(text)) return undefined
-    // With the text well-formed, a lone surrogate can now only come from an escape, and shows
-    // in the decoded strings; escaped pairs (ASCII-only writers' emoji) are fine.
+    // A lone surrogate can now only come from an escape: the decoded strings are checked.
     checkStrings = SURROGATE_ESCAPE.test(text)
   }
   const tally: Tally = { maxDepth, checkStrings, members: 0, colons: 0 }

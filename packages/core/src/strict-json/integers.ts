@@ -1,30 +1,18 @@
-/**
- * PROFILE §1's integer fields, written without fraction or exponent. Once parsed, `1.0`, `1e0`
- * and `1` are the same double, and JCS prints all three as `1`, so a message signed over
- * `"sequence":1` still verifies when sent as `"sequence":1.0` — yet a parser with an integer
- * type (Python, Go's json.Number) reads a float there. Only the parser sees the literal, so
- * it reports it: the members named by the caller are checked where they are parsed.
- */
+// PROFILE §1's integer fields, without fraction or exponent: JCS prints `1.0` as `1`, yet a typed
+// parser (Python, Go) reads a float. Only a parser sees the literal, so it checks them.
 import type { JsonObject } from '../types.js'
 
-/**
- * PROFILE §1's number rule, for both parser paths: finite, and not an integer beyond ±(2^53−1).
- * Every double of magnitude 2^53 or more is an integer, so it is a magnitude test.
- */
+/** PROFILE §1's number rule: not an integer beyond ±(2^53−1) (every such double is one). */
 export function isIJsonSafeNumber(n: number): boolean {
   return Math.abs(n) <= Number.MAX_SAFE_INTEGER
 }
 
-/** A member name a pattern may end with: every integer field of PROFILE §1 is one. */
 const NAME = /^[A-Za-z0-9_]+$/
 
-/**
- * The compiled form of the `integerMembers` option: paths from the top level, `*` matching
- * any member or index.
- */
+/** The compiled `integerMembers` option: paths from the top, `*` matching any member or index. */
 export interface IntegerMembers {
   readonly paths: readonly (readonly string[])[]
-  /** A `"name"`: followed by a literal with a fraction or exponent, for one of the names. */
+  /** A named member followed by a literal with a fraction or exponent. */
   readonly suspect: RegExp
 }
 
@@ -53,22 +41,15 @@ export function compileIntegerMembers(patterns: readonly string[]): IntegerMembe
   return c
 }
 
-/**
- * An escape of a character that can appear in a name (`\u0073` for `s`): such a name hides
- * from `suspect`, so the fast path leaves the text to the exact parser. Writers escape only
- * non-ASCII and control characters (and, Go's, `<>&`), none of them matched here.
- */
+// An escape of a name character (`\u0073`) hides a name from `suspect`: then the exact parser
+// decides. Writers escape only non-ASCII and control characters (Go: `<>&`), none matched here.
 const ESCAPED_NAME_CHAR = /\\u00(?:3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])/
 
-/**
- * Whether the text may hold a named member written with a fraction or exponent. A false
- * alarm (the name inside a string, or deeper than the pattern) only costs the exact parser.
- */
+/** Whether a named member may be written with a fraction or exponent (false alarms cost little). */
 export function mayBreakIntegerMembers(text: string, integers: IntegerMembers): boolean {
   return integers.suspect.test(text) || (text.indexOf('\\u') !== -1 && ESCAPED_NAME_CHAR.test(text))
 }
 
-/** Whether the literal `text.slice(start, end)` (a valid JSON number) has no fraction or exponent. */
 export function isPlainInteger(text: string, start: number, end: number): boolean {
   for (let i = start; i < end; i++) {
     const c = text.charCodeAt(i)
@@ -77,7 +58,6 @@ export function isPlainInteger(text: string, start: number, end: number): boolea
   return true
 }
 
-/** Whether the member path (names and indexes from the top) is one of the patterns. */
 export function matchesIntegerMember(
   integers: IntegerMembers,
   path: readonly (string | number)[],
@@ -95,23 +75,18 @@ export function matchesIntegerMember(
 
 /** A named member written with a fraction or exponent, found in `'mark'` mode. */
 export interface NonIntegerLiteral {
-  /** The member's name in the object that holds it. */
   readonly member: string
-  /** The literal as written, e.g. `1.0`. */
+  /** As written, e.g. `1.0`. */
   readonly literal: string
 }
 
 const marks = new WeakMap<object, NonIntegerLiteral>()
 
-/** Record, on the object being built, the first of its members written as a non-integer. */
 export function markNonInteger(holder: JsonObject, member: string, literal: string): void {
   if (!marks.has(holder)) marks.set(holder, { member, literal })
 }
 
-/**
- * The member of `value` (an object returned by `parseStrictJson` in `'mark'` mode, or nested in
- * one) that a pattern named and that was written with a fraction or exponent, if any.
- */
+/** The named member of `value` (parsed in `'mark'` mode) written as a non-integer, if any. */
 export function nonIntegerLiteral(value: unknown): NonIntegerLiteral | undefined {
   return typeof value === 'object' && value !== null ? marks.get(value) : undefined
 }

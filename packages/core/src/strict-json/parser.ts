@@ -1,9 +1,5 @@
-/**
- * The exact strict JSON parser (PROFILE §1): recursive descent over exactly the RFC 8259
- * grammar, refusing duplicate member names, a non-object top level and nesting beyond the
- * limit. It decides whatever the fast path (./fast-path.ts) could not prove, and says what is
- * wrong and where.
- */
+// The exact strict JSON parser (PROFILE §1): recursive descent over the RFC 8259 grammar, refusing
+// duplicate names, a non-object top level and deep nesting, and saying where.
 import type { JsonObject, JsonValue } from '../types.js'
 import {
   type IntegerMembers,
@@ -14,15 +10,12 @@ import {
 import type { PreparedStrictJson } from './prepare.js'
 import { describeChar, Scanner } from './scanner.js'
 
-/** What the exact parser checks beyond the grammar, from `StrictJsonOptions`. */
 export interface ParserRules {
   maxDepth: number
   integers?: IntegerMembers | undefined
-  /** `'throw'` refuses the document; `'mark'` records the member on the object holding it. */
   onNonInteger: 'throw' | 'mark'
 }
 
-/** A recursive-descent parser for exactly the RFC 8259 grammar plus the PROFILE §1 rules. */
 export class Parser extends Scanner {
   private readonly maxDepth: number
 
@@ -139,12 +132,10 @@ export class Parser extends Scanner {
     }
   }
 
-  /** PROFILE §1: a member the caller named as an integer field has no fraction or exponent. */
   private checkInteger(holder: JsonObject, key: string, start: number): void {
     const integers = this.rules.integers
     if (integers === undefined || isPlainInteger(this.text, start, this.pos)) return
     if (!matchesIntegerMember(integers, this.path)) return
-    // Shortened like the other number messages: a literal can be a megabyte of zeros.
     let literal = this.text.slice(start, this.pos)
     if (literal.length > 40) literal = literal.slice(0, 37) + '...'
     if (this.rules.onNonInteger === 'mark') markNonInteger(holder, key, literal)

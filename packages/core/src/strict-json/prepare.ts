@@ -1,17 +1,10 @@
-/**
- * What both paths of the strict JSON parser start from (PROFILE §1): the options checked and
- * compiled, and the text (bytes decoded as strict UTF-8). Apart from the exact parser, so the
- * fast path runs without loading it (./strict-json-async.ts: a browser agent's bundle).
- */
-import { invalidFormat } from '../errors.js'
+/** What both paths of the strict JSON parser start from (PROFILE §1): options and text. */
+import { invalidFormat, positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
 import { compileIntegerMembers, type IntegerMembers } from './integers.js'
 import { decodeUtf8 } from './utf8.js'
 
-/**
- * PROFILE §1's integer fields, members of a message or an identity document: written without
- * fraction or exponent. The `integerMembers` to pass when parsing either at its top level.
- */
+/** PROFILE §1's integer fields of a message or an identity document, for `integerMembers`. */
 export const INTEGER_MEMBERS: readonly string[] = Object.freeze([
   'sequence',
   'ttl_seconds',
@@ -21,32 +14,20 @@ export const INTEGER_MEMBERS: readonly string[] = Object.freeze([
 
 /** Options for {@link parseStrictJson}. */
 export interface StrictJsonOptions {
-  /**
-   * Deepest nesting accepted; objects and arrays count and the top-level object is depth 1.
-   * @default PROFILE.maxJsonDepth
-   */
+  /** Deepest nesting accepted, the top-level object at depth 1. @default PROFILE.maxJsonDepth */
   maxDepth?: number
   /**
-   * Members whose number literal must be a plain integer, `-?[0-9]+`: a fraction or exponent
-   * (`1.0`, `1e0`, `10e-1`) is refused though its value is an integer (PROFILE §1). Each entry
-   * is a path of member names from the top level joined by `.`, where `*` matches any member
-   * or array index: {@link INTEGER_MEMBERS} for a message or document itself,
-   * `message.sequence` for one inside a WebSocket frame, `messages.*.sequence` in a page.
-   * Names are `[A-Za-z0-9_]+`. A number in any other place may be written either way.
+   * Members whose literal must be a plain integer `-?[0-9]+` (PROFILE §1): `.`-joined paths from
+   * the top, `*` matching any member or index (`messages.*.sequence`).
    */
   integerMembers?: readonly string[]
   /**
-   * What a member of `integerMembers` written with a fraction or exponent does. `'throw'`
-   * (default) refuses the whole text as `invalid_format`, the member path in `field`.
-   * `'mark'` accepts the text and records the member on the object that holds it, for
-   * {@link nonIntegerLiteral}: a relay envelope carries many messages, and one bad message
-   * must be refused alone (the receive pipeline's parse step does), not the whole page.
-   * @default 'throw'
+   * `'throw'` refuses the text; `'mark'` records the member for {@link nonIntegerLiteral}, so
+   * one bad message in a relay page is refused alone. @default 'throw'
    */
   onNonInteger?: 'throw' | 'mark'
 }
 
-/** The checked options and the text of one parse. */
 export interface PreparedStrictJson {
   text: string
   fromBytes: boolean
@@ -55,15 +36,11 @@ export interface PreparedStrictJson {
   onNonInteger: 'throw' | 'mark'
 }
 
-/** Check the options and decode the input. */
 export function prepareStrictJson(
   input: string | Uint8Array,
   options?: StrictJsonOptions,
 ): PreparedStrictJson {
-  const maxDepth = options?.maxDepth ?? PROFILE.maxJsonDepth
-  if (!Number.isInteger(maxDepth) || maxDepth < 1) {
-    throw new RangeError(`maxDepth must be a positive integer, got ${maxDepth}`)
-  }
+  const maxDepth = positiveInt(options?.maxDepth ?? PROFILE.maxJsonDepth, 'maxDepth')
   const onNonInteger = options?.onNonInteger ?? 'throw'
   if (onNonInteger !== 'throw' && onNonInteger !== 'mark') {
     throw new RangeError(`onNonInteger must be 'throw' or 'mark', got ${String(onNonInteger)}`)
@@ -76,10 +53,16 @@ export function prepareStrictJson(
   return { text, fromBytes, maxDepth, integers, onNonInteger }
 }
 
-/**
- * Both paths recurse at most maxDepth deep; only a caller-raised maxDepth can make that outrun
- * the stack: such a RangeError is a refusal, anything else is thrown as it is.
- */
-export function tooDeep(e: unknown): unknown {
-  return e instanceof RangeError ? invalidFormat('JSON nested too deeply to parse') : e
+/** `parse` of the prepared input; a stack overflow (a caller-raised maxDepth) is a refusal. */
+export function parseWith<T>(
+  input: string | Uint8Array,
+  options: StrictJsonOptions | undefined,
+  parse: (p: PreparedStrictJson) => T,
+): T {
+  const p = prepareStrictJson(input, options)
+  try {
+    return parse(p)
+  } catch (e) {
+    throw e instanceof RangeError ? invalidFormat('JSON nested too deeply to parse') : e
+  }
 }

@@ -1,9 +1,4 @@
-/**
- * The lexical rules of the exact strict JSON parser (PROFILE §1, RFC 8259 §§6–7): strings with
- * their escapes and surrogates, numbers and their I-JSON range (RFC 7493 §2.2), literals and
- * whitespace, and error messages that name the place. The structure (objects, arrays, depth,
- * duplicate names) is in ./parser.ts, which builds on this class.
- */
+/** The exact strict JSON parser's lexical rules (RFC 8259 §§6–7, RFC 7493 §2.2) and messages. */
 import { invalidFormat } from '../errors.js'
 import { formatPath } from '../jcs.js'
 import type { JsonValue } from '../types.js'
@@ -12,7 +7,6 @@ import { utf8Offset } from './utf8.js'
 
 const NUMBER_LITERAL = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
 
-/** How a character code is named in an error message. */
 export function describeChar(c: number): string {
   if (Number.isNaN(c)) return 'end of input'
   if (c === 0x27) return `"'"`
@@ -24,10 +18,8 @@ function isHex(c: number): boolean {
   return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)
 }
 
-/** Scans tokens of the text at `pos`; a failure names the member path and the offset. */
 export class Scanner {
   protected pos = 0
-  /** Member names and indexes from the top down to the value being parsed. */
   protected readonly path: (string | number)[] = []
 
   constructor(
@@ -63,8 +55,7 @@ export class Scanner {
     if (!NUMBER_LITERAL.test(this.text)) this.fail('invalid number')
     const end = NUMBER_LITERAL.lastIndex
     const literal = this.text.slice(start, end)
-    // The grammar ends a number at the first character it cannot continue with; these cases
-    // are ones a lenient parser would read on, so they get a clearer message than "expected ','".
+    // Where a lenient parser would read on: a clearer message than "expected ','".
     const next = this.text.charCodeAt(end)
     if (next >= 0x30 && next <= 0x39) this.fail('leading zero in number', start)
     if (next === 0x2e || next === 0x65 || next === 0x45) this.fail('invalid number', start)
@@ -114,10 +105,8 @@ export class Scanner {
     return out + t.slice(chunk, i)
   }
 
-  /** The text an escape stood for, set by `parseEscape`. */
   private escaped = ''
 
-  /** Decode the escape at `i` into `this.escaped`; returns the index after it. */
   private parseEscape(i: number): number {
     const t = this.text
     const e = t.charCodeAt(i + 1)
@@ -152,8 +141,8 @@ export class Scanner {
           this.escaped = String.fromCharCode(u)
           return i + 6
         }
-        // A high surrogate escape must be followed at once by a low one: together they are one
-        // character; anything else is a lone surrogate that UTF-8 cannot carry.
+        // A high surrogate escape must be followed by a low one; anything else is a lone
+        // surrogate that UTF-8 cannot carry.
         if (u <= 0xdbff && t.charCodeAt(i + 6) === 0x5c && t.charCodeAt(i + 7) === 0x75) {
           const v = this.hex4(i + 6)
           if (v >= 0xdc00 && v <= 0xdfff) {
@@ -169,7 +158,6 @@ export class Scanner {
     }
   }
 
-  /** The value of the four hex digits of the `\u` escape at `i`. */
   private hex4(i: number): number {
     const t = this.text
     for (let k = i + 2; k < i + 6; k++) {

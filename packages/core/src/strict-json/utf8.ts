@@ -1,7 +1,4 @@
-/**
- * The bytes side of the strict JSON parser (PROFILE §1): strict UTF-8 decoding with the offset
- * of the first bad byte, and byte offsets for error messages about byte input.
- */
+/** Strict UTF-8 decoding for the strict JSON parser, with byte offsets for its messages. */
 import { invalidFormat } from '../errors.js'
 
 let decoder: TextDecoder | undefined
@@ -10,8 +7,7 @@ export function decodeUtf8(bytes: Uint8Array): string {
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
     throw invalidFormat('byte order mark not allowed (at byte 0)')
   }
-  // ignoreBOM keeps a BOM in the output instead of silently dropping it; none is left by now,
-  // but the decoder must never be the place where input bytes disappear.
+  // ignoreBOM: the decoder must never be where input bytes disappear.
   decoder ??= new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
   try {
     return decoder.decode(bytes)
@@ -20,7 +16,6 @@ export function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
-/** Offset where the first ill-formed UTF-8 (RFC 3629) sequence starts, for the message. */
 function firstInvalidUtf8(b: Uint8Array): number {
   const n = b.length
   let i = 0
@@ -53,7 +48,6 @@ function firstInvalidUtf8(b: Uint8Array): number {
   return n
 }
 
-/** UTF-8 length of `text.slice(0, end)`, to report byte offsets for byte input. */
 export function utf8Offset(text: string, end: number): number {
   let bytes = 0
   for (let i = 0; i < end; i++) {
