@@ -25,9 +25,8 @@ export const BROWSER_ENTRIES = [
     // The figure the issue asks for: signing, verifying, did:key and JCS only (aim 15 KB).
     name: 'core: sign+verify+did:key+canonicalize',
     pkg: 'packages/core',
-    contents: `export {
-  signMessage, verifyMessage, didKeyFromPublicKey, publicKeyFromDidKey, canonicalize,
-} from '@agentmsg/core'`,
+    contents: `export { signMessage, didKeyFromPublicKey, publicKeyFromDidKey, canonicalize } from '@agentmsg/core'
+export { verifyMessage } from '@agentmsg/core/receive'`,
     budget: 15 * KB,
     cap: 20 * KB,
   },
@@ -42,9 +41,9 @@ export const BROWSER_ENTRIES = [
   {
     // Relay agent auth, shared by the relay client and server (with `structured-headers`);
     // 23.4 KB from source, most of it the platform crypto provider.
-    name: '@agentmsg/core/http-signature',
+    name: '@agentmsg/core/http',
     pkg: 'packages/core',
-    file: 'packages/core/dist/http-signature.js',
+    file: 'packages/core/dist/http.js',
     budget: 25 * KB,
     cap: 32 * KB,
   },
@@ -142,8 +141,7 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
         // Inboxes and URL agents: the https transport, the identity fetcher (ky), identity
         // documents, a URL agent's own document.
         what: 'https transport and identity documents (URL agents)',
-        marker:
-          /^packages\/(?:transport-https\/dist\/|core\/dist\/identity\.js$|client\/dist\/url-identity-)/,
+        marker: /^packages\/(?:transport-https\/dist\/|client\/dist\/(?:url-identity|outbox)-)/,
         required: true,
       },
       {
@@ -154,7 +152,7 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
       {
         // Input the strict parser's fast path cannot prove (to refuse, or unusual escapes).
         what: 'exact JSON parser (input the fast path cannot prove)',
-        marker: /^packages\/core\/dist\/exact-/,
+        marker: /^packages\/core\/dist\/parser-/,
         required: true,
       },
       {
@@ -164,7 +162,7 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
       },
       {
         what: 'in-memory storage (no storage given)',
-        marker: /^packages\/core\/dist\/storage\.js$/,
+        marker: /^packages\/client\/dist\/memory-/,
         required: true,
       },
     ],

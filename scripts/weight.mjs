@@ -13,10 +13,19 @@ import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-export const LIMITS = { lines: 24_000, fileLines: 300, names: 250, coreRootNames: 60, coreEntries: 6 }
+export const LIMITS = {
+  lines: 24_000,
+  fileLines: 300,
+  names: 250,
+  coreRootNames: 60,
+  coreEntries: 6,
+}
 
 export function measure() {
-  const files = execFileSync('git', ['ls-files', 'packages/*/src/*.ts'], { cwd: root, encoding: 'utf8' })
+  const files = execFileSync('git', ['ls-files', 'packages/*/src/*.ts'], {
+    cwd: root,
+    encoding: 'utf8',
+  })
     .split('\n')
     .filter((f) => f !== '' && existsSync(path.join(root, f)))
   let lines = 0
@@ -33,12 +42,16 @@ export function measure() {
     const m = JSON.parse(readFileSync(manifest, 'utf8'))
     for (const [key, target] of Object.entries(m.exports ?? {})) {
       const source = typeof target === 'object' ? target['@agentmsg/source'] : undefined
-      if (typeof source === 'string') entries.push({ pkg: m.name, key, file: path.join(root, 'packages', dir, source) })
+      if (typeof source === 'string')
+        entries.push({ pkg: m.name, key, file: path.join(root, 'packages', dir, source) })
     }
   }
   const config = ts.readConfigFile(path.join(root, 'tsconfig.base.json'), ts.sys.readFile)
   const options = ts.parseJsonConfigFileContent(config.config, ts.sys, root).options
-  const program = ts.createProgram(entries.map((e) => e.file), { ...options, noEmit: true })
+  const program = ts.createProgram(
+    entries.map((e) => e.file),
+    { ...options, noEmit: true },
+  )
   const checker = program.getTypeChecker()
   const names = new Map()
   for (const e of entries) {
@@ -64,11 +77,14 @@ export function measure() {
 
 export function problems(w) {
   const out = []
-  if (w.lines > LIMITS.lines) out.push(`${w.lines} lines under packages/*/src (limit ${LIMITS.lines})`)
+  if (w.lines > LIMITS.lines)
+    out.push(`${w.lines} lines under packages/*/src (limit ${LIMITS.lines})`)
   for (const f of w.long) out.push(`${f}: over ${LIMITS.fileLines} lines`)
   if (w.names > LIMITS.names) out.push(`${w.names} exported names (limit ${LIMITS.names})`)
-  if (w.coreRootNames > LIMITS.coreRootNames) out.push(`core's root exports ${w.coreRootNames} names (limit ${LIMITS.coreRootNames})`)
-  if (w.coreEntries > LIMITS.coreEntries) out.push(`core has ${w.coreEntries} entries (limit ${LIMITS.coreEntries})`)
+  if (w.coreRootNames > LIMITS.coreRootNames)
+    out.push(`core's root exports ${w.coreRootNames} names (limit ${LIMITS.coreRootNames})`)
+  if (w.coreEntries > LIMITS.coreEntries)
+    out.push(`core has ${w.coreEntries} entries (limit ${LIMITS.coreEntries})`)
   return out
 }
 

@@ -26,16 +26,14 @@ import {
 } from '@agentmsg/core'
 import {
   type AddressPolicy,
-  acceptedReply,
   createAddressPolicy,
-  errorReply,
-  type HttpReply,
   httpRequest,
   invalidFormat,
   parseIp,
   readBody,
   readJson,
 } from '@agentmsg/core/http'
+import { acceptedReply, errorReply, type HttpReply } from '@agentmsg/core/receive'
 
 /** The protocol, the kind of its targets and the `endpoints` member naming a drop box. */
 export const DROPBOX = 'dropbox'

@@ -3,7 +3,5 @@
  *
  * @packageDocumentation
  */
-export { getDefaultCryptoProvider } from '#crypto-default'
 export { nobleCryptoProvider } from './crypto/noble.js'
-export type { CryptoProvider } from './crypto/provider.js'
 export { createWebCryptoProvider, webCryptoSupportsEd25519 } from './crypto/web.js'

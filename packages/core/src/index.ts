@@ -11,8 +11,10 @@
  * @packageDocumentation
  */
 
+export { getDefaultCryptoProvider } from '#crypto-default'
 export { agentEndpoints, normalizeAgentUrl, parseAgentId } from './agent-id.js'
 export { type CreateMessageOptions, createMessage, createMessageId } from './create-message.js'
+export type { CryptoProvider } from './crypto/provider.js'
 export { didKeyFragment, didKeyFromPublicKey, isDidKey, publicKeyFromDidKey } from './did-key.js'
 export type { ErrorCode } from './errors.js'
 export { AgentMsgError, isAgentMsgError } from './errors.js'
@@ -40,6 +42,7 @@ export { validateMessage } from './message.js'
 export { PROFILE } from './profile.js'
 export type { ReceivedInfo, Receiver } from './receive/types.js'
 export type { KeyResolver } from './resolver.js'
+export { nonDocumentLookup } from './resolver.js'
 export { signMessage } from './sign.js'
 export { memoryStorage } from './storage/memory.js'
 export { namespacedStorage } from './storage/namespace.js'

@@ -12,13 +12,8 @@ import {
   parseAgentId,
 } from '@agentmsg/core'
 import { INTEGER_MEMBERS, parseStrictJson } from '@agentmsg/core/encoding'
-import {
-  deadline,
-  discardBody,
-  httpRequest,
-  isAddressRefusedError,
-  readBody,
-} from '@agentmsg/core/http'
+import { deadline, httpRequest, isAddressRefusedError, readBody } from '@agentmsg/core/http'
+import { discardBody } from '@agentmsg/core/receive'
 
 type IdentityFetchResult = Awaited<ReturnType<IdentityFetcher>>
 

@@ -4,8 +4,8 @@
  * `@agentmsg/core` as a browser bundler resolves it (`dist/`, `#crypto-default` → browser file).
  */
 
+import type { CryptoProvider } from '@agentmsg/core'
 import * as core from '@agentmsg/core'
-import type { CryptoProvider } from '@agentmsg/core/crypto'
 import { nobleCryptoProvider } from '@agentmsg/core/crypto'
 import * as encodingLib from '@agentmsg/core/encoding'
 import * as sealedBoxLib from '@agentmsg/core/sealed-box'

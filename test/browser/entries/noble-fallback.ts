@@ -11,9 +11,10 @@ import {
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
+  getDefaultCryptoProvider,
   signMessage,
 } from '@agentmsg/core'
-import { getDefaultCryptoProvider, webCryptoSupportsEd25519 } from '@agentmsg/core/crypto'
+import { webCryptoSupportsEd25519 } from '@agentmsg/core/crypto'
 import { didKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import {
   checkEd25519Vectors,

@@ -15,11 +15,11 @@ import {
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
+  getDefaultCryptoProvider,
   type KeyPair,
   memoryStorage,
   type Storage,
 } from '@agentmsg/core'
-import { getDefaultCryptoProvider } from '@agentmsg/core/crypto'
 import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { createRelayClient, relayTransport } from '@agentmsg/transport-relay'
 import {

@@ -8,7 +8,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { PROFILE } from '@agentmsg/core'
-import { AddressSet } from '@agentmsg/core/http'
+import { AddressSet } from '@agentmsg/core/receive'
 import type { RelayLimits, RelayQuota } from '@agentmsg/relay'
 
 /** What a config file sets, as serveRelay options. */

@@ -4,7 +4,7 @@
  * flags, the PostgreSQL store, PEM files, sizes and trusted proxies.
  */
 import { readFile } from 'node:fs/promises'
-import { AddressSet } from '@agentmsg/core/http'
+import { AddressSet } from '@agentmsg/core/receive'
 import { RELAY_LOG_LEVELS, type RelayLimits } from '@agentmsg/relay'
 import { parseSize as sizeOf } from './config.js'
 import { RelayCommandError, usage } from './usage.js'

@@ -3,8 +3,13 @@
  * introduced keys, the relays they can be reached at, and the known-contact mark.
  */
 
-import { didKeyFragment, isDidKey, parseAgentId, type Storage } from '@agentmsg/core'
-import { getDefaultCryptoProvider } from '@agentmsg/core/crypto'
+import {
+  didKeyFragment,
+  getDefaultCryptoProvider,
+  isDidKey,
+  parseAgentId,
+  type Storage,
+} from '@agentmsg/core'
 import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
 import type { PeerRelays } from './peers.js'
 import type { ReceiveSide } from './receive.js'

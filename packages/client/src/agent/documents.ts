@@ -4,7 +4,8 @@
  * meets did:key agents never loads document validation.
  */
 import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
-import { type identityDocumentResolver, nonDocumentLookup } from '@agentmsg/core/receive'
+import { nonDocumentLookup } from '@agentmsg/core'
+import type { identityDocumentResolver } from '@agentmsg/core/receive'
 
 type KeyLookup = Parameters<KeyResolver['resolve']>[0]
 type KeyResolution = Awaited<ReturnType<KeyResolver['resolve']>>

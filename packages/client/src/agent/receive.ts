@@ -41,7 +41,9 @@ export class ReportingAuthLevels extends AuthLevelTracker {
     this.#report = report
   }
 
-  override async evaluate(input: Parameters<AuthLevelTracker['evaluate']>[0]) {
+  override async evaluate(
+    input: Parameters<AuthLevelTracker['evaluate']>[0],
+  ): ReturnType<AuthLevelTracker['evaluate']> {
     try {
       return await super.evaluate(input)
     } catch (error) {

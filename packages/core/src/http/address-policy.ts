@@ -16,25 +16,35 @@
 import { AgentMsgError, isAgentMsgError } from '../errors.js'
 import { type Cidr, cidrContains, inBlock, parseCidr, parseIp } from './address.js'
 
-const V4_REFUSED = [
+// The PROFILE §4 blocks, parsed on first use: a bundle that never checks an address drops them.
+const blocks = (list: string[]): (() => Cidr[]) => {
+  let parsed: Cidr[] | undefined
+  return () => (parsed ??= list.map(parseCidr))
+}
+const V4_REFUSED = /* @__PURE__ */ blocks([
   ...['0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16'],
   ...['172.16.0.0/12', '192.168.0.0/16', '224.0.0.0/4', '240.0.0.0/4'],
-].map(parseCidr)
-
+])
 // `::/96` holds `::` and `::1`.
-const V6_REFUSED = ['::/96', '64:ff9b:1::/48', 'fc00::/7', 'fe80::/10', 'ff00::/8'].map(parseCidr)
-
+const V6_REFUSED = /* @__PURE__ */ blocks([
+  '::/96',
+  '64:ff9b:1::/48',
+  'fc00::/7',
+  'fe80::/10',
+  'ff00::/8',
+])
 // IPv4-mapped, IPv4-translated and NAT64 (the IPv4 address in the last 4 bytes), 6to4, Teredo.
-const EMBEDDED = ['::ffff:0:0/96', '::ffff:0:0:0/96', '64:ff9b::/96'].map(parseCidr)
-const [SIX_TO_FOUR, TEREDO] = [parseCidr('2002::/16'), parseCidr('2001::/32')]
+const EMBEDDED = /* @__PURE__ */ blocks(['::ffff:0:0/96', '::ffff:0:0:0/96', '64:ff9b::/96'])
+const TUNNELS = /* @__PURE__ */ blocks(['2002::/16', '2001::/32'])
 
-const publicV4 = (bytes: Uint8Array): boolean => !V4_REFUSED.some((b) => inBlock(bytes, b))
+const publicV4 = (bytes: Uint8Array): boolean => !V4_REFUSED().some((b) => inBlock(bytes, b))
 
 function publicV6(b: Uint8Array): boolean {
-  if (V6_REFUSED.some((block) => inBlock(b, block))) return false
-  if (EMBEDDED.some((block) => inBlock(b, block))) return publicV4(b.slice(12))
-  if (inBlock(b, SIX_TO_FOUR)) return publicV4(b.slice(2, 6))
-  if (inBlock(b, TEREDO)) return publicV4(b.slice(4, 8)) && publicV4(b.slice(12).map((x) => ~x))
+  if (V6_REFUSED().some((block) => inBlock(b, block))) return false
+  if (EMBEDDED().some((block) => inBlock(b, block))) return publicV4(b.slice(12))
+  const [sixToFour, teredo] = TUNNELS() as [Cidr, Cidr]
+  if (inBlock(b, sixToFour)) return publicV4(b.slice(2, 6))
+  if (inBlock(b, teredo)) return publicV4(b.slice(4, 8)) && publicV4(b.slice(12).map((x) => ~x))
   return true
 }
 

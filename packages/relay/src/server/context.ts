@@ -3,17 +3,16 @@
  * every endpoint uses (agent auth, mailbox owners, cursors, path segments, 413, 415).
  */
 import { type KeyResolver, parseAgentId } from '@agentmsg/core'
+import { invalidFormat, readBody } from '@agentmsg/core/http'
 import {
   discardBody,
   errorReply,
   type HttpReply,
-  invalidFormat,
   isJsonContentType,
   jsonReply,
   type NonceMemory,
-  readBody,
   verifyRequest,
-} from '@agentmsg/core/http'
+} from '@agentmsg/core/receive'
 import type { RelayStore } from '../store/types.js'
 import type { FeedContext, Notifier } from './feed.js'
 import type { RelayHandlerOptions } from './types.js'

@@ -5,7 +5,7 @@
  * to the per-address limit (a load balancer probes from one address), so readiness stays cheap
  * whatever the probe rate: one store check at a time, its answer reused for `cacheMs`.
  */
-import type { HttpReply } from '@agentmsg/core/http'
+import type { HttpReply } from '@agentmsg/core/receive'
 import type { RelayStore } from '../store/types.js'
 
 export type HealthPath = 'healthz' | 'readyz'

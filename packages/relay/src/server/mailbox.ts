@@ -6,13 +6,8 @@
 
 import { PROFILE, parseAgentId } from '@agentmsg/core'
 import { parseStrictJson } from '@agentmsg/core/encoding'
-import {
-  discardBody,
-  errorReply,
-  type HttpReply,
-  invalidFormat,
-  jsonReply,
-} from '@agentmsg/core/http'
+import { invalidFormat } from '@agentmsg/core/http'
+import { discardBody, errorReply, type HttpReply, jsonReply } from '@agentmsg/core/receive'
 import type { MailboxPage } from '../store/types.js'
 import {
   authenticate,

@@ -7,8 +7,15 @@
  */
 import { type Message, PROFILE, parseAgentId } from '@agentmsg/core'
 import { canonicalizeToBytes, formatTimestamp, parseTimestamp } from '@agentmsg/core/encoding'
-import { acceptedReply, errorReply, type HttpReply, invalidFormat } from '@agentmsg/core/http'
-import { type ReceiveContext, ReplayGuard, receive } from '@agentmsg/core/receive'
+import { invalidFormat } from '@agentmsg/core/http'
+import {
+  acceptedReply,
+  errorReply,
+  type HttpReply,
+  type ReceiveContext,
+  ReplayGuard,
+  receive,
+} from '@agentmsg/core/receive'
 import { MailboxFullError, RelayStorageFullError } from '../store/types.js'
 import { jsonBody, type RelayContext } from './context.js'
 

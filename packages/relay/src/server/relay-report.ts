@@ -5,7 +5,8 @@
  */
 
 import type { ErrorCode } from '@agentmsg/core'
-import { ERROR_STATUS, type HttpReply } from '@agentmsg/core/http'
+import { ERROR_STATUS } from '@agentmsg/core/http'
+import type { HttpReply } from '@agentmsg/core/receive'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
 
 /** The status PROFILE §6 gives a code, or undefined for a code it does not name. */

@@ -10,7 +10,7 @@ import {
   errorReply,
   onBodyDone,
   preflightReply,
-} from '@agentmsg/core/http'
+} from '@agentmsg/core/receive'
 import { decodeSegment, type RelayReply, setRequestBucket } from './context.js'
 import type { RequestTrace } from './relay-report.js'
 

@@ -1,6 +1,7 @@
 /** Options and the public shape of the relay handler (PROFILE §9). */
 import type { KeyResolver } from '@agentmsg/core'
-import type { AddressPolicy, RateLimit } from '@agentmsg/core/http'
+import type { AddressPolicy } from '@agentmsg/core/http'
+import type { RateLimit } from '@agentmsg/core/receive'
 import type { RelayStore } from '../store/types.js'
 import type { Feed, FeedSink } from './feed.js'
 import type { RelayWebhookOptions } from './webhook.js'

@@ -7,14 +7,8 @@
  */
 import { AgentMsgError, isAgentMsgError, PROFILE } from '@agentmsg/core'
 import { base64urlEncode, randomBytes } from '@agentmsg/core/encoding'
-import {
-  Backoff,
-  discardBody,
-  httpRequest,
-  invalidFormat,
-  readJson,
-  sleep,
-} from '@agentmsg/core/http'
+import { Backoff, httpRequest, invalidFormat, readJson, sleep } from '@agentmsg/core/http'
+import { discardBody } from '@agentmsg/core/receive'
 import type { MailboxEntry } from '../store/types.js'
 import type { FeedSink } from './feed.js'
 

@@ -4,7 +4,7 @@
  */
 
 import { type JsonValue, type Phase, PROFILE, type Receiver } from '@agentmsg/core'
-import type { RateLimit } from '@agentmsg/core/http'
+import type { RateLimit } from '@agentmsg/core/receive'
 import { createReceiver } from '@agentmsg/core/receive'
 import type { InboxHandlerOptions } from './types.js'
 

@@ -13,6 +13,7 @@ import {
   parseAgentId,
   type Receiver,
 } from '@agentmsg/core'
+import { readBody } from '@agentmsg/core/http'
 import {
   acceptedReply,
   ClientLimits,
@@ -22,10 +23,9 @@ import {
   isJsonContentType,
   jsonReply,
   preflightReply,
-  readBody,
   TokenBuckets,
   toResponse,
-} from '@agentmsg/core/http'
+} from '@agentmsg/core/receive'
 import { defaultCapabilities, ownReceiver } from './defaults.js'
 import type {
   InboxCloseOptions,

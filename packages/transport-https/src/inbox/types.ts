@@ -9,11 +9,11 @@ import type {
   ReceivedInfo,
   Storage,
 } from '@agentmsg/core'
-import type { RateLimit } from '@agentmsg/core/http'
 import type {
   AuthLevelTracker,
   createReceiver,
   ErrorReplySender,
+  RateLimit,
   ReplayGuard,
 } from '@agentmsg/core/receive'
 
