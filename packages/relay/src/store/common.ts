@@ -47,6 +47,21 @@ export function resolveQuota(quota: RelayQuota | undefined): ResolvedQuota {
   return resolved
 }
 
+type Usage = { messages: number; bytes: number }
+
+/** Why a mailbox holding `box` (of it `sender()` from this sender) has no room for `bytes`. */
+export function noRoomFor(
+  quota: ResolvedQuota,
+  bytes: number,
+  box: Usage | undefined,
+  sender: () => Usage | undefined,
+): 'mailbox' | 'sender' | undefined {
+  const over = (u: Usage | undefined, messages: number, max: number) =>
+    (u?.messages ?? 0) + 1 > messages || (u?.bytes ?? 0) + bytes > max
+  if (over(box, quota.messages, quota.bytes)) return 'mailbox'
+  return over(sender(), quota.senderMessages, quota.senderBytes) ? 'sender' : undefined
+}
+
 /** Until when a publish's triple is remembered after its entry is gone. */
 export function forgetAtOf(input: PublishInput): number {
   return input.forgetAt ?? input.receivedAt + PROFILE.relayForgetAfterReceiptMs
@@ -144,6 +159,62 @@ export type PublishOutcome =
   | { full: string; reason: 'mailbox' | 'sender' }
   | { relayFull: true }
 
+/** How a store answers the publish decision's questions (the memory and SQLite stores). */
+export interface PublishSite {
+  /** The triple in `mailbox`: held (its cursor), only remembered (true), or new (false). */
+  held(mailbox: string): string | boolean
+  /** Why `mailbox` has no room for the message (quotas count expired entries until dropped). */
+  noRoom(mailbox: string): 'mailbox' | 'sender' | undefined
+  /** Drop `mailbox`'s expired entries; returns how many. */
+  dropExpired(mailbox: string): number
+  /** The relay-wide bytes held plus the message's pass the cap. */
+  overCap(): boolean
+  /** Expire every message expired at the publish's receipt. */
+  expire(): void
+  /** Store the message once and an entry in each of `mailboxes`; their cursors, in order. */
+  store(mailboxes: string[]): string[]
+}
+
+/**
+ * The publish decision (PROFILE §9): every mailbox is decided before anything is stored, so a
+ * refusal stores nothing. Held or remembered → duplicate; no room → refused, or skipped with
+ * `skipFull`; then the relay-wide cap, once for the message.
+ */
+export function decidePublish(
+  mailboxes: string[],
+  skipFull: boolean,
+  site: PublishSite,
+): PublishOutcome {
+  // Expired messages do not hold room under the relay-wide cap either.
+  if (site.overCap()) site.expire()
+  const results: StorePublishResult[] = []
+  const fresh: StorePublishResult[] = []
+  for (const mailbox of mailboxes) {
+    const held = site.held(mailbox)
+    if (held !== false) {
+      results.push({ mailbox, duplicate: true, ...(held !== true && { cursor: held }) })
+      continue
+    }
+    let reason = site.noRoom(mailbox)
+    if (reason !== undefined && site.dropExpired(mailbox) > 0) reason = site.noRoom(mailbox)
+    if (reason !== undefined) {
+      if (!skipFull) return { full: mailbox, reason }
+      results.push({ mailbox, duplicate: false, full: true })
+      continue
+    }
+    const result: StorePublishResult = { mailbox, duplicate: false }
+    fresh.push(result)
+    results.push(result)
+  }
+  if (fresh.length === 0) return results
+  if (site.overCap()) return { relayFull: true }
+  const cursors = site.store(fresh.map((r) => r.mailbox))
+  fresh.forEach((r, i) => {
+    r.cursor = cursors[i]
+  })
+  return results
+}
+
 /** A publish outcome as the store resolves or rejects it. */
 export function publishResult(outcome: PublishOutcome): StorePublishResult[] {
   if (Array.isArray(outcome)) return outcome
@@ -162,7 +233,6 @@ export interface StoreReads {
   countMailboxes(): number | Promise<number>
 }
 type RelayState = 'open' | 'closed' | 'none'
-type Usage = { messages: number; bytes: number }
 
 /**
  * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.

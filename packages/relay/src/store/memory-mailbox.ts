@@ -3,7 +3,6 @@
  * (PROFILE §9: one sender holds at most a share), and the (from, message_id) pairs it remembers
  * after their entries were acknowledged or expired.
  */
-import type { ResolvedQuota } from './common.js'
 
 /** A message as stored once, however many mailboxes reference it. */
 export interface StoredMessage {
@@ -45,18 +44,6 @@ export class MemoryMailbox {
   /** Held, or remembered at `now`. */
   holds(key: string, now: number): boolean {
     return this.byKey.has(key) || (this.#seen.get(key) ?? Number.NEGATIVE_INFINITY) > now
-  }
-
-  /** Why a message of `bytes` from `from` does not fit, or undefined when it does. */
-  noRoom(from: string, bytes: number, quota: ResolvedQuota): 'mailbox' | 'sender' | undefined {
-    if (this.entries.length + 1 > quota.messages || this.bytes + bytes > quota.bytes) {
-      return 'mailbox'
-    }
-    const sender = this.#senders.get(from)
-    const messages = sender?.messages ?? 0
-    const held = sender?.bytes ?? 0
-    if (messages + 1 > quota.senderMessages || held + bytes > quota.senderBytes) return 'sender'
-    return undefined
   }
 
   add(entry: Entry): void {

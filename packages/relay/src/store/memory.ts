@@ -4,24 +4,25 @@
  */
 import {
   checkRetrieveOptions,
+  decidePublish,
   forgetAtOf,
   newSubscription,
+  noRoomFor,
   pageOf,
   parseAfter,
   publishMailboxes,
+  publishResult,
   type RelayQuota,
   resolveQuota,
   utf8Length,
 } from './common.js'
 import { type Entry, keyOf, MemoryMailbox, type StoredMessage } from './memory-mailbox.js'
-import {
-  type MailboxEntry,
-  MailboxFullError,
-  type PublishInput,
-  RelayStorageFullError,
-  type RelayStore,
-  type StorePublishResult,
-  type Subscription,
+import type {
+  MailboxEntry,
+  PublishInput,
+  RelayStore,
+  StorePublishResult,
+  Subscription,
 } from './types.js'
 
 /** A memory store, with a count of the messages it holds (a topic message once). */
@@ -73,14 +74,6 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     return removed
   }
 
-  /** Why `agent`'s mailbox has no room, after dropping its expired entries (they hold none). */
-  function noRoom(agent: string, input: PublishInput): 'mailbox' | 'sender' | undefined {
-    const mailbox = mailboxOf(agent)
-    if (mailbox.noRoom(input.from, input.bytes, quota) === undefined) return undefined
-    mailbox.removeWhere(expiredAt(input.receivedAt), unref)
-    return mailbox.noRoom(input.from, input.bytes, quota)
-  }
-
   /** First index whose cursor is > after. */
   function firstAfter(entries: Entry[], after: number): number {
     let lo = 0
@@ -95,50 +88,39 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
 
   function publish(input: PublishInput): StorePublishResult[] {
     const key = keyOf(input.messageId, input.from)
-    if (totalBytes + input.bytes > quota.totalBytes) expireNow(input.receivedAt)
-    // Every mailbox is decided before anything is stored, so a refusal stores nothing.
-    const results: StorePublishResult[] = []
-    const fresh: StorePublishResult[] = []
-    for (const agent of publishMailboxes(input)) {
-      const mailbox = mailboxes.get(agent)
-      if (mailbox?.holds(key, input.receivedAt)) {
-        const held = mailbox.byKey.get(key)
-        results.push({ mailbox: agent, duplicate: true, ...(held && { cursor: `${held.cursor}` }) })
-        continue
-      }
-      const reason = noRoom(agent, input)
-      if (reason !== undefined) {
-        if (!input.skipFull) throw new MailboxFullError(agent, reason)
-        results.push({ mailbox: agent, duplicate: false, full: true })
-        continue
-      }
-      const result: StorePublishResult = { mailbox: agent, duplicate: false }
-      fresh.push(result)
-      results.push(result)
-    }
-    if (fresh.length === 0) return results
-    if (totalBytes + input.bytes > quota.totalBytes) throw new RelayStorageFullError()
-    const message: StoredMessage = {
-      json: input.json,
-      bytes: input.bytes,
-      jsonBytes: utf8Length(input.json),
-      expiresAt: input.expiresAt,
-      forgetAt: forgetAtOf(input),
-      refs: fresh.length,
-    }
-    messages.add(message)
-    totalBytes += input.bytes
-    for (const result of fresh) {
-      const cursor = ++lastCursor
-      mailboxOf(result.mailbox).add({
-        cursor,
-        from: input.from,
-        messageId: input.messageId,
-        message,
-      })
-      result.cursor = String(cursor)
-    }
-    return results
+    const { from, bytes, receivedAt } = input
+    const outcome = decidePublish(publishMailboxes(input), input.skipFull === true, {
+      held(agent) {
+        const mailbox = mailboxes.get(agent)
+        const held = mailbox?.byKey.get(key)
+        return held !== undefined ? String(held.cursor) : mailbox?.holds(key, receivedAt) === true
+      },
+      noRoom(agent) {
+        const mailbox = mailboxOf(agent)
+        return noRoomFor(quota, bytes, mailbox.usage(), () => mailbox.usage(from))
+      },
+      dropExpired: (agent) => mailboxOf(agent).removeWhere(expiredAt(receivedAt), unref),
+      overCap: () => totalBytes + bytes > quota.totalBytes,
+      expire: () => expireNow(receivedAt),
+      store(targets) {
+        const message: StoredMessage = {
+          json: input.json,
+          bytes,
+          jsonBytes: utf8Length(input.json),
+          expiresAt: input.expiresAt,
+          forgetAt: forgetAtOf(input),
+          refs: targets.length,
+        }
+        messages.add(message)
+        totalBytes += bytes
+        return targets.map((agent) => {
+          const cursor = ++lastCursor
+          mailboxOf(agent).add({ cursor, from, messageId: input.messageId, message })
+          return String(cursor)
+        })
+      },
+    })
+    return publishResult(outcome)
   }
 
   return {
