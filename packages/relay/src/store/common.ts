@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto'
 import { PROFILE } from '@agentmsg/core'
 import type { CommitQueue } from './commit-queue.js'
 import {
-  type DuplicateQuery,
   type MailboxEntry,
   MailboxFullError,
   type MailboxPage,
@@ -69,23 +68,21 @@ export function forgetAtOf(input: PublishInput): number {
 
 const CURSOR = /^(?:0|[1-9][0-9]{0,15})$/
 
-/** The position to read after (0 for none); cursors are decimal integer text, else a RangeError. */
-export function parseAfter(after: string | undefined): number {
+/** Cursors are decimal integer text (0 for none), else a RangeError. */
+function parseAfter(after: string | undefined): number {
   if (after === undefined) return 0
   const n = CURSOR.test(after) ? Number(after) : Number.NaN
   if (!Number.isSafeInteger(n)) throw new RangeError(`invalid cursor: ${JSON.stringify(after)}`)
   return n
 }
 
-export function utf8Length(text: string): number {
-  return Buffer.byteLength(text, 'utf8')
-}
-
-export function checkRetrieveOptions(options: { limit: number; maxBytes: number }): void {
+/** The position a retrieve reads after, its options checked; RangeError when bad. */
+export function retrieveAfter(options: { after?: string; limit: number; maxBytes: number }) {
   if (!Number.isInteger(options.limit) || options.limit < 1) {
     throw new RangeError('limit must be a positive integer')
   }
   if (!(options.maxBytes > 0)) throw new RangeError('maxBytes must be positive')
+  return parseAfter(options.after)
 }
 
 /**
@@ -101,6 +98,22 @@ export function pageOf(
   const page: MailboxPage = { entries, cursor: last === undefined ? options.after : last.cursor }
   if (last !== undefined && !cut && entries.length < options.limit) page.complete = true
   return page
+}
+
+/** A page of the due entries `rows` (cursor order): at most `limit`, and `maxBytes` but one. */
+export function fillPage(
+  rows: Iterable<MailboxEntry & { size: number }>,
+  options: { after?: string; limit: number; maxBytes: number },
+): MailboxPage {
+  const entries: MailboxEntry[] = []
+  let bytes = 0
+  for (const { size, ...entry } of rows) {
+    if (entries.length >= options.limit) break
+    if (entries.length > 0 && bytes + size > options.maxBytes) return pageOf(entries, options, true)
+    bytes += size
+    entries.push(entry)
+  }
+  return pageOf(entries, options, false)
 }
 
 /** Check a publish; its mailboxes without repeats, in first occurrence order. */
@@ -159,19 +172,17 @@ export type PublishOutcome =
   | { full: string; reason: 'mailbox' | 'sender' }
   | { relayFull: true }
 
-/** How a store answers the publish decision's questions (the memory and SQLite stores). */
+/** A store's side of the publish decision (memory, SQLite). */
 export interface PublishSite {
-  /** The triple in `mailbox`: held (its cursor), only remembered (true), or new (false). */
+  /** The triple in `mailbox`: held (its cursor), remembered (true), or new (false). */
   held(mailbox: string): string | boolean
-  /** Why `mailbox` has no room for the message (quotas count expired entries until dropped). */
   noRoom(mailbox: string): 'mailbox' | 'sender' | undefined
-  /** Drop `mailbox`'s expired entries; returns how many. */
   dropExpired(mailbox: string): number
-  /** The relay-wide bytes held plus the message's pass the cap. */
+  /** Relay-wide bytes held plus the message's pass the cap. */
   overCap(): boolean
-  /** Expire every message expired at the publish's receipt. */
+  /** Expire at the publish's receipt. */
   expire(): void
-  /** Store the message once and an entry in each of `mailboxes`; their cursors, in order. */
+  /** Store the message once, an entry in each of `mailboxes`; their cursors. */
   store(mailboxes: string[]): string[]
 }
 
@@ -222,17 +233,13 @@ export function publishResult(outcome: PublishOutcome): StorePublishResult[] {
   throw new RelayStorageFullError()
 }
 
+type ReadName = 'subscriptions' | 'mailboxState' | 'topicSubscribers' | 'retrieve' | 'isDuplicate'
 /** The reads of a queued store, synchronous (SQLite) or not. */
-export interface StoreReads {
-  subscriptions(agent?: string): Subscription[] | Promise<Subscription[]>
-  mailboxState(agent: string): RelayState | Promise<RelayState>
-  topicSubscribers(topic: string): string[] | Promise<string[]>
-  retrieve(...args: Parameters<RelayStore['retrieve']>): MailboxPage | Promise<MailboxPage>
-  isDuplicate(query: DuplicateQuery): boolean | Promise<boolean>
-  usage(mailbox?: string, from?: string): Usage | Promise<Usage>
-  countMailboxes(): number | Promise<number>
+export type StoreReads = {
+  [K in ReadName | 'usage' | 'countMailboxes']-?: (
+    ...args: Parameters<NonNullable<RelayStore[K]>>
+  ) => Awaited<ReturnType<NonNullable<RelayStore[K]>>> | ReturnType<NonNullable<RelayStore[K]>>
 }
-type RelayState = 'open' | 'closed' | 'none'
 
 /**
  * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.

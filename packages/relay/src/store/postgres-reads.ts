@@ -4,7 +4,7 @@
  * read after a cursor never misses an entry that commits later.
  */
 import type pg from 'pg'
-import { checkRetrieveOptions, pageOf, parseAfter, type StoreReads } from './common.js'
+import { pageOf, retrieveAfter, type StoreReads } from './common.js'
 import type { MailboxEntry, Subscription } from './types.js'
 
 interface SubscriptionRow {
@@ -94,8 +94,7 @@ export function postgresReads(
     },
 
     async retrieve(mailbox, opts) {
-      checkRetrieveOptions(opts)
-      const after = parseAfter(opts.after)
+      const after = retrieveAfter(opts)
       const { rows } = await pool.query(page, [mailbox, after, opts.now, opts.limit, opts.maxBytes])
       const entries: MailboxEntry[] = rows.map((row) => ({
         cursor: row.cursor,
