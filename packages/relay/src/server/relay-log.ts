@@ -32,10 +32,7 @@ export function logObserver(logger: Logger): RelayObserver {
     refused(request: RefusedRequest) {
       const { code, status, route, method, bucket } = request
       // Fields picked one by one: nothing else of a request can reach the line.
-      const line =
-        bucket === undefined
-          ? { code, status, route, method }
-          : { code, status, route, method, bucket }
+      const line = { code, status, route, method, ...(bucket !== undefined && { bucket }) }
       if (status >= 500) logger.warn(line, 'refused')
       else logger.info(line, 'refused')
     },

@@ -9,22 +9,9 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { RelayStore } from '../store/types.js'
+import { within } from './health.js'
 import { knownCode } from './relay-report.js'
 import type { DeliveryMode, RateLimitScope, RelayObserver, StreamKind } from './types.js'
-
-/** A store read, or undefined when it failed or took longer than `ms`. */
-async function within<T>(ms: number, read: () => Promise<T>): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms)
-    timer.unref?.()
-  })
-  try {
-    return await Promise.race([read().catch(() => undefined), late])
-  } finally {
-    clearTimeout(timer)
-  }
-}
 
 /** The metrics of one relay: pass it as the relay's `observer`, serve `registry`. */
 export class RelayMetrics implements RelayObserver {

@@ -1,9 +1,4 @@
-/**
- * How a relay answer becomes observer reports: the error code of a reply, which limit gave a
- * 429, and which 401/403 codes are auth failures. Used by the handler and the WebSocket
- * endpoint, so both report alike.
- */
-
+/** How relay answers (HTTP and WebSocket alike) become observer reports. */
 import type { ErrorCode } from '@agentmsg/core'
 import { ERROR_STATUS, type HttpReply } from '@agentmsg/core/http'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
@@ -71,18 +66,21 @@ export function reportReply(
     observer.published?.(code ?? (trace.duplicate ? 'duplicate' : 'accepted'))
   }
   if (code === undefined) return
-  reportRefused(
-    observer,
-    {
-      code,
-      status,
-      route: trace.route,
-      method,
-      ...(trace.bucket !== undefined ? { bucket: trace.bucket } : {}),
-    },
-    trace.scope,
-  )
+  const { route, bucket } = trace
+  const refused = { code, status, route, method, ...(bucket !== undefined && { bucket }) }
+  reportRefused(observer, refused, trace.scope)
 }
+
+const OBSERVER_KEYS = [
+  'refused',
+  'published',
+  'authFailed',
+  'rateLimited',
+  'delivered',
+  'streamOpened',
+  'streamClosed',
+  'storeWrite',
+] as const
 
 /** One observer that tells each of `observers` (skipping undefined ones), or undefined. */
 export function combineObservers(
@@ -91,18 +89,9 @@ export function combineObservers(
   const list = observers.filter((o): o is RelayObserver => o !== undefined)
   if (list.length <= 1) return list[0]
   const each =
-    <K extends keyof RelayObserver>(key: K) =>
-    (...args: Parameters<NonNullable<RelayObserver[K]>>) => {
-      for (const o of list) (o[key] as ((...a: typeof args) => void) | undefined)?.(...args)
+    (key: keyof RelayObserver) =>
+    (...args: unknown[]) => {
+      for (const o of list) (o[key] as ((...a: unknown[]) => void) | undefined)?.call(o, ...args)
     }
-  return {
-    refused: each('refused'),
-    published: each('published'),
-    authFailed: each('authFailed'),
-    rateLimited: each('rateLimited'),
-    delivered: each('delivered'),
-    streamOpened: each('streamOpened'),
-    streamClosed: each('streamClosed'),
-    storeWrite: each('storeWrite'),
-  }
+  return Object.fromEntries(OBSERVER_KEYS.map((key) => [key, each(key)]))
 }
