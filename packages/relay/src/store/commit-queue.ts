@@ -1,17 +1,11 @@
 /**
- * The group commit of the SQLite and PostgreSQL stores: writes are queued and run in batches,
- * each ONE transaction (one fsync or WAL flush), and a write settles only after the COMMIT
- * covering it returned (PROFILE §9: 202 only once durably stored).
- *
- * One batch is in flight at a time: what is queued meanwhile goes out as the next batch once it
- * returned (at most `maxBatch` writes), so batches grow with the load. When idle, a batch goes
- * on the next macrotask (after `maxDelayMs` when set), or at once at `maxBatch`. A lazy write (a
- * WebSocket ack frame: nobody waits for it) starts no batch of its own: it goes with the next
- * other write, after LAZY_DELAY_MS, or when `settled()` is asked — else every ack frame would be
- * a commit and an fsync of its own.
+ * The group commit of the SQLite and PostgreSQL stores: a batch is ONE transaction and a write
+ * settles after the COMMIT covering it (PROFILE §9: 202 once durable). One batch in flight;
+ * what queues meanwhile is the next (at most `maxBatch`), so batches grow with the load. A lazy
+ * write (a WebSocket ack frame) starts no batch: it rides with the next write, after
+ * LAZY_DELAY_MS, or at `settled()`, else every ack frame would be an fsync of its own.
  */
 
-/** One write's outcome as the runner reports it. */
 export type Settlement = { ok: unknown } | { error: unknown }
 
 /** Runs one batch: one settlement per write, in order, or a rejection for all of them. */
@@ -21,7 +15,6 @@ export interface CommitQueue<Op> {
   enqueue<T>(op: Op, lazy?: boolean): Promise<T>
   /** Resolves once every write enqueued before the call has settled. */
   settled(): Promise<void>
-  /** True once `close()` was called. */
   readonly closed: boolean
   /** Every write queued and to come fails with `error` (a writer that is gone). */
   fail(error: Error): void

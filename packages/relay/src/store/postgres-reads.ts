@@ -1,8 +1,5 @@
-/**
- * The reads of the PostgreSQL relay store, each one statement on a pooled connection: what was
- * committed when it started. Writes commit in cursor order (postgres-functions.ts), so a page
- * read after a cursor never misses an entry that commits later.
- */
+// The PostgreSQL store's reads, one statement each. Writes commit in cursor order, so a page
+// read after a cursor never misses an entry that commits later.
 import type pg from 'pg'
 import { pageOf, retrieveAfter, type StoreReads } from './common.js'
 import type { MailboxEntry, Subscription } from './types.js'

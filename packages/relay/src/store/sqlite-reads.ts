@@ -1,7 +1,5 @@
-/**
- * The reads of the SQLite relay store, on the main thread's own connection. In WAL mode a reader
- * sees the last COMMIT, never a write in progress: a publish the relay has not answered for yet.
- */
+// The SQLite store's reads on the main thread's connection: in WAL mode the last COMMIT, never
+// a write in progress (a publish not answered yet).
 import type Database from 'better-sqlite3'
 import { fillPage, retrieveAfter, type StoreReads } from './common.js'
 import type { MailboxEntry, Subscription } from './types.js'

@@ -1,11 +1,7 @@
 /**
- * The SQLite relay store's writes, on the writer worker's connection inside the transaction it
- * opened (sqlite-writer.ts). A write completes, returns a refusal (no room) having changed
- * nothing but dropping expired entries (which quotas count until then), or throws.
- *
- * Every removal (ack, expiry) keeps the quota counters in step and remembers each removed
- * entry's (mailbox, from, message_id) until its message's `forget_at`, so a copy published again
- * is a duplicate (PROFILE §9).
+ * The SQLite store's writes, inside the writer's transaction. Every removal (ack, expiry) keeps
+ * the quota counters in step and remembers the removed triples until their `forget_at`, so a
+ * copy published again is a duplicate (PROFILE §9).
  */
 import type Database from 'better-sqlite3'
 import {
