@@ -1,9 +1,7 @@
 /**
- * `GET /healthz` (liveness: the process answers) and `GET /readyz` (readiness: the store can
- * take a write now and the relay is not draining), for load balancers and orchestrators.
- * Unauthenticated, so they tell a stranger nothing: no error text, version or path. Not charged
- * to the per-address limit (a load balancer probes from one address), so readiness stays cheap
- * whatever the probe rate: one store check at a time, its answer reused for `cacheMs`.
+ * `GET /healthz` (the process answers) and `/readyz` (the store takes writes, not draining).
+ * Unauthenticated, so they tell nothing (no error text or version); not rate limited (a load
+ * balancer probes from one address), so one store check at a time, reused for `cacheMs`.
  */
 import type { HttpReply } from '@agentmsg/core/http'
 import type { RelayStore } from '../store/types.js'

@@ -123,10 +123,7 @@ function ackBody(value: unknown): {
   }
 }
 
-/**
- * `POST /relay/ack`: remove many entries at once; entries that match nothing are skipped, not
- * an error (PROFILE §9). 200 `{status:"acknowledged", removed}`.
- */
+/** `POST /relay/ack`: remove many entries; those matching nothing are skipped (PROFILE §9). */
 export async function acknowledgeMany(
   ctx: RelayContext,
   request: Request,
@@ -143,9 +140,8 @@ export async function acknowledgeMany(
 }
 
 /**
- * `GET /relay/stream?agent=&after=`: held messages, then live ones, as SSE. At most
- * `limits.streamsPerAgent` streams per agent, SSE and WebSocket together (PROFILE §9): what one
- * agent's unread streams hold is bounded by that many stream buffers.
+ * `GET /relay/stream?agent=&after=`: held, then live messages as SSE; at most
+ * `limits.streamsPerAgent` streams per agent with WebSockets, bounding what one agent holds.
  */
 export async function streamMessages(
   ctx: RelayContext,

@@ -1,9 +1,7 @@
 /**
- * The relay's Prometheus metrics, with `prom-client`: one Registry per relay (never the global
- * one, so two relays in one process keep their own counts), served by a listener of its own
- * (loopback by default); the relay's HTTPS port never serves them. The counters follow the
- * relay's reports (a {@link RelayObserver}); the store gauges are read on each scrape, each read
- * bounded so a slow store cannot hang a scrape.
+ * The relay's Prometheus metrics: a Registry per relay (never the global one: two relays in one
+ * process keep their own counts) on a listener of its own, never the relay's port. Store gauges
+ * are read per scrape, each read bounded so a slow store cannot hang a scrape.
  */
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'

@@ -132,10 +132,7 @@ export class Subscriptions {
     }
   }
 
-  /**
-   * Start the webhook feeds of the stored subscriptions (after a restart). On a shared store,
-   * only once this process leads webhook pushes (the store says when).
-   */
+  /** Start the stored webhook feeds; on a shared store once this process leads the pushes. */
   async load(): Promise<void> {
     const lead = this.#ctx.store.lead?.bind(this.#ctx.store)
     if (lead === undefined) return this.#sync()

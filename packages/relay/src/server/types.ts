@@ -1,4 +1,3 @@
-/** Options and the public shape of the relay handler (PROFILE §9). */
 import type { KeyResolver } from '@agentmsg/core'
 import type { AddressPolicy, RateLimit } from '@agentmsg/core/http'
 import type { RelayStore } from '../store/types.js'
