@@ -3,7 +3,6 @@
  * PROFILE §9 with CORS per §6 (publish.ts, subscriptions.ts, mailbox.ts; routing in routes.ts).
  * This file holds the relay's state and lifecycle. `serveRelay` adds the WebSocket endpoint.
  */
-import { performance } from 'node:perf_hooks'
 import {
   createKeyResolver,
   isAgentMsgError,
@@ -28,7 +27,7 @@ import { type Feed, type FeedSink, Notifier, startFeed } from './feed.js'
 import { healthPath, healthReply, readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
 import { Publisher } from './publish.js'
-import { type RequestTrace, reportRefused, reportReply } from './relay-report.js'
+import { type RequestTrace, reportRefused, reportReply, timedStore } from './relay-report.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
 import { Subscriptions } from './subscriptions.js'
 import type { RelayHandlerOptions, RelayObserver, RelayServerHandler, StreamKind } from './types.js'
@@ -42,32 +41,6 @@ import type { RelayHandlerOptions, RelayObserver, RelayServerHandler, StreamKind
  */
 export function createRelayHandler(options: RelayHandlerOptions): RelayServerHandler {
   return new Relay(options)
-}
-
-/** `store` with publishes and (answered) acks timed to their durable commit. */
-function timedStore(store: RelayStore, observer: RelayObserver): RelayStore {
-  const timed = async <T>(op: 'publish' | 'ack', write: Promise<T>) => {
-    const start = performance.now()
-    const result = await write
-    observer.storeWrite?.(op, (performance.now() - start) / 1000)
-    return result
-  }
-  const replaced: Partial<RelayStore> = {
-    publish: (input) => timed('publish', store.publish(input)),
-    // A lazy ack (a WebSocket frame) waits for the next commit on purpose: untimed.
-    ack: (mailbox, id, from, options) =>
-      options?.lazy === true
-        ? store.ack(mailbox, id, from, options)
-        : timed('ack', store.ack(mailbox, id, from, options)),
-  }
-  // A proxy: the store may be a class with private fields, its methods bound to it.
-  return new Proxy(store, {
-    get(target, prop) {
-      if (Object.hasOwn(replaced, prop)) return replaced[prop as keyof RelayStore]
-      const value: unknown = Reflect.get(target, prop, target)
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
 }
 
 class Relay implements RelayServerHandler {

@@ -1,6 +1,8 @@
 /** How relay answers (HTTP and WebSocket alike) become observer reports. */
+import { performance } from 'node:perf_hooks'
 import type { ErrorCode } from '@agentmsg/core'
 import { ERROR_STATUS, type HttpReply } from '@agentmsg/core/http'
+import type { RelayStore } from '../store/types.js'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
 
 /** The status PROFILE §6 gives a code, or undefined for a code it does not name. */
@@ -94,4 +96,30 @@ export function combineObservers(
       for (const o of list) (o[key] as ((...a: unknown[]) => void) | undefined)?.call(o, ...args)
     }
   return Object.fromEntries(OBSERVER_KEYS.map((key) => [key, each(key)]))
+}
+
+/** `store` with publishes and (answered) acks timed to their durable commit. */
+export function timedStore(store: RelayStore, observer: RelayObserver): RelayStore {
+  const timed = async <T>(op: 'publish' | 'ack', write: Promise<T>) => {
+    const start = performance.now()
+    const result = await write
+    observer.storeWrite?.(op, (performance.now() - start) / 1000)
+    return result
+  }
+  const replaced: Partial<RelayStore> = {
+    publish: (input) => timed('publish', store.publish(input)),
+    // A lazy ack (a WebSocket frame) waits for the next commit on purpose: untimed.
+    ack: (mailbox, id, from, options) =>
+      options?.lazy === true
+        ? store.ack(mailbox, id, from, options)
+        : timed('ack', store.ack(mailbox, id, from, options)),
+  }
+  // A proxy: the store may be a class with private fields, its methods bound to it.
+  return new Proxy(store, {
+    get(target, prop) {
+      if (Object.hasOwn(replaced, prop)) return replaced[prop as keyof RelayStore]
+      const value: unknown = Reflect.get(target, prop, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
 }

@@ -1,7 +1,6 @@
-/** What the relay stores share: quotas, cursors, input checks, and the queued stores' shape. */
+/** What the relay stores share: quotas, cursors, pages, input checks, the publish decision. */
 import { randomBytes } from 'node:crypto'
 import { PROFILE } from '@agentmsg/core'
-import type { CommitQueue } from './commit-queue.js'
 import {
   type MailboxEntry,
   MailboxFullError,
@@ -142,30 +141,6 @@ export function newSubscription(input: Parameters<RelayStore['subscribe']>[0]): 
   return subscription
 }
 
-/** One write of a queued store (SQLite, PostgreSQL), as its writer runs it. */
-export type WriteOp =
-  | (Required<Omit<PublishInput, 'forgetAt' | 'skipFull'>> & {
-      op: 'publish'
-      /** Resolved; the mailboxes without repeats. */
-      forgetAt: number
-      skipFull: boolean
-    })
-  | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
-  | { op: 'expire'; now: number }
-  | {
-      op: 'subscribe'
-      id: string
-      agent: string
-      topics: string[]
-      webhookUrl: string | null
-      verified: boolean
-      created: number
-    }
-  | { op: 'unsubscribe'; id: string; agent: string }
-  | { op: 'setWebhookVerified'; id: string; verified: boolean }
-  /** Readiness (`checkWritable`): a write turn that changes nothing. */
-  | { op: 'check' }
-
 /** A writer's answer to a publish: per mailbox, or the refusal decided before it stored anything. */
 export type PublishOutcome =
   | StorePublishResult[]
@@ -231,74 +206,4 @@ export function publishResult(outcome: PublishOutcome): StorePublishResult[] {
   if (Array.isArray(outcome)) return outcome
   if ('full' in outcome) throw new MailboxFullError(outcome.full, outcome.reason)
   throw new RelayStorageFullError()
-}
-
-type ReadName = 'subscriptions' | 'mailboxState' | 'topicSubscribers' | 'retrieve' | 'isDuplicate'
-/** The reads of a queued store, synchronous (SQLite) or not. */
-export type StoreReads = {
-  [K in ReadName | 'usage' | 'countMailboxes']-?: (
-    ...args: Parameters<NonNullable<RelayStore[K]>>
-  ) => Awaited<ReturnType<NonNullable<RelayStore[K]>>> | ReturnType<NonNullable<RelayStore[K]>>
-}
-
-/**
- * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.
- * `guard` turns a call's failure into what the relay should see.
- */
-export function queuedStore(
-  queue: CommitQueue<WriteOp>,
-  reads: StoreReads,
-  close: () => Promise<void>,
-  guard: <T>(call: Promise<T>) => Promise<T> = (call) => call,
-) {
-  const write = <T>(op: WriteOp, lazy?: boolean) => guard(queue.enqueue<T>(op, lazy))
-  const read =
-    <A extends unknown[], T>(f: (...args: A) => T | Promise<T>) =>
-    (...args: A): Promise<T> =>
-      queue.closed
-        ? Promise.reject(new Error('relay store is closed'))
-        : guard(Promise.resolve().then(() => f(...args)))
-  let gone: Promise<void> | undefined
-  return {
-    async subscribe(input) {
-      const s = newSubscription(input)
-      const { id, agent, topics, created } = s
-      const webhookUrl = s.webhook?.url ?? null
-      const verified = s.webhook?.verified === true
-      await write({ op: 'subscribe', id, agent, topics, webhookUrl, verified, created })
-      return s
-    },
-    unsubscribe: (id, agent) => write<boolean>({ op: 'unsubscribe', id, agent }),
-    setWebhookVerified: (id, verified) => write<void>({ op: 'setWebhookVerified', id, verified }),
-    subscriptions: read(reads.subscriptions),
-    mailboxState: read(reads.mailboxState),
-    topicSubscribers: read(reads.topicSubscribers),
-    async publish(input) {
-      const mailboxes = publishMailboxes(input)
-      if (mailboxes.length === 0) {
-        if (queue.closed) throw new Error('relay store is closed')
-        return []
-      }
-      const { mailboxes: _, skipFull, forgetAt: __, ...rest } = input
-      const op: WriteOp = {
-        op: 'publish',
-        ...rest,
-        forgetAt: forgetAtOf(input),
-        mailboxes,
-        skipFull: skipFull === true,
-      }
-      return publishResult(await write<PublishOutcome>(op))
-    },
-    isDuplicate: read(reads.isDuplicate),
-    retrieve: read(reads.retrieve),
-    ack: (mailbox, messageId, from, options) =>
-      write<number>({ op: 'ack', mailbox, messageId, from: from ?? null }, options?.lazy),
-    expire: (now) => write<number>({ op: 'expire', now }),
-    settled: () => queue.settled(),
-    usage: read(reads.usage),
-    // Through the group commit: the write lock and a COMMIT, as a publish would take.
-    checkWritable: () => write<void>({ op: 'check' }),
-    countMailboxes: read(reads.countMailboxes),
-    close: () => (gone ??= close()),
-  } satisfies RelayStore
 }

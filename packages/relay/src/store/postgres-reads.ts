@@ -1,7 +1,8 @@
 // The PostgreSQL store's reads, one statement each. Writes commit in cursor order, so a page
 // read after a cursor never misses an entry that commits later.
 import type pg from 'pg'
-import { pageOf, retrieveAfter, type StoreReads } from './common.js'
+import type { StoreReads } from './commit-queue.js'
+import { pageOf, retrieveAfter } from './common.js'
 import type { MailboxEntry, Subscription } from './types.js'
 
 interface SubscriptionRow {

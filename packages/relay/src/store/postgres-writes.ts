@@ -5,8 +5,8 @@
  * lost COMMIT happened cannot be known (a client's retry of a publish is then a duplicate).
  */
 import type pg from 'pg'
-import type { BatchRunner, Settlement } from './commit-queue.js'
-import type { PublishOutcome, ResolvedQuota, WriteOp } from './common.js'
+import type { BatchRunner, Settlement, WriteOp } from './commit-queue.js'
+import type { PublishOutcome, ResolvedQuota } from './common.js'
 import type { StorePublishResult } from './types.js'
 
 /** What `publish` returns in SQL: per mailbox new/duplicate/full and cursors, or a refusal. */

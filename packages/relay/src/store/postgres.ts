@@ -5,8 +5,8 @@
  * live push and the webhook pusher's election in postgres-session.ts.
  */
 import type pg from 'pg'
-import { commitQueue } from './commit-queue.js'
-import { queuedStore, type RelayQuota, resolveQuota, type WriteOp } from './common.js'
+import { commitQueue, queuedStore, type WriteOp } from './commit-queue.js'
+import { type RelayQuota, resolveQuota } from './common.js'
 import { asStoreError } from './postgres-errors.js'
 import { postgresReads } from './postgres-reads.js'
 import { createPostgresSchema, postgresChannel, quoteSchema } from './postgres-schema.js'

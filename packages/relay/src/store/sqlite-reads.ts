@@ -1,7 +1,8 @@
 // The SQLite store's reads on the main thread's connection: in WAL mode the last COMMIT, never
 // a write in progress (a publish not answered yet).
 import type Database from 'better-sqlite3'
-import { fillPage, retrieveAfter, type StoreReads } from './common.js'
+import type { StoreReads } from './commit-queue.js'
+import { fillPage, retrieveAfter } from './common.js'
 import type { MailboxEntry, Subscription } from './types.js'
 
 interface SubscriptionRow {

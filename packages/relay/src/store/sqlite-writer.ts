@@ -8,7 +8,8 @@
 import { performance } from 'node:perf_hooks'
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
-import type { ResolvedQuota, WriteOp } from './common.js'
+import type { WriteOp } from './commit-queue.js'
+import type { ResolvedQuota } from './common.js'
 import { configureSqliteConnection } from './sqlite-schema.js'
 import { sqliteWrites } from './sqlite-writes.js'
 

@@ -4,13 +4,8 @@
  * copy published again is a duplicate (PROFILE §9).
  */
 import type Database from 'better-sqlite3'
-import {
-  decidePublish,
-  noRoomFor,
-  type PublishOutcome,
-  type ResolvedQuota,
-  type WriteOp,
-} from './common.js'
+import type { WriteOp } from './commit-queue.js'
+import { decidePublish, noRoomFor, type PublishOutcome, type ResolvedQuota } from './common.js'
 
 interface Usage {
   messages: number
