@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { relayOptionsFromArgs } from '../src/relay/command.js'
-import { RELAY_USAGE } from '../src/relay/usage.js'
+import { RELAY_USAGE } from '../src/relay/settings.js'
 
 let dir: string
 beforeAll(async () => {

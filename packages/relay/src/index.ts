@@ -1,8 +1,6 @@
 /**
- * @agentmsg/relay — the relay server (PROFILE §9): store-and-forward and pub/sub for agents
- * that cannot be reached directly, with SSE, WebSocket and webhook push; the `RelayStore`
- * contract and an in-memory store. The SQLite store is `@agentmsg/relay/sqlite` (the default of
- * `serveRelay({ dataDir })`, loaded when used), PostgreSQL `@agentmsg/relay/postgres`. Node only.
+ * @agentmsg/relay — the relay server (PROFILE §9) with SSE, WebSocket and webhook push, the
+ * `RelayStore` contract and a memory store; SQLite at `/sqlite`, PostgreSQL at `/postgres`.
  *
  * @packageDocumentation
  */

@@ -1,12 +1,12 @@
 /**
- * `agentmsg relay`: run a relay from the command line (flags: usage.ts). The `agentmsg` bin
- * dispatches `relay` here with the arguments after the command name. Errors are one line
- * `agentmsg: <code>: <message — what to do>`, exit 2 for usage and input errors (one line per
- * problem of a config file), 1 when the relay cannot start. Once it listens, it logs JSON lines
- * (pino) on stderr.
+ * `agentmsg relay`: run a relay from the command line (its flags: config.ts). Errors are one
+ * line `agentmsg: <code>: <message — what to do>`, exit 2 for usage and input errors (one line
+ * per problem of a config file), 1 when the relay cannot start. Once it listens, it logs JSON
+ * lines (pino) on stderr.
  */
+import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { parseArgs } from 'node:util'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
 import {
   type RelayServer,
@@ -14,19 +14,8 @@ import {
   type ServeRelayOptions,
   serveRelay,
 } from '@agentmsg/relay'
-import { loadRelayConfig, mergeLimits, RelayConfigError } from './config.js'
-import {
-  describeStore,
-  EXTRA_FLAGS,
-  limitsFromFlags,
-  opsFromFlags,
-  type PostgresStoreFlags,
-  parseSize,
-  readPem,
-  storeFromFlags,
-  trustedProxiesFrom,
-} from './flags.js'
-import { RELAY_USAGE, RelayCommandError, usage } from './usage.js'
+import { loadRelayConfig, RelayConfigError, setPath } from './config.js'
+import { check, RELAY_USAGE, SETTINGS } from './settings.js'
 
 /** Where the command writes and how it waits; replaceable for tests. */
 export interface RelayCommandIo {
@@ -42,8 +31,38 @@ export interface RelayCommandIo {
 
 /** Parsed `relay` flags: serveRelay's options, the PostgreSQL store if any, the stop bound. */
 export type RelayCommandOptions = ServeRelayOptions & {
-  postgres?: PostgresStoreFlags
+  postgres?: { url: string; schema?: string }
   shutdownTimeoutMs: number
+}
+
+/** A failure of the command: its code and exit code (2: usage or input). */
+export class RelayCommandError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly exitCode: 1 | 2 = 2,
+  ) {
+    super(message)
+  }
+}
+
+const usage = (message: string) =>
+  new RelayCommandError('usage', `${message} — see agentmsg relay --help`)
+
+const FLAGS: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } }
+for (const { flag, arg, multiple } of SETTINGS) {
+  if (flag) FLAGS[flag] = { type: arg ? 'string' : 'boolean', ...(multiple && { multiple }) }
+}
+
+/** Read a PEM file named by a flag (exit 2 when it cannot be read or is not PEM). */
+async function readPem(flag: string, file: string, marker: string): Promise<string> {
+  const text = await readFile(file, 'utf8').catch((e: Error) => {
+    throw new RelayCommandError('invalid_input', `${flag} ${file}: ${e.message} — pass a PEM file`)
+  })
+  if (text.length > 1_048_576 || !text.includes(marker)) {
+    throw new RelayCommandError('invalid_input', `${flag} ${file}: not a PEM file with ${marker}`)
+  }
+  return text
 }
 
 /** Parsed `relay` flags; undefined for --help. */
@@ -51,104 +70,86 @@ export async function relayOptionsFromArgs(
   argv: string[],
   log: (text: string) => void,
 ): Promise<RelayCommandOptions | undefined> {
-  let parsed
+  let values: Record<string, string | boolean | Array<string | boolean> | undefined>
   try {
-    parsed = parseArgs({
-      args: argv,
-      options: {
-        host: { type: 'string' },
-        port: { type: 'string' },
-        data: { type: 'string' },
-        'public-url': { type: 'string' },
-        'tls-cert': { type: 'string' },
-        'tls-key': { type: 'string' },
-        'dev-tls': { type: 'boolean' },
-        'allow-private': { type: 'string', multiple: true },
-        'trusted-proxies': { type: 'string', multiple: true },
-        ca: { type: 'string', multiple: true },
-        'max-storage': { type: 'string' },
-        store: { type: 'string' },
-        'store-schema': { type: 'string' },
-        ...EXTRA_FLAGS,
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    })
+    values = parseArgs({ args: argv, options: FLAGS, strict: true }).values
   } catch (e) {
     throw usage((e as Error).message.split(/\.\s/)[0]!.replace(/\.$/, ''))
   }
-  const { values } = parsed
   if (values.help) return undefined
-  if (!values.data) throw usage('relay needs --data DIR')
-  const host = values.host ?? '127.0.0.1'
-  const port = /^[0-9]{1,5}$/.test(values.port ?? '8443') ? Number(values.port ?? '8443') : -1
-  if (!(port >= 0 && port <= 65535)) throw usage(`--port ${values.port} is not a port`)
-  const dataDir = values.data
-  const hasCert = values['tls-cert'] !== undefined || values['tls-key'] !== undefined
-  if (
-    Boolean(values['dev-tls']) === hasCert ||
-    (hasCert && !(values['tls-cert'] && values['tls-key']))
-  ) {
+  const dataDir = values.data as string | undefined
+  if (!dataDir) throw usage('relay needs --data DIR')
+  const certFile = values['tls-cert'] as string | undefined
+  const keyFile = values['tls-key'] as string | undefined
+  const hasCert = certFile !== undefined || keyFile !== undefined
+  if (Boolean(values['dev-tls']) === hasCert || (hasCert && !(certFile && keyFile))) {
     throw usage(
       'relay needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
     )
   }
-  const ops = opsFromFlags(values)
-  const maxStorage = values['max-storage']
-  const flagLimits = limitsFromFlags(values)
+  if (values['metrics-host'] !== undefined && values['metrics-port'] === undefined) {
+    throw usage('--metrics-host needs --metrics-port P')
+  }
+  if (values['store-schema'] !== undefined && values.store === undefined) {
+    throw usage('--store-schema needs --store postgres://…')
+  }
+  const list = (flag: string) =>
+    ((values[flag] ?? []) as string[])
+      .flatMap((v) => v.split(','))
+      .map((v) => v.trim())
+      .filter(Boolean)
+  const given: Array<[string, unknown]> = []
+  for (const s of SETTINGS) {
+    const text = s.flag === undefined ? undefined : values[s.flag]
+    const to = s.to ?? s.key
+    if (text === undefined || to === undefined) continue
+    if (s.kind === undefined) {
+      given.push([to, text])
+      continue
+    }
+    const raw = s.multiple ? list(s.flag!) : String(text).trim()
+    const value = typeof raw === 'string' && /^[0-9]{1,9}$/.test(raw) ? Number(raw) : raw
+    const parsed = check(s.kind, value)
+    if ('problem' in parsed) {
+      throw usage(`--${s.flag} ${text} is not a ${s.kind.noun}: ${parsed.problem}`)
+    }
+    given.push([to, parsed.value])
+  }
   // After the flags' own checks: a usage error is told before the file's problems.
-  const config = ops.configFile === undefined ? {} : await loadRelayConfig(ops.configFile)
-  const { limits: fileLimits, quota: fileQuota, ...fileOptions } = config
-  const quota =
-    maxStorage === undefined ? fileQuota : { ...fileQuota, totalBytes: parseSize(maxStorage) }
-  const limits = mergeLimits(fileLimits, flagLimits)
-  let tls: { cert: string; key: string }
-  if (values['dev-tls']) {
+  const file = typeof values.config === 'string' ? await loadRelayConfig(values.config) : {}
+  const options: Record<string, unknown> = {
+    host: '127.0.0.1',
+    port: 8443,
+    logLevel: 'info',
+    shutdownTimeoutMs: 10_000,
+    ...file,
+  }
+  for (const [to, value] of given) setPath(options, to, value)
+  if (!hasCert) {
     // In the data directory, made on first use and kept across restarts (key 0600); the
     // machine's development CA issued it: one file to trust for every dev relay and inbox.
     const dev = await loadDevCertificate(path.join(dataDir, 'dev-tls'))
-    tls = { cert: dev.cert, key: dev.key }
+    options.tls = { cert: dev.cert, key: dev.key }
     log(
       `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`,
     )
   } else {
-    tls = {
-      cert: await readPem('--tls-cert', values['tls-cert']!, '-----BEGIN'),
-      key: await readPem('--tls-key', values['tls-key']!, '-----BEGIN'),
+    options.tls = {
+      cert: await readPem('--tls-cert', certFile!, '-----BEGIN'),
+      key: await readPem('--tls-key', keyFile!, '-----BEGIN'),
     }
   }
   // Extra CAs for what the relay fetches (identity documents, webhooks): PROFILE §6 verifies
   // every certificate, so a dev inbox's CA is added here, never verification turned off. Read
   // after --dev-tls made the machine's dev CA, so a first dev relay may be told to trust it.
-  const ca = await Promise.all(
-    (values.ca ?? []).map((file) => readPem('--ca', file, '-----BEGIN CERTIFICATE-----')),
-  )
-  const allowPrivate = (values['allow-private'] ?? [])
-    .flatMap((v) => v.split(','))
-    .map((s) => s.trim())
-    .filter(Boolean)
-  const postgres = storeFromFlags(values.store, values['store-schema'])
-  const trustedProxies = trustedProxiesFrom(values['trusted-proxies'], fileOptions.trustedProxies)
-  return {
-    host,
-    port,
-    dataDir,
-    tls,
-    ...fileOptions,
-    logLevel: ops.logLevel,
-    shutdownTimeoutMs: ops.shutdownTimeoutMs,
-    // Connections still open halfway through the bound are cut, leaving time for the store.
-    closeTimeoutMs: ops.shutdownTimeoutMs / 2,
-    ...(ops.metrics ? { metrics: ops.metrics } : {}),
-    ...(postgres ? { postgres } : {}),
-    ...(values['public-url'] ? { publicUrl: values['public-url'] } : {}),
-    ...(allowPrivate.length > 0 ? { allowPrivate } : {}),
-    ...(trustedProxies ? { trustedProxies } : {}),
-    ...(ca.length > 0 ? { ca } : {}),
-    ...(quota ? { quota } : {}),
-    ...(limits ? { limits } : {}),
-  }
+  const marker = '-----BEGIN CERTIFICATE-----'
+  const ca = await Promise.all(list('ca').map((file) => readPem('--ca', file, marker)))
+  if (ca.length > 0) options.ca = ca
+  const allowPrivate = list('allow-private')
+  if (allowPrivate.length > 0) options.allowPrivate = allowPrivate
+  // Connections still open halfway through the bound are cut, leaving time for the store.
+  options.closeTimeoutMs = (options.shutdownTimeoutMs as number) / 2
+  return options as unknown as RelayCommandOptions
 }
 
 function signals(): Promise<string> {
@@ -170,7 +171,6 @@ function signals(): Promise<string> {
  * once the relay stopped: 0 after SIGTERM/SIGINT and a graceful close, 2 for usage errors.
  */
 export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): Promise<number> {
-  const out = io.stdout ?? ((t: string) => process.stdout.write(t))
   const err = io.stderr ?? ((t: string) => process.stderr.write(t))
   // One line whatever the error says: `agentmsg: <code>: <message>` (no stack trace).
   const fail = (code: string, message: string, exitCode: number) => {
@@ -192,7 +192,7 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
     return fail('failed', e instanceof Error ? e.message : String(e), 1)
   }
   if (!options) {
-    out(RELAY_USAGE)
+    ;(io.stdout ?? ((t: string) => process.stdout.write(t)))(RELAY_USAGE)
     return 0
   }
   const { postgres, shutdownTimeoutMs, ...serveOptions } = options
@@ -225,55 +225,42 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   }
   const logger = server.logger!
   for (const line of early) logger.info(line)
-  const where = postgres ? describeStore(postgres) : `data in ${path.resolve(options.dataDir)}`
-  const metrics = server.metrics ? `; metrics on ${server.metrics.url}` : ''
-  logger.info(`listening on ${server.url} (${where})${metrics}; Ctrl-C stops`)
-  if (server.metrics && !isLoopback(server.metrics.host)) {
-    logger.warn(
-      `metrics listener on ${server.metrics.host}: plain HTTP without auth, keep it private`,
-    )
+  // The store as it may be logged: never the user or password of its URL.
+  const db = postgres && new URL(postgres.url)
+  const where = db
+    ? `PostgreSQL ${db.hostname}${db.port ? `:${db.port}` : ''}${db.pathname} (schema ${postgres.schema ?? 'agentmsg_relay'})`
+    : `data in ${path.resolve(options.dataDir)}`
+  const metrics = server.metrics
+  logger.info(
+    `listening on ${server.url} (${where})${metrics ? `; metrics on ${metrics.url}` : ''}; Ctrl-C stops`,
+  )
+  if (metrics && !/^(localhost|::1|127\..*)$/.test(metrics.host)) {
+    logger.warn(`metrics listener on ${metrics.host}: plain HTTP without auth, keep it private`)
   }
   io.onListening?.(server)
   const signal = await (io.stopSignal ?? signals)(server)
   logger.info(`${signal}: stopping`)
-  const outcome = await stopWithin(server, shutdownTimeoutMs)
-  if (outcome !== 'stopped') {
-    if (outcome === 'timeout') {
-      logger.error(
-        `did not stop within ${shutdownTimeoutMs / 1000} s (--shutdown-timeout): exiting 1`,
-      )
-    } else {
-      logger.error({ err: outcome.error }, 'stop failed: exiting 1')
-    }
-    // Whatever did not stop may hold the event loop: end the process.
-    ;(io.exit ?? ((code: number) => process.exit(code)))(1)
-    return 1
-  }
-  logger.info('stopped')
-  return 0
-}
-
-/** A loopback host: the metrics listener there is reachable from this machine only. */
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.')
-}
-
-/** Close `server` within `ms`: `stopped`, `timeout`, or the error the close failed with. */
-async function stopWithin(
-  server: RelayServer,
-  ms: number,
-): Promise<'stopped' | 'timeout' | { error: unknown }> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const late = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms)
+    timer = setTimeout(() => resolve('timeout'), shutdownTimeoutMs)
   })
-  try {
-    const closed = server.close().then(
-      () => 'stopped' as const,
-      (error: unknown) => ({ error }),
-    )
-    return await Promise.race([closed, late])
-  } finally {
-    clearTimeout(timer)
+  const closed = server.close().then(
+    () => 'stopped' as const,
+    (error: unknown) => ({ error }),
+  )
+  const outcome = await Promise.race([closed, late])
+  clearTimeout(timer)
+  if (outcome === 'stopped') {
+    logger.info('stopped')
+    return 0
   }
+  if (outcome === 'timeout') {
+    logger.error(
+      `did not stop within ${shutdownTimeoutMs / 1000} s (--shutdown-timeout): exiting 1`,
+    )
+  } else
+    logger.error({ err: outcome.error }, 'stop failed: exiting 1')
+    // Whatever did not stop may hold the event loop: end the process.
+  ;(io.exit ?? ((code: number) => process.exit(code)))(1)
+  return 1
 }

@@ -1,7 +1,4 @@
-/**
- * What the relay's endpoints share: the relay's state as one object, and the request helpers
- * every endpoint uses (agent auth, mailbox owners, cursors, path segments, 413, 415).
- */
+/** The relay's state as its endpoints see it, and the request helpers they share. */
 import { type KeyResolver, parseAgentId } from '@agentmsg/core'
 import { invalidFormat, readBody } from '@agentmsg/core/http'
 import {
@@ -15,7 +12,7 @@ import {
 } from '@agentmsg/core/receive'
 import type { RelayStore } from '../store/types.js'
 import type { FeedContext, Notifier } from './feed.js'
-import type { RelayHandlerOptions } from './types.js'
+import type { RelayHandlerOptions, StreamKind } from './types.js'
 
 /** The relay's state, as its endpoints see it. */
 export interface RelayContext {
@@ -42,13 +39,10 @@ export interface RelayContext {
   /** Register a connection that `close()` must end. */
   track(closer: () => void): () => void
   /** One of the agent's stream slots, or undefined at the cap (see RelayServerHandler). */
-  claimStream(agent: string): (() => void) | undefined
+  claimStream(agent: string, kind?: StreamKind): (() => void) | undefined
 }
 
-/**
- * The client-address bucket each request came from (PROFILE §6), set by the routing step and
- * read where a per-bucket share is charged (the nonce memory of agent auth).
- */
+/** Each request's client-address bucket (PROFILE §6), for the nonce memory's per-bucket share. */
 const buckets = new WeakMap<Request, string>()
 
 export function setRequestBucket(request: Request, bucket: string | undefined): void {
@@ -71,21 +65,6 @@ export function noContent(): HttpReply {
 /** An endpoint's answer: data, or a streaming `Response` (SSE). */
 export type RelayReply = HttpReply | Response
 
-/** 413 for a request body over the limit; the connection closes (PROFILE §6). */
-function tooLarge(): HttpReply {
-  return errorReply('payload_too_large', 'the request body exceeds the limit', {
-    headers: { connection: 'close' },
-  })
-}
-
-/** 415 for anything but JSON (PROFILE §6). */
-function unsupportedMediaType(): HttpReply {
-  return errorReply(
-    'unsupported_media_type',
-    'Content-Type must be application/json (charset utf-8)',
-  )
-}
-
 /** The JSON body of `request`, at most `maxBytes`: the bytes, or the 415 / 413 to answer. */
 export async function jsonBody(
   request: Request,
@@ -93,10 +72,23 @@ export async function jsonBody(
 ): Promise<Uint8Array | HttpReply> {
   if (!isJsonContentType(request.headers.get('content-type'))) {
     discardBody(request.body)
-    return unsupportedMediaType()
+    const message = 'Content-Type must be application/json (charset utf-8)'
+    return errorReply('unsupported_media_type', message)
   }
   const bytes = await readBody(request, { maxBytes, failure: 'invalid_format' })
-  return bytes ?? tooLarge()
+  // Over the limit: the connection closes (PROFILE §6).
+  const headers = { connection: 'close' }
+  return bytes ?? errorReply('payload_too_large', 'the request body exceeds the limit', { headers })
+}
+
+/** A JSON object, else `invalid_format` (naming `field` when given). */
+export function jsonObject(value: unknown, field?: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw field === undefined
+      ? invalidFormat('the request body must be a JSON object')
+      : invalidFormat('must be an object', field)
+  }
+  return value as Record<string, unknown>
 }
 
 /** A mailbox owner: did:key and URL agents only (PROFILE §9). */
@@ -136,18 +128,19 @@ export async function authenticate(
   body?: Uint8Array,
 ): Promise<string> {
   const bucket = buckets.get(request)
+  const { sharedNonces } = ctx
   const verified = await verifyRequest({
     method: request.method,
     targetUri: `${ctx.origin}${url.pathname}${url.search}`,
     headers: request.headers,
-    ...(body !== undefined ? { body } : {}),
+    ...(body !== undefined && { body }),
     resolver: ctx.resolver,
     nonces: ctx.nonces,
     // Several relay processes on one store share its nonce memory (PROFILE §9).
-    ...(ctx.sharedNonces !== undefined ? { sharedNonces: ctx.sharedNonces } : {}),
+    ...(sharedNonces && { sharedNonces }),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
-    ...(bucket !== undefined ? { bucket } : {}),
-    ...(expectedAgent !== undefined ? { expectedAgent } : {}),
+    ...(bucket !== undefined && { bucket }),
+    ...(expectedAgent !== undefined && { expectedAgent }),
     now: ctx.now(),
   })
   return verified.agent

@@ -1,12 +1,6 @@
-/**
- * Mailbox feeds: the backlog after a cursor, then live entries, with no gap and no duplicate.
- *
- * A feed never trusts the notification's payload. It registers with the in-process notifier
- * first, then reads the store after its own cursor, and every notification only means "read
- * again after your cursor". Store cursors grow in the order entries became visible, so an entry
- * stored while the backlog was being read is found by the next read, and an entry already sent
- * is never read again.
- */
+// Mailbox feeds: the backlog after a cursor, then live entries, no gap, no duplicate. A feed
+// listens first, then reads after its own cursor; a notification only means "read again".
+// Cursors grow in the order entries became visible, so nothing stored meanwhile is missed.
 import { PROFILE } from '@agentmsg/core'
 import type { MailboxEntry, RelayStore } from '../store/types.js'
 
@@ -18,7 +12,6 @@ export interface FeedSink {
   ready(): Promise<boolean>
 }
 
-/** A running feed: backlog after a cursor, then live entries, no gaps, no duplicates. */
 export interface Feed {
   close(): void
 }
@@ -29,12 +22,8 @@ export class Notifier {
 
   /** Listen for new entries of `mailbox`; returns the function that stops listening. */
   on(mailbox: string, listener: () => void): () => void {
-    let set = this.#listeners.get(mailbox)
-    if (!set) {
-      set = new Set()
-      this.#listeners.set(mailbox, set)
-    }
-    set.add(listener)
+    const set = this.#listeners.get(mailbox) ?? new Set()
+    this.#listeners.set(mailbox, set.add(listener))
     return () => {
       set.delete(listener)
       if (set.size === 0 && this.#listeners.get(mailbox) === set) this.#listeners.delete(mailbox)
@@ -42,9 +31,7 @@ export class Notifier {
   }
 
   notify(mailbox: string): void {
-    const set = this.#listeners.get(mailbox)
-    if (!set) return
-    for (const listener of [...set]) listener()
+    for (const listener of [...(this.#listeners.get(mailbox) ?? [])]) listener()
   }
 
   /** Wake every listener: signals from other relay processes may have been lost. */
@@ -63,6 +50,8 @@ export interface FeedContext {
   notifier: Notifier
   now: () => number
   onError: (error: unknown) => void
+  /** Told how many entries each read handed to the sink (metrics). */
+  delivered?: (count: number) => void
 }
 
 /** Start a feed of `mailbox` after `after` into `sink`. */
@@ -103,6 +92,7 @@ export function startFeed(
             maxBytes: PROFILE.maxMessageBytes,
             now: ctx.now(),
           })
+          if (page.entries.length > 0) ctx.delivered?.(page.entries.length)
           if (closed) return
           for (const entry of page.entries) {
             sink.send(entry)

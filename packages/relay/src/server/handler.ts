@@ -1,9 +1,7 @@
 /**
  * The relay as a web-standard handler, `(Request) => Promise<Response>`: every HTTP endpoint of
- * PROFILE §9 with CORS per §6. The endpoints live in publish.ts, subscriptions.ts and
- * mailbox.ts, the routing in routes.ts; this file holds the relay's state and its lifecycle.
- * The WebSocket endpoint is attached by the Node server (`serveRelay`) through
- * {@link RelayServerHandler.openFeed}.
+ * PROFILE §9 with CORS per §6 (publish.ts, subscriptions.ts, mailbox.ts; routing in routes.ts).
+ * This file holds the relay's state and lifecycle. `serveRelay` adds the WebSocket endpoint.
  */
 
 import { isAgentMsgError, type KeyResolver, normalizeAgentUrl, PROFILE } from '@agentmsg/core'
@@ -21,12 +19,11 @@ import {
 import { createIdentityFetcher, createNodeFetch } from '@agentmsg/transport-https/node'
 import type { RelayStore } from '../store/types.js'
 import type { RelayContext, RelayReply } from './context.js'
-import { type Feed, type FeedContext, type FeedSink, Notifier, startFeed } from './feed.js'
-import { type HealthPath, healthPath, healthReply, readiness } from './health.js'
+import { type Feed, type FeedSink, Notifier, startFeed } from './feed.js'
+import { healthPath, healthReply, readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
-import { deliveryContexts, timedStore } from './observed-store.js'
 import { Publisher } from './publish.js'
-import { type RequestTrace, reportRefused, reportReply } from './relay-report.js'
+import { type RequestTrace, reportRefused, reportReply, timedStore } from './relay-report.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
 import { Subscriptions } from './subscriptions.js'
 import type { RelayHandlerOptions, RelayObserver, RelayServerHandler, StreamKind } from './types.js'
@@ -56,8 +53,6 @@ class Relay implements RelayServerHandler {
   readonly #endpoints: RelayEndpoints
   readonly #observer: RelayObserver | undefined
   readonly #ready: () => Promise<boolean>
-  /** WebSocket feeds: their entries count as `ws` deliveries. */
-  readonly #wsFeed: FeedContext
   readonly #connections = new Set<() => void>()
   /** Open streams per agent (PROFILE §9 stream cap). */
   readonly #streams = new Map<string, number>()
@@ -76,8 +71,7 @@ class Relay implements RelayServerHandler {
     this.#basePath = base.pathname === '/' ? '' : base.pathname
     const observer = o.observer
     this.#observer = observer
-    // Publishes and acknowledgements timed to their durable commit (metrics), when observed.
-    const store = observer ? timedStore(o.store, observer) : o.store
+    const store = observer?.storeWrite ? timedStore(o.store, observer) : o.store
     this.#store = store
     const now = o.now ?? Date.now
     const onError = o.onError ?? ((error) => console.error('agentmsg relay:', error))
@@ -87,78 +81,82 @@ class Relay implements RelayServerHandler {
       throw new RangeError('retentionMs may only be raised above 7 days (PROFILE §9)')
     }
     // Outbound: https only, under the address rules (identity documents, webhooks).
-    const ca = o.ca === undefined ? {} : { ca: o.ca }
     const nodeFetch = createNodeFetch({
       addressPolicy: o.addressPolicy ?? createAddressPolicy(),
-      ...ca,
+      ...(o.ca !== undefined && { ca: o.ca }),
     })
     const fetchIdentity = createIdentityFetcher({ fetch: nodeFetch })
     this.resolver = o.resolver ?? createKeyResolver({ fetchIdentity, now })
-    const fetchFn = o.fetch ?? nodeFetch
     const notifier = new Notifier()
     const limits = o.limits ?? {}
     this.#maxStreams = limits.streamsPerAgent ?? PROFILE.streamsPerAgent
-    this.#ctx = {
+    const remember = o.store.rememberNonce?.bind(o.store)
+    const ctx: RelayContext = {
       baseUrl: this.baseUrl,
       origin: base.origin,
       options: o,
       store,
       resolver: this.resolver,
       nonces: new NonceMemory({ now }),
-      ...(o.store.rememberNonce !== undefined
-        ? {
-            sharedNonces: (keyId: string, nonce: string, expiresAt: number) =>
-              o.store.rememberNonce!(keyId, nonce, expiresAt, now()),
-          }
-        : {}),
+      ...(remember && {
+        sharedNonces: (k, nonce, expiresAt) => remember(k, nonce, expiresAt, now()),
+      }),
       notifier,
       feed: { store, notifier, now, onError },
       now,
       onError,
       closing: () => this.#closing,
       track: (closer) => this.track(closer),
-      claimStream: (agent) => this.claimStream(agent),
+      claimStream: (agent, kind) => this.claimStream(agent, kind),
     }
+    this.#ctx = ctx
     // A store shared by several relay processes signals entries another process added, so a
     // stream here gets a message published there without polling.
     this.#unwatch = o.store.watch?.((mailbox) =>
       mailbox === undefined ? notifier.notifyAll() : notifier.notify(mailbox),
     )
-    const maxKeys = limits.maxTrackedKeys ?? 100_000
+    const trustedProxies = o.trustedProxies
     this.#clients = new ClientLimits(
-      { ...limits, ...(o.trustedProxies ? { trustedProxies: o.trustedProxies } : {}), now },
+      { ...limits, ...(trustedProxies && { trustedProxies }), now },
       'agentmsg relay',
     )
-    const perSender = new TokenBuckets({ ...PROFILE.perSender, ...limits.perSender }, now, maxKeys)
-    this.#publisher = new Publisher(this.#ctx, retention, (from) => perSender.take(from))
+    const perSender = new TokenBuckets(
+      { ...PROFILE.perSender, ...limits.perSender },
+      now,
+      limits.maxTrackedKeys ?? 100_000,
+    )
+    this.#publisher = new Publisher(ctx, retention, (from) => perSender.take(from))
     const maxSubscriptions = limits.subscriptionsPerAgent ?? PROFILE.subscriptionsPerAgent
-    this.#subscriptions = new Subscriptions(this.#ctx, fetchFn, maxSubscriptions, observer)
-    const ctx = this.#ctx
-    const modes = deliveryContexts(ctx, observer, (agent) => this.claimStream(agent, 'sse'))
-    this.#wsFeed = modes.wsFeed
+    const subscriptions = new Subscriptions(ctx, o.fetch ?? nodeFetch, maxSubscriptions)
+    this.#subscriptions = subscriptions
     this.#ready = readiness(store, () => this.#closing, o.readyCheck)
     this.#endpoints = {
       publish: (request, trace) => this.#publish(request, trace),
-      subscribe: (request, url) => this.#subscriptions.subscribe(request, url),
-      unsubscribe: (request, url, id) => this.#subscriptions.unsubscribe(request, url, id),
-      retrieve: (request, url) => retrieveMessages(modes.retrieve, request, url),
+      subscribe: (request, url) => subscriptions.subscribe(request, url),
+      unsubscribe: (request, url, id) => subscriptions.unsubscribe(request, url, id),
+      retrieve: (request, url) => retrieveMessages(ctx, request, url),
       acknowledge: (request, url, id) => acknowledgeMessage(ctx, request, url, id),
       acknowledgeMany: (request, url) => acknowledgeMany(ctx, request, url),
-      stream: (request, url) => streamMessages(modes.sse, request, url),
+      stream: (request, url) => streamMessages(ctx, request, url),
     }
-    this.#expireTimer = setInterval(() => {
-      this.#store.expire(now()).catch(onError)
-    }, o.expireIntervalMs ?? 60_000)
+    this.#expireTimer = setInterval(
+      () => void store.expire(now()).catch(onError),
+      o.expireIntervalMs ?? 60_000,
+    )
     this.#expireTimer.unref?.()
-    this.ready = this.#subscriptions.load().catch(onError)
+    this.ready = subscriptions.load().catch(onError)
   }
 
   readonly fetch = async (
     request: Request,
     info: { clientAddress?: string } = {},
   ): Promise<Response> => {
+    // `/healthz`, `/readyz` (health.ts): not routed, not rate limited, not reported.
     const probe = healthPath(request.url, this.#basePath)
-    if (probe !== undefined) return toResponse(await this.#probe(probe, request))
+    if (probe !== undefined) {
+      discardBody(request.body)
+      return toResponse(healthReply(probe === 'healthz' || (await this.#ready()), request.method))
+    }
     const trace: RequestTrace = { route: 'unknown' }
     let reply: RelayReply
     try {
@@ -175,13 +173,6 @@ class Relay implements RelayServerHandler {
       reportReply(this.#observer, request.method, trace, reply)
     }
     return toResponse(reply)
-  }
-
-  /** `/healthz`, `/readyz` (health.ts): not routed, not rate limited, not reported. */
-  async #probe(probe: HealthPath, request: Request): Promise<HttpReply> {
-    discardBody(request.body)
-    const ok = probe === 'healthz' || (await this.#ready())
-    return healthReply(ok, request.method)
   }
 
   admit(address: string | undefined, forwardedFor: string | null = null): number {
@@ -215,7 +206,8 @@ class Relay implements RelayServerHandler {
     sink: FeedSink,
     onClose?: (error?: unknown) => void,
   ): Feed {
-    return startFeed(this.#wsFeed, agent, after, sink, onClose)
+    const delivered = (n: number) => this.#observer?.delivered?.('ws', n)
+    return startFeed({ ...this.#ctx.feed, delivered }, agent, after, sink, onClose)
   }
 
   claimStream(agent: string, kind?: StreamKind): (() => void) | undefined {
@@ -237,9 +229,7 @@ class Relay implements RelayServerHandler {
 
   openStreams(agent?: string): number {
     if (agent !== undefined) return this.#streams.get(agent) ?? 0
-    let n = 0
-    for (const open of this.#streams.values()) n += open
-    return n
+    return [...this.#streams.values()].reduce((sum, n) => sum + n, 0)
   }
 
   ack(agent: string, messageId: string, from?: string): Promise<number> {

@@ -1,9 +1,7 @@
 /**
- * `GET /healthz` (liveness: the process answers) and `GET /readyz` (readiness: the store can
- * take a write now and the relay is not draining), for load balancers and orchestrators.
- * Unauthenticated, so they tell a stranger nothing: no error text, version or path. Not charged
- * to the per-address limit (a load balancer probes from one address), so readiness stays cheap
- * whatever the probe rate: one store check at a time, its answer reused for `cacheMs`.
+ * `GET /healthz` (the process answers) and `/readyz` (the store takes writes, not draining).
+ * Unauthenticated, so they tell nothing (no error text or version); not rate limited (a load
+ * balancer probes from one address), so one store check at a time, reused for `cacheMs`.
  */
 import type { HttpReply } from '@agentmsg/core/receive'
 import type { RelayStore } from '../store/types.js'
@@ -32,10 +30,23 @@ export function healthReply(ok: boolean, method: string): HttpReply {
   return { status: 503, headers: retry, body: body('{"status":"unavailable"}') }
 }
 
+/** `read()`, or undefined when it failed or took longer than `ms`. */
+export async function within<T>(ms: number, read: () => Promise<T>): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms)
+    timer.unref?.()
+  })
+  try {
+    return await Promise.race([read().catch(() => undefined), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /**
  * The relay's readiness: not `closing`, and the store can take a write now
- * (`RelayStore.checkWritable`, or a read, `usage()`, for a store without it); a check slower
- * than `timeoutMs` fails.
+ * (`RelayStore.checkWritable`, else a read, `usage()`), within `timeoutMs`.
  */
 export function readiness(
   store: RelayStore,
@@ -44,23 +55,11 @@ export function readiness(
 ): () => Promise<boolean> {
   let checking: Promise<boolean> | undefined
   let last: { ok: boolean; at: number } | undefined
-  const check = async () => {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const late = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs)
-      timer.unref?.()
-    })
-    const write = (store.checkWritable?.() ?? store.usage()).then(() => true)
-    try {
-      return await Promise.race([write.catch(() => false), late])
-    } finally {
-      clearTimeout(timer)
-    }
-  }
+  const check = () => (store.checkWritable?.() ?? store.usage()).then(() => true)
   return async () => {
     if (closing()) return false
     if (last !== undefined && Date.now() - last.at < cacheMs) return last.ok
-    checking ??= check().then((ok) => {
+    checking ??= within(timeoutMs, check).then((ok = false) => {
       last = { ok, at: Date.now() }
       checking = undefined
       return ok

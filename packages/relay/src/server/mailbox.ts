@@ -1,8 +1,4 @@
-/**
- * A mailbox's owner reading it (PROFILE §9): `GET /relay/messages` (pages), `DELETE
- * /relay/messages/{id}` and `POST /relay/ack` (acknowledge one, or many), `GET /relay/stream`
- * (Server-Sent Events). Each needs agent auth as the mailbox's owner.
- */
+/** A mailbox's owner reading it (PROFILE §9): pages, acknowledgements, SSE; each authenticated. */
 
 import { PROFILE, parseAgentId } from '@agentmsg/core'
 import { parseStrictJson } from '@agentmsg/core/encoding'
@@ -13,6 +9,7 @@ import {
   authenticate,
   cursorParam,
   jsonBody,
+  jsonObject,
   mailboxAgent,
   noContent,
   overCap,
@@ -73,6 +70,7 @@ export async function retrieveMessages(
   const count = pageLimit(url.searchParams.get('limit'))
   await authenticate(ctx, request, url, agent)
   const page = await read(ctx, agent, after, count)
+  if (page.entries.length > 0) ctx.options.observer?.delivered?.('retrieve', page.entries.length)
   const cursor = page.cursor ?? after
   // The stored JSON goes out as it is: no parse and re-serialisation per message.
   const text = `{"messages":[${page.entries.map((e) => e.json).join(',')}],"cursor":${JSON.stringify(cursor ?? null)}}`
@@ -100,10 +98,7 @@ function ackBody(value: unknown): {
   agent: string
   acks: Array<{ messageId: string; from: string }>
 } {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw invalidFormat('the request body must be a JSON object')
-  }
-  const body = value as Record<string, unknown>
+  const body = jsonObject(value)
   const agent = mailboxAgent(body.agent, 'agent')
   const acks = body.acks
   if (!Array.isArray(acks) || acks.length < 1 || acks.length > PROFILE.maxAcks) {
@@ -113,10 +108,7 @@ function ackBody(value: unknown): {
     agent,
     acks: acks.map((entry: unknown, i) => {
       const field = `acks[${i}]`
-      if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
-        throw invalidFormat('must be an object', field)
-      }
-      const { message_id: messageId, from } = entry as Record<string, unknown>
+      const { message_id: messageId, from } = jsonObject(entry, field)
       if (typeof messageId !== 'string' || messageId === '') {
         throw invalidFormat('must be a string', `${field}.message_id`)
       }
@@ -126,10 +118,7 @@ function ackBody(value: unknown): {
   }
 }
 
-/**
- * `POST /relay/ack`: remove many entries at once; entries that match nothing are skipped, not
- * an error (PROFILE §9). 200 `{status:"acknowledged", removed}`.
- */
+/** `POST /relay/ack`: remove many entries; those matching nothing are skipped (PROFILE §9). */
 export async function acknowledgeMany(
   ctx: RelayContext,
   request: Request,
@@ -146,9 +135,8 @@ export async function acknowledgeMany(
 }
 
 /**
- * `GET /relay/stream?agent=&after=`: held messages, then live ones, as SSE. At most
- * `limits.streamsPerAgent` streams per agent, SSE and WebSocket together (PROFILE §9): what one
- * agent's unread streams hold is bounded by that many stream buffers.
+ * `GET /relay/stream?agent=&after=`: held, then live messages as SSE; at most
+ * `limits.streamsPerAgent` streams per agent with WebSockets, bounding what one agent holds.
  */
 export async function streamMessages(
   ctx: RelayContext,
@@ -166,7 +154,7 @@ export async function streamMessages(
     return errorReply('unavailable', 'the relay is shutting down', { retryAfter: 5 })
   // A bad cursor is a 400 now, not a stream that ends at once.
   await read(ctx, agent, after, 1)
-  const release = ctx.claimStream(agent)
+  const release = ctx.claimStream(agent, 'sse')
   if (release === undefined) {
     const max = ctx.options.limits?.streamsPerAgent ?? PROFILE.streamsPerAgent
     return overCap('open streams', max, STREAM_CAP_RETRY_AFTER)
@@ -185,7 +173,8 @@ export async function streamMessages(
     },
   })
   untrack = ctx.track(() => channel.close())
-  feed = startFeed(ctx.feed, agent, after, channel)
+  const delivered = (n: number) => o.observer?.delivered?.('sse', n)
+  feed = startFeed({ ...ctx.feed, delivered }, agent, after, channel)
   const { headers } = jsonReply(200, null, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',

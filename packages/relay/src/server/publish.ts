@@ -1,9 +1,7 @@
 /**
- * `POST /relay/publish` (PROFILE §9): the HTTP steps (Content-Type, size while streaming), then
- * the one receive pipeline of `@agentmsg/core` with the relay's rules (an Ed25519 signature of
- * `from.agent`, an empty `trace.received`, no levels, duplicates asked of the store before the
- * per-sender limit is charged), then what only a relay does: the mailbox lookup (after the
- * signature verified), the trace entry, the durable store within the quotas, 202.
+ * `POST /relay/publish` (PROFILE §9): core's receive pipeline with the relay's rules (Ed25519,
+ * an empty `trace.received`, duplicates asked of the store before the per-sender limit), then
+ * the mailbox lookup (after the signature verified), the trace entry, the durable store, 202.
  */
 import { type Message, PROFILE, parseAgentId } from '@agentmsg/core'
 import { canonicalizeToBytes, formatTimestamp, parseTimestamp } from '@agentmsg/core/encoding'
@@ -29,17 +27,13 @@ function checkNotForwarded(message: Message): void {
   }
 }
 
-/** Where a message goes, decided once per publish (after its signature verified). */
+/** Where a message goes: `mailboxes` undefined (404) without an open one; `held` may hold it. */
 interface Targets {
-  /** A topic message: mailboxes without room are skipped (PROFILE §9). */
   topic: boolean
-  /** Undefined when a direct message has no open mailbox (404). */
   mailboxes: string[] | undefined
-  /** The mailboxes that may hold it already (a closed mailbox keeps what it holds). */
   held: string[]
 }
 
-/** The publish endpoint of one relay. */
 export class Publisher {
   readonly #ctx: RelayContext
   readonly #receive: ReceiveContext
@@ -62,11 +56,8 @@ export class Publisher {
 
   /** `outcome.duplicate` is set when the answer is a 202 for a copy already stored (metrics). */
   async publish(request: Request, outcome?: { duplicate?: boolean }): Promise<HttpReply> {
-    // 3–4. Content-Type, size while streaming.
     const body = await jsonBody(request, PROFILE.maxBodyBytes)
     if (!(body instanceof Uint8Array)) return body
-    // 5–10. Parse, validate (+ empty trace), Idempotency-Key, canonical size, date window and
-    // TTL, signatures (+ Ed25519), per-sender limit: the receive pipeline.
     const receivedAt = this.#ctx.now()
     let targets: Targets | undefined
     // A copy every target mailbox holds, or remembers after an ack or expiry, is answered 202

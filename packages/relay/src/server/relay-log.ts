@@ -1,8 +1,6 @@
 /**
- * The relay's structured logs, with `pino`: JSON lines on stderr. One line per refused
- * request, with its PROFILE code, status, endpoint name, method and client-address bucket, and
- * nothing a log reader could abuse: never a body, a header, a signature or a path (paths name
- * agents and messages).
+ * The relay's JSON logs (pino), a line per refused request: code, status, endpoint, method,
+ * client-address bucket; never a body, header, signature or path (paths name agents).
  */
 import { type DestinationStream, type Level, type Logger, pino } from 'pino'
 import { RELAY_LOG_LEVELS, type RefusedRequest, type RelayObserver } from './types.js'
@@ -23,19 +21,13 @@ export function createRelayLogger(
   )
 }
 
-/**
- * The observer that logs refused requests: `info` for a client's error (4xx), `warn` for the
- * relay's (5xx), under the message `refused`.
- */
+/** Logs refused requests as `refused`: `info` for a 4xx, `warn` for a 5xx. */
 export function logObserver(logger: Logger): RelayObserver {
   return {
     refused(request: RefusedRequest) {
       const { code, status, route, method, bucket } = request
       // Fields picked one by one: nothing else of a request can reach the line.
-      const line =
-        bucket === undefined
-          ? { code, status, route, method }
-          : { code, status, route, method, bucket }
+      const line = { code, status, route, method, ...(bucket !== undefined && { bucket }) }
       if (status >= 500) logger.warn(line, 'refused')
       else logger.info(line, 'refused')
     },

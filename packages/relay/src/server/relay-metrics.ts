@@ -1,30 +1,15 @@
 /**
- * The relay's Prometheus metrics, with `prom-client`: one Registry per relay (never the global
- * one, so two relays in one process keep their own counts), served by a listener of its own
- * (loopback by default); the relay's HTTPS port never serves them. The counters follow the
- * relay's reports (a {@link RelayObserver}); the store gauges are read on each scrape, each read
- * bounded so a slow store cannot hang a scrape.
+ * The relay's Prometheus metrics: a Registry per relay (never the global one: two relays in one
+ * process keep their own counts) on a listener of its own, never the relay's port. Store gauges
+ * are read per scrape, each read bounded so a slow store cannot hang a scrape.
  */
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { RelayStore } from '../store/types.js'
+import { within } from './health.js'
 import { knownCode } from './relay-report.js'
 import type { DeliveryMode, RateLimitScope, RelayObserver, StreamKind } from './types.js'
-
-/** A store read, or undefined when it failed or took longer than `ms`. */
-async function within<T>(ms: number, read: () => Promise<T>): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms)
-    timer.unref?.()
-  })
-  try {
-    return await Promise.race([read().catch(() => undefined), late])
-  } finally {
-    clearTimeout(timer)
-  }
-}
 
 /** The metrics of one relay: pass it as the relay's `observer`, serve `registry`. */
 export class RelayMetrics implements RelayObserver {

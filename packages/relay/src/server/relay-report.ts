@@ -1,12 +1,9 @@
-/**
- * How a relay answer becomes observer reports: the error code of a reply, which limit gave a
- * 429, and which 401/403 codes are auth failures. Used by the handler and the WebSocket
- * endpoint, so both report alike.
- */
-
+/** How relay answers (HTTP and WebSocket alike) become observer reports. */
+import { performance } from 'node:perf_hooks'
 import type { ErrorCode } from '@agentmsg/core'
 import { ERROR_STATUS } from '@agentmsg/core/http'
 import type { HttpReply } from '@agentmsg/core/receive'
+import type { RelayStore } from '../store/types.js'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
 
 /** The status PROFILE §6 gives a code, or undefined for a code it does not name. */
@@ -72,18 +69,21 @@ export function reportReply(
     observer.published?.(code ?? (trace.duplicate ? 'duplicate' : 'accepted'))
   }
   if (code === undefined) return
-  reportRefused(
-    observer,
-    {
-      code,
-      status,
-      route: trace.route,
-      method,
-      ...(trace.bucket !== undefined ? { bucket: trace.bucket } : {}),
-    },
-    trace.scope,
-  )
+  const { route, bucket } = trace
+  const refused = { code, status, route, method, ...(bucket !== undefined && { bucket }) }
+  reportRefused(observer, refused, trace.scope)
 }
+
+const OBSERVER_KEYS = [
+  'refused',
+  'published',
+  'authFailed',
+  'rateLimited',
+  'delivered',
+  'streamOpened',
+  'streamClosed',
+  'storeWrite',
+] as const
 
 /** One observer that tells each of `observers` (skipping undefined ones), or undefined. */
 export function combineObservers(
@@ -92,18 +92,35 @@ export function combineObservers(
   const list = observers.filter((o): o is RelayObserver => o !== undefined)
   if (list.length <= 1) return list[0]
   const each =
-    <K extends keyof RelayObserver>(key: K) =>
-    (...args: Parameters<NonNullable<RelayObserver[K]>>) => {
-      for (const o of list) (o[key] as ((...a: typeof args) => void) | undefined)?.(...args)
+    (key: keyof RelayObserver) =>
+    (...args: unknown[]) => {
+      for (const o of list) (o[key] as ((...a: unknown[]) => void) | undefined)?.call(o, ...args)
     }
-  return {
-    refused: each('refused'),
-    published: each('published'),
-    authFailed: each('authFailed'),
-    rateLimited: each('rateLimited'),
-    delivered: each('delivered'),
-    streamOpened: each('streamOpened'),
-    streamClosed: each('streamClosed'),
-    storeWrite: each('storeWrite'),
+  return Object.fromEntries(OBSERVER_KEYS.map((key) => [key, each(key)]))
+}
+
+/** `store` with publishes and (answered) acks timed to their durable commit. */
+export function timedStore(store: RelayStore, observer: RelayObserver): RelayStore {
+  const timed = async <T>(op: 'publish' | 'ack', write: Promise<T>) => {
+    const start = performance.now()
+    const result = await write
+    observer.storeWrite?.(op, (performance.now() - start) / 1000)
+    return result
   }
+  const replaced: Partial<RelayStore> = {
+    publish: (input) => timed('publish', store.publish(input)),
+    // A lazy ack (a WebSocket frame) waits for the next commit on purpose: untimed.
+    ack: (mailbox, id, from, options) =>
+      options?.lazy === true
+        ? store.ack(mailbox, id, from, options)
+        : timed('ack', store.ack(mailbox, id, from, options)),
+  }
+  // A proxy: the store may be a class with private fields, its methods bound to it.
+  return new Proxy(store, {
+    get(target, prop) {
+      if (Object.hasOwn(replaced, prop)) return replaced[prop as keyof RelayStore]
+      const value: unknown = Reflect.get(target, prop, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
 }

@@ -1,8 +1,7 @@
 /**
- * The relay's HTTP routing (PROFILE §9 endpoint table) and the steps every request takes before
- * its endpoint runs (PROFILE §6): method (with CORS preflights), then the per-address limits,
- * before a byte of the body is read: the request rate, then the bodies read at once (8 per
- * address bucket, 128 overall), so stalled uploads from one address hold at most 8 bodies.
+ * The relay's routing (PROFILE §9) and the steps before an endpoint (§6): method and CORS
+ * preflight, then the per-address limits before a byte of the body is read: the request rate,
+ * then the bodies read at once, so stalled uploads from one address hold at most a few.
  */
 import {
   type ClientLimits,
@@ -65,11 +64,7 @@ export interface RequestClient {
   trace?: RequestTrace
 }
 
-/**
- * Answer one request: route it, check its method, apply the per-address limits (`client`; a
- * request without an address while they are on throws `MissingClientAddressError`, answered
- * 500), then run the endpoint.
- */
+/** Answer one request (no client address while the limits are on: a 500, thrown). */
 export async function dispatch(
   request: Request,
   basePath: string,
@@ -90,7 +85,6 @@ export async function dispatch(
   const run = () => endpoint(endpoints, request, url, trace)
   if (trace) trace.route = name
   const method = request.method
-  // 1. Method.
   if (method === 'OPTIONS') {
     discardBody(request.body)
     return preflightReply(allow)

@@ -1,8 +1,7 @@
 /**
- * The relay on `node:https` (TLS ≥ 1.2) through the one Node adapter, with its SQLite store in a
- * data directory, the WebSocket endpoint on the `upgrade` event, the slow-client timeouts of
- * PROFILE §6, and a graceful close; with its operations: Prometheus metrics on a listener of
- * their own and JSON logs, each loaded only when asked for.
+ * The relay on `node:https` through the one Node adapter: its SQLite store in a data directory,
+ * the WebSocket endpoint, PROFILE §6's slow-client timeouts, a graceful close, and metrics and
+ * JSON logs, each loaded only when asked for.
  */
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
@@ -45,22 +44,13 @@ export interface ServeRelayOptions
   closeTimeoutMs?: number
   ws?: RelayWebSocketOptions
   /**
-   * Answers requests before the relay does, e.g. a page served from the relay's own origin
-   * (`npm start`'s browser demo). A `Response` is sent as is; `undefined` hands the request to
-   * the relay (so it must not read the body of a request it passes on). It sees no WebSocket
-   * upgrades and is not rate limited by the relay: keep it to cheap, fixed answers.
+   * Answers requests before the relay (e.g. a demo page); `undefined` passes one on, its body
+   * unread. Sees no WebSocket upgrades, is not rate limited: keep it to cheap, fixed answers.
    */
   intercept?: (request: Request) => Response | undefined | Promise<Response | undefined>
-  /**
-   * Prometheus metrics on their own plain-HTTP listener (`GET /metrics`), never on the relay's
-   * port. `host` @default '127.0.0.1' (keep it on loopback or a private network). Off unless
-   * given.
-   */
+  /** Prometheus metrics on a plain-HTTP listener of their own (`host` @default 127.0.0.1). */
   metrics?: { port: number; host?: string }
-  /**
-   * A pino logger: one JSON line per refused request (relay-log.ts), and `onError` when none is
-   * given. @default a logger when `logLevel` is given, else no request logs
-   */
+  /** A pino logger: a line per refused request, and `onError`. @default one when `logLevel` */
   logger?: RelayLogger
   /** Level of the default logger (fatal, error, warn, info, debug, trace, silent). */
   logLevel?: string
@@ -79,10 +69,7 @@ export interface RelayServer {
   metrics?: MetricsListener
   /** The logger, when one was given or `logLevel` asked for one. */
   logger?: RelayLogger
-  /**
-   * Stop accepting connections, let publishes in flight be stored, end streams and sockets,
-   * then close the store.
-   */
+  /** Stop accepting, store the publishes in flight, end streams and sockets, close the store. */
   close(): Promise<void>
 }
 

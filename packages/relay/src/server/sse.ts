@@ -1,12 +1,12 @@
 /**
  * The Server-Sent Events body of `GET /relay/stream` (PROFILE §9): `id: <cursor>`,
- * `event: message`, `data: <message JSON>`, and a comment line at least every 15 s.
+ * `event: message`, `data: <message JSON>`, and a comment line at least every heartbeat.
  *
  * The stream is pull-driven (high-water mark 0): bytes leave our buffer only when the server
  * adapter reads them, so the buffer is exactly what the client has not taken yet. The feed
- * waits while it is above a low-water mark; past `maxBytes`, or when the client read nothing for
- * `stallTimeoutMs` while data waited, the connection is dropped (the client resumes from its
- * last `id`).
+ * waits while it is above a quarter of `maxBytes`; past `maxBytes`, or when the client read
+ * nothing for `stallTimeoutMs` while data waited, the connection is dropped (the client resumes
+ * from its last `id`).
  */
 import { utf8Encode } from '@agentmsg/core/encoding'
 import type { MailboxEntry } from '../store/types.js'
@@ -18,18 +18,6 @@ export interface SseChannelOptions {
   stallTimeoutMs: number
   /** Called once when the channel ends (client gone, dropped, or closed by the relay). */
   onEnd: () => void
-}
-
-/**
- * Sent before the relay ends a stream because it is stopping: a comment and the SSE `retry:`
- * field, so clients reconnect after a second (to this relay restarted, or another) and resume
- * with `Last-Event-ID`.
- */
-export const SSE_RESTART_HINT = ': relay restarting\nretry: 1000\n\n'
-
-/** Format one SSE event of a mailbox entry. The stored JSON never holds a raw LF. */
-export function sseEvent(entry: MailboxEntry): string {
-  return `id: ${entry.cursor}\nevent: message\ndata: ${entry.json}\n\n`
 }
 
 export class SseChannel implements FeedSink {
@@ -54,10 +42,7 @@ export class SseChannel implements FeedSink {
         pull: (controller) => {
           this.#lastPull = Date.now()
           if (this.#ended) return
-          if (this.#chunks.length > 0) {
-            this.#flush(controller)
-            return
-          }
+          if (this.#chunks.length > 0) return this.#flush(controller)
           return new Promise<void>((resolve) => {
             this.#pendingPull = () => {
               this.#pendingPull = undefined
@@ -66,13 +51,17 @@ export class SseChannel implements FeedSink {
             }
           })
         },
-        cancel: () => this.#end(false),
+        cancel: () => this.#end(),
       },
       { highWaterMark: 0 },
     )
     // A first comment so headers and something readable go out at once.
     this.push(': agentmsg relay stream\n\n')
-    this.#timer = setInterval(() => this.#tick(), options.heartbeatMs)
+    this.#timer = setInterval(() => {
+      if (this.#ended) return
+      if (this.#bytes > 0 && Date.now() - this.#lastPull > this.#o.stallTimeoutMs) this.#end('drop')
+      else this.push(': keep-alive\n\n')
+    }, options.heartbeatMs)
     this.#timer.unref?.()
   }
 
@@ -81,15 +70,13 @@ export class SseChannel implements FeedSink {
     if (this.#ended) return
     this.#chunks.push(text)
     this.#bytes += text.length
-    if (this.#bytes > this.#o.maxBytes) {
-      this.#drop()
-      return
-    }
-    this.#pendingPull?.()
+    if (this.#bytes > this.#o.maxBytes) this.#end('drop')
+    else this.#pendingPull?.()
   }
 
   send(entry: MailboxEntry): void {
-    this.push(sseEvent(entry))
+    // The stored JSON never holds a raw LF.
+    this.push(`id: ${entry.cursor}\nevent: message\ndata: ${entry.json}\n\n`)
   }
 
   ready(): Promise<boolean> {
@@ -98,71 +85,41 @@ export class SseChannel implements FeedSink {
     return new Promise((resolve) => this.#readyWaiters.push(resolve))
   }
 
-  /** End the stream normally (relay closing), after the reconnect hint. */
+  /**
+   * End the stream because the relay stops: a comment and the SSE `retry:` field first, so
+   * clients reconnect after a second (to this relay restarted, or another) with Last-Event-ID.
+   */
   close(): void {
     if (this.#ended) return
-    this.push(SSE_RESTART_HINT)
-    this.#end(true)
+    this.push(': relay restarting\nretry: 1000\n\n')
+    this.#end('close')
   }
 
   #flush(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    const text = this.#chunks.length === 1 ? this.#chunks[0]! : this.#chunks.join('')
+    const text = this.#chunks.join('')
     this.#chunks = []
     this.#bytes = 0
     controller.enqueue(utf8Encode(text))
-    const waiters = this.#readyWaiters
-    this.#readyWaiters = []
-    for (const w of waiters) w(true)
+    for (const w of this.#readyWaiters.splice(0)) w(true)
   }
 
-  #tick(): void {
-    if (this.#ended) return
-    if (this.#bytes > 0 && Date.now() - this.#lastPull > this.#o.stallTimeoutMs) {
-      this.#drop()
-      return
-    }
-    this.push(': keep-alive\n\n')
-  }
-
-  #drop(): void {
+  /** `close`: hand over what is queued, then end; `drop`: error the stream; else cancelled. */
+  #end(how?: 'close' | 'drop'): void {
     if (this.#ended) return
     this.#ended = true
-    this.#cleanup()
-    try {
-      this.#controller?.error(new Error('slow consumer: stream dropped'))
-    } catch {
-      // already closed
-    }
-    this.#pendingPull?.()
-  }
-
-  #end(closeStream: boolean): void {
-    if (this.#ended) return
-    this.#ended = true
-    this.#cleanup()
-    if (closeStream) {
-      // Hand over what is queued, then end.
-      if (this.#chunks.length > 0 && this.#controller) {
-        try {
-          this.#flush(this.#controller)
-        } catch {
-          // cancelled meanwhile
-        }
-      }
-      try {
-        this.#controller?.close()
-      } catch {
-        // already closed or errored
-      }
-    }
-    this.#pendingPull?.()
-  }
-
-  #cleanup(): void {
     clearInterval(this.#timer)
-    const waiters = this.#readyWaiters
-    this.#readyWaiters = []
-    for (const w of waiters) w(false)
+    for (const w of this.#readyWaiters.splice(0)) w(false)
     this.#o.onEnd()
+    const controller = this.#controller
+    try {
+      if (how === 'drop') controller?.error(new Error('slow consumer: stream dropped'))
+      if (how === 'close' && controller) {
+        if (this.#chunks.length > 0) this.#flush(controller)
+        controller.close()
+      }
+    } catch {
+      // Cancelled or closed meanwhile.
+    }
+    this.#pendingPull?.()
   }
 }

@@ -1,9 +1,7 @@
 /**
- * `POST /relay/subscribe` and `DELETE /relay/subscribe/{id}` (PROFILE §9), and the webhook
- * feeds of verified webhook subscriptions, restarted from the store after a restart. An agent
- * holds at most `limits.subscriptionsPerAgent` subscriptions (beyond → 429).
+ * `POST /relay/subscribe` and `DELETE /relay/subscribe/{id}` (PROFILE §9, at most
+ * `limits.subscriptionsPerAgent` per agent), and the feeds of verified webhook subscriptions.
  */
-
 import { PROFILE } from '@agentmsg/core'
 import { parseStrictJson } from '@agentmsg/core/encoding'
 import { invalidFormat } from '@agentmsg/core/http'
@@ -12,13 +10,13 @@ import type { Subscription } from '../store/types.js'
 import {
   authenticate,
   jsonBody,
+  jsonObject,
   mailboxAgent,
   noContent,
   overCap,
   type RelayContext,
 } from './context.js'
 import { type Feed, startFeed } from './feed.js'
-import type { RelayObserver } from './types.js'
 import { checkWebhookUrl, verifyWebhook, WebhookSink } from './webhook.js'
 
 /** Largest subscribe request body: a reply's size (PROFILE §4). */
@@ -30,15 +28,6 @@ const MAX_TOPICS = 100
 const SUBSCRIPTION_CAP_RETRY_AFTER = 60
 /** How often the process leading webhook pushes on a shared store re-reads the subscriptions. */
 const WEBHOOK_RESYNC_MS = 5_000
-
-function object(value: unknown, field: string | undefined): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw field === undefined
-      ? invalidFormat('the request body must be a JSON object')
-      : invalidFormat('must be an object', field)
-  }
-  return value as Record<string, unknown>
-}
 
 function topicsOf(value: unknown): string[] {
   if (value === undefined) return []
@@ -58,39 +47,33 @@ export class Subscriptions {
   readonly #ctx: RelayContext
   readonly #fetch: typeof fetch
   readonly #max: number
-  readonly #observer: RelayObserver | undefined
   /** Webhook feeds by subscription id. */
   readonly #webhooks = new Map<string, { feed: Feed; sink: WebhookSink }>()
   /** Per agent, the last subscribe in progress: an agent's subscribes run one at a time. */
   readonly #queues = new Map<string, Promise<unknown>>()
-  /**
-   * On a store shared by several relay processes, one of them (elected by the store) runs every
-   * webhook feed, so a message is pushed once, not once per process.
-   */
+  /** On a shared store one process (elected) runs every webhook feed: each push happens once. */
   readonly #shared: boolean
   #leading = false
   #resync: ReturnType<typeof setInterval> | undefined
   #unlead: (() => void) | undefined
 
-  /** `observer` is told of each message a webhook took (2xx). */
-  constructor(ctx: RelayContext, fetchFn: typeof fetch, max: number, observer?: RelayObserver) {
+  constructor(ctx: RelayContext, fetchFn: typeof fetch, max: number) {
     this.#ctx = ctx
     this.#fetch = fetchFn
     this.#max = max
-    this.#observer = observer
     this.#shared = ctx.store.lead !== undefined
   }
 
   async subscribe(request: Request, url: URL): Promise<HttpReply> {
     const bytes = await jsonBody(request, MAX_SUBSCRIBE_BYTES)
     if (!(bytes instanceof Uint8Array)) return bytes
-    const body = object(parseStrictJson(bytes), undefined)
-    const sub = object(body.subscribe, 'subscribe')
+    const body = jsonObject(parseStrictJson(bytes))
+    const sub = jsonObject(body.subscribe, 'subscribe')
     const agent = mailboxAgent(sub.agent, 'subscribe.agent')
     const topics = topicsOf(sub.topics)
     let webhookUrl: string | undefined
     if (body.push !== undefined) {
-      const push = object(body.push, 'push')
+      const push = jsonObject(body.push, 'push')
       if (push.mode !== 'webhook') throw invalidFormat('must be "webhook"', 'push.mode')
       webhookUrl = checkWebhookUrl(push.url)
     }
@@ -144,10 +127,7 @@ export class Subscriptions {
     }
   }
 
-  /**
-   * Start the webhook feeds of the stored subscriptions (after a restart). On a shared store,
-   * only once this process leads webhook pushes (the store says when).
-   */
+  /** Start the stored webhook feeds; on a shared store once this process leads the pushes. */
   async load(): Promise<void> {
     const lead = this.#ctx.store.lead?.bind(this.#ctx.store)
     if (lead === undefined) return this.#sync()
@@ -197,7 +177,7 @@ export class Subscriptions {
       options: this.#ctx.options.webhook ?? {},
       ack: (entry) => this.#ctx.store.ack(agent, entry.messageId, entry.from),
       onError: this.#ctx.onError,
-      onDelivered: () => this.#observer?.delivered?.('webhook', 1),
+      onDelivered: () => this.#ctx.options.observer?.delivered?.('webhook', 1),
     })
     const feed = startFeed(this.#ctx.feed, agent, undefined, sink)
     this.#webhooks.set(subscription.id, { feed, sink })

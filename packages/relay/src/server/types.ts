@@ -1,4 +1,3 @@
-/** Options and the public shape of the relay handler (PROFILE §9). */
 import type { KeyResolver } from '@agentmsg/core'
 import type { AddressPolicy } from '@agentmsg/core/http'
 import type { RateLimit } from '@agentmsg/core/receive'
@@ -7,22 +6,15 @@ import type { Feed, FeedSink } from './feed.js'
 import type { RelayWebhookOptions } from './webhook.js'
 
 /** The levels of the relay's logger (pino's), `silent` turning logs off. */
-export const RELAY_LOG_LEVELS: readonly string[] = [
-  'fatal',
-  'error',
-  'warn',
-  'info',
-  'debug',
-  'trace',
-  'silent',
-]
+export const RELAY_LOG_LEVELS: readonly string[] = 'fatal error warn info debug trace silent'.split(
+  ' ',
+)
 
 /** Rate limits of PROFILE §6 and caps of §9, as the relay applies them. */
 export interface RelayLimits {
   /**
-   * Per client address (IPv6 per /64), before any body is read. `false` turns every
-   * per-address limit off: required, and only meant, for an adapter that passes no client
-   * address (PROFILE §6: never one shared bucket). @default 600/min, burst 100
+   * Per client address (IPv6 per /64), before any body is read; `false` (only for an adapter
+   * that passes no client address, PROFILE §6: never one shared bucket). @default 600/min, 100
    */
   perAddress?: Partial<RateLimit> | false
   /** Bodies read at once from one address bucket; beyond → 429. @default 8 */
@@ -41,10 +33,7 @@ export interface RelayLimits {
 
 /** Options of {@link createRelayHandler}. */
 export interface RelayHandlerOptions {
-  /**
-   * The relay's public base URL, normalised as an agent URL: trace `by`, the `@target-uri`
-   * prefix of agent auth, the WebSocket auth line. Never taken from a request's `Host`.
-   */
+  /** The public base URL (trace `by`, agent auth's `@target-uri`); never a request's `Host`. */
   baseUrl: string
   store: RelayStore
   /** @default createKeyResolver with a Node identity fetcher bound by `addressPolicy` and `ca` */
@@ -77,10 +66,7 @@ export interface RelayHandlerOptions {
   webhook?: RelayWebhookOptions
   /** Told what the relay refuses, stores and delivers (metrics, logs). */
   observer?: RelayObserver
-  /**
-   * `GET /readyz`: a store check slower than `timeoutMs` fails it; an answer is reused for
-   * `cacheMs`. @default 2000 and 1000
-   */
+  /** `GET /readyz`: a store check slower than `timeoutMs` fails, kept `cacheMs`. @default 2000, 1000 */
   readyCheck?: { timeoutMs?: number; cacheMs?: number }
 }
 
@@ -89,10 +75,7 @@ export type RateLimitScope = 'address' | 'reads' | 'sender' | 'streams' | 'subsc
 export type DeliveryMode = 'ws' | 'sse' | 'webhook' | 'retrieve'
 export type StreamKind = 'sse' | 'ws'
 
-/**
- * A refused request as an operator may see it: never its body, headers, signature or path
- * (paths name agents), the client only as its address bucket (PROFILE §6).
- */
+/** A refused request as an operator sees it: never body, headers or path; the client's bucket. */
 export interface RefusedRequest {
   code: string
   status: number
@@ -146,9 +129,6 @@ export interface RelayServerHandler {
   ack(agent: string, messageId: string, from?: string): Promise<number>
   /** Register a connection that `close()` must end. */
   track(closer: () => void): () => void
-  /**
-   * Refuse new publishes (503), wait for those in flight to be stored, end streams and sockets,
-   * stop timers and webhook deliveries. Does not close the store.
-   */
+  /** Refuse publishes (503), store those in flight, end streams; the store stays open. */
   close(): Promise<void>
 }

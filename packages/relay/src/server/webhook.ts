@@ -1,9 +1,7 @@
 /**
- * Webhook push (PROFILE §9): the URL is checked by the outbound address policy (on the address
- * actually connected to) and verified by a `webhook_verify` challenge before use; then every
- * message of the subscriber's mailbox is POSTed as §6 delivery, retries included, and deleted
- * from the mailbox once the target took it (2xx). Refused, or still failing at the deadline, it
- * stays in the mailbox for retrieval.
+ * Webhook push (PROFILE §9): a URL verified by a `webhook_verify` challenge, under the address
+ * policy; each message POSTed as §6 delivery with retries, deleted once taken (2xx), else left
+ * in the mailbox for retrieval.
  */
 import { AgentMsgError, isAgentMsgError, PROFILE } from '@agentmsg/core'
 import { base64urlEncode, randomBytes } from '@agentmsg/core/encoding'
@@ -137,11 +135,7 @@ export class WebhookSink implements FeedSink {
     for (const w of this.#waiters.splice(0)) w(false)
   }
 
-  /**
-   * One message as §6 delivery: true once taken. 5xx and network errors are retried with
-   * backoff, 429 and 503 no sooner than their `Retry-After` (a 429 without one is refused),
-   * until the deadline; any other answer is a refusal (PROFILE §6).
-   */
+  /** One §6 delivery, true once taken: retried with backoff or Retry-After until the deadline. */
   async #deliver(entry: MailboxEntry): Promise<boolean> {
     const { signal } = this.#stop
     const o = this.#options

@@ -28,10 +28,7 @@ export interface RelayWebSocketOptions {
   now?: () => number
   onError?: (error: unknown) => void
   observer?: RelayObserver
-  /**
-   * On `close()`, connections get this long to finish the closing handshake (1012: reconnect,
-   * perhaps elsewhere) before they are cut. @default 1000
-   */
+  /** On `close()`, the time for the closing handshake (1012) before a cut. @default 1000 */
   closeGraceMs?: number
 }
 
@@ -47,32 +44,27 @@ const INTERNAL = 1011
 const SERVICE_RESTART = 1012
 const TRY_AGAIN_LATER = 1013
 
-class WsSink implements FeedSink {
-  constructor(
-    private readonly ws: WebSocket,
-    private readonly maxBuffered: number,
-    private readonly stallTimeoutMs: number,
-  ) {}
-
-  send(entry: MailboxEntry): void {
-    if (this.ws.readyState !== WebSocket.OPEN) return
-    this.ws.send(
-      `{"type":"message","cursor":${JSON.stringify(entry.cursor)},"message":${entry.json}}`,
-    )
-    if (this.ws.bufferedAmount > this.maxBuffered) this.ws.terminate()
-  }
-
-  async ready(): Promise<boolean> {
-    const low = this.maxBuffered / 4
-    const started = Date.now()
-    while (this.ws.readyState === WebSocket.OPEN && this.ws.bufferedAmount > low) {
-      if (Date.now() - started > this.stallTimeoutMs) {
-        this.ws.terminate()
-        return false
+/** A feed's sink on a socket: dropped past `maxBuffered`, or when it stalls. */
+function wsSink(ws: WebSocket, maxBuffered: number, stallTimeoutMs: number): FeedSink {
+  const open = () => ws.readyState === WebSocket.OPEN
+  return {
+    send(entry: MailboxEntry) {
+      if (!open()) return
+      const cursor = JSON.stringify(entry.cursor)
+      ws.send(`{"type":"message","cursor":${cursor},"message":${entry.json}}`)
+      if (ws.bufferedAmount > maxBuffered) ws.terminate()
+    },
+    async ready() {
+      const started = Date.now()
+      while (open() && ws.bufferedAmount > maxBuffered / 4) {
+        if (Date.now() - started > stallTimeoutMs) {
+          ws.terminate()
+          return false
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20))
       }
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
-    return this.ws.readyState === WebSocket.OPEN
+      return open()
+    },
   }
 }
 
@@ -86,7 +78,6 @@ export function createRelayWebSocket(
   const onError =
     options.onError ?? ((error: unknown) => console.error('agentmsg relay ws:', error))
   const now = options.now ?? Date.now
-  const authTimeoutMs = options.authTimeoutMs ?? 10_000
   const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024
   const stallTimeoutMs = options.stallTimeoutMs ?? PROFILE.streamStallMs
   const closeGraceMs = options.closeGraceMs ?? 1000
@@ -100,6 +91,7 @@ export function createRelayWebSocket(
     const refused = { code: known, status: codeStatus(known) ?? 500, route: 'ws', method: 'GET' }
     reportRefused(observer, { ...refused, ...(bucket !== undefined && { bucket }) }, scope)
   }
+  const send = (ws: WebSocket, frame: object) => ws.send(JSON.stringify(frame))
 
   const connection = (ws: WebSocket) => {
     let feed: Feed | undefined
@@ -111,97 +103,73 @@ export function createRelayWebSocket(
       setTimeout(() => ws.terminate(), closeGraceMs).unref()
     })
     const challenge = createChallenge()
-    ws.send(JSON.stringify(challenge))
+    send(ws, challenge)
     const timer = setTimeout(() => {
       report(ws, 'unauthorized')
       ws.close(POLICY, 'auth timeout')
-    }, authTimeoutMs)
+    }, options.authTimeoutMs ?? 10_000)
     timer.unref()
     const refuse = (code: string, message: string) => {
       if (ws.readyState !== WebSocket.OPEN) return
       report(ws, code)
-      ws.send(JSON.stringify({ type: 'error', code, message }))
+      send(ws, { type: 'error', code, message })
       ws.close(POLICY, code)
+    }
+    const open = (verified: { agent: string; after?: string }) => {
+      clearTimeout(timer)
+      if (ws.readyState !== WebSocket.OPEN) return
+      const { kind } = parseAgentId(verified.agent)
+      if (kind !== 'did:key' && kind !== 'url') {
+        return refuse('invalid_format', 'mailboxes exist only for did:key and URL agents')
+      }
+      release = handler.claimStream(verified.agent, 'ws')
+      if (release === undefined) {
+        report(ws, 'rate_limited', 'streams')
+        const message = 'this agent has the most streams open; retry later'
+        send(ws, { type: 'error', code: 'rate_limited', message })
+        return ws.close(TRY_AGAIN_LATER, 'rate_limited')
+      }
+      agent = verified.agent
+      state = 'open'
+      const sink = wsSink(ws, maxBuffered, stallTimeoutMs)
+      feed = handler.openFeed(agent, verified.after, sink, (error) => {
+        if (error instanceof RangeError) {
+          refuse('invalid_format', 'after: is not a cursor of this relay')
+        } else if (ws.readyState === WebSocket.OPEN) ws.close(INTERNAL, 'feed ended')
+      })
     }
 
     ws.on('message', (data, isBinary) => {
-      if (isBinary) {
-        refuse('invalid_format', 'text frames only')
-        return
-      }
+      if (isBinary) return refuse('invalid_format', 'text frames only')
       const text = Buffer.isBuffer(data)
         ? data.toString('utf8')
         : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]).toString('utf8')
-      if (state === 'checking') {
-        refuse('invalid_format', 'wait for the answer to the auth frame')
-        return
-      }
+      if (state === 'checking')
+        return refuse('invalid_format', 'wait for the answer to the auth frame')
       if (state === 'auth') {
         state = 'checking'
-        verifyWsAuth({
-          frame: text,
-          relayBaseUrl: handler.baseUrl,
-          nonce: challenge.nonce,
-          resolver: handler.resolver,
-          now: now(),
-        }).then(
-          (verified) => {
-            clearTimeout(timer)
-            if (ws.readyState !== WebSocket.OPEN) return
-            const { kind } = parseAgentId(verified.agent)
-            if (kind !== 'did:key' && kind !== 'url') {
-              refuse('invalid_format', 'mailboxes exist only for did:key and URL agents')
-              return
-            }
-            release = handler.claimStream(verified.agent, 'ws')
-            if (release === undefined) {
-              report(ws, 'rate_limited', 'streams')
-              const message = 'this agent has the most streams open; retry later'
-              ws.send(JSON.stringify({ type: 'error', code: 'rate_limited', message }))
-              ws.close(TRY_AGAIN_LATER, 'rate_limited')
-              return
-            }
-            agent = verified.agent
-            state = 'open'
-            feed = handler.openFeed(
-              agent,
-              verified.after,
-              new WsSink(ws, maxBuffered, stallTimeoutMs),
-              (error) => {
-                if (error instanceof RangeError) {
-                  refuse('invalid_format', 'after: is not a cursor of this relay')
-                } else if (ws.readyState === WebSocket.OPEN) {
-                  ws.close(INTERNAL, 'feed ended')
-                }
-              },
-            )
-          },
-          (error: unknown) => {
-            if (isAgentMsgError(error)) refuse(error.code, error.message)
-            else {
-              onError(error)
-              refuse('internal_error', 'internal error')
-            }
-          },
-        )
+        const { nonce } = challenge
+        const auth = { frame: text, relayBaseUrl: handler.baseUrl, nonce, now: now() }
+        verifyWsAuth({ ...auth, resolver: handler.resolver }).then(open, (error: unknown) => {
+          if (isAgentMsgError(error)) return refuse(error.code, error.message)
+          onError(error)
+          refuse('internal_error', 'internal error')
+        })
         return
       }
       // Open: ack frames.
-      let frame: unknown
+      let f: Record<string, unknown> | null
       try {
-        frame = JSON.parse(text)
+        f = JSON.parse(text)
       } catch {
-        refuse('invalid_format', 'frames are JSON objects')
-        return
+        return refuse('invalid_format', 'frames are JSON objects')
       }
-      const f = frame as Record<string, unknown>
       if (typeof f !== 'object' || f === null || f.type !== 'ack') return
       if (
         typeof f.message_id !== 'string' ||
         (f.from !== undefined && typeof f.from !== 'string')
       ) {
-        refuse('invalid_format', 'an ack carries message_id and from')
-        return
+        return refuse('invalid_format', 'an ack carries message_id and from')
       }
       handler.ack(agent!, f.message_id, f.from as string | undefined).catch(onError)
     })

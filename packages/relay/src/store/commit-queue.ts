@@ -1,17 +1,20 @@
 /**
- * The group commit of the SQLite and PostgreSQL stores: writes are queued and run in batches,
- * each ONE transaction (one fsync or WAL flush), and a write settles only after the COMMIT
- * covering it returned (PROFILE §9: 202 only once durably stored).
- *
- * One batch is in flight at a time: what is queued meanwhile goes out as the next batch once it
- * returned (at most `maxBatch` writes), so batches grow with the load. When idle, a batch goes
- * on the next macrotask (after `maxDelayMs` when set), or at once at `maxBatch`. A lazy write (a
- * WebSocket ack frame: nobody waits for it) starts no batch of its own: it goes with the next
- * other write, after LAZY_DELAY_MS, or when `settled()` is asked — else every ack frame would be
- * a commit and an fsync of its own.
+ * The group commit of the SQLite and PostgreSQL stores, and their shape (`queuedStore`): a batch is ONE transaction and a write
+ * settles after the COMMIT covering it (PROFILE §9: 202 once durable). One batch in flight;
+ * what queues meanwhile is the next (at most `maxBatch`), so batches grow with the load. A lazy
+ * write (a WebSocket ack frame) starts no batch: it rides with the next write, after
+ * LAZY_DELAY_MS, or at `settled()`, else every ack frame would be an fsync of its own.
  */
 
-/** One write's outcome as the runner reports it. */
+import {
+  forgetAtOf,
+  newSubscription,
+  type PublishOutcome,
+  publishMailboxes,
+  publishResult,
+} from './common.js'
+import type { PublishInput, RelayStore } from './types.js'
+
 export type Settlement = { ok: unknown } | { error: unknown }
 
 /** Runs one batch: one settlement per write, in order, or a rejection for all of them. */
@@ -21,7 +24,6 @@ export interface CommitQueue<Op> {
   enqueue<T>(op: Op, lazy?: boolean): Promise<T>
   /** Resolves once every write enqueued before the call has settled. */
   settled(): Promise<void>
-  /** True once `close()` was called. */
   readonly closed: boolean
   /** Every write queued and to come fails with `error` (a writer that is gone). */
   fail(error: Error): void
@@ -152,4 +154,98 @@ export function commitQueue<Op>(
       return settled()
     },
   }
+}
+
+/** One write of a queued store (SQLite, PostgreSQL), as its writer runs it. */
+export type WriteOp =
+  | (Required<Omit<PublishInput, 'forgetAt' | 'skipFull'>> & {
+      op: 'publish'
+      /** Resolved; the mailboxes without repeats. */
+      forgetAt: number
+      skipFull: boolean
+    })
+  | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
+  | { op: 'expire'; now: number }
+  | {
+      op: 'subscribe'
+      id: string
+      agent: string
+      topics: string[]
+      webhookUrl: string | null
+      verified: boolean
+      created: number
+    }
+  | { op: 'unsubscribe'; id: string; agent: string }
+  | { op: 'setWebhookVerified'; id: string; verified: boolean }
+  /** Readiness (`checkWritable`): a write turn that changes nothing. */
+  | { op: 'check' }
+
+type ReadName = 'subscriptions' | 'mailboxState' | 'topicSubscribers' | 'retrieve' | 'isDuplicate'
+/** The reads of a queued store, synchronous (SQLite) or not. */
+export type StoreReads = {
+  [K in ReadName | 'usage' | 'countMailboxes']-?: (
+    ...args: Parameters<NonNullable<RelayStore[K]>>
+  ) => Awaited<ReturnType<NonNullable<RelayStore[K]>>> | ReturnType<NonNullable<RelayStore[K]>>
+}
+
+/**
+ * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.
+ * `guard` turns a call's failure into what the relay should see.
+ */
+export function queuedStore(
+  queue: CommitQueue<WriteOp>,
+  reads: StoreReads,
+  close: () => Promise<void>,
+  guard: <T>(call: Promise<T>) => Promise<T> = (call) => call,
+) {
+  const write = <T>(op: WriteOp, lazy?: boolean) => guard(queue.enqueue<T>(op, lazy))
+  const read =
+    <A extends unknown[], T>(f: (...args: A) => T | Promise<T>) =>
+    (...args: A): Promise<T> =>
+      queue.closed
+        ? Promise.reject(new Error('relay store is closed'))
+        : guard(Promise.resolve().then(() => f(...args)))
+  let gone: Promise<void> | undefined
+  return {
+    async subscribe(input) {
+      const s = newSubscription(input)
+      const { id, agent, topics, created } = s
+      const webhookUrl = s.webhook?.url ?? null
+      const verified = s.webhook?.verified === true
+      await write({ op: 'subscribe', id, agent, topics, webhookUrl, verified, created })
+      return s
+    },
+    unsubscribe: (id, agent) => write<boolean>({ op: 'unsubscribe', id, agent }),
+    setWebhookVerified: (id, verified) => write<void>({ op: 'setWebhookVerified', id, verified }),
+    subscriptions: read(reads.subscriptions),
+    mailboxState: read(reads.mailboxState),
+    topicSubscribers: read(reads.topicSubscribers),
+    async publish(input) {
+      const mailboxes = publishMailboxes(input)
+      if (mailboxes.length === 0) {
+        if (queue.closed) throw new Error('relay store is closed')
+        return []
+      }
+      const { mailboxes: _, skipFull, forgetAt: __, ...rest } = input
+      const op: WriteOp = {
+        op: 'publish',
+        ...rest,
+        forgetAt: forgetAtOf(input),
+        mailboxes,
+        skipFull: skipFull === true,
+      }
+      return publishResult(await write<PublishOutcome>(op))
+    },
+    isDuplicate: read(reads.isDuplicate),
+    retrieve: read(reads.retrieve),
+    ack: (mailbox, messageId, from, options) =>
+      write<number>({ op: 'ack', mailbox, messageId, from: from ?? null }, options?.lazy),
+    expire: (now) => write<number>({ op: 'expire', now }),
+    settled: () => queue.settled(),
+    usage: read(reads.usage),
+    // Through the group commit: the write lock and a COMMIT, as a publish would take.
+    checkWritable: () => write<void>({ op: 'check' }),
+    countMailboxes: read(reads.countMailboxes),
+    close: () => (gone ??= close()),
+  } satisfies RelayStore
 }

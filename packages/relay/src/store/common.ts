@@ -1,9 +1,7 @@
-/** What the relay stores share: quotas, cursors, input checks, and the queued stores' shape. */
+/** What the relay stores share: quotas, cursors, pages, input checks, the publish decision. */
 import { randomBytes } from 'node:crypto'
 import { PROFILE } from '@agentmsg/core'
-import type { CommitQueue } from './commit-queue.js'
 import {
-  type DuplicateQuery,
   type MailboxEntry,
   MailboxFullError,
   type MailboxPage,
@@ -47,6 +45,21 @@ export function resolveQuota(quota: RelayQuota | undefined): ResolvedQuota {
   return resolved
 }
 
+type Usage = { messages: number; bytes: number }
+
+/** Why a mailbox holding `box` (of it `sender()` from this sender) has no room for `bytes`. */
+export function noRoomFor(
+  quota: ResolvedQuota,
+  bytes: number,
+  box: Usage | undefined,
+  sender: () => Usage | undefined,
+): 'mailbox' | 'sender' | undefined {
+  const over = (u: Usage | undefined, messages: number, max: number) =>
+    (u?.messages ?? 0) + 1 > messages || (u?.bytes ?? 0) + bytes > max
+  if (over(box, quota.messages, quota.bytes)) return 'mailbox'
+  return over(sender(), quota.senderMessages, quota.senderBytes) ? 'sender' : undefined
+}
+
 /** Until when a publish's triple is remembered after its entry is gone. */
 export function forgetAtOf(input: PublishInput): number {
   return input.forgetAt ?? input.receivedAt + PROFILE.relayForgetAfterReceiptMs
@@ -54,23 +67,21 @@ export function forgetAtOf(input: PublishInput): number {
 
 const CURSOR = /^(?:0|[1-9][0-9]{0,15})$/
 
-/** The position to read after (0 for none); cursors are decimal integer text, else a RangeError. */
-export function parseAfter(after: string | undefined): number {
+/** Cursors are decimal integer text (0 for none), else a RangeError. */
+function parseAfter(after: string | undefined): number {
   if (after === undefined) return 0
   const n = CURSOR.test(after) ? Number(after) : Number.NaN
   if (!Number.isSafeInteger(n)) throw new RangeError(`invalid cursor: ${JSON.stringify(after)}`)
   return n
 }
 
-export function utf8Length(text: string): number {
-  return Buffer.byteLength(text, 'utf8')
-}
-
-export function checkRetrieveOptions(options: { limit: number; maxBytes: number }): void {
+/** The position a retrieve reads after, its options checked; RangeError when bad. */
+export function retrieveAfter(options: { after?: string; limit: number; maxBytes: number }) {
   if (!Number.isInteger(options.limit) || options.limit < 1) {
     throw new RangeError('limit must be a positive integer')
   }
   if (!(options.maxBytes > 0)) throw new RangeError('maxBytes must be positive')
+  return parseAfter(options.after)
 }
 
 /**
@@ -86,6 +97,22 @@ export function pageOf(
   const page: MailboxPage = { entries, cursor: last === undefined ? options.after : last.cursor }
   if (last !== undefined && !cut && entries.length < options.limit) page.complete = true
   return page
+}
+
+/** A page of the due entries `rows` (cursor order): at most `limit`, and `maxBytes` but one. */
+export function fillPage(
+  rows: Iterable<MailboxEntry & { size: number }>,
+  options: { after?: string; limit: number; maxBytes: number },
+): MailboxPage {
+  const entries: MailboxEntry[] = []
+  let bytes = 0
+  for (const { size, ...entry } of rows) {
+    if (entries.length >= options.limit) break
+    if (entries.length > 0 && bytes + size > options.maxBytes) return pageOf(entries, options, true)
+    bytes += size
+    entries.push(entry)
+  }
+  return pageOf(entries, options, false)
 }
 
 /** Check a publish; its mailboxes without repeats, in first occurrence order. */
@@ -114,114 +141,69 @@ export function newSubscription(input: Parameters<RelayStore['subscribe']>[0]): 
   return subscription
 }
 
-/** One write of a queued store (SQLite, PostgreSQL), as its writer runs it. */
-export type WriteOp =
-  | (Required<Omit<PublishInput, 'forgetAt' | 'skipFull'>> & {
-      op: 'publish'
-      /** Resolved; the mailboxes without repeats. */
-      forgetAt: number
-      skipFull: boolean
-    })
-  | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
-  | { op: 'expire'; now: number }
-  | {
-      op: 'subscribe'
-      id: string
-      agent: string
-      topics: string[]
-      webhookUrl: string | null
-      verified: boolean
-      created: number
-    }
-  | { op: 'unsubscribe'; id: string; agent: string }
-  | { op: 'setWebhookVerified'; id: string; verified: boolean }
-  /** Readiness (`checkWritable`): a write turn that changes nothing. */
-  | { op: 'check' }
-
 /** A writer's answer to a publish: per mailbox, or the refusal decided before it stored anything. */
 export type PublishOutcome =
   | StorePublishResult[]
   | { full: string; reason: 'mailbox' | 'sender' }
   | { relayFull: true }
 
+/** A store's side of the publish decision (memory, SQLite). */
+export interface PublishSite {
+  /** The triple in `mailbox`: held (its cursor), remembered (true), or new (false). */
+  held(mailbox: string): string | boolean
+  noRoom(mailbox: string): 'mailbox' | 'sender' | undefined
+  dropExpired(mailbox: string): number
+  /** Relay-wide bytes held plus the message's pass the cap. */
+  overCap(): boolean
+  /** Expire at the publish's receipt. */
+  expire(): void
+  /** Store the message once, an entry in each of `mailboxes`; their cursors. */
+  store(mailboxes: string[]): string[]
+}
+
+/**
+ * The publish decision (PROFILE §9): every mailbox is decided before anything is stored, so a
+ * refusal stores nothing. Held or remembered → duplicate; no room → refused, or skipped with
+ * `skipFull`; then the relay-wide cap, once for the message.
+ */
+export function decidePublish(
+  mailboxes: string[],
+  skipFull: boolean,
+  site: PublishSite,
+): PublishOutcome {
+  // Expired messages do not hold room under the relay-wide cap either.
+  if (site.overCap()) site.expire()
+  const results: StorePublishResult[] = []
+  const fresh: StorePublishResult[] = []
+  for (const mailbox of mailboxes) {
+    const held = site.held(mailbox)
+    if (held !== false) {
+      results.push({ mailbox, duplicate: true, ...(held !== true && { cursor: held }) })
+      continue
+    }
+    let reason = site.noRoom(mailbox)
+    if (reason !== undefined && site.dropExpired(mailbox) > 0) reason = site.noRoom(mailbox)
+    if (reason !== undefined) {
+      if (!skipFull) return { full: mailbox, reason }
+      results.push({ mailbox, duplicate: false, full: true })
+      continue
+    }
+    const result: StorePublishResult = { mailbox, duplicate: false }
+    fresh.push(result)
+    results.push(result)
+  }
+  if (fresh.length === 0) return results
+  if (site.overCap()) return { relayFull: true }
+  const cursors = site.store(fresh.map((r) => r.mailbox))
+  fresh.forEach((r, i) => {
+    r.cursor = cursors[i]
+  })
+  return results
+}
+
 /** A publish outcome as the store resolves or rejects it. */
 export function publishResult(outcome: PublishOutcome): StorePublishResult[] {
   if (Array.isArray(outcome)) return outcome
   if ('full' in outcome) throw new MailboxFullError(outcome.full, outcome.reason)
   throw new RelayStorageFullError()
-}
-
-/** The reads of a queued store, synchronous (SQLite) or not. */
-export interface StoreReads {
-  subscriptions(agent?: string): Subscription[] | Promise<Subscription[]>
-  mailboxState(agent: string): RelayState | Promise<RelayState>
-  topicSubscribers(topic: string): string[] | Promise<string[]>
-  retrieve(...args: Parameters<RelayStore['retrieve']>): MailboxPage | Promise<MailboxPage>
-  isDuplicate(query: DuplicateQuery): boolean | Promise<boolean>
-  usage(mailbox?: string, from?: string): Usage | Promise<Usage>
-  countMailboxes(): number | Promise<number>
-}
-type RelayState = 'open' | 'closed' | 'none'
-type Usage = { messages: number; bytes: number }
-
-/**
- * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.
- * `guard` turns a call's failure into what the relay should see.
- */
-export function queuedStore(
-  queue: CommitQueue<WriteOp>,
-  reads: StoreReads,
-  close: () => Promise<void>,
-  guard: <T>(call: Promise<T>) => Promise<T> = (call) => call,
-) {
-  const write = <T>(op: WriteOp, lazy?: boolean) => guard(queue.enqueue<T>(op, lazy))
-  const read =
-    <A extends unknown[], T>(f: (...args: A) => T | Promise<T>) =>
-    (...args: A): Promise<T> =>
-      queue.closed
-        ? Promise.reject(new Error('relay store is closed'))
-        : guard(Promise.resolve().then(() => f(...args)))
-  let gone: Promise<void> | undefined
-  return {
-    async subscribe(input) {
-      const s = newSubscription(input)
-      const { id, agent, topics, created } = s
-      const webhookUrl = s.webhook?.url ?? null
-      const verified = s.webhook?.verified === true
-      await write({ op: 'subscribe', id, agent, topics, webhookUrl, verified, created })
-      return s
-    },
-    unsubscribe: (id, agent) => write<boolean>({ op: 'unsubscribe', id, agent }),
-    setWebhookVerified: (id, verified) => write<void>({ op: 'setWebhookVerified', id, verified }),
-    subscriptions: read(reads.subscriptions),
-    mailboxState: read(reads.mailboxState),
-    topicSubscribers: read(reads.topicSubscribers),
-    async publish(input) {
-      const mailboxes = publishMailboxes(input)
-      if (mailboxes.length === 0) {
-        if (queue.closed) throw new Error('relay store is closed')
-        return []
-      }
-      const { mailboxes: _, skipFull, forgetAt: __, ...rest } = input
-      const op: WriteOp = {
-        op: 'publish',
-        ...rest,
-        forgetAt: forgetAtOf(input),
-        mailboxes,
-        skipFull: skipFull === true,
-      }
-      return publishResult(await write<PublishOutcome>(op))
-    },
-    isDuplicate: read(reads.isDuplicate),
-    retrieve: read(reads.retrieve),
-    ack: (mailbox, messageId, from, options) =>
-      write<number>({ op: 'ack', mailbox, messageId, from: from ?? null }, options?.lazy),
-    expire: (now) => write<number>({ op: 'expire', now }),
-    settled: () => queue.settled(),
-    usage: read(reads.usage),
-    // Through the group commit: the write lock and a COMMIT, as a publish would take.
-    checkWritable: () => write<void>({ op: 'check' }),
-    countMailboxes: read(reads.countMailboxes),
-    close: () => (gone ??= close()),
-  } satisfies RelayStore
 }

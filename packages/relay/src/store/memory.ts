@@ -1,38 +1,114 @@
-/**
- * An in-memory relay store, for tests and embedders: the semantics of the SQLite store (quotas,
- * duplicates and remembered triples, cursors, expiry, mailbox states) without durability.
- */
+/** An in-memory relay store for tests and embedders: the SQLite store's semantics, not durable. */
 import {
-  checkRetrieveOptions,
+  decidePublish,
+  fillPage,
   forgetAtOf,
   newSubscription,
-  pageOf,
-  parseAfter,
+  noRoomFor,
   publishMailboxes,
+  publishResult,
   type RelayQuota,
   resolveQuota,
-  utf8Length,
+  retrieveAfter,
 } from './common.js'
-import { type Entry, keyOf, MemoryMailbox, type StoredMessage } from './memory-mailbox.js'
-import {
-  type MailboxEntry,
-  MailboxFullError,
-  type PublishInput,
-  RelayStorageFullError,
-  type RelayStore,
-  type StorePublishResult,
-  type Subscription,
-} from './types.js'
+import type { RelayStore, Subscription } from './types.js'
 
 /** A memory store, with a count of the messages it holds (a topic message once). */
 export interface MemoryRelayStore extends RelayStore {
   storedMessages(): number
 }
 
+/** A message as stored once, however many mailboxes reference it. */
+interface StoredMessage {
+  json: string
+  /** Quota bytes; `jsonBytes` sizes pages. */
+  bytes: number
+  jsonBytes: number
+  expiresAt: number
+  forgetAt: number
+  /** Entries referencing it. */
+  refs: number
+}
+
+interface Entry {
+  cursor: number
+  from: string
+  messageId: string
+  message: StoredMessage
+}
+
+type Usage = { messages: number; bytes: number }
+/** The store's calls, answered synchronously (wrapped in promises below). */
+type Sync<T> = {
+  [K in keyof T]-?: NonNullable<T[K]> extends (...a: infer A) => Promise<infer R>
+    ? (...a: A) => R
+    : never
+}
+
+const keyOf = (messageId: string, from: string) => `${messageId}\n${from}`
+
+/** One mailbox: entries in cursor order, usage per sender, triples remembered after removal. */
+class Mailbox {
+  state: 'none' | 'open' | 'closed' = 'none'
+  entries: Entry[] = []
+  readonly byKey = new Map<string, Entry>()
+  bytes = 0
+  readonly #senders = new Map<string, Usage>()
+  /** Until when the triples whose entries are gone are remembered. */
+  readonly #seen = new Map<string, number>()
+
+  /** Held, or remembered at `now`. */
+  holds(key: string, now: number): boolean {
+    return this.byKey.has(key) || (this.#seen.get(key) ?? Number.NEGATIVE_INFINITY) > now
+  }
+
+  add(entry: Entry): void {
+    this.entries.push(entry)
+    this.byKey.set(keyOf(entry.messageId, entry.from), entry)
+    this.bytes += entry.message.bytes
+    const sender = this.#senders.get(entry.from) ?? { messages: 0, bytes: 0 }
+    sender.messages++
+    sender.bytes += entry.message.bytes
+    this.#senders.set(entry.from, sender)
+  }
+
+  /** Remove the entries that match, remembering their triples; `gone` runs for each. */
+  removeWhere(match: (entry: Entry) => boolean, gone: (entry: Entry) => void): number {
+    const kept: Entry[] = []
+    for (const entry of this.entries) {
+      if (!match(entry)) {
+        kept.push(entry)
+        continue
+      }
+      const key = keyOf(entry.messageId, entry.from)
+      this.bytes -= entry.message.bytes
+      this.byKey.delete(key)
+      const sender = this.#senders.get(entry.from)!
+      sender.messages--
+      sender.bytes -= entry.message.bytes
+      if (sender.messages === 0) this.#senders.delete(entry.from)
+      this.#seen.set(key, Math.max(this.#seen.get(key) ?? 0, entry.message.forgetAt))
+      gone(entry)
+    }
+    const removed = this.entries.length - kept.length
+    if (removed > 0) this.entries = kept
+    return removed
+  }
+
+  forget(now: number): void {
+    for (const [key, until] of this.#seen) if (until <= now) this.#seen.delete(key)
+  }
+
+  usage(from?: string): Usage {
+    if (from === undefined) return { messages: this.entries.length, bytes: this.bytes }
+    return { messages: 0, bytes: 0, ...this.#senders.get(from) }
+  }
+}
+
 /** An empty in-memory relay store. @default quota PROFILE §9's */
 export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRelayStore {
   const quota = resolveQuota(options.quota)
-  const mailboxes = new Map<string, MemoryMailbox>()
+  const mailboxes = new Map<string, Mailbox>()
   const subscriptions = new Map<string, Subscription>()
   const messages = new Set<StoredMessage>()
   /** Quota bytes of `messages`. */
@@ -40,31 +116,23 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
   let lastCursor = 0
   let closed = false
 
-  function open(): void {
-    if (closed) throw new Error('relay store is closed')
-  }
-
-  function mailboxOf(agent: string): MemoryMailbox {
+  const mailboxOf = (agent: string) => {
     let mailbox = mailboxes.get(agent)
-    if (mailbox === undefined) mailboxes.set(agent, (mailbox = new MemoryMailbox()))
+    if (mailbox === undefined) mailboxes.set(agent, (mailbox = new Mailbox()))
     return mailbox
   }
-
-  function copy(s: Subscription): Subscription {
-    const out: Subscription = { ...s, topics: [...s.topics] }
-    if (s.webhook !== undefined) out.webhook = { ...s.webhook }
-    return out
-  }
-
-  function unref(entry: Entry): void {
+  const copy = (s: Subscription): Subscription => ({
+    ...s,
+    topics: [...s.topics],
+    ...(s.webhook && { webhook: { ...s.webhook } }),
+  })
+  const unref = (entry: Entry) => {
     if (--entry.message.refs > 0) return
     messages.delete(entry.message)
     totalBytes -= entry.message.bytes
   }
-
   const expiredAt = (now: number) => (entry: Entry) => entry.message.expiresAt <= now
-
-  function expireNow(now: number): number {
+  const expire = (now: number) => {
     let removed = 0
     for (const mailbox of mailboxes.values()) {
       removed += mailbox.removeWhere(expiredAt(now), unref)
@@ -73,15 +141,7 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     return removed
   }
 
-  /** Why `agent`'s mailbox has no room, after dropping its expired entries (they hold none). */
-  function noRoom(agent: string, input: PublishInput): 'mailbox' | 'sender' | undefined {
-    const mailbox = mailboxOf(agent)
-    if (mailbox.noRoom(input.from, input.bytes, quota) === undefined) return undefined
-    mailbox.removeWhere(expiredAt(input.receivedAt), unref)
-    return mailbox.noRoom(input.from, input.bytes, quota)
-  }
-
-  /** First index whose cursor is > after. */
+  /** First index of `entries` whose cursor is > after. */
   function firstAfter(entries: Entry[], after: number): number {
     let lo = 0
     let hi = entries.length
@@ -93,64 +153,29 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     return lo
   }
 
-  function publish(input: PublishInput): StorePublishResult[] {
-    const key = keyOf(input.messageId, input.from)
-    if (totalBytes + input.bytes > quota.totalBytes) expireNow(input.receivedAt)
-    // Every mailbox is decided before anything is stored, so a refusal stores nothing.
-    const results: StorePublishResult[] = []
-    const fresh: StorePublishResult[] = []
-    for (const agent of publishMailboxes(input)) {
-      const mailbox = mailboxes.get(agent)
-      if (mailbox?.holds(key, input.receivedAt)) {
-        const held = mailbox.byKey.get(key)
-        results.push({ mailbox: agent, duplicate: true, ...(held && { cursor: `${held.cursor}` }) })
-        continue
+  function* due(entries: Entry[], start: number, now: number) {
+    for (let i = start; i < entries.length; i++) {
+      const { cursor, from, messageId, message } = entries[i]!
+      if (message.expiresAt > now) {
+        yield {
+          cursor: String(cursor),
+          from,
+          messageId,
+          json: message.json,
+          size: message.jsonBytes,
+        }
       }
-      const reason = noRoom(agent, input)
-      if (reason !== undefined) {
-        if (!input.skipFull) throw new MailboxFullError(agent, reason)
-        results.push({ mailbox: agent, duplicate: false, full: true })
-        continue
-      }
-      const result: StorePublishResult = { mailbox: agent, duplicate: false }
-      fresh.push(result)
-      results.push(result)
     }
-    if (fresh.length === 0) return results
-    if (totalBytes + input.bytes > quota.totalBytes) throw new RelayStorageFullError()
-    const message: StoredMessage = {
-      json: input.json,
-      bytes: input.bytes,
-      jsonBytes: utf8Length(input.json),
-      expiresAt: input.expiresAt,
-      forgetAt: forgetAtOf(input),
-      refs: fresh.length,
-    }
-    messages.add(message)
-    totalBytes += input.bytes
-    for (const result of fresh) {
-      const cursor = ++lastCursor
-      mailboxOf(result.mailbox).add({
-        cursor,
-        from: input.from,
-        messageId: input.messageId,
-        message,
-      })
-      result.cursor = String(cursor)
-    }
-    return results
   }
 
-  return {
-    async subscribe(input) {
-      open()
+  const store: Sync<Omit<RelayStore, 'close' | 'settled' | 'watch' | 'rememberNonce' | 'lead'>> = {
+    subscribe(input) {
       const subscription = newSubscription(input)
       subscriptions.set(subscription.id, subscription)
       mailboxOf(input.agent).state = 'open'
       return copy(subscription)
     },
-    async unsubscribe(id, agent) {
-      open()
+    unsubscribe(id, agent) {
       if (subscriptions.get(id)?.agent !== agent) return false
       subscriptions.delete(id)
       if (![...subscriptions.values()].some((s) => s.agent === agent)) {
@@ -158,78 +183,89 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
       }
       return true
     },
-    async setWebhookVerified(id, verified) {
-      open()
+    setWebhookVerified(id, verified) {
       const webhook = subscriptions.get(id)?.webhook
       if (webhook !== undefined) webhook.verified = verified
     },
-    async subscriptions(agent) {
-      open()
-      return [...subscriptions.values()]
+    subscriptions: (agent) =>
+      [...subscriptions.values()]
         .filter((s) => agent === undefined || s.agent === agent)
         .map(copy)
-        .sort((a, b) => a.created - b.created)
-    },
-    async mailboxState(agent) {
-      open()
-      return mailboxes.get(agent)?.state ?? 'none'
-    },
-    async topicSubscribers(topic) {
-      open()
+        .sort((a, b) => a.created - b.created),
+    mailboxState: (agent) => mailboxes.get(agent)?.state ?? 'none',
+    topicSubscribers(topic) {
       const agents = [...subscriptions.values()].filter((s) => s.topics.includes(topic))
       return [...new Set(agents.map((s) => s.agent))].sort()
     },
-    async publish(input) {
-      open()
-      return publish(input)
+    publish(input) {
+      const key = keyOf(input.messageId, input.from)
+      const { from, bytes, receivedAt } = input
+      const outcome = decidePublish(publishMailboxes(input), input.skipFull === true, {
+        held(agent) {
+          const mailbox = mailboxes.get(agent)
+          const held = mailbox?.byKey.get(key)
+          return held !== undefined ? String(held.cursor) : mailbox?.holds(key, receivedAt) === true
+        },
+        noRoom(agent) {
+          const mailbox = mailboxOf(agent)
+          return noRoomFor(quota, bytes, mailbox.usage(), () => mailbox.usage(from))
+        },
+        dropExpired: (agent) => mailboxOf(agent).removeWhere(expiredAt(receivedAt), unref),
+        overCap: () => totalBytes + bytes > quota.totalBytes,
+        expire: () => expire(receivedAt),
+        store(targets) {
+          const { json, expiresAt } = input
+          const jsonBytes = Buffer.byteLength(json, 'utf8')
+          const forgetAt = forgetAtOf(input)
+          const message = { json, bytes, jsonBytes, expiresAt, forgetAt, refs: targets.length }
+          messages.add(message)
+          totalBytes += bytes
+          return targets.map((agent) => {
+            const cursor = ++lastCursor
+            mailboxOf(agent).add({ cursor, from, messageId: input.messageId, message })
+            return String(cursor)
+          })
+        },
+      })
+      return publishResult(outcome)
     },
-    async isDuplicate({ mailboxes: targets, from, messageId, now }) {
-      open()
+    isDuplicate({ mailboxes: targets, from, messageId, now }) {
       const key = keyOf(messageId, from)
       return targets.length > 0 && targets.every((a) => mailboxes.get(a)?.holds(key, now) === true)
     },
-    async retrieve(agent, opts) {
-      open()
-      checkRetrieveOptions(opts)
-      const entries: MailboxEntry[] = []
+    retrieve(agent, opts) {
+      const after = retrieveAfter(opts)
       const held = mailboxes.get(agent)?.entries ?? []
-      let bytes = 0
-      let i = firstAfter(held, parseAfter(opts.after))
-      for (; i < held.length && entries.length < opts.limit; i++) {
-        const { cursor, from, messageId, message } = held[i]!
-        if (message.expiresAt <= opts.now) continue
-        if (entries.length > 0 && bytes + message.jsonBytes > opts.maxBytes) break
-        bytes += message.jsonBytes
-        entries.push({ cursor: String(cursor), from, messageId, json: message.json })
-      }
-      // Cut when the loop stopped before the last held entry (by limit or bytes).
-      return pageOf(entries, opts, i < held.length)
+      return fillPage(due(held, firstAfter(held, after), opts.now), opts)
     },
-    async ack(agent, messageId, from) {
-      open()
+    ack(agent, messageId, from) {
       const mailbox = mailboxes.get(agent)
       if (mailbox === undefined) return 0
       if (from === undefined) return mailbox.removeWhere((e) => e.messageId === messageId, unref)
       const entry = mailbox.byKey.get(keyOf(messageId, from))
       return entry === undefined ? 0 : mailbox.removeWhere((e) => e === entry, unref)
     },
-    async expire(now) {
-      open()
-      return expireNow(now)
-    },
-    async usage(agent, from) {
-      open()
+    expire,
+    usage(agent, from) {
       if (agent === undefined) return { messages: messages.size, bytes: totalBytes }
       return mailboxes.get(agent)?.usage(from) ?? { messages: 0, bytes: 0 }
     },
-    async checkWritable() {
-      open()
-    },
-    async countMailboxes() {
-      open()
-      return [...mailboxes.values()].filter((m) => m.state !== 'none').length
-    },
-    async close() {
+    checkWritable() {},
+    countMailboxes: () => [...mailboxes.values()].filter((m) => m.state !== 'none').length,
+  }
+  // Every call rejects once closed; results are promises as the contract has them.
+  const guarded = Object.fromEntries(
+    Object.entries(store).map(([name, f]) => [
+      name,
+      async (...args: unknown[]) => {
+        if (closed) throw new Error('relay store is closed')
+        return (f as (...a: unknown[]) => unknown)(...args)
+      },
+    ]),
+  ) as unknown as RelayStore
+  return {
+    ...guarded,
+    close: async () => {
       closed = true
     },
     storedMessages: () => messages.size,

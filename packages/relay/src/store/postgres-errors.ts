@@ -1,40 +1,21 @@
-/**
- * PostgreSQL failures that mean "the database cannot be reached now" become `unavailable` (503
- * with Retry-After, PROFILE §6), so clients retry (another node, or later) instead of reading a
- * 500. The operator still hears the original error through the store's `onError`.
- */
+// "The database cannot be reached now" becomes `unavailable` (503 with Retry-After, PROFILE §6),
+// so clients retry elsewhere or later instead of reading a 500; the operator hears the error.
 import { AgentMsgError } from '@agentmsg/core'
 
 /** Seconds a client is told to wait while the database is unreachable. */
 const RETRY_AFTER = 5
 
 /** Node socket errors of a connection that failed or broke. */
-const SOCKET_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-])
+const SOCKET_CODES = new Set(
+  'ECONNREFUSED ECONNRESET ETIMEDOUT EPIPE ENOTFOUND EHOSTUNREACH ENETUNREACH EAI_AGAIN'.split(' '),
+)
 
 /**
  * SQLSTATE classes and codes of an unreachable or unwritable server: 08 connection exception,
  * 53 insufficient resources (too many connections), 57P01–57P03 shut down / starting up,
  * 25006 read-only transaction (a standby during a failover).
  */
-function isUnavailableState(code: string): boolean {
-  return (
-    code.startsWith('08') ||
-    code.startsWith('53') ||
-    code === '57P01' ||
-    code === '57P02' ||
-    code === '57P03' ||
-    code === '25006'
-  )
-}
+const isUnavailableState = (code: string) => /^(08|53|57P0[123]$|25006$)/.test(code)
 
 /** node-postgres's own messages for a connection it lost or could not get. */
 const DRIVER_MESSAGES = [

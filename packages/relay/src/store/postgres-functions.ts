@@ -1,19 +1,11 @@
 /**
- * The PostgreSQL store's writes as PL/pgSQL functions in the store's schema. The group commit
- * sends a whole batch in ONE call, `apply_writes(ops, quota)`: one round trip however many
- * writes, and each write's decisions (duplicate? room?) read what the earlier ones wrote.
- *
- * `apply_writes` first locks the one row of `relay_state`: every write transaction of every
- * relay process takes that lock, so writers take turns. That makes cursors (allocated from
- * `relay_state.next_cursor` under the lock) increase in commit order across processes — a
- * reader never sees a later cursor before an earlier one committed — and the quotas exact. It
- * costs little because writes are group-committed. The state row's values travel through the
- * batch as `st` = {next_cursor, messages, bytes} and are written back once at its end: a row
- * version per publish would make each later read walk them all.
- *
- * A refusal (no room, relay-wide cap) is an outcome decided before the write stores anything,
- * not an exception, which would abort the batch. As in the SQLite store, a mailbox's expired
- * entries are dropped to make room, and stay dropped when the publish is refused anyway.
+ * The PostgreSQL store's writes as PL/pgSQL functions: a batch is ONE call, `apply_writes`, so
+ * one round trip, each write seeing what the earlier ones wrote. It locks the one row of
+ * `relay_state` first: writers of every process take turns, so cursors (allocated under the
+ * lock) increase in commit order and quotas are exact. The row's values travel through the
+ * batch as `st` = {next_cursor, messages, bytes}, written back once (a row version per publish
+ * would make later reads walk them all). A refusal is an outcome, not an exception, which would
+ * abort the batch; the expired entries dropped to make room stay dropped.
  */
 
 import { postgresRemovalFunctions } from './postgres-removals.js'

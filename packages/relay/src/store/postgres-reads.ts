@@ -1,10 +1,8 @@
-/**
- * The reads of the PostgreSQL relay store, each one statement on a pooled connection: what was
- * committed when it started. Writes commit in cursor order (postgres-functions.ts), so a page
- * read after a cursor never misses an entry that commits later.
- */
+// The PostgreSQL store's reads, one statement each. Writes commit in cursor order, so a page
+// read after a cursor never misses an entry that commits later.
 import type pg from 'pg'
-import { checkRetrieveOptions, pageOf, parseAfter, type StoreReads } from './common.js'
+import type { StoreReads } from './commit-queue.js'
+import { pageOf, retrieveAfter } from './common.js'
 import type { MailboxEntry, Subscription } from './types.js'
 
 interface SubscriptionRow {
@@ -94,8 +92,7 @@ export function postgresReads(
     },
 
     async retrieve(mailbox, opts) {
-      checkRetrieveOptions(opts)
-      const after = parseAfter(opts.after)
+      const after = retrieveAfter(opts)
       const { rows } = await pool.query(page, [mailbox, after, opts.now, opts.limit, opts.maxBytes])
       const entries: MailboxEntry[] = rows.map((row) => ({
         cursor: row.cursor,

@@ -1,9 +1,4 @@
-/**
- * Removing entries (acknowledgements, expiry) as PL/pgSQL functions run by `apply_writes`:
- * the same removals as the SQLite store's (sqlite-writes.ts).
- */
-
-/** The functions, for the quoted schema `s`. */
+/** Removing entries (acks, expiry) as PL/pgSQL functions, for the quoted schema `s`. */
 export function postgresRemovalFunctions(s: string): string {
   return `
 -- Remove the entries with these cursors, keeping the counters in step (per mailbox, per sender

@@ -1,11 +1,5 @@
-/**
- * The PostgreSQL relay store's schema, created by the first relay process that opens the store
- * (an advisory lock makes concurrent opens take turns).
- *
- * Times are `double precision`: JavaScript numbers (epoch ms), stored and read back exactly.
- * Identifiers use the "C" collation: compared byte for byte like the SQLite store's, and cheaper
- * to index.
- */
+// The PostgreSQL store's schema. Times are `double precision`: epoch ms read back exactly.
+// Identifiers use the "C" collation: compared byte for byte like SQLite's, cheaper to index.
 import { createHash } from 'node:crypto'
 import type pg from 'pg'
 import { postgresFunctions } from './postgres-functions.js'
@@ -23,11 +17,7 @@ export function quoteSchema(schema: string): string {
   return `"${schema}"`
 }
 
-/**
- * The channel of the store's "new entries" notifications: named after the schema, so two
- * stores in one database (two schemas) never hear each other. Channel names are identifiers
- * (at most 63 bytes): a long schema name is cut and completed with a hash of the whole.
- */
+/** The "new entries" channel, per schema; at most 63 bytes (a long name cut and hashed). */
 export function postgresChannel(schema: string): string {
   const channel = `${schema}:entries`
   if (channel.length <= 63) return channel
@@ -128,11 +118,7 @@ CREATE INDEX nonces_expires ON ${s}.nonces (expires_at);
 `
 }
 
-/**
- * Create the schema unless it exists; refuse a newer version. One transaction holding an
- * advisory lock named after the schema: the first of several opens creates, the others wait
- * and find it done.
- */
+/** Create the schema unless it exists (an advisory lock: concurrent opens take turns). */
 export async function createPostgresSchema(client: pg.ClientBase, schema: string): Promise<void> {
   const s = quoteSchema(schema)
   await client.query('BEGIN')

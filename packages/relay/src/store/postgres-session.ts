@@ -1,8 +1,4 @@
-/**
- * The PostgreSQL store's connections of their own, outside the pool, kept up across losses
- * (reconnected after a backoff): the LISTEN connection of live push (RelayStore.watch), and the
- * election of the process that runs a job (RelayStore.lead).
- */
+/** The PostgreSQL store's own connections, reconnected after losses: LISTEN and elections. */
 import { Backoff } from '@agentmsg/core/http'
 import type pg from 'pg'
 
@@ -19,10 +15,9 @@ export const KEEPALIVE_SETTINGS =
 type Drop = (error: unknown) => void
 
 /**
- * A client kept connected: `start(client, drop)` runs on each new connection (a failure, or
- * `drop`, loses it); `down()` is told of each loss, then a new connection is tried after a
- * backoff. `ready` settles with the first connection; `retryFirst: false` makes its failure
- * final.
+ * A client kept connected: `start` runs on each connection (failing, or `drop`, loses it);
+ * `down()` hears each loss, then a reconnect after a backoff. `retryFirst: false`: a failed
+ * first connection is final (`ready` rejects).
  */
 function keepConnected(
   pgModule: typeof pg,
@@ -90,11 +85,9 @@ function keepConnected(
 }
 
 /**
- * LISTEN on `channel`, where every publish transaction notifies each mailbox that got an entry
- * (delivered at COMMIT). After a reconnect every listener hears `undefined`: notifications sent
- * meanwhile are lost, so feeds read after their cursors. Notifications from this store's own
- * connections (`fromSelf`) are not passed on: the relay woke its feeds itself. Rejects when the
- * first connection fails.
+ * LISTEN on `channel` (each publish notifies its new entries' mailboxes at COMMIT). After a
+ * reconnect listeners hear `undefined` (notifications were lost); this store's own (`fromSelf`)
+ * are not passed on: the relay woke its feeds itself.
  */
 export async function startPostgresWatch(
   pgModule: typeof pg,
@@ -148,10 +141,8 @@ export function postgresLeadKey(schema: string, job: string): string {
 }
 
 /**
- * Take part in the election for `job`: the leader holds a session-level advisory lock; every
- * other process waits for it on a connection of its own, so it takes over as soon as the
- * leader's session ends. A leader pings its connection every `pingMs`, so one that silently died
- * is noticed. Returns the function that gives the job up.
+ * Take part in the election for `job`: the leader holds a session advisory lock the others wait
+ * for, so one takes over when its session ends; it pings every `pingMs` to notice a silent death.
  */
 export function postgresLead(
   pgModule: typeof pg,

@@ -1,17 +1,12 @@
 /**
- * The PostgreSQL store's batches: one transaction holding one call of `apply_writes`
- * (postgres-functions.ts), so BEGIN, the call and COMMIT are its only round trips. A write
- * settles after that COMMIT returned, which means durable: `apply_writes` turns
- * `synchronous_commit = off` into `local` for its transaction (PROFILE §9).
- *
- * A refusal (no room) is an outcome, so the batch goes on. An error one write raised rolls the
- * batch back, and its writes run again one transaction each, so only that one fails. When the
- * connection itself fails (or COMMIT does), every write of the batch fails: whether a lost
- * COMMIT happened cannot be known (a client's retry of a publish is then a duplicate).
+ * The PostgreSQL store's batches: BEGIN, one `apply_writes` call, COMMIT (durable: PROFILE §9).
+ * An error one write raised rolls the batch back and its writes run again one transaction
+ * each, so only that one fails. A failed connection or COMMIT fails the whole batch: whether a
+ * lost COMMIT happened cannot be known (a client's retry of a publish is then a duplicate).
  */
 import type pg from 'pg'
-import type { BatchRunner, Settlement } from './commit-queue.js'
-import type { PublishOutcome, ResolvedQuota, WriteOp } from './common.js'
+import type { BatchRunner, Settlement, WriteOp } from './commit-queue.js'
+import type { PublishOutcome, ResolvedQuota } from './common.js'
 import type { StorePublishResult } from './types.js'
 
 /** What `publish` returns in SQL: per mailbox new/duplicate/full and cursors, or a refusal. */

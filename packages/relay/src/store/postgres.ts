@@ -1,18 +1,12 @@
 /**
- * `@agentmsg/relay/postgres`: the relay store on PostgreSQL (node-postgres), PROFILE §9, for
- * several relay processes sharing one database: each opens its own store on the same schema,
- * and together they keep one set of mailboxes, quotas, remembered duplicates and nonces.
- *
- * - Schema: created at open (postgres-schema.ts).
- * - Writes: group-committed (commit-queue.ts), a batch per transaction and one round trip
- *   (postgres-writes.ts, postgres-functions.ts). Writers of every process take turns on one
- *   state row, so cursors increase in commit order and quotas hold across processes.
- * - Reads: one statement each on the pool (postgres-reads.ts).
- * - Live push (LISTEN/NOTIFY) and the election of the webhook pusher: postgres-session.ts.
+ * `@agentmsg/relay/postgres`: the relay store on PostgreSQL, PROFILE §9, shared by several relay
+ * processes (one set of mailboxes, quotas, remembered duplicates and nonces). Writes are
+ * group-committed, a batch per transaction (postgres-writes.ts); reads one statement each;
+ * live push and the webhook pusher's election in postgres-session.ts.
  */
 import type pg from 'pg'
-import { commitQueue } from './commit-queue.js'
-import { queuedStore, type RelayQuota, resolveQuota, type WriteOp } from './common.js'
+import { commitQueue, queuedStore, type WriteOp } from './commit-queue.js'
+import { type RelayQuota, resolveQuota } from './common.js'
 import { asStoreError } from './postgres-errors.js'
 import { postgresReads } from './postgres-reads.js'
 import { createPostgresSchema, postgresChannel, quoteSchema } from './postgres-schema.js'
@@ -48,12 +42,9 @@ export interface PostgresRelayStore extends Required<RelayStore> {
 /** Application name of the store's pooled connections (visible in pg_stat_activity). */
 export const POSTGRES_APPLICATION = 'agentmsg-relay'
 
-/**
- * A write transaction holds the lock every writer of every process waits for: if this process
- * froze or its network vanished mid-transaction, the server must end that session soon, not
- * when TCP keepalive notices hours later. (A query, not startup options, which poolers may
- * refuse.)
- */
+// A write transaction holds the lock every writer waits for: a frozen or cut-off process's
+// session must end soon, not when TCP keepalive notices hours later. (A query: poolers may
+// refuse startup options.)
 const SESSION_SETTINGS = `${KEEPALIVE_SETTINGS}, set_config('idle_in_transaction_session_timeout', '60000', false)`
 
 /** pg is an optional peer dependency: missing, one line naming the install command. */
@@ -66,10 +57,7 @@ async function loadPg(): Promise<typeof pg> {
   }
 }
 
-/**
- * Open a PostgreSQL relay store: connect, create the schema, listen for other processes'
- * publishes. Rejects when the database cannot be reached or holds a newer schema version.
- */
+/** Open a PostgreSQL relay store (schema created); rejects when unreachable or newer. */
 export async function openPostgresRelayStore(
   options: PostgresRelayStoreOptions,
 ): Promise<PostgresRelayStore> {

@@ -1,9 +1,8 @@
-/**
- * The reads of the SQLite relay store, on the main thread's own connection. In WAL mode a reader
- * sees the last COMMIT, never a write in progress: a publish the relay has not answered for yet.
- */
+// The SQLite store's reads on the main thread's connection: in WAL mode the last COMMIT, never
+// a write in progress (a publish not answered yet).
 import type Database from 'better-sqlite3'
-import { checkRetrieveOptions, pageOf, parseAfter, type StoreReads } from './common.js'
+import type { StoreReads } from './commit-queue.js'
+import { fillPage, retrieveAfter } from './common.js'
 import type { MailboxEntry, Subscription } from './types.js'
 
 interface SubscriptionRow {
@@ -13,14 +12,6 @@ interface SubscriptionRow {
   webhook_url: string | null
   webhook_verified: number
   created: number
-}
-
-interface EntryRow {
-  cursor: number
-  from_agent: string
-  message_id: string
-  json: string
-  json_bytes: number
 }
 
 function readSubscription(row: SubscriptionRow): Subscription {
@@ -36,7 +27,8 @@ export function sqliteReads(db: Database.Database): StoreReads {
   const q = (sql: string) => db.prepare(sql)
   // Pages are sized by the stored text (PROFILE §9: at most 8 MiB), quotas by `bytes`.
   const page = q(
-    'SELECT e.cursor, e.from_agent, e.message_id, m.json, octet_length(m.json) AS json_bytes ' +
+    'SELECT CAST(e.cursor AS TEXT) AS cursor, e.from_agent AS "from", e.message_id AS messageId, ' +
+      'm.json, octet_length(m.json) AS size ' +
       'FROM entries e JOIN messages m ON m.id = e.message_ref ' +
       'WHERE e.mailbox = ? AND e.cursor > ? AND m.expires_at > ? ORDER BY e.cursor LIMIT ?',
   )
@@ -65,22 +57,8 @@ export function sqliteReads(db: Database.Database): StoreReads {
     mailboxState: (agent) => (stateOf.get(agent) as 'open' | 'closed' | undefined) ?? 'none',
     topicSubscribers: (topic) => subscribersOf.all(topic) as string[],
     retrieve(mailbox, opts) {
-      checkRetrieveOptions(opts)
-      const entries: MailboxEntry[] = []
-      let bytes = 0
-      let cut = false
-      const rows = page.iterate(mailbox, parseAfter(opts.after), opts.now, opts.limit)
-      for (const row of rows as Iterable<EntryRow>) {
-        // At least one entry when one is due, however large.
-        if (entries.length > 0 && bytes + row.json_bytes > opts.maxBytes) {
-          cut = true
-          break
-        }
-        bytes += row.json_bytes
-        const { from_agent: from, message_id: messageId, json } = row
-        entries.push({ cursor: String(row.cursor), from, messageId, json })
-      }
-      return pageOf(entries, opts, cut)
+      const rows = page.iterate(mailbox, retrieveAfter(opts), opts.now, opts.limit)
+      return fillPage(rows as Iterable<MailboxEntry & { size: number }>, opts)
     },
     isDuplicate: ({ mailboxes, from, messageId, now }) =>
       mailboxes.length > 0 &&

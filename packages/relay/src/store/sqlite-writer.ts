@@ -1,19 +1,15 @@
 /**
- * The SQLite relay store's writer: a `worker_threads` worker that owns the write connection
- * (built as its own file, `dist/sqlite-writer.js`, next to the store). better-sqlite3 is
- * synchronous, and a COMMIT's fsync takes milliseconds the main thread would spend blocked.
- *
- * Each batch runs in ONE transaction, hence one fsync, answered after its COMMIT returned
- * (PROFILE §9). A refusal (no room) changes nothing, so the batch goes on; an unexpected error
- * rolls the batch back and its writes run again one transaction each, so only that one fails.
- *
- * Main → writer: `{ops}` (one batch at a time), `close`. Writer → main: `{outcomes, commits}`,
- * one outcome per op; or `{fatal}` when the connection could not be opened (then it exits).
+ * The SQLite store's writer: a worker owning the write connection (better-sqlite3 is
+ * synchronous; a COMMIT's fsync would block the main thread). A batch is ONE transaction,
+ * answered after its COMMIT (PROFILE §9); an unexpected error rolls it back and its writes run
+ * again one transaction each, so only that one fails. Main → writer: ops (a batch), `close`;
+ * writer → main: `{outcomes, commits}`, or `{fatal}` when it cannot open (then it exits).
  */
 import { performance } from 'node:perf_hooks'
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
-import type { ResolvedQuota, WriteOp } from './common.js'
+import type { WriteOp } from './commit-queue.js'
+import type { ResolvedQuota } from './common.js'
 import { configureSqliteConnection } from './sqlite-schema.js'
 import { sqliteWrites } from './sqlite-writes.js'
 

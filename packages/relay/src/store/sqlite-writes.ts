@@ -1,15 +1,11 @@
 /**
- * The SQLite relay store's writes, on the writer worker's connection inside the transaction it
- * opened (sqlite-writer.ts). A write completes, returns a refusal (no room) having changed
- * nothing but dropping expired entries (which quotas count until then), or throws.
- *
- * Every removal (ack, expiry) keeps the quota counters in step and remembers each removed
- * entry's (mailbox, from, message_id) until its message's `forget_at`, so a copy published again
- * is a duplicate (PROFILE §9).
+ * The SQLite store's writes, inside the writer's transaction. Every removal (ack, expiry) keeps
+ * the quota counters in step and remembers the removed triples until their `forget_at`, so a
+ * copy published again is a duplicate (PROFILE §9).
  */
 import type Database from 'better-sqlite3'
-import type { PublishOutcome, ResolvedQuota, WriteOp } from './common.js'
-import type { StorePublishResult } from './types.js'
+import type { WriteOp } from './commit-queue.js'
+import { decidePublish, noRoomFor, type PublishOutcome, type ResolvedQuota } from './common.js'
 
 interface Usage {
   messages: number
@@ -130,68 +126,36 @@ export function sqliteWrites(
     'INSERT INTO entries (mailbox, message_ref, from_agent, message_id, bytes) VALUES (?, ?, ?, ?, ?)',
   )
 
-  /** Why `mailbox` has no room for `bytes` from `from` (quotas count expired entries). */
-  function noRoom(mailbox: string, from: string, bytes: number): 'mailbox' | 'sender' | undefined {
-    const box = mailboxUsage.get(mailbox) as Usage | undefined
-    if ((box?.messages ?? 0) + 1 > quota.messages || (box?.bytes ?? 0) + bytes > quota.bytes) {
-      return 'mailbox'
-    }
-    const s = senderUsage.get(mailbox, from) as Usage | undefined
-    if (
-      (s?.messages ?? 0) + 1 > quota.senderMessages ||
-      (s?.bytes ?? 0) + bytes > quota.senderBytes
-    ) {
-      return 'sender'
-    }
-    return undefined
-  }
-
-  const overCap = (bytes: number) => (totalBytes.get() as number) + bytes > quota.totalBytes
-
-  /** Decide every mailbox before writing anything, then store the message once for the new ones. */
   function publish(p: Extract<WriteOp, { op: 'publish' }>): PublishOutcome {
     const { from, messageId, bytes, receivedAt } = p
-    // Expired messages do not hold room under the relay-wide cap either.
-    if (overCap(bytes)) expire(receivedAt)
-    const results: StorePublishResult[] = []
-    const fresh: StorePublishResult[] = []
-    for (const mailbox of p.mailboxes) {
-      const held = findEntry.get(mailbox, messageId, from) as number | undefined
-      if (held !== undefined || findSeen.get(mailbox, messageId, from, receivedAt) !== undefined) {
-        results.push({ mailbox, duplicate: true, ...(held !== undefined && { cursor: `${held}` }) })
-        continue
-      }
-      let reason = noRoom(mailbox, from, bytes)
-      if (reason !== undefined && expiredIn(mailbox, receivedAt) > 0) {
-        reason = noRoom(mailbox, from, bytes)
-      }
-      if (reason !== undefined) {
-        if (!p.skipFull) return { full: mailbox, reason }
-        results.push({ mailbox, duplicate: false, full: true })
-        continue
-      }
-      const result: StorePublishResult = { mailbox, duplicate: false }
-      fresh.push(result)
-      results.push(result)
-    }
-    if (fresh.length === 0) return results
-    if (overCap(bytes)) return { relayFull: true }
-    const ref = insertMessage.run(
-      from,
-      messageId,
-      p.json,
-      bytes,
-      receivedAt,
-      p.expiresAt,
-      p.forgetAt,
-    ).lastInsertRowid
-    addTotals.run(bytes)
-    for (const r of fresh) {
-      addMailbox.run(r.mailbox, bytes)
-      addSender.run(r.mailbox, from, bytes)
-      r.cursor = `${insertEntry.run(r.mailbox, ref, from, messageId, bytes).lastInsertRowid}`
-    }
-    return results
+    return decidePublish(p.mailboxes, p.skipFull, {
+      held(mailbox) {
+        const cursor = findEntry.get(mailbox, messageId, from) as number | undefined
+        if (cursor !== undefined) return `${cursor}`
+        return findSeen.get(mailbox, messageId, from, receivedAt) !== undefined
+      },
+      noRoom: (mailbox) =>
+        noRoomFor(
+          quota,
+          bytes,
+          mailboxUsage.get(mailbox) as Usage | undefined,
+          () => senderUsage.get(mailbox, from) as Usage | undefined,
+        ),
+      dropExpired: (mailbox) => expiredIn(mailbox, receivedAt),
+      overCap: () => (totalBytes.get() as number) + bytes > quota.totalBytes,
+      expire: () => expire(receivedAt),
+      store(mailboxes) {
+        const { json, expiresAt, forgetAt } = p
+        const ref = insertMessage.run(from, messageId, json, bytes, receivedAt, expiresAt, forgetAt)
+        addTotals.run(bytes)
+        return mailboxes.map((mailbox) => {
+          addMailbox.run(mailbox, bytes)
+          addSender.run(mailbox, from, bytes)
+          const entry = insertEntry.run(mailbox, ref.lastInsertRowid, from, messageId, bytes)
+          return `${entry.lastInsertRowid}`
+        })
+      },
+    })
   }
 
   const insertSubscription = q(

@@ -1,19 +1,15 @@
 /**
- * `@agentmsg/relay/sqlite`: the embedded relay store on SQLite (better-sqlite3), PROFILE §9.
- *
- * Writes are group-committed (commit-queue.ts) to a worker that owns the write connection
- * (sqlite-writer.ts); a write resolves once the COMMIT covering it returned, in WAL mode with
- * `synchronous = FULL`. Reads run on the main thread's own connection, which creates the schema
- * at open and then only reads. `':memory:'` cannot be shared by two connections, so it stands
- * for a private temporary file, deleted at close.
+ * `@agentmsg/relay/sqlite`: the embedded relay store on SQLite, PROFILE §9. Writes are
+ * group-committed to a worker owning the write connection; reads use the main thread's own.
+ * `':memory:'` cannot be shared by two connections: it is a temporary file, deleted at close.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
-import { commitQueue, type Settlement } from './commit-queue.js'
-import { queuedStore, type RelayQuota, resolveQuota, type WriteOp } from './common.js'
+import { commitQueue, queuedStore, type Settlement, type WriteOp } from './commit-queue.js'
+import { type RelayQuota, resolveQuota } from './common.js'
 import { sqliteReads } from './sqlite-reads.js'
 import { configureSqliteConnection, createSqliteSchema } from './sqlite-schema.js'
 import type { FromWriter, SqliteCommitInfo, SqliteWriterData, WireError } from './sqlite-writer.js'

@@ -1,12 +1,7 @@
-/**
- * The relay's storage contract (PROFILE §9). Every method is async and none assumes one process
- * owns the data, so a store may be shared by several relay processes (PostgreSQL).
- *
- * Cursors are opaque to clients; a store makes them strictly increasing in the order entries
- * became visible, so "after cursor" never skips or repeats an entry. Writes resolve once
- * durable; reads see what is durable. Stores do not check mailbox states on publish: the relay
- * asks `mailboxState` / `topicSubscribers` first.
- */
+// The relay's storage contract (PROFILE §9). No method assumes one process owns the data, so
+// several relay processes may share a store. Cursors strictly increase in the order entries
+// became visible, so "after cursor" never skips or repeats one. Writes resolve once durable.
+// Publish does not check mailbox states: the relay asks `mailboxState`/`topicSubscribers` first.
 
 /** A webhook push target of a subscription; only verified ones receive messages (PROFILE §9). */
 export interface WebhookTarget {
@@ -35,10 +30,7 @@ export interface PublishInput {
   receivedAt: number
   /** min(receivedAt + retention, date + ttl_seconds). */
   expiresAt: number
-  /**
-   * Until when (mailbox, from, messageId) is remembered once its entry is gone: the end of the
-   * message's date window. @default receivedAt + PROFILE.relayForgetAfterReceiptMs
-   */
+  /** Remembered until then once gone. @default receivedAt + PROFILE.relayForgetAfterReceiptMs */
   forgetAt?: number
   /** A topic publish: a mailbox without room is skipped (`full`) instead of failing the call. */
   skipFull?: boolean
@@ -71,10 +63,7 @@ export interface MailboxPage {
 }
 
 export interface AckOptions {
-  /**
-   * Nobody waits for the answer (a WebSocket ack frame): a store that commits in groups may hold
-   * it for the next write's commit. `settled()` still covers it.
-   */
+  /** Nobody waits for the answer (a WebSocket ack frame): it may ride with the next commit. */
   lazy?: boolean
 }
 
@@ -123,26 +112,21 @@ export interface RelayStore {
   setWebhookVerified(id: string, verified: boolean): Promise<void>
   /** All subscriptions, or those of one agent. */
   subscriptions(agent?: string): Promise<Subscription[]>
-  /**
-   * `open`: it has a subscription; `closed`: its last was deleted (keeps what it holds, takes no
-   * new mail); `none`: never subscribed.
-   */
+  /** `open`: subscribed; `closed`: its last subscription deleted (keeps what it holds); `none`. */
   mailboxState(agent: string): Promise<'open' | 'closed' | 'none'>
   topicSubscribers(topic: string): Promise<string[]>
   /**
-   * Store a message once per (mailbox, from, messageId): a triple held, or gone before its
-   * `forgetAt`, is a duplicate. Resolves once durable. Quotas (PROFILE §9) count entries held,
-   * expired or not: per mailbox, per (mailbox, from) the sender's share, relay-wide the bytes
-   * stored (a topic message once). Without room throws {@link MailboxFullError} (nothing stored
-   * anywhere) unless `skipFull`; over the relay-wide cap throws {@link RelayStorageFullError}.
+   * Store a message once per (mailbox, from, messageId); a triple held or remembered (until
+   * `forgetAt`) is a duplicate. Quotas (PROFILE §9) count held entries, expired or not: per
+   * mailbox, per sender of a mailbox, relay-wide (a topic message once). No room: a
+   * {@link MailboxFullError}, nothing stored, unless `skipFull`; {@link RelayStorageFullError}.
    */
   publish(input: PublishInput): Promise<StorePublishResult[]>
   /** Every one of `mailboxes` (at least one) holds or remembers the triple. */
   isDuplicate(query: DuplicateQuery): Promise<boolean>
   /**
-   * Entries after `after`, oldest first, at most `limit` and `maxBytes` of JSON (at least one
-   * when one is due), skipping those expired at `now`. A RangeError for a cursor not of this
-   * store or `limit` < 1.
+   * Entries after `after`, oldest first, at most `limit` and `maxBytes` of JSON (at least one),
+   * skipping those expired at `now`. RangeError: a cursor not of this store, or `limit` < 1.
    */
   retrieve(
     mailbox: string,
@@ -156,27 +140,16 @@ export interface RelayStore {
   settled?(): Promise<void>
   /** A mailbox's entries and quota bytes; with `from` that sender's share; with neither, relay-wide. */
   usage(mailbox?: string, from?: string): Promise<{ messages: number; bytes: number }>
-  /**
-   * Optional, for a store shared by several relay processes: `listener(mailbox)` when another
-   * process added entries there, `listener(undefined)` when signals may have been lost. Returns
-   * the function that stops it.
-   */
+  /** Optional, shared store: told of another process's entries (`undefined`: signals lost). */
   watch?(listener: (mailbox: string | undefined) => void): () => void
-  /**
-   * Optional, shared store: the agent-auth nonce memory (PROFILE §9) of every process. Records
-   * (keyId, nonce) until `expiresAt` unless held unexpired at `now`.
-   */
+  /** Optional, shared store: agent-auth nonces (PROFILE §9) of all processes, until `expiresAt`. */
   rememberNonce?(
     keyId: string,
     nonce: string,
     expiresAt: number,
     now: number,
   ): Promise<'fresh' | 'replay'>
-  /**
-   * Optional, shared store: elect one process for `job` (webhook pushes, so each message is
-   * pushed once); `listener(true)` when this one leads, `false` when it stops. Returns the
-   * function that gives the job up.
-   */
+  /** Optional, shared store: elect one process for `job` (webhook pushes); returns give-up. */
   lead?(job: string, listener: (leading: boolean) => void): () => void
   /** Optional, for `GET /readyz`: resolves when a write could be made now. Stores nothing. */
   checkWritable?(): Promise<void>

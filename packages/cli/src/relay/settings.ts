@@ -1,0 +1,261 @@
+/**
+ * The settings of `agentmsg relay` as one table: each row is a flag, a key of the `--config`
+ * JSON file (limits and quotas, PROFILE §6 and §9), or both, with the serveRelay option it sets,
+ * how its value is checked, and its `--help` line. A flag given wins over the file.
+ */
+import { PROFILE } from '@agentmsg/core'
+import { AddressSet } from '@agentmsg/core/receive'
+import { RELAY_LOG_LEVELS } from '@agentmsg/relay'
+
+/** How a value is checked: `ok` returns the value to use, undefined (or throws) when bad. */
+export interface Kind {
+  /** A bad flag value "is not a <noun>". */
+  noun: string
+  must: string
+  ok(value: unknown): unknown
+}
+
+/** A row of the table; `to` (where the value goes, dotted) defaults to `key`. */
+export interface Setting {
+  flag?: string
+  /** The flag's argument in --help; none for a boolean flag. */
+  arg?: string
+  multiple?: boolean
+  key?: string
+  to?: string
+  kind?: Kind
+  help?: string
+}
+
+const kind = (noun: string, must: string, ok: (v: unknown) => unknown): Kind => ({ noun, must, ok })
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : Number.NaN)
+const SIZE_UNITS: Record<string, number> = { '': 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }
+
+/** Bytes: a whole number, or one with a KiB, MiB or GiB suffix; undefined when not a size. */
+export function parseSize(text: string): number | undefined {
+  const match = /^([0-9]{1,15})(KiB|MiB|GiB)?$/.exec(text.trim())
+  return match ? Number(match[1]) * SIZE_UNITS[match[2] ?? '']! : undefined
+}
+
+const whole = kind('positive whole number', 'a positive whole number', (v) =>
+  Number.isInteger(v) && num(v) >= 1 && num(v) <= 1_000_000_000 ? v : undefined,
+)
+const rate = kind('rate', 'a positive number or "unlimited"', (v) =>
+  v === 'unlimited' ? Number.POSITIVE_INFINITY : num(v) > 0 ? v : undefined,
+)
+const size = kind(
+  'size',
+  'a positive number of bytes, or a size such as "256MiB" (KiB, MiB, GiB)',
+  (v) => {
+    const bytes = typeof v === 'string' ? parseSize(v) : Number.isSafeInteger(v) ? num(v) : 0
+    return (bytes ?? 0) >= 1 ? bytes : undefined
+  },
+)
+const seconds = kind('duration', 'a positive number of seconds (at most 86400)', (v) =>
+  num(v) > 0 && num(v) <= 86_400 ? num(v) * 1000 : undefined,
+)
+const DAY = 86_400_000
+// PROFILE §9: a message is kept 7 days at least.
+const MIN_DAYS = PROFILE.relayRetentionMs / DAY
+const days = kind('duration', `a number of days from ${MIN_DAYS} (PROFILE §9) to 3650`, (v) =>
+  num(v) >= MIN_DAYS && num(v) <= 3650 ? num(v) * DAY : undefined,
+)
+const port = kind('port', 'a whole number from 0 to 65535', (v) =>
+  Number.isInteger(v) && num(v) >= 0 && num(v) <= 65535 ? v : undefined,
+)
+const level = kind('log level', `one of ${RELAY_LOG_LEVELS.join(', ')}`, (v) =>
+  RELAY_LOG_LEVELS.includes(v as string) ? v : undefined,
+)
+const stopSeconds = kind('duration', 'a positive number of seconds', (v) =>
+  /^[0-9]{1,4}(\.[0-9]{1,3})?$/.test(String(v)) && Number(v) > 0 ? Number(v) * 1000 : undefined,
+)
+const postgresUrl = kind('postgres:// URL', 'a postgres:// or postgresql:// URL', (v) => {
+  const protocol = URL.canParse(String(v)) ? new URL(String(v)).protocol : ''
+  return protocol === 'postgres:' || protocol === 'postgresql:' ? v : undefined
+})
+const schema = kind('schema name', 'lower-case letters, digits and _ (at most 63)', (v) =>
+  /^[a-z_][a-z0-9_]{0,62}$/.test(String(v)) ? v : undefined,
+)
+// Load balancers and proxies whose X-Forwarded-For is believed (PROFILE §6).
+const proxies = kind('list of proxies', 'an array of IP addresses or CIDR ranges', (v) =>
+  Array.isArray(v) && v.length <= 1000 && v.every((e) => typeof e === 'string') && new AddressSet(v)
+    ? v
+    : undefined,
+)
+
+/** `value` checked by `kind`: what to use, or what is wrong with it. */
+export function check(kind: Kind, value: unknown): { value: unknown } | { problem: string } {
+  try {
+    const ok = kind.ok(value)
+    return ok === undefined ? { problem: `must be ${kind.must}` } : { value: ok }
+  } catch (e) {
+    return { problem: (e as Error).message }
+  }
+}
+
+/** Every flag and config key; the file's keys in the order its errors name them. */
+export const SETTINGS: Setting[] = [
+  { flag: 'data', arg: 'DIR', to: 'dataDir', help: 'the relay data: DIR/relay.sqlite' },
+  { flag: 'host', arg: 'H', to: 'host', help: 'address to listen on (default 127.0.0.1)' },
+  { flag: 'port', arg: 'P', to: 'port', kind: port, help: 'default 8443' },
+  { flag: 'public-url', arg: 'URL', to: 'publicUrl', help: 'default https://<host>:<port>' },
+  {
+    flag: 'dev-tls',
+    help: `a development certificate for localhost, 127.0.0.1 and ::1, issued by
+this machine's dev CA ($AGENTMSG_HOME/dev-ca/ca.pem, made on first use):
+clients trust that one file`,
+  },
+  { flag: 'tls-cert', arg: 'F', help: 'a real certificate (PEM), with --tls-key F its key' },
+  { flag: 'tls-key', arg: 'F' },
+  {
+    flag: 'ca',
+    arg: 'F',
+    multiple: true,
+    help: `trust this CA too when fetching identity documents and calling webhooks
+(a dev inbox's: the dev CA; no NODE_EXTRA_CA_CERTS needed)`,
+  },
+  {
+    flag: 'allow-private',
+    arg: 'LIST',
+    multiple: true,
+    help: `private or loopback hosts or ranges it may fetch from (a URL agent on
+127.0.0.1 needs --allow-private 127.0.0.1)`,
+  },
+  {
+    flag: 'store',
+    arg: 'URL',
+    to: 'postgres.url',
+    kind: postgresUrl,
+    help: `keep mailboxes in PostgreSQL (postgres:// or postgresql://), not in
+DIR/relay.sqlite: relay processes given the same URL and schema serve
+the same mailboxes (DIR still holds --dev-tls files)`,
+  },
+  {
+    flag: 'store-schema',
+    arg: 'N',
+    to: 'postgres.schema',
+    kind: schema,
+    help: 'default agentmsg_relay',
+  },
+  {
+    flag: 'rate-limit',
+    arg: 'N',
+    key: 'limits.perAddress.rate',
+    to: 'limits.perAddress.perMinute',
+    kind: rate,
+    help: `requests per minute from one client address (IPv6: per /64), or
+"unlimited" for a load test from one machine (default 600)`,
+  },
+  { flag: 'burst', arg: 'N', key: 'limits.perAddress.burst', kind: whole, help: 'default 100' },
+  {
+    flag: 'sender-rate-limit',
+    arg: 'N',
+    key: 'limits.perSender.rate',
+    to: 'limits.perSender.perMinute',
+    kind: rate,
+    help: 'publishes per minute per verified sender, or "unlimited" (default 60)',
+  },
+  {
+    flag: 'sender-burst',
+    arg: 'N',
+    key: 'limits.perSender.burst',
+    kind: whole,
+    help: 'default 20',
+  },
+  {
+    flag: 'max-reads-per-address',
+    arg: 'N',
+    key: 'limits.maxReadsPerAddress',
+    kind: whole,
+    help: 'request bodies read at once per address (default 8)',
+  },
+  { key: 'limits.maxConcurrentReads', kind: whole },
+  { key: 'limits.maxTrackedKeys', kind: whole },
+  {
+    flag: 'streams-per-agent',
+    arg: 'N',
+    key: 'limits.streamsPerAgent',
+    kind: whole,
+    help: 'open SSE and WebSocket streams per agent (default 4)',
+  },
+  { key: 'limits.subscriptionsPerAgent', kind: whole },
+  { key: 'quota.messages', kind: whole },
+  { key: 'quota.bytes', kind: size },
+  { key: 'quota.senderMessages', kind: whole },
+  { key: 'quota.senderBytes', kind: size },
+  {
+    flag: 'max-storage',
+    arg: 'SIZE',
+    key: 'quota.totalBytes',
+    kind: size,
+    help: 'what all mailboxes hold together (bytes, or 512MiB, 10GiB; default 10GiB)',
+  },
+  { key: 'timeouts.headersSeconds', to: 'headersTimeoutMs', kind: seconds },
+  { key: 'timeouts.bodySeconds', to: 'bodyTimeoutMs', kind: seconds },
+  { key: 'retentionDays', to: 'retentionMs', kind: days },
+  { key: 'mailboxFullRetryAfter', kind: whole },
+  {
+    flag: 'trusted-proxies',
+    arg: 'LIST',
+    multiple: true,
+    key: 'trustedProxies',
+    kind: proxies,
+    help: `balancer or proxy addresses or CIDR ranges whose X-Forwarded-For the
+per-address limits believe (several relay nodes behind one balancer)`,
+  },
+  {
+    flag: 'config',
+    arg: 'FILE',
+    help: `limits and quotas (PROFILE §6, §9) from a JSON file, checked at start;
+a flag given too wins over the file (see the relay README)`,
+  },
+  {
+    flag: 'metrics-port',
+    arg: 'P',
+    to: 'metrics.port',
+    kind: port,
+    help: 'Prometheus metrics at http://<metrics host>:P/metrics (off by default)',
+  },
+  {
+    flag: 'metrics-host',
+    arg: 'H',
+    to: 'metrics.host',
+    help: 'the metrics listener (default 127.0.0.1: plain HTTP, no auth)',
+  },
+  {
+    flag: 'log-level',
+    arg: 'L',
+    to: 'logLevel',
+    kind: level,
+    help: `${RELAY_LOG_LEVELS.join(', ')} (default info):
+JSON lines on stderr, one per refused request`,
+  },
+  {
+    flag: 'shutdown-timeout',
+    arg: 'S',
+    to: 'shutdownTimeoutMs',
+    kind: stopSeconds,
+    help: 'seconds a SIGTERM or SIGINT may take to stop (default 10)',
+  },
+]
+
+export const RELAY_USAGE = `usage: agentmsg relay --data DIR (--dev-tls | --tls-cert F --tls-key F) [options]
+
+Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite, or on a
+PostgreSQL database that several relay processes share. Ctrl-C (SIGINT) or SIGTERM stop it
+cleanly: new publishes get 503, those in flight are stored and answered, streams are told to
+reconnect, the store is flushed, exit 0 (past --shutdown-timeout, exit 1).
+${SETTINGS.filter((s) => s.help)
+  .map((s) => {
+    const [first, ...more] = s.help!.split('\n').map((line) => `${' '.repeat(26)}${line}`)
+    const flag = `  --${s.flag} ${s.arg ?? ''}`.padEnd(26)
+    return [flag.length > 26 ? `${flag}\n${first}` : flag + first!.trimStart(), ...more].join('\n')
+  })
+  .join('\n')}
+
+examples:
+  agentmsg relay --data ./relay --port 9443 --dev-tls \\
+      --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
+  agentmsg relay --data ./load --dev-tls --rate-limit unlimited --sender-rate-limit unlimited
+      (a load test from this machine: one address, a few senders)
+`
