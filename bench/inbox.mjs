@@ -25,7 +25,7 @@ import {
   generateKeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { buildSigningInput } from '@agentmsg/core/encoding'
+import { buildSigningInput } from '@agentmsg/core/http'
 import { didKeyResolver } from '@agentmsg/core/receive'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { createInboxHandler } from '@agentmsg/transport-https'

@@ -3,7 +3,9 @@
  * WebSocket subscribers, deliveries/s, against the bare server broadcasting to as many raw
  * `ws` clients.
  */
-import { createAddressPolicy, signWsAuth } from '@agentmsg/core/http'
+
+import { signWsAuth } from '@agentmsg/core/receive'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { WebSocket } from 'ws'

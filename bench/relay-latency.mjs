@@ -4,8 +4,8 @@
  * https POST → ws push server, in alternating order.
  */
 
-import { createAddressPolicy } from '@agentmsg/core/http'
 import { createReceiver, didKeyResolver } from '@agentmsg/core/receive'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { WebSocket } from 'ws'

@@ -3,7 +3,7 @@
  * publish, `CONCURRENCY` publishers, direct messages to subscribed mailboxes.
  */
 
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { makeAgent, publisher, signedMessages, startRelay } from './relay-common.mjs'

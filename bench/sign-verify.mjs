@@ -12,7 +12,7 @@ import {
   generateKeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { buildSigningInput } from '@agentmsg/core/encoding'
+import { buildSigningInput } from '@agentmsg/core/http'
 import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { comparePair, printTable } from './lib.mjs'
 

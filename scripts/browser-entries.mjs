@@ -32,9 +32,9 @@ export { verifyMessage } from '@agentmsg/core/receive'`,
   },
   {
     // Byte/text encodings and cloneJsonValue, for transports, relays and Storage adapters.
-    name: '@agentmsg/core/encoding',
+    name: '@agentmsg/core/server',
     pkg: 'packages/core',
-    file: 'packages/core/dist/encoding.js',
+    file: 'packages/core/dist/server.js',
     budget: 5 * KB,
     cap: 8 * KB,
   },
@@ -152,12 +152,12 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
       {
         // Input the strict parser's fast path cannot prove (to refuse, or unusual escapes).
         what: 'exact JSON parser (input the fast path cannot prove)',
-        marker: /^packages\/core\/dist\/parser-/,
+        marker: /^packages\/core\/dist\/(?:parser-|m\/strict-json\/parser\.js)/,
         required: true,
       },
       {
         what: 'error phase replies (answering a refusal, PROFILE §7)',
-        marker: /^packages\/core\/dist\/error-replies-/,
+        marker: /^packages\/core\/dist\/(?:error-replies-|m\/receive\/error-replies\.js)/,
         required: true,
       },
       {

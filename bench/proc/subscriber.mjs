@@ -11,8 +11,8 @@
  *   acknowledgements sent: `POST /relay/ack` batches and entries, `DELETE`s).
  */
 
-import { createAddressPolicy } from '@agentmsg/core/http'
 import { createReceiver, didKeyResolver } from '@agentmsg/core/receive'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { createRelayClient } from '@agentmsg/transport-relay'
 import { WebSocket } from 'ws'

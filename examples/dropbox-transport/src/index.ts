@@ -24,16 +24,15 @@ import {
   type TransportComponents,
   type TransportFactory,
 } from '@agentmsg/core'
+import { httpRequest, invalidFormat, readBody, readJson } from '@agentmsg/core/http'
 import {
   type AddressPolicy,
+  acceptedReply,
   createAddressPolicy,
-  httpRequest,
-  invalidFormat,
+  errorReply,
+  type HttpReply,
   parseIp,
-  readBody,
-  readJson,
-} from '@agentmsg/core/http'
-import { acceptedReply, errorReply, type HttpReply } from '@agentmsg/core/receive'
+} from '@agentmsg/core/server'
 
 /** The protocol, the kind of its targets and the `endpoints` member naming a drop box. */
 export const DROPBOX = 'dropbox'

@@ -5,8 +5,8 @@
  */
 import { testTransport } from '@agentmsg/conformance'
 import { publicKeyFromDidKey, type TransportFactory } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
 import { createIdentityDocument } from '@agentmsg/core/receive'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { beforeAll } from 'vitest'
 import { DROPBOX, dropBoxTransport, withDropBox } from '../src/index.js'

@@ -2,7 +2,7 @@
  * Failed requests of `agentmsg doctor` in a person's words: Node's `fetch failed` hides the real
  * cause in `.cause` (a certificate, a refused connection), so errors are unwrapped first.
  */
-import { isAddressRefusedError } from '@agentmsg/core/http'
+import { isAddressRefusedError } from '@agentmsg/core/server'
 import { agentmsgHome } from '@agentmsg/dev-tls'
 
 /** Unknown-authority verification codes (OpenSSL's, as Node reports them). */

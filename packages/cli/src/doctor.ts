@@ -4,7 +4,7 @@
  * document and every relay. Exit 0 when all pass, 1 when one fails, 2 on a usage error.
  */
 import { agentEndpoints, isDidKey, PROFILE, parseAgentId } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import {
   allowList,

@@ -12,7 +12,7 @@ import {
   type Message,
   signMessage,
 } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 
 // The CLI is tested as users run it: the built bin in a child process (`npm test` builds first).

@@ -8,7 +8,7 @@
 import dns from 'node:dns'
 import net from 'node:net'
 import { rootCertificates } from 'node:tls'
-import { type AddressPolicy, AddressRefusedError } from '@agentmsg/core/http'
+import { type AddressPolicy, AddressRefusedError } from '@agentmsg/core/server'
 import type { WebSocketClientOptions, WebSocketConstructor } from '@agentmsg/transport-relay'
 import { type ClientOptions, WebSocket as WsWebSocket } from 'ws'
 

@@ -9,7 +9,7 @@
  * @packageDocumentation
  */
 import type { TransportFactory } from '@agentmsg/core'
-import { type AddressPolicy, createAddressPolicy } from '@agentmsg/core/http'
+import { type AddressPolicy, createAddressPolicy } from '@agentmsg/core/server'
 import {
   createIdentityFetcher,
   createNodeFetch,
@@ -20,8 +20,8 @@ import { relayFactory } from './agent/transports.js'
 import type { Agent, AgentOptions } from './agent/types.js'
 import { nodeWebSocket } from './node-websocket.js'
 
-export type { AddressPolicy } from '@agentmsg/core/http'
-export { createAddressPolicy } from '@agentmsg/core/http'
+export type { AddressPolicy } from '@agentmsg/core/server'
+export { createAddressPolicy } from '@agentmsg/core/server'
 export * from './index.js'
 
 /** Options for the agent's inbox server. */

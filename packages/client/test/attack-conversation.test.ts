@@ -6,7 +6,7 @@
  */
 import { createMemoryHub, fixtureAgent, memoryTransport } from '@agentmsg/conformance/portable'
 import { createMessage, memoryStorage, signMessage } from '@agentmsg/core'
-import { utf8Encode } from '@agentmsg/core/encoding'
+import { utf8Encode } from '@agentmsg/core/http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, createAgent } from '../src/index.js'
 import { collect } from './collect.js'

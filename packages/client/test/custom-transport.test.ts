@@ -13,9 +13,9 @@ import {
   type Transport,
   type TransportFactory,
 } from '@agentmsg/core'
-import { utf8Encode } from '@agentmsg/core/encoding'
-import { AddressRefusedError } from '@agentmsg/core/http'
+import { utf8Encode } from '@agentmsg/core/http'
 import { openSealedBody } from '@agentmsg/core/sealed-box'
+import { AddressRefusedError } from '@agentmsg/core/server'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, type AgentOptions, createAgent } from '../src/index.js'
 import { collect } from './collect.js'

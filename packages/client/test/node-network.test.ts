@@ -7,7 +7,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { memoryStorage } from '@agentmsg/core'
-import { isAddressRefusedError } from '@agentmsg/core/http'
+import { isAddressRefusedError } from '@agentmsg/core/server'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'

@@ -21,7 +21,8 @@ import {
   type Transport,
   type TransportFactory,
 } from '@agentmsg/core'
-import { type AddressPolicy, httpRequest } from '@agentmsg/core/http'
+import { httpRequest } from '@agentmsg/core/http'
+import type { AddressPolicy } from '@agentmsg/core/server'
 import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
 import { afterEach, beforeAll } from 'vitest'
 import type { Clock } from '../src/agent/outbox.js'

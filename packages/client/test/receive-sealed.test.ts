@@ -11,7 +11,7 @@ import {
   sealedMessage,
 } from '@agentmsg/conformance'
 import type { Message } from '@agentmsg/core'
-import { utf8Encode } from '@agentmsg/core/encoding'
+import { utf8Encode } from '@agentmsg/core/http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, createAgent } from '../src/index.js'
 import { collect } from './collect.js'

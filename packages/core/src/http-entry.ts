@@ -1,22 +1,17 @@
 /**
- * `@agentmsg/core/http` — the HTTP toolkit every package uses on the sending side: one outbound
- * request with a deadline and capped reads, one body reader, PROFILE §6's `Retry-After` rule and
- * backoff, the status ↔ code table, PROFILE §4's address policy, and relay agent auth as a
- * client signs it (RFC 9421 requests, the WebSocket challenge answer, PROFILE §9). What servers
- * put in front of the receive pipeline is in `/receive`. Isomorphic.
+ * `@agentmsg/core/http` — the wire toolkit every package uses: one outbound request with a
+ * deadline and capped reads, one body reader, PROFILE §6's `Retry-After` rule and backoff, the
+ * status ↔ code table, and the byte encodings of PROFILE §1 (base64url, UTF-8, RFC 8785 bytes,
+ * RFC 3339 timestamps). Loaded up front by a browser agent, so it holds nothing that only
+ * receiving or serving needs (those are `/receive` and `/server`: a bundler loads up front
+ * whatever an entry it imports re-exports). Isomorphic.
  *
  * @packageDocumentation
  */
 export { assertRelayUrl } from './agent-id.js'
-export { concat } from './bytes.js'
+export { base64urlDecode, base64urlEncode } from './base64url.js'
+export { concat, randomBytes, utf8Decode, utf8Encode } from './bytes.js'
 export { ERROR_STATUS, invalidFormat } from './errors.js'
-export { parseIp } from './http/address.js'
-export {
-  type AddressPolicy,
-  AddressRefusedError,
-  createAddressPolicy,
-  isAddressRefusedError,
-} from './http/address-policy.js'
 export { readBody } from './http/body.js'
 export {
   deadline,
@@ -26,5 +21,7 @@ export {
   readJson,
 } from './http/request.js'
 export { Backoff, backoffDelay, parseRetryAfter, sleep } from './http/retry.js'
-export { signRequest } from './http-signature/sign.js'
-export { signWsAuth } from './http-signature/ws.js'
+export { canonicalizeToBytes } from './jcs.js'
+export { buildSigningInput } from './signing-input.js'
+export { cloneJsonValue } from './storage/clone.js'
+export { formatTimestamp, parseTimestamp } from './timestamps.js'

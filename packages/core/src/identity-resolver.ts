@@ -1,3 +1,4 @@
+import { nonDocumentLookup } from './document-lookup.js'
 import { isAgentMsgError } from './errors.js'
 import {
   type IdentityDocument,
@@ -13,7 +14,6 @@ import {
   type KeyLookup,
   type KeyResolution,
   type KeyResolver,
-  nonDocumentLookup,
 } from './resolver.js'
 
 /** What an identity-document fetcher reports; network policy is its job. */

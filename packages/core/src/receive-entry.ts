@@ -1,29 +1,15 @@
 /**
- * `@agentmsg/core/receive` — verifying and receiving: `verifyMessage`, key resolution
- * (`createKeyResolver`), the one receive pipeline (`createReceiver`, `receive`) and its parts
- * (key store, auth levels of PROFILE §5, the replay guard of PROFILE §6), identity documents
- * (create, rotate, validate; fetched and cached, PROFILE §4), and what inboxes and relays put in
- * front of the pipeline (per-address limits and replies of PROFILE §6, relay agent auth as the
- * relay verifies it, PROFILE §9).
+ * `@agentmsg/core/receive` — everything on the receiving side, which a browser agent loads only
+ * when it starts receiving: `verifyMessage`, key resolution (`createKeyResolver`), the one
+ * receive pipeline (`createReceiver`, `receive`) and its parts (key store, auth levels of
+ * PROFILE §5, the replay guard of PROFILE §6), identity documents (create, rotate, validate;
+ * fetched and cached, PROFILE §4), strict I-JSON parsing (PROFILE §1), and relay agent auth as a
+ * client signs to read its mailbox (RFC 9421 requests, the WebSocket challenge, PROFILE §9).
  *
  * @packageDocumentation
  */
 export { AuthLevelTracker } from './auth-level.js'
-export { AddressSet } from './http/address.js'
-export { discardBody, onBodyDone } from './http/body.js'
-export { ClientLimits, type RateLimit, TokenBuckets } from './http/client-limits.js'
-export {
-  acceptedReply,
-  errorReply,
-  type HttpReply,
-  isJsonContentType,
-  jsonReply,
-  preflightReply,
-  toResponse,
-} from './http/replies.js'
-export { NonceMemory } from './http-signature/nonces.js'
-export { verifyRequest } from './http-signature/verify.js'
-export { createChallenge, verifyWsAuth } from './http-signature/ws.js'
+export { signRequest, signWsAuth } from './http-signature/sign.js'
 export { createIdentityDocument, revokeKey, rotateKey } from './identity/create.js'
 export { validateIdentityDocument } from './identity/document.js'
 export {
@@ -47,4 +33,7 @@ export {
   didKeyResolver,
   type KeyResolver,
 } from './resolver.js'
+export { INTEGER_MEMBERS } from './strict-json/prepare.js'
+export { parseStrictJson } from './strict-json.js'
+export { parseStrictJsonAsync } from './strict-json-async.js'
 export { verifyMessage } from './verify.js'

@@ -1,4 +1,3 @@
-import { parseAgentId } from './agent-id.js'
 import type { KeySource } from './auth-level.js'
 import { didKeyFragment, isDidKey, publicKeyFromDidKey } from './did-key.js'
 import type { IdentityDocument } from './identity/document.js'
@@ -100,18 +99,4 @@ export function didKeyResolver(): KeyResolver {
       }
     },
   }
-}
-
-/** `not_found` for a lookup no identity document serves (PROFILE §4), without the cache. */
-export function nonDocumentLookup(lookup: KeyLookup): KeyResolution | undefined {
-  if (lookup.alg !== 'ed25519') {
-    return { status: 'not_found', reason: 'identity documents hold Ed25519 keys only' }
-  }
-  let kind: string
-  try {
-    kind = parseAgentId(lookup.agent).kind
-  } catch {
-    return { status: 'not_found', reason: 'not an agent id' }
-  }
-  return kind === 'url' ? undefined : { status: 'not_found', reason: 'not a URL agent' }
 }

@@ -3,13 +3,8 @@ import { describe, expect, it } from 'vitest'
 import { base64urlDecode, base64urlEncode } from '../src/base64url.js'
 import { utf8Decode } from '../src/bytes.js'
 import { getDefaultCryptoProvider } from '../src/crypto/default.node.js'
-import {
-  createChallenge,
-  signWsAuth,
-  type VerifyWsAuthInput,
-  verifyWsAuth,
-  wsAuthPayload,
-} from '../src/http-signature/ws.js'
+import { signWsAuth, wsAuthPayload } from '../src/http-signature/sign.js'
+import { createChallenge, type VerifyWsAuthInput, verifyWsAuth } from '../src/http-signature/ws.js'
 import { createIdentityDocument, revokeKey } from '../src/identity/create.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'
 import type { KeyResolver } from '../src/resolver.js'

@@ -13,7 +13,7 @@ import type net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import {
   agentmsgHome,
   createDevCertificate,

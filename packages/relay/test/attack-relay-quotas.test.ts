@@ -10,7 +10,7 @@
  */
 import { fixtureAgent } from '@agentmsg/conformance'
 import type { Message } from '@agentmsg/core'
-import { canonicalizeToBytes } from '@agentmsg/core/encoding'
+import { canonicalizeToBytes } from '@agentmsg/core/http'
 import { describe, expect, it } from 'vitest'
 import { clockedMessage, testClock } from './attack-relay-helpers.js'
 import { relayPerTest } from './helpers.js'

@@ -6,7 +6,7 @@
  * 919 MiB) are refused past the 4th: the relay holds 4 stream buffers, measured in this process.
  */
 import { type FixtureAgent, fixtureAgent } from '@agentmsg/conformance'
-import { signWsAuth } from '@agentmsg/core/http'
+import { signWsAuth } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { clockedMessage, gc, testClock } from './attack-relay-helpers.js'

@@ -27,8 +27,8 @@ import {
   type Message,
   signMessage,
 } from '@agentmsg/core'
-import { createAddressPolicy, signRequest } from '@agentmsg/core/http'
-import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver, signRequest, verifyMessage } from '@agentmsg/core/receive'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { seededRandom } from '../../conformance/test/support/seeded-random.js'

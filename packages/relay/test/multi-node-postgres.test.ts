@@ -24,7 +24,7 @@ import {
   type KeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import {
   createRelayClient,

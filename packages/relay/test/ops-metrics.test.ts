@@ -6,7 +6,7 @@
  */
 import { request as httpRequest } from 'node:http'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { signWsAuth } from '@agentmsg/core/http'
+import { signWsAuth } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { clockedMessage, publishFrom, testClock } from './attack-relay-helpers.js'

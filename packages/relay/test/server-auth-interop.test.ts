@@ -4,7 +4,7 @@
  * parameter order subscribe and read a mailbox.
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { utf8Encode } from '@agentmsg/core/encoding'
+import { utf8Encode } from '@agentmsg/core/http'
 import { describe, expect, it } from 'vitest'
 import {
   stockSignedHeaders,

@@ -5,7 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { JsonValue, Storage } from '@agentmsg/core'
-import { cloneJsonValue } from '@agentmsg/core/encoding'
+import { cloneJsonValue } from '@agentmsg/core/http'
 import { eachLimited, removeFile } from './_durable.js'
 import { fileName, keyFromName } from './_names.js'
 

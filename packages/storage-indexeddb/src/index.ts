@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 import type { JsonValue, Storage, StorageOp } from '@agentmsg/core'
-import { cloneJsonValue } from '@agentmsg/core/encoding'
+import { cloneJsonValue } from '@agentmsg/core/http'
 import { openStore } from './_open.js'
 
 /** Options for {@link indexedDbStorage}. */

@@ -11,9 +11,9 @@ import {
   PROFILE,
   parseAgentId,
 } from '@agentmsg/core'
-import { INTEGER_MEMBERS, parseStrictJson } from '@agentmsg/core/encoding'
-import { deadline, httpRequest, isAddressRefusedError, readBody } from '@agentmsg/core/http'
-import { discardBody } from '@agentmsg/core/receive'
+import { deadline, httpRequest, readBody } from '@agentmsg/core/http'
+import { INTEGER_MEMBERS, parseStrictJson } from '@agentmsg/core/receive'
+import { discardBody, isAddressRefusedError } from '@agentmsg/core/server'
 
 type IdentityFetchResult = Awaited<ReturnType<IdentityFetcher>>
 

@@ -4,7 +4,7 @@ import https from 'node:https'
 import type net from 'node:net'
 import tls from 'node:tls'
 import { PROFILE } from '@agentmsg/core'
-import { type AddressPolicy, AddressRefusedError, createAddressPolicy } from '@agentmsg/core/http'
+import { type AddressPolicy, AddressRefusedError, createAddressPolicy } from '@agentmsg/core/server'
 import { PolicyAgent, refusedLiteral } from './node-policy-agent.js'
 
 /** Options for {@link createNodeFetch}. */

@@ -8,7 +8,7 @@ import dns from 'node:dns'
 import https from 'node:https'
 import net from 'node:net'
 import type { Duplex } from 'node:stream'
-import { type AddressPolicy, AddressRefusedError } from '@agentmsg/core/http'
+import { type AddressPolicy, AddressRefusedError } from '@agentmsg/core/server'
 
 /** Options of {@link PolicyAgent}. */
 export interface PolicyAgentOptions extends https.AgentOptions {

@@ -9,7 +9,7 @@
  * plain `HttpReply` (`Symbol.for('agentmsg.reply')`, see node-server.ts) has it written as is.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { HttpReply } from '@agentmsg/core/receive'
+import type { HttpReply } from '@agentmsg/core/server'
 import { bodyChunks, bodyStream } from './node-body.js'
 
 const IN = Symbol('incoming')

@@ -22,7 +22,7 @@ import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import type { TlsOptions } from 'node:tls'
 import { PROFILE } from '@agentmsg/core'
-import type { HttpReply } from '@agentmsg/core/receive'
+import type { HttpReply } from '@agentmsg/core/server'
 import { nodeRequest, writeAnswer } from './node-request.js'
 
 /** Where a handler answers with core's plain `HttpReply`, so no `Response` is built on Node. */

@@ -10,7 +10,7 @@ import type {
   TransportComponents,
   TransportFactory,
 } from '@agentmsg/core'
-import type { AddressPolicy } from '@agentmsg/core/http'
+import type { AddressPolicy } from '@agentmsg/core/server'
 import {
   agentInboxHandler,
   type HttpsTransportOptions as BaseOptions,

@@ -7,7 +7,7 @@
 import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createNodeIdentityFetcher } from './identity-helpers.js'
 import { post, startInbox, stopInboxes, until } from './inbox-helpers.js'

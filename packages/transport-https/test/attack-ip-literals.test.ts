@@ -5,7 +5,7 @@
  * settings there are none, and the caller's error is the same whether a port is open or closed.
  */
 import net from 'node:net'
-import { isAddressRefusedError } from '@agentmsg/core/http'
+import { isAddressRefusedError } from '@agentmsg/core/server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createNodeFetch } from '../src/node-fetch.js'
 import {

@@ -8,7 +8,7 @@
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { type AgentMsgError, isAgentMsgError, PROFILE, type Transport } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { afterEach, describe, expect, it } from 'vitest'
 import { httpsTransport } from '../src/https-transport.js'
 import { createNodeFetch } from '../src/node-fetch.js'

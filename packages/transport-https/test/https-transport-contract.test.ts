@@ -5,7 +5,7 @@
  */
 import { testTransport } from '@agentmsg/conformance'
 import type { TransportFactory } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { beforeAll } from 'vitest'
 import { httpsTransport } from '../src/node-transport.js'
 import { testCertificate } from './tls.js'

@@ -10,8 +10,8 @@ import {
   type IdentityDocument,
   type InboundDelivery,
 } from '@agentmsg/core'
-import { utf8Decode } from '@agentmsg/core/encoding'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { utf8Decode } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { describe, expect, it } from 'vitest'
 import { httpsTransport } from '../src/node-transport.js'
 import { testCertificate } from './tls.js'

@@ -8,8 +8,8 @@ import {
   generateKeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
 import { createIdentityDocument, createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cacheLifetime, createIdentityFetcher } from '../src/identity-fetcher.js'

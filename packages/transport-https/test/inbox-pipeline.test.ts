@@ -5,7 +5,7 @@
 
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { ed25519Signer, generateKeyPair, type Message, memoryStorage } from '@agentmsg/core'
-import { canonicalizeToBytes } from '@agentmsg/core/encoding'
+import { canonicalizeToBytes } from '@agentmsg/core/http'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   type ClientResponse,

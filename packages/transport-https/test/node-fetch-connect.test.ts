@@ -3,7 +3,7 @@
  * certificate and host name checks, and a server that only speaks TLS 1.1 refused.
  */
 import tls from 'node:tls'
-import { createAddressPolicy, isAddressRefusedError } from '@agentmsg/core/http'
+import { createAddressPolicy, isAddressRefusedError } from '@agentmsg/core/server'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { describe, expect, it } from 'vitest'
 import { createNodeFetch } from '../src/node-fetch.js'

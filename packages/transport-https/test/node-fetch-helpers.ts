@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import https from 'node:https'
 import net from 'node:net'
 import type tls from 'node:tls'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { afterAll, beforeAll } from 'vitest'
 import { testCertificate } from './tls.js'
 

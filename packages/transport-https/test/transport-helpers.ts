@@ -15,8 +15,8 @@ import {
   signMessage,
   type TransportComponents,
 } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
 import { createKeyResolver } from '@agentmsg/core/receive'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { afterEach, beforeAll } from 'vitest'
 import { createNodeFetch } from '../src/node-fetch.js'
 import { testCertificate } from './tls.js'

@@ -13,8 +13,7 @@ import {
   memoryStorage,
   type TransportComponents,
 } from '@agentmsg/core'
-import { parseStrictJson } from '@agentmsg/core/encoding'
-import { createKeyResolver, createReceiver } from '@agentmsg/core/receive'
+import { createKeyResolver, createReceiver, parseStrictJson } from '@agentmsg/core/receive'
 import { type MemoryRelayStore, memoryRelayStore } from '@agentmsg/relay'
 import { describe, expect, it } from 'vitest'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'

@@ -4,7 +4,7 @@
  * how its value is checked, and its `--help` line. A flag given wins over the file.
  */
 import { PROFILE } from '@agentmsg/core'
-import { AddressSet } from '@agentmsg/core/receive'
+import { AddressSet } from '@agentmsg/core/server'
 import { RELAY_LOG_LEVELS } from '@agentmsg/relay'
 
 /** How a value is checked: `ok` returns the value to use, undefined (or throws) when bad. */

@@ -10,7 +10,7 @@ import {
   parseAgentId,
   type Storage,
 } from '@agentmsg/core'
-import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
+import { base64urlDecode, base64urlEncode } from '@agentmsg/core/http'
 import type { PeerRelays } from './peers.js'
 import type { ReceiveSide } from './receive.js'
 import type { Contact, Contacts } from './types.js'

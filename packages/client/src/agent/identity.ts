@@ -18,8 +18,7 @@ import {
   type Signer,
   type Storage,
 } from '@agentmsg/core'
-import { base64urlDecode, base64urlEncode } from '@agentmsg/core/encoding'
-import { assertRelayUrl } from '@agentmsg/core/http'
+import { assertRelayUrl, base64urlDecode, base64urlEncode } from '@agentmsg/core/http'
 import type { AgentOptions, OwnIdentity } from './types.js'
 
 const SELF = 'keys/self/identity'

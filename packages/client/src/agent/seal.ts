@@ -16,7 +16,7 @@ import {
   normalizeAgentUrl,
   publicKeyFromDidKey,
 } from '@agentmsg/core'
-import { base64urlDecode } from '@agentmsg/core/encoding'
+import { base64urlDecode } from '@agentmsg/core/http'
 import type { KeyStore } from '@agentmsg/core/receive'
 import type { SealRecipient } from '@agentmsg/core/sealed-box'
 import type { Documents } from './documents.js'

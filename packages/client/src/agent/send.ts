@@ -18,7 +18,7 @@ import {
   type Storage,
   signMessage,
 } from '@agentmsg/core'
-import { canonicalizeToBytes } from '@agentmsg/core/encoding'
+import { canonicalizeToBytes } from '@agentmsg/core/http'
 import type { Conversations } from './conversations.js'
 import { type OwnKeys, relayList } from './identity.js'
 import type { Outbox } from './outbox.js'

@@ -16,7 +16,7 @@ export {
   rotateKey,
 } from '@agentmsg/core/receive'
 
-import { base64urlEncode } from '@agentmsg/core/encoding'
+import { base64urlEncode } from '@agentmsg/core/http'
 import type { SelfRecord } from './identity.js'
 import type { AgentOptions } from './types.js'
 

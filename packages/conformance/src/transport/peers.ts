@@ -9,8 +9,7 @@ import {
   type Transport,
   type TransportComponents,
 } from '@agentmsg/core'
-import { utf8Decode } from '@agentmsg/core/encoding'
-import { describeError, invalidFormat } from '@agentmsg/core/http'
+import { describeError, invalidFormat, utf8Decode } from '@agentmsg/core/http'
 import { createKeyResolver } from '@agentmsg/core/receive'
 import { ok, show } from '../assert.js'
 import { type FixtureAgent, fixtureAgent } from '../fixtures.js'

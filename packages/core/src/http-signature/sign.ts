@@ -137,3 +137,55 @@ export async function signRequest(input: SignRequestInput): Promise<Record<strin
   headers['Signature'] = `${SIGNATURE_LABEL}=${sfBinary(sig)}`
   return headers
 }
+
+// WebSocket first-frame auth (PROFILE §9): the relay's challenge nonce, answered by a signature
+// over `agentmsg-ws-auth`, the relay base URL and the nonce.
+export const WS_AUTH_CONTEXT = 'agentmsg-ws-auth'
+
+export interface WsChallengeFrame {
+  type: 'challenge'
+  nonce: string
+}
+
+/** The client's answer; `after`: resume after this cursor. */
+export interface WsAuthFrame {
+  type: 'auth'
+  agent: string
+  key_id: string
+  sig: string
+  after?: string
+}
+
+export function wsAuthPayload(relayBaseUrl: string, nonce: string): Uint8Array {
+  return utf8Encode(`${WS_AUTH_CONTEXT}\n${relayBaseUrl}\n${nonce}`)
+}
+
+/** Input of {@link signWsAuth}. */
+export interface SignWsAuthInput {
+  /** As the relay has it configured. */
+  relayBaseUrl: string
+  nonce: string
+  signer: Signer
+  agent: string
+  after?: string
+}
+
+/** Answer a relay's challenge. */
+export async function signWsAuth(input: SignWsAuthInput): Promise<WsAuthFrame> {
+  const { signer, agent } = input
+  if (signer.alg !== 'ed25519') {
+    throw invalidFormat('relay auth signs with ed25519 only', 'signer.alg')
+  }
+  if (typeof signer.keyId !== 'string' || keyIdParts(signer.keyId)?.agent !== agent) {
+    throw invalidFormat(`key id ${signer.keyId} does not belong to ${agent}`, 'signer.keyId')
+  }
+  const sig = await signer.sign(wsAuthPayload(input.relayBaseUrl, input.nonce))
+  const frame: WsAuthFrame = {
+    type: 'auth',
+    agent,
+    key_id: signer.keyId,
+    sig: base64urlEncode(sig),
+  }
+  if (input.after !== undefined) frame.after = input.after
+  return frame
+}

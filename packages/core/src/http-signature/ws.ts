@@ -1,72 +1,21 @@
-// WebSocket first-frame auth (PROFILE §9): a challenge nonce, answered by a signature over
-// `agentmsg-ws-auth`, the relay base URL and the nonce.
+// WebSocket first-frame auth as the relay checks it (PROFILE §9); the client's answer is in
+// ./sign.ts.
 import { getDefaultCryptoProvider } from '#crypto-default'
-import { isAgentId, keyIdParts } from '../agent-id.js'
+import { isAgentId } from '../agent-id.js'
 import { type KeySource, levelForKeySource } from '../auth-level.js'
 import { base64urlDecode, base64urlEncode } from '../base64url.js'
-import { randomBytes, utf8Encode } from '../bytes.js'
+import { randomBytes } from '../bytes.js'
 import type { CryptoProvider } from '../crypto/provider.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
 import { resolveEd25519Key } from '../identity/key-usability.js'
-import type { Signer } from '../keys.js'
 import type { KeyResolver } from '../resolver.js'
 import { parseStrictJson } from '../strict-json.js'
 import type { AuthLevel } from '../types.js'
-import { checkKeyId } from './sign.js'
-
-export const WS_AUTH_CONTEXT = 'agentmsg-ws-auth'
-
-export interface WsChallengeFrame {
-  type: 'challenge'
-  nonce: string
-}
-
-/** The client's answer; `after`: resume after this cursor. */
-export interface WsAuthFrame {
-  type: 'auth'
-  agent: string
-  key_id: string
-  sig: string
-  after?: string
-}
-
-export function wsAuthPayload(relayBaseUrl: string, nonce: string): Uint8Array {
-  return utf8Encode(`${WS_AUTH_CONTEXT}\n${relayBaseUrl}\n${nonce}`)
-}
+import { checkKeyId, type WsChallengeFrame, wsAuthPayload } from './sign.js'
 
 /** A fresh challenge frame. */
 export function createChallenge(): WsChallengeFrame {
   return { type: 'challenge', nonce: base64urlEncode(randomBytes(32)) }
-}
-
-/** Input of {@link signWsAuth}. */
-export interface SignWsAuthInput {
-  /** As the relay has it configured. */
-  relayBaseUrl: string
-  nonce: string
-  signer: Signer
-  agent: string
-  after?: string
-}
-
-/** Answer a relay's challenge. */
-export async function signWsAuth(input: SignWsAuthInput): Promise<WsAuthFrame> {
-  const { signer, agent } = input
-  if (signer.alg !== 'ed25519') {
-    throw invalidFormat('relay auth signs with ed25519 only', 'signer.alg')
-  }
-  if (typeof signer.keyId !== 'string' || keyIdParts(signer.keyId)?.agent !== agent) {
-    throw invalidFormat(`key id ${signer.keyId} does not belong to ${agent}`, 'signer.keyId')
-  }
-  const sig = await signer.sign(wsAuthPayload(input.relayBaseUrl, input.nonce))
-  const frame: WsAuthFrame = {
-    type: 'auth',
-    agent,
-    key_id: signer.keyId,
-    sig: base64urlEncode(sig),
-  }
-  if (input.after !== undefined) frame.after = input.after
-  return frame
 }
 
 /** Input of {@link verifyWsAuth}. */

@@ -9,7 +9,7 @@ import {
   jsonReply,
   type NonceMemory,
   verifyRequest,
-} from '@agentmsg/core/receive'
+} from '@agentmsg/core/server'
 import type { RelayStore } from '../store/types.js'
 import type { FeedContext, Notifier } from './feed.js'
 import type { RelayHandlerOptions, StreamKind } from './types.js'

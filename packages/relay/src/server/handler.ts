@@ -5,17 +5,17 @@
  */
 
 import { isAgentMsgError, type KeyResolver, normalizeAgentUrl, PROFILE } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createKeyResolver } from '@agentmsg/core/receive'
 import {
   ClientLimits,
-  createKeyResolver,
+  createAddressPolicy,
   discardBody,
   errorReply,
   type HttpReply,
   NonceMemory,
   TokenBuckets,
   toResponse,
-} from '@agentmsg/core/receive'
+} from '@agentmsg/core/server'
 import { createIdentityFetcher, createNodeFetch } from '@agentmsg/transport-https/node'
 import type { RelayStore } from '../store/types.js'
 import type { RelayContext, RelayReply } from './context.js'

@@ -3,7 +3,7 @@
  * Unauthenticated, so they tell nothing (no error text or version); not rate limited (a load
  * balancer probes from one address), so one store check at a time, reused for `cacheMs`.
  */
-import type { HttpReply } from '@agentmsg/core/receive'
+import type { HttpReply } from '@agentmsg/core/server'
 import type { RelayStore } from '../store/types.js'
 
 export type HealthPath = 'healthz' | 'readyz'

@@ -1,9 +1,9 @@
 /** A mailbox's owner reading it (PROFILE §9): pages, acknowledgements, SSE; each authenticated. */
 
 import { PROFILE, parseAgentId } from '@agentmsg/core'
-import { parseStrictJson } from '@agentmsg/core/encoding'
 import { invalidFormat } from '@agentmsg/core/http'
-import { discardBody, errorReply, type HttpReply, jsonReply } from '@agentmsg/core/receive'
+import { parseStrictJson } from '@agentmsg/core/receive'
+import { discardBody, errorReply, type HttpReply, jsonReply } from '@agentmsg/core/server'
 import type { MailboxPage } from '../store/types.js'
 import {
   authenticate,

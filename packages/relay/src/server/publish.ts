@@ -4,16 +4,14 @@
  * the mailbox lookup (after the signature verified), the trace entry, the durable store, 202.
  */
 import { type Message, PROFILE, parseAgentId } from '@agentmsg/core'
-import { canonicalizeToBytes, formatTimestamp, parseTimestamp } from '@agentmsg/core/encoding'
-import { invalidFormat } from '@agentmsg/core/http'
 import {
-  acceptedReply,
-  errorReply,
-  type HttpReply,
-  type ReceiveContext,
-  ReplayGuard,
-  receive,
-} from '@agentmsg/core/receive'
+  canonicalizeToBytes,
+  formatTimestamp,
+  invalidFormat,
+  parseTimestamp,
+} from '@agentmsg/core/http'
+import { type ReceiveContext, ReplayGuard, receive } from '@agentmsg/core/receive'
+import { acceptedReply, errorReply, type HttpReply } from '@agentmsg/core/server'
 import { MailboxFullError, RelayStorageFullError } from '../store/types.js'
 import { jsonBody, type RelayContext } from './context.js'
 

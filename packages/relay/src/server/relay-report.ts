@@ -2,7 +2,7 @@
 import { performance } from 'node:perf_hooks'
 import type { ErrorCode } from '@agentmsg/core'
 import { ERROR_STATUS } from '@agentmsg/core/http'
-import type { HttpReply } from '@agentmsg/core/receive'
+import type { HttpReply } from '@agentmsg/core/server'
 import type { RelayStore } from '../store/types.js'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
 

@@ -9,7 +9,7 @@ import {
   errorReply,
   onBodyDone,
   preflightReply,
-} from '@agentmsg/core/receive'
+} from '@agentmsg/core/server'
 import { decodeSegment, type RelayReply, setRequestBucket } from './context.js'
 import type { RequestTrace } from './relay-report.js'
 

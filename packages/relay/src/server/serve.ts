@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { normalizeAgentUrl } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/http'
+import { createAddressPolicy } from '@agentmsg/core/server'
 import { serveHttps } from '@agentmsg/transport-https/node'
 import type { RelayQuota } from '../store/common.js'
 import type { RelayStore } from '../store/types.js'

@@ -8,7 +8,7 @@
  * nothing for `stallTimeoutMs` while data waited, the connection is dropped (the client resumes
  * from its last `id`).
  */
-import { utf8Encode } from '@agentmsg/core/encoding'
+import { utf8Encode } from '@agentmsg/core/http'
 import type { MailboxEntry } from '../store/types.js'
 import type { FeedSink } from './feed.js'
 

@@ -3,9 +3,9 @@
  * `limits.subscriptionsPerAgent` per agent), and the feeds of verified webhook subscriptions.
  */
 import { PROFILE } from '@agentmsg/core'
-import { parseStrictJson } from '@agentmsg/core/encoding'
 import { invalidFormat } from '@agentmsg/core/http'
-import { discardBody, errorReply, type HttpReply, jsonReply } from '@agentmsg/core/receive'
+import { parseStrictJson } from '@agentmsg/core/receive'
+import { discardBody, errorReply, type HttpReply, jsonReply } from '@agentmsg/core/server'
 import type { Subscription } from '../store/types.js'
 import {
   authenticate,

@@ -1,6 +1,5 @@
 import type { KeyResolver } from '@agentmsg/core'
-import type { AddressPolicy } from '@agentmsg/core/http'
-import type { RateLimit } from '@agentmsg/core/receive'
+import type { AddressPolicy, RateLimit } from '@agentmsg/core/server'
 import type { RelayStore } from '../store/types.js'
 import type { Feed, FeedSink } from './feed.js'
 import type { RelayWebhookOptions } from './webhook.js'

@@ -4,9 +4,16 @@
  * in the mailbox for retrieval.
  */
 import { AgentMsgError, isAgentMsgError, PROFILE } from '@agentmsg/core'
-import { base64urlEncode, randomBytes } from '@agentmsg/core/encoding'
-import { Backoff, httpRequest, invalidFormat, readJson, sleep } from '@agentmsg/core/http'
-import { discardBody } from '@agentmsg/core/receive'
+import {
+  Backoff,
+  base64urlEncode,
+  httpRequest,
+  invalidFormat,
+  randomBytes,
+  readJson,
+  sleep,
+} from '@agentmsg/core/http'
+import { discardBody } from '@agentmsg/core/server'
 import type { MailboxEntry } from '../store/types.js'
 import type { FeedSink } from './feed.js'
 

@@ -9,7 +9,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { isAgentMsgError, PROFILE, parseAgentId } from '@agentmsg/core'
-import { createChallenge, verifyWsAuth } from '@agentmsg/core/receive'
+import { createChallenge, verifyWsAuth } from '@agentmsg/core/server'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { MailboxEntry } from '../store/types.js'
 import type { Feed, FeedSink } from './feed.js'

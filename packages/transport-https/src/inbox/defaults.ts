@@ -4,8 +4,8 @@
  */
 
 import { type JsonValue, type Phase, PROFILE, type Receiver } from '@agentmsg/core'
-import type { RateLimit } from '@agentmsg/core/receive'
 import { createReceiver } from '@agentmsg/core/receive'
+import type { RateLimit } from '@agentmsg/core/server'
 import type { InboxHandlerOptions } from './types.js'
 
 // SPEC §2.4's phases: all of them are understood.

@@ -25,7 +25,7 @@ import {
   preflightReply,
   TokenBuckets,
   toResponse,
-} from '@agentmsg/core/receive'
+} from '@agentmsg/core/server'
 import { defaultCapabilities, ownReceiver } from './defaults.js'
 import type {
   InboxCloseOptions,

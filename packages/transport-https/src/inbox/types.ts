@@ -13,9 +13,9 @@ import type {
   AuthLevelTracker,
   createReceiver,
   ErrorReplySender,
-  RateLimit,
   ReplayGuard,
 } from '@agentmsg/core/receive'
+import type { RateLimit } from '@agentmsg/core/server'
 
 /** Limits of the inbox (PROFILE §6). */
 export interface InboxLimits {

@@ -1,5 +1,5 @@
 /** One message of an envelope or an SSE event (PROFILE §9), parsed strictly on its own. */
-import { INTEGER_MEMBERS, parseStrictJsonAsync } from '@agentmsg/core/encoding'
+import { INTEGER_MEMBERS, parseStrictJsonAsync } from '@agentmsg/core/receive'
 
 /** The value (its text when not I-JSON on its own), and what an ack names, read leniently. */
 export interface EnvelopeMessage {

@@ -3,8 +3,9 @@
  * cuts out each message, parsed strictly on its own, and the shell (`null` in their places) too.
  * An entry that is not I-JSON spoils nothing around it: it is handed over as its text.
  */
-import { parseStrictJson } from '@agentmsg/core/encoding'
+
 import { invalidFormat } from '@agentmsg/core/http'
+import { parseStrictJson } from '@agentmsg/core/receive'
 import { type EnvelopeMessage, readMessage, textMessage } from './envelope-message.js'
 
 /** A span of the text: [start, end). */

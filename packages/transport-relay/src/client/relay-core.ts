@@ -9,8 +9,8 @@ import {
   parseAgentId,
   type Signer,
 } from '@agentmsg/core'
-import { utf8Encode } from '@agentmsg/core/encoding'
-import { assertRelayUrl, httpRequest, signRequest } from '@agentmsg/core/http'
+import { assertRelayUrl, httpRequest, utf8Encode } from '@agentmsg/core/http'
+import { signRequest } from '@agentmsg/core/receive'
 import type { AckEntry } from './ack-batch.js'
 import { readReply, relayEndpoint } from './http.js'
 import { sseConnector } from './sse.js'

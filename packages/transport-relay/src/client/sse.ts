@@ -3,7 +3,8 @@
  * `EventSource` cannot send the signature headers; an idle watchdog replaces a timeout.
  */
 import { PROFILE, type Signer } from '@agentmsg/core'
-import { httpRequest, signRequest } from '@agentmsg/core/http'
+import { httpRequest } from '@agentmsg/core/http'
+import { signRequest } from '@agentmsg/core/receive'
 import { readMessage } from './envelope-message.js'
 import { relayEndpoint } from './http.js'
 import { SseEventTooLarge, SseParser } from './sse-parser.js'

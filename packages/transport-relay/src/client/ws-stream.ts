@@ -3,7 +3,8 @@
  * headers on a browser's handshake) → message frames → `ack` frames.
  */
 import { AgentMsgError, type ErrorCode, PROFILE, type Signer } from '@agentmsg/core'
-import { ERROR_STATUS, signWsAuth } from '@agentmsg/core/http'
+import { ERROR_STATUS } from '@agentmsg/core/http'
+import { signWsAuth } from '@agentmsg/core/receive'
 import { parseFrame } from './envelope.js'
 import { readMessage } from './envelope-message.js'
 import { protocolError } from './stream.js'
