@@ -29,13 +29,7 @@ import {
   type Signer,
   signMessage,
 } from '@agentmsg/core'
-import {
-  createKeyResolver,
-  ReplayGuard,
-  receive,
-  type VerifyResult,
-  verifyMessage,
-} from '@agentmsg/core/receive'
+import { createKeyResolver, ReplayGuard, receive, verifyMessage } from '@agentmsg/core/receive'
 import type { RelayServer } from '@agentmsg/relay'
 import { createRelayClient, type RelayClient } from '@agentmsg/transport-relay'
 import { type Browser, expect, type Page, test } from '@playwright/test'
@@ -63,7 +57,7 @@ interface Reply {
   /** As the relay delivered it: the body sealed, the signatures over it. */
   wire: unknown
   sealed: boolean
-  verified: VerifyResult
+  verified: Awaited<ReturnType<typeof verifyMessage>>
 }
 
 test.describe('relay-only agent in Chromium ↔ Node agent through a real relay', () => {

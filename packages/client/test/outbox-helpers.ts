@@ -172,7 +172,7 @@ export const inboxTarget = (inbox: TestInbox): DeliveryTarget => urlTarget(inbox
 export function postingTransport(
   o: { fetch?: typeof fetch; timeoutMs?: number; durable?: boolean } = {},
 ): Transport {
-  const fetch = o.fetch ?? testFetch()
+  const post = o.fetch ?? testFetch()
   return {
     protocol: 'https',
     targets(peer) {
@@ -185,7 +185,7 @@ export function postingTransport(
       return httpRequest(
         url,
         {
-          fetch,
+          fetch: post,
           method: 'POST',
           headers: { 'content-type': 'application/json', 'idempotency-key': message.message_id },
           body: JSON.stringify(message),

@@ -9,8 +9,9 @@
  * @packageDocumentation
  */
 export { assertRelayUrl } from './agent-id.js'
-export { base64urlDecode, base64urlEncode } from './base64url.js'
-export { concat, randomBytes, utf8Decode, utf8Encode } from './bytes.js'
+export { base58btcDecode, base58btcEncode } from './base58.js'
+export { base64Decode, base64Encode, base64urlDecode, base64urlEncode } from './base64url.js'
+export { concat, constantTimeEqual, randomBytes, utf8Decode, utf8Encode } from './bytes.js'
 export { ERROR_STATUS, invalidFormat } from './errors.js'
 export { readBody } from './http/body.js'
 export {

@@ -6,10 +6,14 @@
 
 import type { CryptoProvider } from '@agentmsg/core'
 import * as core from '@agentmsg/core'
-import { nobleCryptoProvider } from '@agentmsg/core/crypto'
-import * as encodingLib from '@agentmsg/core/encoding'
+import {
+  createWebCryptoProvider,
+  nobleCryptoProvider,
+  webCryptoSupportsEd25519,
+} from '@agentmsg/core/crypto'
+import * as encodingLib from '@agentmsg/core/http'
+import { parseStrictJson } from '@agentmsg/core/receive'
 import * as sealedBoxLib from '@agentmsg/core/sealed-box'
-import * as x25519Lib from '@agentmsg/core/x25519'
 import { checkDidKeyVectors } from '../../../packages/core/test/shared/didkey-vectors.js'
 import {
   checkEd25519Vectors,
@@ -72,11 +76,11 @@ publishResults(async (): Promise<CoreVectorResults> => {
     await Promise.all(MULTIBASE_FILES.map(async (f) => [f, await vectorText(f)] as const)),
   )
 
-  const supported = await core.webCryptoSupportsEd25519()
+  const supported = await webCryptoSupportsEd25519()
   const defaultProvider = core.getDefaultCryptoProvider()
   const beforeUse = defaultProvider.name
   const providers: Record<string, CryptoProvider> = {
-    webcrypto: core.createWebCryptoProvider(),
+    webcrypto: createWebCryptoProvider(),
     noble: nobleCryptoProvider,
     default: defaultProvider,
   }
@@ -99,9 +103,9 @@ publishResults(async (): Promise<CoreVectorResults> => {
       publicKeyFromDidKey: core.publicKeyFromDidKey,
       isDidKey: core.isDidKey,
       didKeyFragment: core.didKeyFragment,
-      resolveDidKeyDocument: x25519Lib.resolveDidKeyDocument,
-      ed25519PublicKeyToX25519: x25519Lib.ed25519PublicKeyToX25519,
-      ed25519SeedToX25519SecretKey: x25519Lib.ed25519SeedToX25519SecretKey,
+      resolveDidKeyDocument: sealedBoxLib.resolveDidKeyDocument,
+      ed25519PublicKeyToX25519: sealedBoxLib.ed25519PublicKeyToX25519,
+      ed25519SeedToX25519SecretKey: sealedBoxLib.ed25519SeedToX25519SecretKey,
       base58btcEncode: encodingLib.base58btcEncode,
       base64urlEncode: encodingLib.base64urlEncode,
     },
@@ -120,7 +124,7 @@ publishResults(async (): Promise<CoreVectorResults> => {
   const jcs = checkJcsVectors(
     core.canonicalize,
     { testdata, appendixB, es6Lines },
-    { parse: (text) => core.parseStrictJson(`{"v":${text}}`).v, parseRefuses: ['values'] },
+    { parse: (text) => parseStrictJson(`{"v":${text}}`).v, parseRefuses: ['values'] },
   )
 
   const sealedBox = checkSealedBoxVectors(sealedBoxLib, {

@@ -10,7 +10,7 @@
  * can tell which transport actually carried a message, which cursor the relay gave it, and what
  * was acknowledged (the agent itself does not say).
  */
-import { type Agent, createAgent, STORAGE_KEYS } from '@agentmsg/client'
+import { type Agent, createAgent } from '@agentmsg/client'
 import {
   didKeyFromPublicKey,
   ed25519Signer,
@@ -251,8 +251,8 @@ globalThis.__relayAgent = {
       rejected: p.rejected,
       streamErrors: p.streamErrors,
       leftInMailbox: left.messages.length,
-      storedCursor: await storage.get(`${STORAGE_KEYS.cursors}${enc}`),
-      subscriptionId: await storage.get(`${STORAGE_KEYS.subscriptions}${enc}`),
+      storedCursor: await storage.get(`relay/cursor/${enc}`),
+      subscriptionId: await storage.get(`relay/sub/${enc}`),
     }
   },
 }
