@@ -13,7 +13,8 @@ import {
   signMessage,
 } from '@agentmsg/core'
 import { buildSigningInput } from '@agentmsg/core/http'
-import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { verifyMessage } from '@agentmsg/core/receive'
 import { comparePair, printTable } from './lib.mjs'
 
 /** A ~1 KB message (canonical size printed by the bench). */

@@ -12,13 +12,8 @@ import {
   hmacSigner,
   signMessage,
 } from '@agentmsg/core'
-import {
-  createIdentityDocument,
-  createKeyResolver,
-  createReceiver,
-  introducedIdentity,
-  KeyStore,
-} from '@agentmsg/core/receive'
+import { createIdentityDocument, createKeyResolver } from '@agentmsg/core/identity'
+import { createReceiver, introducedIdentity, KeyStore } from '@agentmsg/core/receive'
 
 const step = (s) => console.log(`\n▶ ${s}`)
 

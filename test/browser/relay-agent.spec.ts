@@ -29,7 +29,8 @@ import {
   type Signer,
   signMessage,
 } from '@agentmsg/core'
-import { createKeyResolver, ReplayGuard, receive, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { ReplayGuard, receive, verifyMessage } from '@agentmsg/core/receive'
 import type { RelayServer } from '@agentmsg/relay'
 import { createRelayClient, type RelayClient } from '@agentmsg/transport-relay'
 import { type Browser, expect, type Page, test } from '@playwright/test'

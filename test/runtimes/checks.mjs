@@ -6,7 +6,7 @@
  * in place from ../shared/vectors by the runtime's `loadVector`.
  */
 import * as core from '@agentmsg/core'
-import { nobleCryptoProvider } from '@agentmsg/core/crypto'
+import { loadNobleCryptoProvider } from '@agentmsg/core'
 import * as encoding from '@agentmsg/core/encoding'
 import * as x25519 from '@agentmsg/core/x25519'
 // packages/core/test/shared, bundled to plain JavaScript by the orchestrator (vector-checks.mjs
@@ -81,7 +81,7 @@ export async function runLocalChecks(loadVector) {
   checks.push(
     verdict(
       'Ed25519 RFC 8032 + Wycheproof, noble (the fallback)',
-      await checkEd25519Vectors(nobleCryptoProvider, ed25519Data),
+      await checkEd25519Vectors(await loadNobleCryptoProvider(), ed25519Data),
     ),
   )
   // Where WebCrypto has Ed25519 it must meet the same vectors; where it has none, the default

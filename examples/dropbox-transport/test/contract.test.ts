@@ -5,7 +5,7 @@
  */
 import { testTransport } from '@agentmsg/conformance'
 import { publicKeyFromDidKey, type TransportFactory } from '@agentmsg/core'
-import { createIdentityDocument } from '@agentmsg/core/receive'
+import { createIdentityDocument } from '@agentmsg/core/identity'
 import { createAddressPolicy } from '@agentmsg/core/server'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { beforeAll } from 'vitest'

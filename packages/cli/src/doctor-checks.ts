@@ -3,7 +3,7 @@
  * (./doctor-explain.ts names the real cause of a failed request).
  */
 import { agentEndpoints, type IdentityDocument, PROFILE } from '@agentmsg/core'
-import { validateIdentityDocument } from '@agentmsg/core/receive'
+import { validateIdentityDocument } from '@agentmsg/core/identity'
 import { explain } from './doctor-explain.js'
 
 /** One line of the report. `skipped`: it could not run because an earlier check failed. */

@@ -21,7 +21,7 @@ import {
   type Signer,
   signMessage,
 } from '@agentmsg/core'
-import { createIdentityDocument } from '@agentmsg/core/receive'
+import { createIdentityDocument } from '@agentmsg/core/identity'
 import type { RelayServer } from '@agentmsg/relay'
 import { createIdentityFetcher } from '@agentmsg/transport-https'
 import { publishToRelay } from '@agentmsg/transport-relay'

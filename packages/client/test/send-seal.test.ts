@@ -12,13 +12,8 @@ import {
   type Message,
   type TransportFactory,
 } from '@agentmsg/core'
-import {
-  chainResolvers,
-  createIdentityDocument,
-  didKeyResolver,
-  rotateKey,
-  verifyMessage,
-} from '@agentmsg/core/receive'
+import { createIdentityDocument, rotateKey } from '@agentmsg/core/identity'
+import { chainResolvers, didKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { openSealedBody } from '@agentmsg/core/sealed-box'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, type AgentOptions, createAgent } from '../src/index.js'

@@ -11,7 +11,7 @@ import {
   testTransport,
 } from '@agentmsg/conformance'
 import { type DeliveryHandler, memoryStorage } from '@agentmsg/core'
-import { createKeyResolver } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
 import { describe, expect, it } from 'vitest'
 
 testTransport('memoryTransport', {

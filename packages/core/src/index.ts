@@ -3,8 +3,9 @@
  * 8785 canonical form, Ed25519 and HMAC signing, errors, `PROFILE`, and the `Storage` /
  * `Transport` contracts. Isomorphic: no Node built-ins; the crypto provider is picked per
  * platform through package conditions. The other entries: `/receive` (verifying and receiving:
- * the pipeline, key resolution, identity documents), `/http` (the HTTP toolkit and RFC 9421
- * agent auth), `/sealed-box`, `/encoding`, `/crypto`. They are separate so that a browser
+ * the pipeline and its parts), `/identity` (identity documents and key resolution), `/http`
+ * (the wire toolkit), `/server` (what inboxes and relays put in front of the pipeline),
+ * `/sealed-box`. They are separate so that a browser
  * bundle loads the receive side only when it is first needed: a bundler cannot leave behind
  * what an entry re-exports.
  *
@@ -14,7 +15,8 @@
 export { getDefaultCryptoProvider } from '#crypto-default'
 export { agentEndpoints, normalizeAgentUrl, parseAgentId } from './agent-id.js'
 export { type CreateMessageOptions, createMessage, createMessageId } from './create-message.js'
-export type { CryptoProvider } from './crypto/provider.js'
+export { type CryptoProvider, loadNobleCryptoProvider } from './crypto/provider.js'
+export { createWebCryptoProvider, webCryptoSupportsEd25519 } from './crypto/web.js'
 export { didKeyFragment, didKeyFromPublicKey, isDidKey, publicKeyFromDidKey } from './did-key.js'
 export { nonDocumentLookup } from './document-lookup.js'
 export type { ErrorCode } from './errors.js'

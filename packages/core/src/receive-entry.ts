@@ -1,22 +1,14 @@
 /**
  * `@agentmsg/core/receive` — everything on the receiving side, which a browser agent loads only
- * when it starts receiving: `verifyMessage`, key resolution (`createKeyResolver`), the one
- * receive pipeline (`createReceiver`, `receive`) and its parts (key store, auth levels of
- * PROFILE §5, the replay guard of PROFILE §6), identity documents (create, rotate, validate;
- * fetched and cached, PROFILE §4), strict I-JSON parsing (PROFILE §1), and relay agent auth as a
- * client signs to read its mailbox (RFC 9421 requests, the WebSocket challenge, PROFILE §9).
+ * when it starts receiving: `verifyMessage`, the one receive pipeline (`createReceiver`,
+ * `receive`) and its parts (key store, resolvers, auth levels of PROFILE §5, the replay guard of
+ * PROFILE §6), strict I-JSON parsing (PROFILE §1), and relay agent auth as a client signs to
+ * read its mailbox (RFC 9421 requests, the WebSocket challenge, PROFILE §9).
  *
  * @packageDocumentation
  */
 export { AuthLevelTracker } from './auth-level.js'
 export { signRequest, signWsAuth } from './http-signature/sign.js'
-export { createIdentityDocument, revokeKey, rotateKey } from './identity/create.js'
-export { validateIdentityDocument } from './identity/document.js'
-export {
-  createKeyResolver,
-  IdentityDocumentCache,
-  identityDocumentResolver,
-} from './identity-resolver.js'
 export { introducedIdentity } from './introduction.js'
 export { KeyStore } from './key-store.js'
 export { receive } from './receive/pipeline.js'

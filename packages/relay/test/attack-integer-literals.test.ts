@@ -6,7 +6,8 @@
  * Against a real relay on loopback, default settings.
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { verifyMessage } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { aliceAndBob, relayPerTest } from './helpers.js'
 

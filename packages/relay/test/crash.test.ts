@@ -27,7 +27,8 @@ import {
   type Message,
   signMessage,
 } from '@agentmsg/core'
-import { createKeyResolver, signRequest, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { signRequest, verifyMessage } from '@agentmsg/core/receive'
 import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -1,7 +1,8 @@
 /** The relay's HTTP endpoints over real HTTPS (PROFILE §9). */
 
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { verifyMessage } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { memoryRelayStore } from '../src/store/memory.js'
 import { aliceAndBob, relayPerTest } from './helpers.js'

@@ -5,7 +5,8 @@
 
 import { fixtureAgent } from '@agentmsg/conformance'
 import { createMessage, type Message, signMessage } from '@agentmsg/core'
-import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { verifyMessage } from '@agentmsg/core/receive'
 import { sealBody } from '@agentmsg/core/sealed-box'
 import { describe, expect, it } from 'vitest'
 import { aliceAndBob, relayPerTest } from './helpers.js'

@@ -8,7 +8,8 @@ import {
   generateKeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { createIdentityDocument, createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
+import { createIdentityDocument, createKeyResolver } from '@agentmsg/core/identity'
+import { verifyMessage } from '@agentmsg/core/receive'
 import { createAddressPolicy } from '@agentmsg/core/server'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

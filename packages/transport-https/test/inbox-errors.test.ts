@@ -15,13 +15,13 @@ import {
   type Message,
   signMessage,
 } from '@agentmsg/core'
-import type { ErrorReplySender } from '@agentmsg/core/receive'
 import {
   createIdentityDocument,
   IdentityDocumentCache,
   revokeKey,
   rotateKey,
-} from '@agentmsg/core/receive'
+} from '@agentmsg/core/identity'
+import type { ErrorReplySender } from '@agentmsg/core/receive'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { InboxHandlerOptions } from '../src/inbox/types.js'
 import { post, startInbox, stopInboxes, tableResolver, until } from './inbox-helpers.js'

@@ -15,7 +15,7 @@ import {
   signMessage,
   type TransportComponents,
 } from '@agentmsg/core'
-import { createKeyResolver } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
 import { createAddressPolicy } from '@agentmsg/core/server'
 import { afterEach, beforeAll } from 'vitest'
 import { createNodeFetch } from '../src/node-fetch.js'

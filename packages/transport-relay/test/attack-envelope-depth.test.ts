@@ -13,7 +13,8 @@ import {
   memoryStorage,
   type TransportComponents,
 } from '@agentmsg/core'
-import { createKeyResolver, createReceiver, parseStrictJson } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { createReceiver, parseStrictJson } from '@agentmsg/core/receive'
 import { type MemoryRelayStore, memoryRelayStore } from '@agentmsg/relay'
 import { describe, expect, it } from 'vitest'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'

@@ -6,7 +6,8 @@
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { type Message, memoryStorage, type TransportComponents } from '@agentmsg/core'
-import { createKeyResolver, createReceiver } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { createReceiver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { AckBatcher } from '../src/client/ack-batch.js'
 import { relayTransport } from '../src/client/relay-transport.js'

@@ -5,7 +5,8 @@
  */
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
 import { type DeliveryOutcome, type Message, validateMessage } from '@agentmsg/core'
-import { createKeyResolver, createReceiver, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { createReceiver, verifyMessage } from '@agentmsg/core/receive'
 import { memoryRelayStore, type RelayStore } from '@agentmsg/relay'
 import { describe, expect, it } from 'vitest'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { signedMessage } from '@agentmsg/conformance'
 import { AgentMsgError, type Message } from '@agentmsg/core'
-import { createKeyResolver } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
 import { NonceMemory, verifyRequest } from '@agentmsg/core/server'
 import { describe, expect, it } from 'vitest'
 import { pipelineHandler } from '../src/client/mailbox-listener.js'

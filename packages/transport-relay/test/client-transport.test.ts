@@ -15,7 +15,8 @@ import {
   type Storage,
   type TransportComponents,
 } from '@agentmsg/core'
-import { createIdentityDocument, createKeyResolver, createReceiver } from '@agentmsg/core/receive'
+import { createIdentityDocument, createKeyResolver } from '@agentmsg/core/identity'
+import { createReceiver } from '@agentmsg/core/receive'
 import { describe, expect, it } from 'vitest'
 import { mailboxKeys } from '../src/client/mailbox-listener.js'
 import { type RelayTransport, relayTransport } from '../src/client/relay-transport.js'

@@ -4,7 +4,7 @@
  * tried again at the first window when it fails later, not at the widest one reached before.
  */
 import { AgentMsgError, memoryStorage, type TransportComponents } from '@agentmsg/core'
-import { createKeyResolver } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
 import { describe, expect, it } from 'vitest'
 import { relayTransport } from '../src/index.js'
 import {

@@ -4,13 +4,7 @@
  * `@agentmsg/core` as a browser bundler resolves it (`dist/`, `#crypto-default` → browser file).
  */
 
-import type { CryptoProvider } from '@agentmsg/core'
 import * as core from '@agentmsg/core'
-import {
-  createWebCryptoProvider,
-  nobleCryptoProvider,
-  webCryptoSupportsEd25519,
-} from '@agentmsg/core/crypto'
 import * as encodingLib from '@agentmsg/core/http'
 import { parseStrictJson } from '@agentmsg/core/receive'
 import * as sealedBoxLib from '@agentmsg/core/sealed-box'
@@ -76,12 +70,12 @@ publishResults(async (): Promise<CoreVectorResults> => {
     await Promise.all(MULTIBASE_FILES.map(async (f) => [f, await vectorText(f)] as const)),
   )
 
-  const supported = await webCryptoSupportsEd25519()
+  const supported = await core.webCryptoSupportsEd25519()
   const defaultProvider = core.getDefaultCryptoProvider()
   const beforeUse = defaultProvider.name
-  const providers: Record<string, CryptoProvider> = {
-    webcrypto: createWebCryptoProvider(),
-    noble: nobleCryptoProvider,
+  const providers: Record<string, core.CryptoProvider> = {
+    webcrypto: core.createWebCryptoProvider(),
+    noble: await core.loadNobleCryptoProvider(),
     default: defaultProvider,
   }
 

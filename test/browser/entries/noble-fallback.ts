@@ -13,8 +13,8 @@ import {
   generateKeyPair,
   getDefaultCryptoProvider,
   signMessage,
+  webCryptoSupportsEd25519,
 } from '@agentmsg/core'
-import { webCryptoSupportsEd25519 } from '@agentmsg/core/crypto'
 import { didKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import {
   checkEd25519Vectors,

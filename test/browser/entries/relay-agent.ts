@@ -20,7 +20,8 @@ import {
   memoryStorage,
   type Storage,
 } from '@agentmsg/core'
-import { createKeyResolver, verifyMessage } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
+import { verifyMessage } from '@agentmsg/core/receive'
 import { createRelayClient, relayTransport } from '@agentmsg/transport-relay'
 import {
   forbiddenWebSocket,

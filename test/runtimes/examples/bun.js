@@ -1,7 +1,7 @@
 // bun inbox.js: a did:key sender's message, received on Bun.serve
 
 import { generateKeyPair } from '@agentmsg/core'
-import { createIdentityDocument, createKeyResolver } from '@agentmsg/core/receive'
+import { createIdentityDocument, createKeyResolver } from '@agentmsg/core/identity'
 import { createInboxHandler } from '@agentmsg/transport-https'
 
 const agentId = process.env.AGENT_URL // https://localhost:8443, this server's origin

@@ -1,7 +1,7 @@
 // workerd serve config.capnp, after: esbuild inbox.js --bundle --format=esm --conditions=workerd,worker,browser --outfile=worker.js
 
 import { generateKeyPair } from '@agentmsg/core'
-import { createIdentityDocument, createKeyResolver } from '@agentmsg/core/receive'
+import { createIdentityDocument, createKeyResolver } from '@agentmsg/core/identity'
 import { createInboxHandler } from '@agentmsg/transport-https'
 
 let inbox // one per isolate, made on the first request (env comes with it)

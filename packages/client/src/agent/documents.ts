@@ -5,7 +5,7 @@
  */
 import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
 import { nonDocumentLookup } from '@agentmsg/core'
-import type { identityDocumentResolver } from '@agentmsg/core/receive'
+import type { identityDocumentResolver } from '@agentmsg/core/identity'
 
 type KeyLookup = Parameters<KeyResolver['resolve']>[0]
 type KeyResolution = Awaited<ReturnType<KeyResolver['resolve']>>

@@ -7,14 +7,10 @@
  */
 
 import { type IdentityDocument, type KeyPair, parseAgentId } from '@agentmsg/core'
-import { createIdentityDocument, validateIdentityDocument } from '@agentmsg/core/receive'
+import { createIdentityDocument, validateIdentityDocument } from '@agentmsg/core/identity'
 
-export {
-  identityDocumentResolver,
-  introducedIdentity,
-  revokeKey,
-  rotateKey,
-} from '@agentmsg/core/receive'
+export { identityDocumentResolver, revokeKey, rotateKey } from '@agentmsg/core/identity'
+export { introducedIdentity } from '@agentmsg/core/receive'
 
 import { base64urlEncode } from '@agentmsg/core/http'
 import type { SelfRecord } from './identity.js'

@@ -10,7 +10,7 @@ import {
   type TransportComponents,
 } from '@agentmsg/core'
 import { describeError, invalidFormat, utf8Decode } from '@agentmsg/core/http'
-import { createKeyResolver } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
 import { ok, show } from '../assert.js'
 import { type FixtureAgent, fixtureAgent } from '../fixtures.js'
 import type { TransportHarness } from './suite.js'

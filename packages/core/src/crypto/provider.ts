@@ -48,3 +48,12 @@ export function callEnded(): void {
 export function callsInFlight(): number {
   return calls
 }
+
+/**
+ * The pure-JS noble provider (`@noble/ed25519`, `@noble/hashes`), for runtimes with neither
+ * `node:crypto` nor a WebCrypto Ed25519; loaded on this call, so a bundle that never asks for it
+ * does not carry it.
+ */
+export async function loadNobleCryptoProvider(): Promise<CryptoProvider> {
+  return (await import('./noble.js')).nobleCryptoProvider
+}

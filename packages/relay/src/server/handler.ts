@@ -5,7 +5,7 @@
  */
 
 import { isAgentMsgError, type KeyResolver, normalizeAgentUrl, PROFILE } from '@agentmsg/core'
-import { createKeyResolver } from '@agentmsg/core/receive'
+import { createKeyResolver } from '@agentmsg/core/identity'
 import {
   ClientLimits,
   createAddressPolicy,
