@@ -110,7 +110,8 @@ class DropBox implements DropBoxTransport {
     options.signal?.throwIfAborted()
     if (this.#closed) throw new AgentMsgError('unavailable', 'the drop box transport is closed')
     const serve = this.options.serve
-    if (!serve) throw new TypeError('dropBoxTransport: give options.serve to receive')
+    // Without `serve` the transport only sends: an agent that sends through it listens elsewhere.
+    if (!serve) return
     this.#receive = receive
     const server = createServer(serve.tls, (req, res) => void this.#handle(req, res))
     this.#server = server

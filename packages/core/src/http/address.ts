@@ -138,8 +138,11 @@ export function addressBucket(address: string): string {
   if (!b) return address.toLowerCase()
   const v4 = unmapped(b)
   if (v4) return v4.join('.')
+  // The prefix's groups spelled out (`0:0:0:0::/64` for `::1`), as the logs have always shown it.
   const bits = PROFILE.ipv6BucketBits
-  return `${formatIp({ version: 6, bytes: mask(b, bits) })}/${bits}`
+  const groups: string[] = []
+  for (let i = 0; i < bits / 8; i += 2) groups.push(((b[i]! << 8) | b[i + 1]!).toString(16))
+  return `${groups.join(':')}::/${bits}`
 }
 
 /** A set of addresses and CIDR ranges (`10.0.0.0/8`, `fd00::/8`, `127.0.0.1`). */
