@@ -87,8 +87,15 @@ export function createHttpsTransport(
       closed = true
     },
   }
-  if (options.webInbox) mountWebInbox(transport, options.webInbox, components)
-  return transport
+  const web = options.webInbox
+  if (!web) return transport
+  return serveInbox(transport, components, web, async (handler) => {
+    web.mount(handler)
+    return async () => {
+      web.mount(undefined)
+      await handler.close()
+    }
+  })
 }
 
 function inboxTargets(peer: PeerRoute): DeliveryTarget[] {
@@ -171,54 +178,45 @@ function inboxUrl(target: DeliveryTarget): string {
 }
 
 /**
- * An agent's inbox handler: its id and current identity document, every message handed to its
- * receive pipeline (`receive`), sealed bodies advertised as the agent opens them. Shared with the
- * Node transport's `inbox`.
+ * `listen(receive)` serving the agent's inbox: `start` gets its handler (its id and current
+ * identity document, messages handed to `receive`, sealed bodies advertised as the agent opens
+ * them) and answers how to stop serving, which an abort or `close()` does.
  */
-export function agentInboxHandler(
+export function serveInbox<T extends Transport>(
+  sending: T,
   components: TransportComponents,
-  receive: DeliveryHandler,
   inbox: InboxServing,
-): InboxHandler {
-  return createInboxHandler({
-    agentId: components.agentId,
-    identityDocument: () => components.identityDocument(),
-    receive,
-    encryption: components.encryption ?? [],
-    onError: (error) => components.onError(error),
-    basePath: inbox.basePath,
-    limits: inbox.limits,
-    trustedProxies: inbox.trustedProxies,
-    now: () => components.now(),
-  })
-}
-
-/** `listen(receive)` with `webInbox`: the application's server routes requests to the handler. */
-function mountWebInbox(
-  transport: Transport,
-  inbox: WebInboxOptions,
-  components: TransportComponents,
-): void {
-  let handler: InboxHandler | undefined
+  start: (handler: InboxHandler) => Promise<() => Promise<void>>,
+): T {
+  let started: Promise<() => Promise<void>> | undefined
   let closed = false
-  transport.listen = async (receive, { signal }: AbortOptions = {}) => {
-    signal?.throwIfAborted()
-    if (closed) throw new TypeError('listen: the transport is closed')
-    if (handler) throw new TypeError('listen: the inbox is already served')
-    handler = agentInboxHandler(components, receive, inbox)
-    inbox.mount(handler)
-    signal?.addEventListener('abort', () => void unmount(), { once: true })
-  }
-  const unmount = async () => {
-    const served = handler
-    if (!served) return
-    inbox.mount(undefined)
-    await served.close()
-  }
-  const closeSending = transport.close
-  transport.close = async () => {
-    closed = true
-    await unmount()
-    await closeSending()
-  }
+  const closeSending = sending.close
+  return Object.assign(sending, {
+    listen(receive: DeliveryHandler, { signal }: AbortOptions = {}) {
+      signal?.throwIfAborted()
+      if (closed) return Promise.reject(new TypeError('listen: the transport is closed'))
+      if (started) return Promise.reject(new TypeError('listen: the inbox is already served'))
+      const handler = createInboxHandler({
+        basePath: inbox.basePath,
+        limits: inbox.limits,
+        trustedProxies: inbox.trustedProxies,
+        agentId: components.agentId,
+        identityDocument: () => components.identityDocument(),
+        receive,
+        encryption: components.encryption ?? [],
+        onError: (error) => components.onError(error),
+        now: () => components.now(),
+      })
+      started = start(handler)
+      return started.then((stop) => {
+        signal?.addEventListener('abort', () => void stop().catch(components.onError))
+      })
+    },
+    async close() {
+      closed = true
+      const stop = await started?.catch(() => undefined)
+      await stop?.()
+      await closeSending()
+    },
+  })
 }
