@@ -98,26 +98,14 @@ export function createHttpsTransport(
   })
 }
 
-function inboxTargets(peer: PeerRoute): DeliveryTarget[] {
-  let url = peer.inbox
-  if (url === undefined) {
-    try {
-      if (parseAgentId(peer.agent).kind !== 'url') return []
-    } catch {
-      return []
-    }
-    url = peer.document?.endpoints.inbox ?? agentEndpoints(peer.agent).inbox
+function inboxTargets({ agent, inbox, document }: PeerRoute): DeliveryTarget[] {
+  try {
+    if (inbox === undefined && parseAgentId(agent).kind !== 'url') return []
+  } catch {
+    return []
   }
-  return [
-    {
-      kind: 'inbox',
-      agent: peer.agent,
-      urls: [url],
-      route: 'direct',
-      confidential: true,
-      durable: true,
-    },
-  ]
+  const urls = [inbox ?? document?.endpoints.inbox ?? agentEndpoints(agent).inbox]
+  return [{ kind: 'inbox', agent, urls, route: 'direct', confidential: true, durable: true }]
 }
 
 async function post(
@@ -160,13 +148,13 @@ async function post(
 function inboxUrl(target: DeliveryTarget): string {
   const fail = (why: string, field = 'target.urls') =>
     new AgentMsgError('invalid_format', why, { field })
-  if (target?.kind !== 'inbox') {
-    throw fail(`the https transport delivers to inbox targets, not ${target?.kind}`, 'target.kind')
+  if (target.kind !== 'inbox') {
+    throw fail(`the https transport delivers to inbox targets, not ${target.kind}`, 'target.kind')
   }
-  const text = target.urls?.length === 1 ? target.urls[0] : undefined
-  if (typeof text !== 'string') throw fail('an inbox target has exactly one URL')
-  const url = URL.canParse(text) ? new URL(text) : undefined
-  if (!url) throw fail(`inbox URL ${JSON.stringify(text)} is not a URL`)
+  const [text, ...more] = target.urls
+  if (text === undefined || more.length > 0) throw fail('an inbox target has exactly one URL')
+  if (!URL.canParse(text)) throw fail(`inbox URL ${JSON.stringify(text)} is not a URL`)
+  const url = new URL(text)
   if (url.protocol !== 'https:') {
     throw fail(
       `inbox URL ${text} is ${url.protocol}, but only https: is used, also in development: ` +

@@ -46,20 +46,8 @@ export interface NodeFetchOptions {
 
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304])
 
-function toCaList(ca: NodeFetchOptions['ca']): Array<string | Buffer> | undefined {
-  if (ca === undefined) return undefined
-  const extra = Array.isArray(ca) ? ca : [ca]
-  return [...tls.rootCertificates, ...extra]
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
-}
-
-function bodyBytes(body: unknown): Uint8Array | string | undefined {
-  if (body === undefined || body === null) return undefined
+function bodyBytes(body: unknown): Uint8Array | string {
   if (typeof body === 'string') return body
-  if (body instanceof Uint8Array) return body
   if (body instanceof ArrayBuffer) return new Uint8Array(body)
   if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
   throw new TypeError('createNodeFetch supports string, Uint8Array and ArrayBuffer bodies only')
@@ -91,33 +79,29 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const maxResponseBytes =
     options.maxResponseBytes ?? (timeoutMs > 0 ? PROFILE.pageMaxBytes : Infinity)
   if (!(maxResponseBytes >= 0)) throw new RangeError('maxResponseBytes must be ≥ 0')
-  const ca = toCaList(options.ca)
+  const ca =
+    options.ca === undefined ? undefined : [...tls.rootCertificates, ...[options.ca].flat()]
   // One secure context for every connection. Passing `ca` itself would make Node rebuild a
   // context from ~150 root certificates per TLS connection, and https.Agent's pool key
   // (getName) would join all their PEM text on every request.
-  const secureContext = ca ? tls.createSecureContext({ ca, minVersion: 'TLSv1.2' }) : undefined
   const agent = new PolicyAgent({
     policy,
     connectTimeoutMs: timeoutMs,
     lookup: options.lookup,
     keepAlive: options.keepAlive ?? true,
-    ...(options.maxSockets !== undefined ? { maxSockets: options.maxSockets } : {}),
+    maxSockets: options.maxSockets,
     maxFreeSockets: options.maxFreeSockets ?? 256,
     minVersion: 'TLSv1.2',
     rejectUnauthorized: true,
-    ...(secureContext ? { secureContext } : {}),
+    secureContext: ca && tls.createSecureContext({ ca, minVersion: 'TLSv1.2' }),
   })
 
   const nodeFetch = async (input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> => {
     const request =
       typeof input === 'object' && !(input instanceof URL) ? (input as Request) : undefined
     const urlText = request ? request.url : String(input)
-    let url: URL
-    try {
-      url = new URL(urlText)
-    } catch {
-      throw new TypeError(`invalid URL: ${urlText}`)
-    }
+    if (!URL.canParse(urlText)) throw new TypeError(`invalid URL: ${urlText}`)
+    const url = new URL(urlText)
     if (url.protocol !== 'https:') {
       throw new TypeError(
         `refusing ${url.protocol} URL ${url.href}: only https: is allowed (PROFILE §6)`,
@@ -136,7 +120,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     let body: Uint8Array | string | undefined
     if (init.body !== undefined && init.body !== null) {
       body = bodyBytes(init.body)
-      if (typeof init.body === 'string' && !headers.has('content-type')) {
+      if (typeof body === 'string' && !headers.has('content-type')) {
         headers.set('content-type', 'text/plain;charset=UTF-8')
       }
     } else if (request && request.body !== null && init.body === undefined) {
@@ -145,12 +129,8 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     if ((method === 'GET' || method === 'HEAD') && body !== undefined) {
       throw new TypeError(`a ${method} request cannot have a body`)
     }
-    if (signal?.aborted) throw abortReason(signal)
-
-    const outgoing: Record<string, string> = {}
-    headers.forEach((value, name) => {
-      outgoing[name] = value
-    })
+    signal?.throwIfAborted()
+    const outgoing = Object.fromEntries(headers)
     if (body !== undefined) {
       const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
       outgoing['content-length'] = String(length)
@@ -181,7 +161,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
         }
         req.destroy()
       }
-      const onAbort = () => fail(abortReason(signal!))
+      const onAbort = () => fail(signal!.reason)
 
       const req = https.request({
         agent,
@@ -191,17 +171,9 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
         path: `${url.pathname}${url.search}`,
         headers: outgoing,
       })
+      const timedOut = `request to ${url.origin} timed out after ${timeoutMs} ms`
       if (timeoutMs > 0) {
-        timer = setTimeout(
-          () =>
-            fail(
-              new DOMException(
-                `request to ${url.origin} timed out after ${timeoutMs} ms`,
-                'TimeoutError',
-              ),
-            ),
-          timeoutMs,
-        )
+        timer = setTimeout(() => fail(new DOMException(timedOut, 'TimeoutError')), timeoutMs)
       }
       signal?.addEventListener('abort', onAbort, { once: true })
 

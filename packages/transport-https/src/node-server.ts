@@ -11,6 +11,8 @@
  * start of the request, headers included: the body's own deadline is a timer per request, and
  * `requestTimeout` (headers + body) only the backstop.
  */
+
+import { once } from 'node:events'
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -229,13 +231,7 @@ export async function serveHttps(
       ? createHttpsServer({ ...options.tls, minVersion: 'TLSv1.2', ...timeouts.tls }, listener)
       : createHttpServer(timeouts.http, listener)
   const host = options.host ?? '127.0.0.1'
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
+  await once(server.listen(options.port ?? 0, host), 'listening')
   const port = (server.address() as AddressInfo).port
   let closing: Promise<void> | undefined
   return {
