@@ -151,12 +151,9 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
         if (!settled) {
           settled = true
           reject(reason)
-        } else if (bodyController) {
-          try {
-            bodyController.error(reason)
-          } catch {
-            // already closed
-          }
+        } else {
+          // A stream already closed ignores it.
+          bodyController?.error(reason)
           bodyController = undefined
         }
         req.destroy()
@@ -179,8 +176,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
 
       req.on('error', (err) => {
         if (err instanceof AddressRefusedError) return fail(err)
-        const message = (err as Error).message || String(err)
-        fail(new TypeError(`fetch ${url.origin} failed: ${message}`, { cause: err }))
+        fail(new TypeError(`fetch ${url.origin} failed: ${err.message || err}`, { cause: err }))
       })
 
       req.on('response', (res: IncomingMessage) => {
@@ -264,8 +260,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
         resolve(response)
       })
 
-      if (body !== undefined) req.end(body)
-      else req.end()
+      req.end(body)
     })
   }
   return nodeFetch as typeof fetch
