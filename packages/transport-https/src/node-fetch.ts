@@ -9,18 +9,13 @@ import { PolicyAgent, refusedLiteral } from './node-policy-agent.js'
 
 /** Options for {@link createNodeFetch}. */
 export interface NodeFetchOptions {
-  /**
-   * Extra trusted CA certificates (PEM), e.g. the development CA (`devCert.ca`). They are added to
-   * Node's bundled root certificates, so public sites still verify. Verification is never off.
-   */
+  /** Extra trusted CA certificates (PEM, e.g. `devCert.ca`), added to Node's bundled roots. */
   ca?: string | Buffer | Array<string | Buffer>
   /** Which addresses may be connected to. @default public unicast only (`createAddressPolicy()`) */
   addressPolicy?: AddressPolicy
   /**
-   * Per request, from the call until the response body is fully read; `0` disables it (for
-   * long-lived streams: use a signal instead). On expiry the call, or the body, fails with a
-   * `TimeoutError` DOMException. `Infinity` also disables it.
-   * @default PROFILE.requestTimeoutMs (30 s)
+   * Per request, from the call until the body is read (then a `TimeoutError` DOMException); `0`
+   * or `Infinity` disables it (long-lived streams). @default PROFILE.requestTimeoutMs (30 s)
    */
   timeoutMs?: number
   /**
@@ -30,11 +25,7 @@ export interface NodeFetchOptions {
    * when `timeoutMs` is 0 (long-lived streams, capped per event by their reader)
    */
   maxResponseBytes?: number
-  /**
-   * Resolves host names, as `dns.lookup` does (e.g. a name to a test server on loopback). The
-   * address policy still judges every address it answers and the one connected to.
-   * @default dns.lookup
-   */
+  /** Resolves host names; the address policy still judges what it answers. @default dns.lookup */
   lookup?: net.LookupFunction
   /** Keep connections open for reuse by later requests of this fetch. @default true */
   keepAlive?: boolean
