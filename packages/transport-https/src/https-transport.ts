@@ -87,30 +87,25 @@ export function createHttpsTransport(
       closed = true
     },
   }
-  if (options.webInbox) mountWebInbox(transport, options.webInbox, components)
-  return transport
+  const web = options.webInbox
+  if (!web) return transport
+  return serveInbox(transport, components, web, async (handler) => {
+    web.mount(handler)
+    return async () => {
+      web.mount(undefined)
+      await handler.close()
+    }
+  })
 }
 
-function inboxTargets(peer: PeerRoute): DeliveryTarget[] {
-  let url = peer.inbox
-  if (url === undefined) {
-    try {
-      if (parseAgentId(peer.agent).kind !== 'url') return []
-    } catch {
-      return []
-    }
-    url = peer.document?.endpoints.inbox ?? agentEndpoints(peer.agent).inbox
+function inboxTargets({ agent, inbox, document }: PeerRoute): DeliveryTarget[] {
+  try {
+    if (inbox === undefined && parseAgentId(agent).kind !== 'url') return []
+  } catch {
+    return []
   }
-  return [
-    {
-      kind: 'inbox',
-      agent: peer.agent,
-      urls: [url],
-      route: 'direct',
-      confidential: true,
-      durable: true,
-    },
-  ]
+  const urls = [inbox ?? document?.endpoints.inbox ?? agentEndpoints(agent).inbox]
+  return [{ kind: 'inbox', agent, urls, route: 'direct', confidential: true, durable: true }]
 }
 
 async function post(
@@ -153,13 +148,13 @@ async function post(
 function inboxUrl(target: DeliveryTarget): string {
   const fail = (why: string, field = 'target.urls') =>
     new AgentMsgError('invalid_format', why, { field })
-  if (target?.kind !== 'inbox') {
-    throw fail(`the https transport delivers to inbox targets, not ${target?.kind}`, 'target.kind')
+  if (target.kind !== 'inbox') {
+    throw fail(`the https transport delivers to inbox targets, not ${target.kind}`, 'target.kind')
   }
-  const text = target.urls?.length === 1 ? target.urls[0] : undefined
-  if (typeof text !== 'string') throw fail('an inbox target has exactly one URL')
-  const url = URL.canParse(text) ? new URL(text) : undefined
-  if (!url) throw fail(`inbox URL ${JSON.stringify(text)} is not a URL`)
+  const [text, ...more] = target.urls
+  if (text === undefined || more.length > 0) throw fail('an inbox target has exactly one URL')
+  if (!URL.canParse(text)) throw fail(`inbox URL ${JSON.stringify(text)} is not a URL`)
+  const url = new URL(text)
   if (url.protocol !== 'https:') {
     throw fail(
       `inbox URL ${text} is ${url.protocol}, but only https: is used, also in development: ` +
@@ -171,54 +166,45 @@ function inboxUrl(target: DeliveryTarget): string {
 }
 
 /**
- * An agent's inbox handler: its id and current identity document, every message handed to its
- * receive pipeline (`receive`), sealed bodies advertised as the agent opens them. Shared with the
- * Node transport's `inbox`.
+ * `listen(receive)` serving the agent's inbox: `start` gets its handler (its id and current
+ * identity document, messages handed to `receive`, sealed bodies advertised as the agent opens
+ * them) and answers how to stop serving, which an abort or `close()` does.
  */
-export function agentInboxHandler(
+export function serveInbox<T extends Transport>(
+  sending: T,
   components: TransportComponents,
-  receive: DeliveryHandler,
   inbox: InboxServing,
-): InboxHandler {
-  return createInboxHandler({
-    agentId: components.agentId,
-    identityDocument: () => components.identityDocument(),
-    receive,
-    encryption: components.encryption ?? [],
-    onError: (error) => components.onError(error),
-    basePath: inbox.basePath,
-    limits: inbox.limits,
-    trustedProxies: inbox.trustedProxies,
-    now: () => components.now(),
-  })
-}
-
-/** `listen(receive)` with `webInbox`: the application's server routes requests to the handler. */
-function mountWebInbox(
-  transport: Transport,
-  inbox: WebInboxOptions,
-  components: TransportComponents,
-): void {
-  let handler: InboxHandler | undefined
+  start: (handler: InboxHandler) => Promise<() => Promise<void>>,
+): T {
+  let started: Promise<() => Promise<void>> | undefined
   let closed = false
-  transport.listen = async (receive, { signal }: AbortOptions = {}) => {
-    signal?.throwIfAborted()
-    if (closed) throw new TypeError('listen: the transport is closed')
-    if (handler) throw new TypeError('listen: the inbox is already served')
-    handler = agentInboxHandler(components, receive, inbox)
-    inbox.mount(handler)
-    signal?.addEventListener('abort', () => void unmount(), { once: true })
-  }
-  const unmount = async () => {
-    const served = handler
-    if (!served) return
-    inbox.mount(undefined)
-    await served.close()
-  }
-  const closeSending = transport.close
-  transport.close = async () => {
-    closed = true
-    await unmount()
-    await closeSending()
-  }
+  const closeSending = sending.close
+  return Object.assign(sending, {
+    listen(receive: DeliveryHandler, { signal }: AbortOptions = {}) {
+      signal?.throwIfAborted()
+      if (closed) return Promise.reject(new TypeError('listen: the transport is closed'))
+      if (started) return Promise.reject(new TypeError('listen: the inbox is already served'))
+      const handler = createInboxHandler({
+        basePath: inbox.basePath,
+        limits: inbox.limits,
+        trustedProxies: inbox.trustedProxies,
+        agentId: components.agentId,
+        identityDocument: () => components.identityDocument(),
+        receive,
+        encryption: components.encryption ?? [],
+        onError: (error) => components.onError(error),
+        now: () => components.now(),
+      })
+      started = start(handler)
+      return started.then((stop) => {
+        signal?.addEventListener('abort', () => void stop().catch(components.onError))
+      })
+    },
+    async close() {
+      closed = true
+      const stop = await started?.catch(() => undefined)
+      await stop?.()
+      await closeSending()
+    },
+  })
 }

@@ -1,8 +1,6 @@
 /**
- * Fetching a URL agent's identity document (PROFILE §4), over any `fetch`. Isomorphic: the
- * address policy is the fetch function's job (on Node pass `createNodeFetch()`, which checks
- * every connection); this module does the HTTP part: one GET, same-origin redirects, the size
- * cap, strict JSON, Cache-Control and the verdict/transient split.
+ * Fetching a URL agent's identity document (PROFILE §4) over any `fetch`, whose job the address
+ * policy is (on Node `createNodeFetch()`); here the HTTP part.
  */
 import {
   agentEndpoints,
@@ -19,10 +17,7 @@ type IdentityFetchResult = Awaited<ReturnType<IdentityFetcher>>
 
 /** Options for {@link createIdentityFetcher}. */
 export interface IdentityFetcherOptions {
-  /**
-   * The fetch to use. It must not follow redirects itself when asked for `redirect: 'manual'`,
-   * and should enforce the address policy (Node: `createNodeFetch`). @default globalThis.fetch
-   */
+  /** Must honour `redirect: 'manual'`, should keep the address policy. @default globalThis.fetch */
   fetch?: typeof fetch
   /** Total time for the fetch, redirects and body included. @default PROFILE.documentTimeoutMs (5 s) */
   timeoutMs?: number

@@ -9,18 +9,13 @@ import { PolicyAgent, refusedLiteral } from './node-policy-agent.js'
 
 /** Options for {@link createNodeFetch}. */
 export interface NodeFetchOptions {
-  /**
-   * Extra trusted CA certificates (PEM), e.g. the development CA (`devCert.ca`). They are added to
-   * Node's bundled root certificates, so public sites still verify. Verification is never off.
-   */
+  /** Extra trusted CA certificates (PEM, e.g. `devCert.ca`), added to Node's bundled roots. */
   ca?: string | Buffer | Array<string | Buffer>
   /** Which addresses may be connected to. @default public unicast only (`createAddressPolicy()`) */
   addressPolicy?: AddressPolicy
   /**
-   * Per request, from the call until the response body is fully read; `0` disables it (for
-   * long-lived streams: use a signal instead). On expiry the call, or the body, fails with a
-   * `TimeoutError` DOMException. `Infinity` also disables it.
-   * @default PROFILE.requestTimeoutMs (30 s)
+   * Per request, from the call until the body is read (then a `TimeoutError` DOMException); `0`
+   * or `Infinity` disables it (long-lived streams). @default PROFILE.requestTimeoutMs (30 s)
    */
   timeoutMs?: number
   /**
@@ -30,11 +25,7 @@ export interface NodeFetchOptions {
    * when `timeoutMs` is 0 (long-lived streams, capped per event by their reader)
    */
   maxResponseBytes?: number
-  /**
-   * Resolves host names, as `dns.lookup` does (e.g. a name to a test server on loopback). The
-   * address policy still judges every address it answers and the one connected to.
-   * @default dns.lookup
-   */
+  /** Resolves host names; the address policy still judges what it answers. @default dns.lookup */
   lookup?: net.LookupFunction
   /** Keep connections open for reuse by later requests of this fetch. @default true */
   keepAlive?: boolean
@@ -46,20 +37,8 @@ export interface NodeFetchOptions {
 
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304])
 
-function toCaList(ca: NodeFetchOptions['ca']): Array<string | Buffer> | undefined {
-  if (ca === undefined) return undefined
-  const extra = Array.isArray(ca) ? ca : [ca]
-  return [...tls.rootCertificates, ...extra]
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
-}
-
-function bodyBytes(body: unknown): Uint8Array | string | undefined {
-  if (body === undefined || body === null) return undefined
+function bodyBytes(body: unknown): Uint8Array | string {
   if (typeof body === 'string') return body
-  if (body instanceof Uint8Array) return body
   if (body instanceof ArrayBuffer) return new Uint8Array(body)
   if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
   throw new TypeError('createNodeFetch supports string, Uint8Array and ArrayBuffer bodies only')
@@ -91,33 +70,29 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const maxResponseBytes =
     options.maxResponseBytes ?? (timeoutMs > 0 ? PROFILE.pageMaxBytes : Infinity)
   if (!(maxResponseBytes >= 0)) throw new RangeError('maxResponseBytes must be ≥ 0')
-  const ca = toCaList(options.ca)
+  const ca =
+    options.ca === undefined ? undefined : [...tls.rootCertificates, ...[options.ca].flat()]
   // One secure context for every connection. Passing `ca` itself would make Node rebuild a
   // context from ~150 root certificates per TLS connection, and https.Agent's pool key
   // (getName) would join all their PEM text on every request.
-  const secureContext = ca ? tls.createSecureContext({ ca, minVersion: 'TLSv1.2' }) : undefined
   const agent = new PolicyAgent({
     policy,
     connectTimeoutMs: timeoutMs,
     lookup: options.lookup,
     keepAlive: options.keepAlive ?? true,
-    ...(options.maxSockets !== undefined ? { maxSockets: options.maxSockets } : {}),
+    maxSockets: options.maxSockets,
     maxFreeSockets: options.maxFreeSockets ?? 256,
     minVersion: 'TLSv1.2',
     rejectUnauthorized: true,
-    ...(secureContext ? { secureContext } : {}),
+    secureContext: ca && tls.createSecureContext({ ca, minVersion: 'TLSv1.2' }),
   })
 
   const nodeFetch = async (input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> => {
     const request =
       typeof input === 'object' && !(input instanceof URL) ? (input as Request) : undefined
     const urlText = request ? request.url : String(input)
-    let url: URL
-    try {
-      url = new URL(urlText)
-    } catch {
-      throw new TypeError(`invalid URL: ${urlText}`)
-    }
+    if (!URL.canParse(urlText)) throw new TypeError(`invalid URL: ${urlText}`)
+    const url = new URL(urlText)
     if (url.protocol !== 'https:') {
       throw new TypeError(
         `refusing ${url.protocol} URL ${url.href}: only https: is allowed (PROFILE §6)`,
@@ -136,7 +111,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     let body: Uint8Array | string | undefined
     if (init.body !== undefined && init.body !== null) {
       body = bodyBytes(init.body)
-      if (typeof init.body === 'string' && !headers.has('content-type')) {
+      if (typeof body === 'string' && !headers.has('content-type')) {
         headers.set('content-type', 'text/plain;charset=UTF-8')
       }
     } else if (request && request.body !== null && init.body === undefined) {
@@ -145,12 +120,8 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     if ((method === 'GET' || method === 'HEAD') && body !== undefined) {
       throw new TypeError(`a ${method} request cannot have a body`)
     }
-    if (signal?.aborted) throw abortReason(signal)
-
-    const outgoing: Record<string, string> = {}
-    headers.forEach((value, name) => {
-      outgoing[name] = value
-    })
+    signal?.throwIfAborted()
+    const outgoing = Object.fromEntries(headers)
     if (body !== undefined) {
       const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
       outgoing['content-length'] = String(length)
@@ -171,17 +142,14 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
         if (!settled) {
           settled = true
           reject(reason)
-        } else if (bodyController) {
-          try {
-            bodyController.error(reason)
-          } catch {
-            // already closed
-          }
+        } else {
+          // A stream already closed ignores it.
+          bodyController?.error(reason)
           bodyController = undefined
         }
         req.destroy()
       }
-      const onAbort = () => fail(abortReason(signal!))
+      const onAbort = () => fail(signal!.reason)
 
       const req = https.request({
         agent,
@@ -191,24 +159,15 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
         path: `${url.pathname}${url.search}`,
         headers: outgoing,
       })
+      const timedOut = `request to ${url.origin} timed out after ${timeoutMs} ms`
       if (timeoutMs > 0) {
-        timer = setTimeout(
-          () =>
-            fail(
-              new DOMException(
-                `request to ${url.origin} timed out after ${timeoutMs} ms`,
-                'TimeoutError',
-              ),
-            ),
-          timeoutMs,
-        )
+        timer = setTimeout(() => fail(new DOMException(timedOut, 'TimeoutError')), timeoutMs)
       }
       signal?.addEventListener('abort', onAbort, { once: true })
 
       req.on('error', (err) => {
         if (err instanceof AddressRefusedError) return fail(err)
-        const message = (err as Error).message || String(err)
-        fail(new TypeError(`fetch ${url.origin} failed: ${message}`, { cause: err }))
+        fail(new TypeError(`fetch ${url.origin} failed: ${err.message || err}`, { cause: err }))
       })
 
       req.on('response', (res: IncomingMessage) => {
@@ -292,8 +251,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
         resolve(response)
       })
 
-      if (body !== undefined) req.end(body)
-      else req.end()
+      req.end(body)
     })
   }
   return nodeFetch as typeof fetch

@@ -1,16 +1,14 @@
 /**
  * The one Node adapter for web-standard handlers (the inbox, the relay), shaped like
- * `@hono/node-server`'s `getRequestListener`: `IncomingMessage` → `Request` with a streaming
- * body, `Response` → `ServerResponse` (node-request.ts keeps both cheap). Node only; exported
- * from the `./node` subpath.
+ * `@hono/node-server`'s `getRequestListener` (node-request.ts keeps both directions cheap).
  *
- * Slow clients (PROFILE §6): request headers must arrive within 10 s and a body within 30 s of
- * its headers, else the connection is closed, so a client that trickles bytes cannot hold a
- * read slot (and the memory behind it) for Node's default 300 s `requestTimeout`. Node checks
- * `headersTimeout` itself (answering 408 and closing), but `requestTimeout` counts from the
- * start of the request, headers included: the body's own deadline is a timer per request, and
- * `requestTimeout` (headers + body) only the backstop.
+ * Slow clients (PROFILE §6): headers within 10 s, a body within 30 s of its headers, else the
+ * connection is closed, so a trickling client cannot hold a read slot for Node's default 300 s.
+ * Node checks `headersTimeout` itself, but its `requestTimeout` counts from the start of the
+ * request: the body's own deadline is a timer per request, `requestTimeout` only the backstop.
  */
+
+import { once } from 'node:events'
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -49,17 +47,11 @@ export interface RequestListenerOptions {
   scheme?: 'https' | 'http'
   /** A handler that threw, or an answer that could not be written. @default console.error */
   onError?: (error: unknown) => void
-  /**
-   * A request body must be all in this long after its headers, else the connection is closed
-   * (PROFILE §6: slow clients cannot hold a read slot longer). @default PROFILE.bodyTimeoutMs
-   */
+  /** A body must be in this long after its headers, else the connection closes (PROFILE §6). */
   bodyTimeoutMs?: number
 }
 
-/**
- * Close the connection of `req` when its body is not all in `timeoutMs` after now (the moment
- * its headers were parsed). Requests without a body, and bodies already in, need no timer.
- */
+/** Close the connection when the body is not in `timeoutMs` after its headers (now). */
 function bodyDeadline(req: IncomingMessage, res: ServerResponse, timeoutMs: number): void {
   const length = req.headers['content-length']
   if (req.complete || !Number.isFinite(timeoutMs)) return
@@ -72,13 +64,10 @@ function bodyDeadline(req: IncomingMessage, res: ServerResponse, timeoutMs: numb
 }
 
 /**
- * A Node `(req, res)` listener for any web-standard handler, usable with `node:https`,
- * `node:http` (behind a TLS-terminating proxy) or a framework that accepts listeners. The
- * socket's remote address is passed as `clientAddress`. The request body is streamed; when the
- * handler answers before the body was all received (413, 429, 415, …) the connection is closed
- * after the answer instead of reading the rest, and a body not in `bodyTimeoutMs` after its
- * headers closes the connection. Give the server the headers and handshake timeouts too, or
- * use {@link serveHttps}, which does.
+ * A Node `(req, res)` listener for any web-standard handler (`node:https`, `node:http` behind a
+ * TLS proxy, frameworks); `clientAddress` is the socket's. An answer given before the body was
+ * all in closes the connection after it, and so does a body late by `bodyTimeoutMs`. Give the
+ * server the headers and handshake timeouts too, or use {@link serveHttps}, which does.
  *
  * @example
  * import { createServer } from 'node:https'
@@ -124,10 +113,7 @@ export function getRequestListener(
 
 /** The slow-client timeouts of a server (PROFILE §6). */
 export interface SlowClientTimeouts {
-  /**
-   * A request's headers must be in this long after it began, and a TLS handshake done in as
-   * long, else the connection is closed. @default PROFILE.headersTimeoutMs (10 s)
-   */
+  /** Headers, and a TLS handshake, must be in this long, else it closes. @default 10 s */
   headersTimeoutMs?: number
   /** A request's body must be in this long after its headers. @default PROFILE.bodyTimeoutMs (30 s) */
   bodyTimeoutMs?: number
@@ -141,9 +127,8 @@ function ms(value: number | undefined, fallback: number, name: string): number {
 }
 
 /**
- * Server options that enforce {@link SlowClientTimeouts}. Node looks at its timeouts every
- * `connectionsCheckingInterval` (30 s by default, which would stretch 10 s to 40): here every
- * second, or as often as the headers timeout if shorter.
+ * Server options that enforce {@link SlowClientTimeouts}. Node checks its timeouts every
+ * `connectionsCheckingInterval` (30 s would stretch 10 s to 40): here every second at most.
  */
 export function slowClientServerOptions(options: SlowClientTimeouts): {
   http: ServerOptions
@@ -167,16 +152,13 @@ export interface ServeHttpsOptions extends SlowClientTimeouts {
   /** Address to listen on. @default '127.0.0.1' */
   host?: string
   /**
-   * Certificate and key, PEM. TLS 1.2 is the minimum (PROFILE §6). In development use
-   * `createDevCertificate()` from `@agentmsg/dev-tls`; clients then trust its `ca`.
-   * Required unless `insecureHttpBehindProxy` is set.
+   * Certificate and key, PEM; TLS ≥ 1.2 (PROFILE §6). In development `createDevCertificate()` of
+   * `@agentmsg/dev-tls`. Required unless `insecureHttpBehindProxy`.
    */
   tls?: { cert: string | Buffer; key: string | Buffer }
   /**
-   * Listen on plain http. Only for a server behind a TLS-terminating reverse proxy whose
-   * public base URL is https (PROFILE §6); list that proxy in the handler's `trustedProxies`
-   * so `X-Forwarded-For` is believed. Never expose such a listener directly.
-   * @default false
+   * Plain http, only behind a TLS-terminating proxy whose public URL is https (PROFILE §6), listed
+   * in the handler's `trustedProxies`. Never expose it directly. @default false
    */
   insecureHttpBehindProxy?: boolean
   /** On `close()`, connections still open after this many ms are cut. @default 10_000 */
@@ -192,10 +174,7 @@ export interface HttpsServer {
   port: number
   /** The `node:https` (or `node:http`) server, e.g. for `upgrade` listeners. */
   server: Server
-  /**
-   * Stop taking connections, let requests in flight finish, and close the handler (an inbox
-   * drains its queue: every accepted message processed).
-   */
+  /** Stop taking connections, let requests in flight finish, close (drain) the handler. */
   close(): Promise<void>
 }
 
@@ -229,13 +208,7 @@ export async function serveHttps(
       ? createHttpsServer({ ...options.tls, minVersion: 'TLSv1.2', ...timeouts.tls }, listener)
       : createHttpServer(timeouts.http, listener)
   const host = options.host ?? '127.0.0.1'
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
+  await once(server.listen(options.port ?? 0, host), 'listening')
   const port = (server.address() as AddressInfo).port
   let closing: Promise<void> | undefined
   return {

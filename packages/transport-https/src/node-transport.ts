@@ -3,19 +3,13 @@
  * rules) and, with `inbox`, serves the agent's inbox (PROFILE §6): its `listen(receive)` hands
  * every message posted to the inbox to the agent's receive pipeline.
  */
-import type {
-  AbortOptions,
-  DeliveryHandler,
-  Transport,
-  TransportComponents,
-  TransportFactory,
-} from '@agentmsg/core'
+import type { Transport, TransportComponents, TransportFactory } from '@agentmsg/core'
 import type { AddressPolicy } from '@agentmsg/core/server'
 import {
-  agentInboxHandler,
   type HttpsTransportOptions as BaseOptions,
   createHttpsTransport,
   type InboxServing,
+  serveInbox,
 } from './https-transport.js'
 import { createNodeFetch, type NodeFetchOptions } from './node-fetch.js'
 import { type HttpsServer, type ServeHttpsOptions, serveHttps } from './node-server.js'
@@ -68,15 +62,7 @@ export function httpsTransport(options: HttpsTransportOptions = {}): NodeHttpsTr
       const sending = createHttpsTransport({ ...rest, fetch }, components)
       if (!inbox) return { ...sending, url: undefined, port: undefined }
       let server: HttpsServer | undefined
-      let listening: Promise<void> | undefined
-      let closed = false
-      const serve = async (receive: DeliveryHandler, signal?: AbortSignal) => {
-        const handler = agentInboxHandler(components, receive, inbox)
-        server = await serveHttps(handler, { ...inbox, onError: components.onError })
-        if (closed) return void (await server.close())
-        signal?.addEventListener('abort', () => void server?.close().catch(components.onError))
-      }
-      return {
+      const transport = {
         ...sending,
         get url() {
           return server?.url
@@ -84,20 +70,12 @@ export function httpsTransport(options: HttpsTransportOptions = {}): NodeHttpsTr
         get port() {
           return server?.port
         },
-        listen(receive: DeliveryHandler, { signal }: AbortOptions = {}) {
-          signal?.throwIfAborted()
-          if (closed) return Promise.reject(new TypeError('listen: the transport is closed'))
-          if (listening) return Promise.reject(new TypeError('listen: the inbox is already served'))
-          listening = serve(receive, signal)
-          return listening
-        },
-        async close() {
-          closed = true
-          await listening?.catch(() => {})
-          await server?.close()
-          await sending.close()
-        },
       }
+      return serveInbox(transport, components, inbox, async (handler) => {
+        const running = await serveHttps(handler, { ...inbox, onError: components.onError })
+        server = running
+        return () => running.close()
+      })
     },
   }
 }

@@ -1,12 +1,6 @@
-/**
- * What an inbox makes when it is not given them: the receiver of a standalone inbox, and the
- * minimal capabilities document of PROFILE §10.
- */
-
-import { type JsonValue, type Phase, PROFILE, type Receiver } from '@agentmsg/core'
-import { createReceiver } from '@agentmsg/core/receive'
+/** The minimal capabilities document of PROFILE §10, served when an inbox is given none. */
+import { type JsonValue, type Phase, PROFILE } from '@agentmsg/core'
 import type { RateLimit } from '@agentmsg/core/server'
-import type { InboxHandlerOptions } from './types.js'
 
 // SPEC §2.4's phases: all of them are understood.
 const PHASES: Phase[] = ['greeting', 'request', 'response', 'update', 'close', 'error']
@@ -47,29 +41,4 @@ export function defaultCapabilities(input: CapabilitiesInput): Record<string, Js
   }
   if (input.relay) doc.relay = { urls: [...input.relay.urls], preference: input.relay.preference }
   return doc
-}
-
-/** The receiver a standalone inbox builds from its own options. */
-export function ownReceiver(o: InboxHandlerOptions, onError: (error: unknown) => void): Receiver {
-  if (typeof o.onMessage !== 'function') throw new TypeError('onMessage is required')
-  if (!o.resolver) throw new TypeError('resolver is required')
-  const { limits = {}, agentId, topics, storage, replayGuard, authLevels, errorReplies } = o
-  return createReceiver({
-    agentId,
-    topics,
-    storage,
-    replayGuard,
-    authLevels,
-    errorReplies,
-    opener: o.opener,
-    identityOf: o.identityOf,
-    transitionMs: o.transitionMs,
-    now: o.now,
-    maxQueue: limits.maxQueue,
-    queueRetryAfter: limits.queueRetryAfter,
-    concurrency: limits.concurrency,
-    resolver: o.resolver,
-    onMessage: o.onMessage,
-    onError,
-  })
 }

@@ -14,6 +14,7 @@ import {
   type Receiver,
 } from '@agentmsg/core'
 import { readBody } from '@agentmsg/core/http'
+import { createReceiver } from '@agentmsg/core/receive'
 import {
   acceptedReply,
   ClientLimits,
@@ -26,7 +27,7 @@ import {
   TokenBuckets,
   toResponse,
 } from '@agentmsg/core/server'
-import { defaultCapabilities, ownReceiver } from './defaults.js'
+import { defaultCapabilities } from './defaults.js'
 import type {
   InboxCloseOptions,
   InboxHandler,
@@ -95,11 +96,17 @@ class Inbox implements InboxHandler {
     parseAgentId(o.agentId, 'agentId')
     this.#o = o
     this.#onError = o.onError ?? ((error) => console.error('agentmsg inbox:', error))
-    if (o.receive !== undefined) {
-      if (typeof o.receive !== 'function') throw new TypeError('receive must be a function')
-      this.#deliver = o.receive
-    } else {
-      this.#receiver = ownReceiver(o, this.#onError)
+    if (o.receive) this.#deliver = o.receive
+    else {
+      // createReceiver checks the standalone fields it requires (`resolver`, `onMessage`).
+      const { maxQueue, queueRetryAfter, concurrency } = o.limits ?? {}
+      this.#receiver = createReceiver({
+        ...(o as Parameters<typeof createReceiver>[0]),
+        onError: this.#onError,
+        maxQueue,
+        queueRetryAfter,
+        concurrency,
+      })
       this.#deliver = this.#receiver.receive
     }
     this.ready = this.#receiver?.ready ?? Promise.resolve()
