@@ -9,5 +9,5 @@
 export * from './portable.js'
 export { publishInput, RELAY_STORE_NOW } from './relay-store/fixtures.js'
 export { type RelayStoreFactory, testRelayStore } from './relay-store/suite.js'
-export { testStorage } from './storage/suite.js'
-export { type TransportHarness, testTransport } from './transport/suite.js'
+export { testStorage, testTransport } from './suites.js'
+export type { TransportHarness } from './transport/suite.js'

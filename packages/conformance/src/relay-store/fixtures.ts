@@ -1,14 +1,13 @@
 /** What the RelayStore suite publishes, and how it reads stores back. */
 import { PROFILE } from '@agentmsg/core'
 import type { MailboxEntry, PublishInput, RelayStore } from '@agentmsg/relay'
+import { expect } from 'vitest'
 
 type RetrieveOptions = Parameters<RelayStore['retrieve']>[1]
 
-import { expect } from 'vitest'
-
 /** The clock of the suite: every publish input is received at this time unless told otherwise. */
 export const RELAY_STORE_NOW = 1_700_000_000_000
-const NOW = RELAY_STORE_NOW
+export const NOW = RELAY_STORE_NOW
 export const WEEK = PROFILE.relayRetentionMs
 export const DAY = WEEK / 7
 export const BIG_PAGE: RetrieveOptions = {
@@ -81,3 +80,5 @@ export const ids = (entries: MailboxEntry[]) => entries.map((e) => e.messageId)
 /** Whether `s` answered the first mailbox of publishing `input` as a duplicate. */
 export const duplicate = async (s: RelayStore, input: PublishInput) =>
   (await s.publish(input))[0]!.duplicate
+
+export { publishInput as message }

@@ -1,14 +1,7 @@
-/** RelayStore contract, PROFILE §9 quotas: a sender's share, the relay-wide cap, `skipFull` fan-out. */
+/** RelayStore contract, PROFILE §9 quotas: a mailbox's, a sender's share, the relay-wide cap, `skipFull` fan-out. */
 import type { MailboxFullError } from '@agentmsg/relay'
 import { describe, expect } from 'vitest'
-import {
-  all,
-  duplicate,
-  ids,
-  publishInput as message,
-  RELAY_STORE_NOW as NOW,
-  WEEK,
-} from './fixtures.js'
+import { all, duplicate, ids, message, NOW, page, WEEK } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 const A = 'did:key:z6MkSenderA'
@@ -16,6 +9,86 @@ const B = 'did:key:z6MkSenderB'
 
 export function quotaChecks(suite: RelayStoreSuite): void {
   const { test, full, relayFull } = suite
+  describe('quotas', () => {
+    // These check the mailbox quota alone: one sender may hold all of it.
+    test('by count: MailboxFullError, nothing stored; a duplicate is still answered; an ack makes room', {
+      messages: 2,
+      senderMessages: 2,
+    }, async (s) => {
+      const m1 = message(['alice'])
+      await s.publish(m1)
+      await s.publish(message(['alice']))
+      const before = await s.usage('alice')
+      const err = (await s.publish(message(['alice'])).catch((e: unknown) => e)) as MailboxFullError
+      expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
+      expect([err.mailbox, err.reason, err.name]).toEqual(['alice', 'mailbox', 'MailboxFullError'])
+      expect(await s.usage('alice')).toEqual(before)
+      expect((await page(s, 'alice')).entries).toHaveLength(2)
+      expect(await duplicate(s, m1)).toBe(true)
+      await s.ack('alice', m1.messageId, m1.from)
+      expect(await duplicate(s, message(['alice']))).toBe(false)
+    })
+    test('by bytes: a message that would pass the limit is refused; one that fits exactly is taken', {
+      bytes: 5000,
+      senderBytes: 5000,
+    }, async (s) => {
+      const big = message(['alice'], { size: 3000 })
+      await s.publish(big)
+      await full(s.publish(message(['alice'], { size: 2500 })))
+      expect(await s.usage('alice')).toEqual({ messages: 1, bytes: big.bytes })
+      const rest = message(['alice'], { size: 5000 - big.bytes })
+      expect(rest.bytes).toBe(5000 - big.bytes)
+      await s.publish(rest)
+      expect(await s.usage('alice')).toEqual({ messages: 2, bytes: 5000 })
+      await full(s.publish(message(['bob'], { size: 6000 })))
+      expect(await s.usage('bob')).toEqual({ messages: 0, bytes: 0 })
+    })
+    test(
+      'a full mailbox in a fan-out: nothing stored for any mailbox of that call',
+      { messages: 1 },
+      async (s, sut) => {
+        await s.publish(message(['bob']))
+        const stored = await sut.storedMessages()
+        const m = message(['alice', 'bob', 'carol'])
+        const err = await s.publish(m).catch((e: unknown) => e)
+        expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
+        expect((err as MailboxFullError).mailbox).toBe('bob')
+        for (const agent of ['alice', 'carol']) {
+          expect(await s.usage(agent)).toEqual({ messages: 0, bytes: 0 })
+          expect((await page(s, agent)).entries).toEqual([])
+        }
+        expect(await sut.storedMessages()).toBe(stored)
+        // …and the message can be published later without the full mailbox.
+        const later = await s.publish({ ...m, mailboxes: ['alice', 'carol'] })
+        expect(later.map((r) => r.duplicate)).toEqual([false, false])
+      },
+    )
+
+    test('a refused publish does not fail concurrent ones', {
+      messages: 3,
+      senderMessages: 3,
+    }, async (s) => {
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 6 }, (_, i) => s.publish(message([i % 2 === 0 ? 'alice' : 'bob']))),
+      )
+      // alice and bob each get 3 (quota 3) — all fit.
+      expect(outcomes.every((o) => o.status === 'fulfilled')).toBe(true)
+      const more = await Promise.allSettled(
+        ['alice', 'carol', 'bob', 'carol'].map((agent) => s.publish(message([agent]))),
+      )
+      expect(more.map((o) => o.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'fulfilled'])
+      expect(await s.usage('carol')).toMatchObject({ messages: 2 })
+    })
+    test('expired entries do not hold room', { messages: 2, senderMessages: 2 }, async (s) => {
+      await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
+      await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
+      await full(s.publish(message(['alice'])))
+      const later = message(['alice'], { receivedAt: NOW + 10, expiresAt: NOW + WEEK })
+      expect(await duplicate(s, later)).toBe(false)
+      expect(ids((await page(s, 'alice', { now: NOW + 10 })).entries)).toEqual([later.messageId])
+    })
+  })
+
   describe('one sender’s share of a mailbox', () => {
     test('by default a quarter of the mailbox: the sender stops there, another still gets through', {
       messages: 8,

@@ -1,11 +1,9 @@
 /** The RelayStore contract (PROFILE §9, SPEC §3.3) as a suite every store runs. */
 import type { RelayQuota, RelayStore } from '@agentmsg/relay'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { dedupeChecks } from './dedupe.js'
 import { publishChecks } from './publish.js'
 import { quotaChecks } from './quotas.js'
 import { readChecks } from './read.js'
-import { subscriptionChecks } from './subscriptions.js'
 
 /** A store under test, with a way to count stored messages from outside the store. */
 export interface RelayStoreUnderTest {
@@ -76,10 +74,8 @@ export function testRelayStore(name: string, factory: RelayStoreFactory): void {
       full: (p) => expect(p).rejects.toBeInstanceOf(suite.relay.MailboxFullError),
       relayFull: (p) => expect(p).rejects.toBeInstanceOf(suite.relay.RelayStorageFullError),
     }
-    subscriptionChecks(suite)
     publishChecks(suite)
     quotaChecks(suite)
-    dedupeChecks(suite)
     readChecks(suite)
   })
 }

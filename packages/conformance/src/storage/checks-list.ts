@@ -10,13 +10,13 @@ export type StorageCheck = (ctx: {
   reopen: () => Promise<Storage>
 }) => Promise<void>
 
-/** Registers a check under a name (the order of registration is the order of the run). */
-export type AddStorageCheck = (name: string, check: StorageCheck) => void
-
 export const keysOf = (entries: Array<[string, JsonValue]>): string[] => entries.map(([k]) => k)
 
 /** Registers the list, abort and persistence checks with `it`. */
-export function addListChecks(it: AddStorageCheck, persistent: boolean): void {
+export function addListChecks(
+  it: (name: string, check: StorageCheck) => void,
+  persistent: boolean,
+): void {
   // Each `list` check starts from keys put out of order, across prefixes that share leading
   // characters.
   const listed = (name: string, check: StorageCheck): void =>

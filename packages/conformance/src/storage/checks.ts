@@ -1,14 +1,12 @@
 /** The `Storage` checks, part one (plain assertions, for any runner and a browser page). */
 import type { JsonValue } from '@agentmsg/core'
 import { equal, ok, rejects } from '../assert.js'
-import { type AddStorageCheck, addListChecks, keysOf, type StorageCheck } from './checks-list.js'
+import { checkList } from '../run.js'
+import { addListChecks, keysOf, type StorageCheck } from './checks-list.js'
 
 /** Every check, in order (with the persistence checks when `persistent`). */
 export function storageChecks(persistent: boolean): Array<[string, StorageCheck]> {
-  const list: Array<[string, StorageCheck]> = []
-  const it: AddStorageCheck = (name, check) => {
-    list.push([name, check])
-  }
+  const [list, it] = checkList<StorageCheck>()
 
   it('has a name', async ({ storage }) => {
     equal(typeof storage.name, 'string')
@@ -45,12 +43,7 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
     equal(await storage.list(''), [['a', 2]])
   })
   it(`${g}stores null and falsy values as values, not as absence`, async ({ storage }) => {
-    const falsy: Array<[string, JsonValue]> = [
-      ['null', null],
-      ['zero', 0],
-      ['false', false],
-      ['empty', ''],
-    ]
+    const falsy = Object.entries({ null: null, zero: 0, false: false, empty: '' })
     for (const [key, value] of falsy) await storage.put(key, value)
     for (const [key, value] of falsy) equal(await storage.get(key), value)
     equal(keysOf(await storage.list('')), ['empty', 'false', 'null', 'zero'])

@@ -2,6 +2,7 @@
 import { AgentMsgError, type DeliveryOutcome, type Message } from '@agentmsg/core'
 import { equal, ok, rejects } from '../assert.js'
 import { fixtureAgent, signedMessage } from '../fixtures.js'
+import { checkList } from '../run.js'
 import { type Answer, accept, type Peer, type PeerSet } from './peers.js'
 
 /** One check; throws on failure. */
@@ -12,10 +13,7 @@ const UNSERVED_KIND = 'conformance-unserved-kind'
 
 /** Every check for a transport of the `delivery` model, in order. */
 export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, TransportCheck]> {
-  const list: Array<[string, TransportCheck]> = []
-  const it = (name: string, check: TransportCheck): void => {
-    list.push([name, check])
-  }
+  const [list, it] = checkList<TransportCheck>()
 
   it('names its protocol', async (peers) => {
     const { transport } = await peers.peer()

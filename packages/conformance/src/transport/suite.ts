@@ -1,8 +1,8 @@
+/** The Transport harness, and the checks run without a test runner (`testTransport` runs each under vitest). */
 import type { PeerRoute, TransportComponents, TransportFactory } from '@agentmsg/core'
 import { describeError } from '@agentmsg/core/http'
-import { describe, expect, it } from 'vitest'
-
 import type { FixtureAgent } from '../fixtures.js'
+import { type CheckResult, runChecks } from '../run.js'
 import { transportChecks } from './checks.js'
 import { PeerSet } from './peers.js'
 
@@ -39,45 +39,20 @@ export function transportCheckNames(delivery: TransportHarness['delivery']): str
 }
 
 /** Run the Transport checks (all, or `only` these) and report each; a failure adds `onError`'s reports. */
-export async function runTransportContract(
+export function runTransportContract(
   harness: TransportHarness,
   only?: readonly string[],
-): Promise<Array<{ name: string; ok: boolean; error?: string }>> {
-  const results: Array<{ name: string; ok: boolean; error?: string }> = []
-  for (const [name, check] of transportChecks(harness.delivery)) {
-    if (only && !only.includes(name)) continue
+): Promise<CheckResult[]> {
+  return runChecks(transportChecks(harness.delivery), only, async (check) => {
     const peers = new PeerSet(harness)
     try {
       await check(peers)
       if (peers.problems.length > 0) throw peers.problems[0]
-      results.push({ name, ok: true })
     } catch (err) {
       const reported = peers.errors.map(describeError).join('; ')
-      const error = describeError(err) + (reported ? ` (onError: ${reported})` : '')
-      results.push({ name, ok: false, error })
+      throw new Error(describeError(err) + (reported ? ` (onError: ${reported})` : ''))
     } finally {
       await peers.closeAll().catch(() => undefined)
-    }
-  }
-  return results
-}
-
-/**
- * The Transport conformance suite, one vitest test per check, each with fresh did:key agents
- * running their own transports: one listens, another finds its targets and sends. The harness
- * is read when the checks run (`get relays() { return [relay.url] }` after a `beforeAll`).
- *
- * @example
- * testTransport('memoryTransport', { factory: memoryTransport(createMemoryHub()), delivery: 'direct' })
- */
-export function testTransport(name: string, harness: TransportHarness): void {
-  describe(`Transport contract: ${name}`, () => {
-    for (const check of transportCheckNames(harness.delivery)) {
-      it(check, async () => {
-        const [result] = await runTransportContract(harness, [check])
-        expect(result?.error).toBeUndefined()
-        expect(result).toMatchObject({ name: check, ok: true })
-      })
     }
   })
 }

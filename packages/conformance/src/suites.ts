@@ -1,0 +1,59 @@
+/** The contract suites as vitest tests: one test per check, each running that check alone. */
+import type { Storage } from '@agentmsg/core'
+import { describe, expect, it } from 'vitest'
+import type { CheckResult } from './run.js'
+import { storageChecks } from './storage/checks.js'
+import { runStorageContract } from './storage/run.js'
+import {
+  runTransportContract,
+  type TransportHarness,
+  transportCheckNames,
+} from './transport/suite.js'
+
+function testEach(title: string, names: string[], run: (only: string[]) => Promise<CheckResult[]>) {
+  describe(title, () => {
+    for (const check of names) {
+      it(check, async () => {
+        const [result] = await run([check])
+        expect(result?.error).toBeUndefined()
+        expect(result).toMatchObject({ name: check, ok: true })
+      })
+    }
+  })
+}
+
+/**
+ * The `Storage` conformance suite: JSON in, equal JSON out; atomic batches; ascending UTF-16 key
+ * order in `list`; non-JSON values refused; aborts honoured. `factory` returns an empty store
+ * each time; `persistent.reopen` (close `old`, open the same store again) adds the checks of
+ * what survives a reopen.
+ *
+ * @example
+ * testStorage('memory', () => memoryStorage())
+ * testStorage('fs', () => fsStorage({ dir: tmp() }), { persistent: { reopen: reopenFs } })
+ */
+export function testStorage(
+  name: string,
+  factory: () => Promise<Storage> | Storage,
+  options: { persistent?: { reopen: (old: Storage) => Promise<Storage> } } = {},
+): void {
+  const reopen = options.persistent?.reopen
+  const names = storageChecks(reopen !== undefined).map(([check]) => check)
+  testEach(`Storage contract: ${name}`, names, (only) =>
+    runStorageContract(factory, { only, ...(reopen && { reopen }) }),
+  )
+}
+
+/**
+ * The Transport conformance suite, with fresh did:key agents running their own transports per
+ * check: one listens, another finds its targets and sends. The harness is read when the checks
+ * run (`get relays() { return [relay.url] }` after a `beforeAll`).
+ *
+ * @example
+ * testTransport('memoryTransport', { factory: memoryTransport(createMemoryHub()), delivery: 'direct' })
+ */
+export function testTransport(name: string, harness: TransportHarness): void {
+  testEach(`Transport contract: ${name}`, transportCheckNames(harness.delivery), (only) =>
+    runTransportContract(harness, only),
+  )
+}
