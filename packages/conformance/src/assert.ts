@@ -17,29 +17,21 @@ export function equal(actual: unknown, expected: unknown, label = ''): void {
 
 function difference(actual: unknown, expected: unknown, path: string): string | undefined {
   if (Object.is(actual, expected)) return undefined
-  if (
-    typeof actual !== 'object' ||
-    typeof expected !== 'object' ||
-    actual === null ||
-    expected === null
-  ) {
+  if (typeof actual !== 'object' || typeof expected !== 'object' || !actual || !expected) {
     return `${path}: ${show(actual)} !== ${show(expected)}`
   }
   if (Array.isArray(actual) !== Array.isArray(expected)) return `${path}: array vs non-array`
   if (Object.getPrototypeOf(actual) !== Object.getPrototypeOf(expected)) {
     return `${path}: different prototypes`
   }
-  const ak = Object.keys(actual)
-  const ek = Object.keys(expected)
-  if (ak.length !== ek.length || ak.some((k) => !Object.hasOwn(expected, k))) {
+  const a = actual as Record<string, unknown>
+  const e = expected as Record<string, unknown>
+  const [ak, ek] = [Object.keys(a), Object.keys(e)]
+  if (ak.length !== ek.length || ak.some((k) => !Object.hasOwn(e, k))) {
     return `${path}: keys ${show(ak)} !== ${show(ek)}`
   }
   for (const k of ek) {
-    const d = difference(
-      (actual as Record<string, unknown>)[k],
-      (expected as Record<string, unknown>)[k],
-      `${path}.${k}`,
-    )
+    const d = difference(a[k], e[k], `${path}.${k}`)
     if (d) return d
   }
   return undefined

@@ -19,8 +19,8 @@ export const BIG_PAGE: RetrieveOptions = {
 let counter = 0
 
 /**
- * A message to publish to `mailboxes`, from a fixed sender, received now and kept a week;
- * `size` pads the JSON to about that many bytes.
+ * A message to publish to `mailboxes` from a fixed sender, received now, kept a week; `size`
+ * pads the JSON to about that many bytes.
  *
  * @example
  * await store.publish(publishInput(['alice'], { size: 2000, receivedAt: RELAY_STORE_NOW + 10 }))

@@ -8,9 +8,9 @@ import { storageChecks } from './checks.js'
 export type StorageCheckResult = CheckResult
 
 /**
- * Run every contract check against a fresh store from `factory` (an empty store each call) and
- * report each one; never throws for a failing check. With `reopen` (close `old` and open the
- * same store again) the persistence checks run too; `only` runs the checks of these names.
+ * Run the contract checks (`only` these names), each on a fresh empty store from `factory`, and
+ * report each one. With `reopen` (close `old`, open the same store again) the persistence
+ * checks run too.
  *
  * @example
  * const results = await runStorageContract(() => memoryStorage())

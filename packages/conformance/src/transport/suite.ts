@@ -8,21 +8,18 @@ import { PeerSet } from './peers.js'
 
 /** The transport under test and what a sender knows of the agents it reaches. */
 export interface TransportHarness {
-  /** Builds the transport for one agent; the suite creates one per agent (and per restart). */
+  /** Builds the transport of one agent (the suite makes one per agent and restart). */
   factory: TransportFactory
   /**
-   * How `send` answers for the receiver's outcome (core's `DeliveryOutcome`):
-   * - `direct` (an inbox, an in-process hub): `send` settles after the receiver answered,
-   *   rejecting with the refusal's error (same `code`); nothing is delivered again.
-   * - `stored` (a relay): `send` resolves once the message is stored. `accepted`, `duplicate`
-   *   and refusals without retry remove it; a refusal with `retry: true` is delivered again (at
-   *   the latest when the recipient listens again).
+   * `direct` (an inbox, a hub): `send` settles with the receiver's outcome, rejecting with a
+   * refusal's error (same `code`), nothing delivered again. `stored` (a relay): `send` resolves
+   * once stored; a refusal with `retry: true` is delivered again (at the latest on the next
+   * listen), any other outcome removes it.
    */
   delivery: 'direct' | 'stored'
   /**
-   * What a sender knows of `agent`, listening with this transport: its identity document,
-   * inbox or relays. The suite sends to the first of the sender's `targets(peer)`.
-   * @default { agent, relays: harness.relays ?? [] }
+   * What a sender knows of `agent` (identity document, inbox, relays); the suite sends to the
+   * first of `targets(peer)`. @default { agent, relays: harness.relays ?? [] }
    */
   peer?(agent: string): PeerRoute | Promise<PeerRoute>
   /** The agents' relays (`components.relays`). @default [] */
