@@ -7,4 +7,4 @@
  */
 export { createMemoryHub, memoryTransport } from './examples/memory-transport.js'
 export { type FixtureAgent, fixtureAgent, sealedMessage, signedMessage } from './fixtures.js'
-export { runStorageContract, type StorageCheckResult } from './storage/run.js'
+export { runStorageContract, type StorageCheckResult } from './storage/checks.js'

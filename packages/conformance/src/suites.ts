@@ -1,14 +1,13 @@
 /** The contract suites as vitest tests: one test per check, each running that check alone. */
 import type { Storage } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
-import type { CheckResult } from './run.js'
-import { storageChecks } from './storage/checks.js'
-import { runStorageContract } from './storage/run.js'
+import type { CheckResult } from './assert.js'
+import { runStorageContract, storageChecks } from './storage/checks.js'
 import {
   runTransportContract,
   type TransportHarness,
   transportCheckNames,
-} from './transport/suite.js'
+} from './transport/checks.js'
 
 function testEach(title: string, names: string[], run: (only: string[]) => Promise<CheckResult[]>) {
   describe(title, () => {

@@ -1,7 +1,10 @@
-/** The `Storage` checks, part one (plain assertions, for any runner and a browser page). */
-import type { JsonValue } from '@agentmsg/core'
-import { equal, ok, rejects } from '../assert.js'
-import { checkList } from '../run.js'
+/**
+ * The `Storage` checks, part one (plain assertions), and how they run without a test runner (a
+ * browser page); `testStorage` runs each under vitest.
+ */
+import type { JsonValue, Storage } from '@agentmsg/core'
+import { describeError } from '@agentmsg/core/http'
+import { type CheckResult, checkList, equal, ok, rejects, runChecks } from '../assert.js'
 import { addListChecks, keysOf, type StorageCheck } from './checks-list.js'
 
 /** Every check, in order (with the persistence checks when `persistent`). */
@@ -188,4 +191,47 @@ function cycle(): unknown {
   const o: Record<string, unknown> = {}
   o.self = o
   return o
+}
+
+/** The outcome of one check. */
+export type StorageCheckResult = CheckResult
+
+/**
+ * Run the contract checks (`only` these names), each on a fresh empty store from `factory`, and
+ * report each one. With `reopen` (close `old`, open the same store again) the persistence
+ * checks run too.
+ *
+ * @example
+ * const results = await runStorageContract(() => memoryStorage())
+ * console.log(results.every((r) => r.ok))
+ */
+export function runStorageContract(
+  factory: () => Promise<Storage> | Storage,
+  options: { reopen?: (old: Storage) => Promise<Storage>; only?: readonly string[] } = {},
+): Promise<StorageCheckResult[]> {
+  return runChecks(storageChecks(options.reopen !== undefined), options.only, async (check) => {
+    let storage: Storage | undefined
+    let closeError: Error | undefined
+    try {
+      storage = await factory()
+      const ctx = {
+        storage,
+        reopen: async () => {
+          if (!options.reopen || !storage) throw new Error('no reopen')
+          storage = await options.reopen(storage)
+          ctx.storage = storage
+          return storage
+        },
+      }
+      await check(ctx)
+    } finally {
+      try {
+        await storage?.close?.()
+      } catch (err) {
+        // Reported only when the check itself passed.
+        closeError = new Error(`close: ${describeError(err)}`)
+      }
+    }
+    if (closeError) throw closeError
+  })
 }
