@@ -1,4 +1,4 @@
-/** Plain assertions and a check runner, so the checks run under any runner and in a browser page. */
+/** Plain assertions and a check runner, for any test runner and a browser page. */
 import { describeError } from '@agentmsg/core/http'
 
 /** Throws `message` unless `condition` holds. */
@@ -70,7 +70,7 @@ export function checkList<C>(): [Array<[string, C]>, (name: string, check: C) =>
   return [list, (name, check) => void list.push([name, check])]
 }
 
-/** Run each check (all, or `only` these names) with `run`; a failing check is reported, not thrown. */
+/** Run each check (`only` these) with `run`; a failing check is reported, not thrown. */
 export async function runChecks<C>(
   checks: Array<[string, C]>,
   only: readonly string[] | undefined,

@@ -21,12 +21,8 @@ export interface FixtureAgent {
 }
 
 /**
- * A did:key agent (PROFILE §2): the same every run for a 32-byte `seed` (the Ed25519 secret
- * key), else a fresh random key.
- *
- * @example
- * const alice = await fixtureAgent()
- * const fixed = await fixtureAgent(new Uint8Array(32).fill(7))
+ * A did:key agent (PROFILE §2), the same every run for a 32-byte `seed` (Ed25519 secret key).
+ * @example const fixed = await fixtureAgent(new Uint8Array(32).fill(7))
  */
 export async function fixtureAgent(seed?: Uint8Array): Promise<FixtureAgent> {
   const keys = seed === undefined ? await generateKeyPair() : await keyPairFromSeed(seed)
@@ -40,12 +36,9 @@ type Sender = { id: string; signer: Signer }
 let conversation = 0
 
 /**
- * A `request` from `sender` to an agent id or `{ topic }`, text `hello`, signed (PROFILE §3), in
- * a new conversation (`c-1`, `c-2`, …) at sequence 0. `overrides` change any `CreateMessageOptions`;
- * `sign` signs at another `created` time or with other signers (a wrong key, two signers).
- *
- * @example
- * const m = await signedMessage(alice, bob.id, { text: 'hi', ttlSeconds: 60 })
+ * A signed `request` (PROFILE §3), text `hello`, opening a conversation (`c-1`, `c-2`, …);
+ * `overrides` change any `CreateMessageOptions`, `sign` its `created` time or signers.
+ * @example const m = await signedMessage(alice, bob.id, { text: 'hi', ttlSeconds: 60 })
  */
 export async function signedMessage(
   sender: Sender,
@@ -57,11 +50,8 @@ export async function signedMessage(
 }
 
 /**
- * Like {@link signedMessage}, the body sealed for `recipients` (their did:key keys), then signed
- * (PROFILE §8).
- *
- * @example
- * const m = await sealedMessage(alice, bob.id, [bob], { text: 'for bob only' })
+ * Like {@link signedMessage}, the body sealed for `recipients` before signing (PROFILE §8).
+ * @example const m = await sealedMessage(alice, bob.id, [bob], { text: 'for bob only' })
  */
 export async function sealedMessage(
   sender: Sender,

@@ -1,8 +1,6 @@
 /**
- * `@agentmsg/conformance`: the contract suites to run against your own implementations
- * (vitest): `testStorage` (core's `Storage`), `testRelayStore` (the relay's `RelayStore`),
- * `testTransport` (core's `Transport`), with the fixtures they use. Everything of `./portable`
- * is here too.
+ * `@agentmsg/conformance`: contract suites (vitest) for your own `Storage`, `RelayStore` and
+ * `Transport`, with their fixtures; everything of `./portable` too.
  *
  * @packageDocumentation
  */

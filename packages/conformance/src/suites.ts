@@ -22,14 +22,10 @@ function testEach(title: string, names: string[], run: (only: string[]) => Promi
 }
 
 /**
- * The `Storage` conformance suite: JSON in, equal JSON out; atomic batches; ascending UTF-16 key
- * order in `list`; non-JSON values refused; aborts honoured. `factory` returns an empty store
- * each time; `persistent.reopen` (close `old`, open the same store again) adds the checks of
- * what survives a reopen.
- *
- * @example
- * testStorage('memory', () => memoryStorage())
- * testStorage('fs', () => fsStorage({ dir: tmp() }), { persistent: { reopen: reopenFs } })
+ * The `Storage` suite: JSON in, equal JSON out; atomic batches; UTF-16 key order; non-JSON
+ * refused; aborts honoured. `factory` returns an empty store each time; `persistent.reopen`
+ * (close `old`, open it again) adds the checks of what survives a reopen.
+ * @example testStorage('fs', () => fsStorage({ dir: tmp() }), { persistent: { reopen } })
  */
 export function testStorage(
   name: string,
@@ -44,12 +40,9 @@ export function testStorage(
 }
 
 /**
- * The Transport conformance suite, with fresh did:key agents running their own transports per
- * check: one listens, another finds its targets and sends. The harness is read when the checks
- * run (`get relays() { return [relay.url] }` after a `beforeAll`).
- *
- * @example
- * testTransport('memoryTransport', { factory: memoryTransport(createMemoryHub()), delivery: 'direct' })
+ * The Transport suite: per check, fresh did:key agents with their own transports, one listening,
+ * one sending. The harness is read when checks run (`get relays()` after a `beforeAll`).
+ * @example testTransport('memory', { factory: memoryTransport(createMemoryHub()), delivery: 'direct' })
  */
 export function testTransport(name: string, harness: TransportHarness): void {
   testEach(`Transport contract: ${name}`, transportCheckNames(harness.delivery), (only) =>

@@ -10,18 +10,13 @@ export const RELAY_STORE_NOW = 1_700_000_000_000
 export const NOW = RELAY_STORE_NOW
 export const WEEK = PROFILE.relayRetentionMs
 export const DAY = WEEK / 7
-export const BIG_PAGE: RetrieveOptions = {
-  limit: PROFILE.maxPageLimit,
-  maxBytes: PROFILE.pageBytes,
-  now: NOW,
-}
+export const BIG_PAGE = { limit: PROFILE.maxPageLimit, maxBytes: PROFILE.pageBytes, now: NOW }
 
 let counter = 0
 
 /**
  * A message to publish to `mailboxes` from a fixed sender, received now, kept a week; `size`
  * pads the JSON to about that many bytes.
- *
  * @example
  * await store.publish(publishInput(['alice'], { size: 2000, receivedAt: RELAY_STORE_NOW + 10 }))
  */
@@ -60,7 +55,7 @@ export function expectIncreasing(cursors: string[]): void {
 }
 
 /** Every entry of `mailbox`, page by page. */
-export async function all(store: RelayStore, mailbox: string, page = BIG_PAGE) {
+export async function all(store: RelayStore, mailbox: string, page: RetrieveOptions = BIG_PAGE) {
   const out: MailboxEntry[] = []
   let after: string | undefined
   for (;;) {

@@ -1,7 +1,6 @@
 /**
- * RelayStore contract: subscriptions and mailbox states (none, open, closed), webhooks; publish
- * (direct, fan-out, duplicates, concurrency); PROFILE §9 duplicates: a (mailbox, from,
- * message_id) is remembered until `forgetAt`.
+ * RelayStore contract: subscriptions, mailbox states, webhooks; publish; PROFILE §9 duplicates:
+ * a (mailbox, from, message_id) is remembered until `forgetAt`.
  */
 import { PROFILE } from '@agentmsg/core'
 import { describe, expect } from 'vitest'
@@ -80,12 +79,8 @@ export function publishChecks(suite: RelayStoreSuite): void {
     })
     test('webhooks: subscribe with one, verify it, list it; verification can be withdrawn', async (s) => {
       const url = 'https://hooks.example/agentmsg'
-      const sub = await s.subscribe({
-        agent: 'alice',
-        topics: ['t'],
-        webhook: { url, verified: false },
-        now: NOW,
-      })
+      const webhook = { url, verified: false }
+      const sub = await s.subscribe({ agent: 'alice', topics: ['t'], webhook, now: NOW })
       expect(sub.webhook).toEqual({ url, verified: false })
       expect((await s.subscriptions())[0]!.webhook).toEqual({ url, verified: false })
       await s.setWebhookVerified(sub.id, true)
@@ -98,12 +93,8 @@ export function publishChecks(suite: RelayStoreSuite): void {
       expect((await s.subscriptions('bob'))[0]!.webhook).toBeUndefined()
     })
     test('returned subscriptions are copies', async (s) => {
-      const sub = await s.subscribe({
-        agent: 'alice',
-        topics: ['t'],
-        webhook: { url: 'https://h.example/', verified: false },
-        now: NOW,
-      })
+      const webhook = { url: 'https://h.example/', verified: false }
+      const sub = await s.subscribe({ agent: 'alice', topics: ['t'], webhook, now: NOW })
       sub.topics.push('u')
       sub.webhook!.verified = true
       const listed = (await s.subscriptions())[0]!

@@ -1,4 +1,4 @@
-/** RelayStore contract, PROFILE §9 quotas: a mailbox's, a sender's share, the relay-wide cap, `skipFull` fan-out. */
+/** RelayStore contract, PROFILE §9 quotas: mailbox, a sender's share, relay-wide, `skipFull`. */
 import type { MailboxFullError } from '@agentmsg/relay'
 import { describe, expect } from 'vitest'
 import { all, duplicate, ids, message, NOW, page, WEEK } from './fixtures.js'
@@ -56,7 +56,6 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       const later = await s.publish({ ...m, mailboxes: ['alice', 'carol'] })
       expect(later.map((r) => r.duplicate)).toEqual([false, false])
     })
-
     it('a refused publish does not fail concurrent ones', async (open) => {
       const [s] = await open({ messages: 3, senderMessages: 3 })
       const outcomes = await Promise.allSettled(
@@ -141,7 +140,6 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       expect(await s.usage()).toEqual({ messages: 1, bytes: direct.bytes })
       expect(await duplicate(s, over)).toBe(false)
     })
-
     it('expired messages do not hold room', async (open) => {
       const [s] = await open({ totalBytes: 3000 })
       await s.publish(message(['alice'], { size: 2000, expiresAt: NOW + 10 }))
@@ -182,7 +180,6 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       ])
       expect(await sut.storedMessages()).toBe(stored + 1)
     })
-
     it('skips a mailbox where the sender holds its share; every mailbox full → nothing stored', async (open) => {
       const [s, sut] = await open({ messages: 4 })
       await s.publish(message(['alice'], { from: A }))

@@ -10,12 +10,10 @@ import { addListChecks, keysOf, type StorageCheck } from './checks-list.js'
 /** Every check, in order (with the persistence checks when `persistent`). */
 export function storageChecks(persistent: boolean): Array<[string, StorageCheck]> {
   const [list, it] = checkList<StorageCheck>()
-
   it('has a name', async ({ storage }) => {
     equal(typeof storage.name, 'string')
     ok(storage.name.length > 0, 'name is empty')
   })
-
   const g = 'get / put / delete > '
   it(`${g}returns undefined for a missing key`, async ({ storage }) => {
     equal(await storage.get('missing'), undefined)
@@ -51,7 +49,6 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
     for (const [key, value] of falsy) equal(await storage.get(key), value)
     equal(keysOf(await storage.list('')), ['empty', 'false', 'null', 'zero'])
   })
-
   const j = 'JSON values > '
   const values: Array<[string, JsonValue]> = [
     ['string', 'héllo ☃ 𝄞 \u0000 "quoted"'],
@@ -113,7 +110,6 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
       equal(await storage.get('bad'), 'old')
     })
   }
-
   const i = 'isolation > '
   it(`${i}is not affected by mutating the value after put`, async ({ storage }) => {
     const value = { list: [1, 2], inner: { x: 1 } }
@@ -140,7 +136,6 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
     value.n = 2
     equal(await storage.get('a'), { n: 1 })
   })
-
   const b = 'batch > '
   it(`${b}applies puts and deletes in order`, async ({ storage }) => {
     await storage.put('gone', 1)
@@ -193,22 +188,15 @@ function cycle(): unknown {
   return o
 }
 
-/** The outcome of one check. */
-export type StorageCheckResult = CheckResult
-
 /**
- * Run the contract checks (`only` these names), each on a fresh empty store from `factory`, and
- * report each one. With `reopen` (close `old`, open the same store again) the persistence
- * checks run too.
- *
- * @example
- * const results = await runStorageContract(() => memoryStorage())
- * console.log(results.every((r) => r.ok))
+ * Run the contract checks (`only` these) on fresh empty stores from `factory`, reporting each;
+ * with `reopen` (close `old`, open it again) the persistence checks too.
+ * @example const results = await runStorageContract(() => memoryStorage())
  */
 export function runStorageContract(
   factory: () => Promise<Storage> | Storage,
   options: { reopen?: (old: Storage) => Promise<Storage>; only?: readonly string[] } = {},
-): Promise<StorageCheckResult[]> {
+): Promise<CheckResult[]> {
   return runChecks(storageChecks(options.reopen !== undefined), options.only, async (check) => {
     let storage: Storage | undefined
     let closeError: Error | undefined

@@ -20,16 +20,11 @@ export interface TransportHarness {
   /** Builds the transport of one agent (the suite makes one per agent and restart). */
   factory: TransportFactory
   /**
-   * `direct` (an inbox, a hub): `send` settles with the receiver's outcome, rejecting with a
-   * refusal's error (same `code`), nothing delivered again. `stored` (a relay): `send` resolves
-   * once stored; a refusal with `retry: true` is delivered again (at the latest on the next
-   * listen), any other outcome removes it.
+   * `direct` (an inbox): `send` settles with the receiver's outcome (a refusal's `code`), no
+   * redelivery. `stored` (a relay): resolves once stored; `retry: true` is delivered again.
    */
   delivery: 'direct' | 'stored'
-  /**
-   * What a sender knows of `agent` (identity document, inbox, relays); the suite sends to the
-   * first of `targets(peer)`. @default { agent, relays: harness.relays ?? [] }
-   */
+  /** What a sender knows of `agent`; it sends to the first target. @default { agent, relays } */
   peer?(agent: string): PeerRoute | Promise<PeerRoute>
   /** The agents' relays (`components.relays`). @default [] */
   relays?: readonly string[]
@@ -44,7 +39,7 @@ export function transportCheckNames(delivery: TransportHarness['delivery']): str
   return transportChecks(delivery).map(([name]) => name)
 }
 
-/** Run the Transport checks (all, or `only` these) and report each; a failure adds `onError`'s reports. */
+/** Run the Transport checks (`only` these) and report each, a failure with `onError`'s reports. */
 export function runTransportContract(
   harness: TransportHarness,
   only?: readonly string[],
@@ -72,7 +67,6 @@ const UNSERVED_KIND = 'conformance-unserved-kind'
 /** Every check for a transport of the `delivery` model, in order. */
 export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, TransportCheck]> {
   const [list, it] = checkList<TransportCheck>()
-
   it('names its protocol', async (peers) => {
     const { transport } = await peers.peer()
     ok(typeof transport.protocol === 'string' && transport.protocol !== '', 'protocol is empty')
