@@ -234,11 +234,7 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
 }
 
 /** A call's synchronous checks (the signal's first); an async method turns them into rejections. */
-function checkCall(
-  options: AbortOptions | undefined,
-  key: unknown,
-  what = '',
-): asserts key is string {
-  options?.signal?.throwIfAborted()
+function checkCall(o: AbortOptions | undefined, key: unknown, what = ''): asserts key is string {
+  o?.signal?.throwIfAborted()
   if (typeof key !== 'string') throw new TypeError(`storage: ${what}key must be a string`)
 }
