@@ -1,4 +1,5 @@
-/** Plain assertions, so the checks run under any runner and in a browser page. */
+/** Plain assertions and a check runner, for any test runner and a browser page. */
+import { describeError } from '@agentmsg/core/http'
 
 /** Throws `message` unless `condition` holds. */
 export function ok(condition: unknown, message: string): asserts condition {
@@ -17,29 +18,21 @@ export function equal(actual: unknown, expected: unknown, label = ''): void {
 
 function difference(actual: unknown, expected: unknown, path: string): string | undefined {
   if (Object.is(actual, expected)) return undefined
-  if (
-    typeof actual !== 'object' ||
-    typeof expected !== 'object' ||
-    actual === null ||
-    expected === null
-  ) {
+  if (typeof actual !== 'object' || typeof expected !== 'object' || !actual || !expected) {
     return `${path}: ${show(actual)} !== ${show(expected)}`
   }
   if (Array.isArray(actual) !== Array.isArray(expected)) return `${path}: array vs non-array`
   if (Object.getPrototypeOf(actual) !== Object.getPrototypeOf(expected)) {
     return `${path}: different prototypes`
   }
-  const ak = Object.keys(actual)
-  const ek = Object.keys(expected)
-  if (ak.length !== ek.length || ak.some((k) => !Object.hasOwn(expected, k))) {
+  const a = actual as Record<string, unknown>
+  const e = expected as Record<string, unknown>
+  const [ak, ek] = [Object.keys(a), Object.keys(e)]
+  if (ak.length !== ek.length || ak.some((k) => !Object.hasOwn(e, k))) {
     return `${path}: keys ${show(ak)} !== ${show(ek)}`
   }
   for (const k of ek) {
-    const d = difference(
-      (actual as Record<string, unknown>)[k],
-      (expected as Record<string, unknown>)[k],
-      `${path}.${k}`,
-    )
+    const d = difference(a[k], e[k], `${path}.${k}`)
     if (d) return d
   }
   return undefined
@@ -62,4 +55,36 @@ export function show(value: unknown): string {
   } catch {
     return String(value)
   }
+}
+
+/** The outcome of one check. */
+export interface CheckResult {
+  name: string
+  ok: boolean
+  error?: string
+}
+
+/** A list of named checks, and the `it` that adds one (the order of adding is the order run). */
+export function checkList<C>(): [Array<[string, C]>, (name: string, check: C) => void] {
+  const list: Array<[string, C]> = []
+  return [list, (name, check) => void list.push([name, check])]
+}
+
+/** Run each check (`only` these) with `run`; a failing check is reported, not thrown. */
+export async function runChecks<C>(
+  checks: Array<[string, C]>,
+  only: readonly string[] | undefined,
+  run: (check: C) => Promise<void>,
+): Promise<CheckResult[]> {
+  const results: CheckResult[] = []
+  for (const [name, check] of checks) {
+    if (only && !only.includes(name)) continue
+    try {
+      await run(check)
+      results.push({ name, ok: true })
+    } catch (err) {
+      results.push({ name, ok: false, error: describeError(err) })
+    }
+  }
+  return results
 }

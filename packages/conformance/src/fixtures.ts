@@ -13,21 +13,16 @@ import {
 } from '@agentmsg/core'
 import { sealBody } from '@agentmsg/core/sealed-box'
 
-/** A did:key agent with its key pair and signer. */
+/** A did:key agent (its id) with its key pair and signer. */
 export interface FixtureAgent {
-  /** The agent's did:key id. */
   id: string
   keys: KeyPair
   signer: Signer
 }
 
 /**
- * A did:key agent (PROFILE §2): the same agent every run for a 32-byte `seed` (the Ed25519
- * secret key), else a fresh random key.
- *
- * @example
- * const alice = await fixtureAgent()
- * const fixed = await fixtureAgent(new Uint8Array(32).fill(7))
+ * A did:key agent (PROFILE §2), the same every run for a 32-byte `seed` (Ed25519 secret key).
+ * @example const fixed = await fixtureAgent(new Uint8Array(32).fill(7))
  */
 export async function fixtureAgent(seed?: Uint8Array): Promise<FixtureAgent> {
   const keys = seed === undefined ? await generateKeyPair() : await keyPairFromSeed(seed)
@@ -41,13 +36,9 @@ type Sender = { id: string; signer: Signer }
 let conversation = 0
 
 /**
- * A `request` message from `sender` to an agent id or `{ topic }`, text `hello`, signed by the
- * sender (PROFILE §3). Each call starts a new conversation (`c-1`, `c-2`, …) at sequence 0;
- * `overrides` change any of core's `CreateMessageOptions`; `sign` signs at another `created`
- * time or with other signers (a wrong key, two signers).
- *
- * @example
- * const m = await signedMessage(alice, bob.id, { text: 'hi', ttlSeconds: 60 })
+ * A signed `request` (PROFILE §3), text `hello`, opening a conversation (`c-1`, `c-2`, …);
+ * `overrides` change any `CreateMessageOptions`, `sign` its `created` time or signers.
+ * @example const m = await signedMessage(alice, bob.id, { text: 'hi', ttlSeconds: 60 })
  */
 export async function signedMessage(
   sender: Sender,
@@ -59,11 +50,8 @@ export async function signedMessage(
 }
 
 /**
- * Like {@link signedMessage}, but the body is sealed for `recipients` (their did:key keys) and
- * then signed (PROFILE §8), with `security.encryption` naming them.
- *
- * @example
- * const m = await sealedMessage(alice, bob.id, [bob], { text: 'for bob only' })
+ * Like {@link signedMessage}, the body sealed for `recipients` before signing (PROFILE §8).
+ * @example const m = await sealedMessage(alice, bob.id, [bob], { text: 'for bob only' })
  */
 export async function sealedMessage(
   sender: Sender,
@@ -85,16 +73,8 @@ function unsigned(
   to: string | { topic: string },
   o: Partial<CreateMessageOptions>,
 ) {
-  const conversationId = `c-${++conversation}`
-  return createMessage({
-    from: sender.id,
-    to,
-    conversationId,
-    sequence: 0,
-    phase: 'request',
-    text: 'hello',
-    ...o,
-  })
+  const base = { from: sender.id, to, conversationId: `c-${++conversation}`, sequence: 0 }
+  return createMessage({ ...base, phase: 'request', text: 'hello', ...o })
 }
 
 function signAs(sender: Sender, message: Message, sign: SignOptions): Promise<Message> {

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import type { Options } from 'tsup'
 import { afterAll, expect, it } from 'vitest'
-import { transportCheckNames } from '../src/transport/suite.js'
+import { transportCheckNames } from '../src/transport/checks.js'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))

@@ -7,7 +7,7 @@
 import { createMemoryHub, memoryTransport } from '@agentmsg/conformance'
 import type { DeliveryHandler, DeliveryTarget, Transport, TransportFactory } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
-import { runTransportContract, transportCheckNames } from '../src/transport/suite.js'
+import { runTransportContract, transportCheckNames } from '../src/transport/checks.js'
 
 /** The memory transport with `change` applied to each transport it creates. */
 function defective(change: (inner: Transport) => Transport): TransportFactory {

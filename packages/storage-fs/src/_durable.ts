@@ -37,16 +37,8 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
-/** Removes `path`; true if it existed. */
-export async function removeFile(path: string): Promise<boolean> {
-  try {
-    await rm(path)
-    return true
-  } catch (error) {
-    if (isCode(error, 'ENOENT')) return false
-    throw error
-  }
-}
+/** Removes `path` if it exists. */
+export const removeFile = (path: string): Promise<void> => rm(path, { force: true })
 
 /** Runs `task` over `items`, at most `limit` at a time (bounded open file descriptors). */
 export async function eachLimited<T>(

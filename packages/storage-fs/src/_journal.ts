@@ -34,11 +34,8 @@ export const IO_PARALLELISM = 16
 export type Change = [key: string, content: string | null]
 
 /** Deletes interrupted temporary files and finishes a committed batch, if any. */
-export async function recover(
-  dataDir: string,
-  journalPath: string,
-  apply: (changes: Change[]) => Promise<void>,
-): Promise<void> {
+export async function recover(dataDir: string, apply: (changes: Change[]) => Promise<void>) {
+  const journalPath = join(dataDir, JOURNAL)
   const names = await readdir(dataDir)
   for (const name of names) {
     if (name.endsWith('.tmp')) await removeFile(join(dataDir, name))

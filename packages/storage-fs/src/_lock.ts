@@ -22,11 +22,8 @@ export async function acquireLock(path: string, dir: string): Promise<void> {
     if (holder === 'unknown') {
       // Empty or unreadable: another process may be between creating the file and writing its
       // pid. Give it a moment; a file still empty after that was left by a crash.
-      const age = await stat(path).then(
-        (s) => Date.now() - s.mtimeMs,
-        () => Infinity,
-      )
-      if (age < 2000) {
+      const stats = await stat(path).catch(() => undefined)
+      if (stats && Date.now() - stats.mtimeMs < 2000) {
         await new Promise((resolve) => setTimeout(resolve, 50))
         continue
       }

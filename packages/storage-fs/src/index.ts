@@ -56,11 +56,6 @@ export const DEFAULT_PRIVATE_PREFIXES: readonly string[] = Object.freeze([
  *
  * @example
  * const storage = await fsStorage({ dir: '/var/lib/my-agent' })
- * await storage.batch([
- *   { type: 'put', key: 'contacts/bob', value: { pinned: true } },
- *   { type: 'delete', key: 'contacts/eve' },
- * ])
- * await storage.close?.()
  */
 export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
   if (typeof options?.dir !== 'string' || options.dir === '') {
@@ -85,12 +80,12 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
   const isPrivate = privateKeyTest(privatePrefixes)
   const modeOf = (key: string): number => (isPrivate(key) ? 0o600 : 0o644)
 
+  const write = ([key, content]: Change) =>
+    content === null ? removeFile(pathOf(key)) : replaceFile(pathOf(key), content, modeOf(key))
+
   /** Brings the files in line with a committed journal, then removes the journal. */
   const apply = async (changes: Change[]): Promise<void> => {
-    await eachLimited(changes, IO_PARALLELISM, async ([key, content]) => {
-      if (content === null) await removeFile(pathOf(key))
-      else await replaceFile(pathOf(key), content, modeOf(key))
-    })
+    await eachLimited(changes, IO_PARALLELISM, write)
     await syncDir(dataDir)
     // The journal may only go once the files it describes are durable; and its removal must be
     // durable before any later write, or a crash could resurrect it and replay stale values.
@@ -99,10 +94,8 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
   }
 
   try {
-    await mkdir(dataDir, { mode: 0o700 }).catch((error: unknown) => {
-      if (!isCode(error, 'EEXIST')) throw error
-    })
-    await recover(dataDir, journalPath, apply)
+    await mkdir(dataDir, { recursive: true, mode: 0o700 })
+    await recover(dataDir, apply)
     await load(dataDir, index)
     // Secrets written 0644 by an earlier version become 0600 (a seed is rarely rewritten).
     if (process.platform !== 'win32') {
@@ -150,9 +143,7 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
     if (changes.length === 0) return
     if (changes.length === 1) {
       // One file: its rename is atomic by itself, no journal needed.
-      const [key, content] = changes[0] as Change
-      if (content === null) await removeFile(pathOf(key))
-      else await replaceFile(pathOf(key), content, modeOf(key))
+      await write(changes[0] as Change)
       await syncDir(dataDir)
       return track(changes)
     }
@@ -173,76 +164,62 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
 
   return {
     name: 'fs',
-
-    get(key, options) {
-      return guard(options, () => {
-        checkKey(key)
-        return run(options, () => read(key))
+    async get(key, options) {
+      checkCall(options, key)
+      return run(options, () => read(key))
+    },
+    async put(key, value, options) {
+      checkCall(options, key)
+      const content = entryText(key, value)
+      return run(options, () => commit([[key, content]]))
+    },
+    async delete(key, options) {
+      checkCall(options, key)
+      return run(options, async () => commit((await has(key)) ? [[key, null]] : []))
+    },
+    async batch(ops: StorageOp[], options?: AbortOptions) {
+      options?.signal?.throwIfAborted()
+      // Validate and serialize every op before touching anything, so a bad op late in the
+      // batch leaves the store exactly as it was.
+      const last = new Map<string, string | null>()
+      if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
+      ops.forEach((op, i) => {
+        if (op === null || typeof op !== 'object') {
+          throw new TypeError(`storage batch: op ${i} is not an object`)
+        }
+        checkCall(undefined, op.key, `op ${i}: `)
+        // Only the last op on a key decides its final state.
+        last.delete(op.key)
+        if (op.type === 'put') last.set(op.key, entryText(op.key, op.value))
+        else if (op.type === 'delete') last.set(op.key, null)
+        else {
+          throw new TypeError(
+            `storage batch: op ${i} has unknown type ${String((op as StorageOp).type)}`,
+          )
+        }
+      })
+      return run(options, async () => {
+        // Deleting a key that is not there changes nothing, so it need not be journalled.
+        const changes: Change[] = []
+        for (const [key, content] of last) {
+          if (content !== null || (await has(key))) changes.push([key, content])
+        }
+        return commit(changes)
       })
     },
-
-    put(key, value, options) {
-      return guard(options, () => {
-        checkKey(key)
-        const content = entryText(key, value)
-        return run(options, () => commit([[key, content]]))
-      })
-    },
-
-    delete(key, options) {
-      return guard(options, () => {
-        checkKey(key)
-        return run(options, async () => commit((await has(key)) ? [[key, null]] : []))
-      })
-    },
-
-    batch(ops: StorageOp[], options?: AbortOptions) {
-      return guard(options, () => {
-        // Validate and serialize every op before touching anything, so a bad op late in the
-        // batch leaves the store exactly as it was.
-        const last = new Map<string, string | null>()
-        if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
-        ops.forEach((op, i) => {
-          if (op === null || typeof op !== 'object') {
-            throw new TypeError(`storage batch: op ${i} is not an object`)
-          }
-          checkKey(op.key, `op ${i}: `)
-          // Only the last op on a key decides its final state.
-          last.delete(op.key)
-          if (op.type === 'put') last.set(op.key, entryText(op.key, op.value))
-          else if (op.type === 'delete') last.set(op.key, null)
-          else {
-            throw new TypeError(
-              `storage batch: op ${i} has unknown type ${String((op as StorageOp).type)}`,
-            )
-          }
+    async list(prefix: string, options: StorageListOptions = {}) {
+      options.signal?.throwIfAborted()
+      const { after, limit } = options
+      return run(options, async () => {
+        // The index checks the arguments, as every adapter does.
+        const keys = (await index.list(prefix, { after, limit })).map(([key]) => key)
+        const out = keys.map((key): [string, JsonValue | undefined] => [key, undefined])
+        await eachLimited(out, IO_PARALLELISM, async (entry) => {
+          entry[1] = await read(entry[0])
         })
-        return run(options, async () => {
-          // Deleting a key that is not there changes nothing, so it need not be journalled.
-          const changes: Change[] = []
-          for (const [key, content] of last) {
-            if (content !== null || (await has(key))) changes.push([key, content])
-          }
-          return commit(changes)
-        })
+        return out.filter((entry): entry is [string, JsonValue] => entry[1] !== undefined)
       })
     },
-
-    list(prefix: string, options: StorageListOptions = {}) {
-      return guard(options, () => {
-        const { after, limit } = options
-        return run(options, async () => {
-          // The index checks the arguments, as every adapter does.
-          const keys = (await index.list(prefix, { after, limit })).map(([key]) => key)
-          const out = keys.map((key): [string, JsonValue | undefined] => [key, undefined])
-          await eachLimited(out, IO_PARALLELISM, async (entry) => {
-            entry[1] = await read(entry[0])
-          })
-          return out.filter((entry): entry is [string, JsonValue] => entry[1] !== undefined)
-        })
-      })
-    },
-
     close() {
       if (closed) return Promise.resolve()
       const done = tail.then(async () => {
@@ -256,16 +233,8 @@ export async function fsStorage(options: FsStorageOptions): Promise<Storage> {
   }
 }
 
-/** Runs the synchronous checks of a method (the signal's first) so that they reject. */
-function guard<T>(options: AbortOptions | undefined, body: () => Promise<T>): Promise<T> {
-  try {
-    options?.signal?.throwIfAborted()
-    return body()
-  } catch (error) {
-    return Promise.reject(error)
-  }
-}
-
-function checkKey(key: unknown, what = ''): asserts key is string {
+/** A call's synchronous checks (the signal's first); an async method turns them into rejections. */
+function checkCall(o: AbortOptions | undefined, key: unknown, what = ''): asserts key is string {
+  o?.signal?.throwIfAborted()
   if (typeof key !== 'string') throw new TypeError(`storage: ${what}key must be a string`)
 }

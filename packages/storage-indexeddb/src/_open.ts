@@ -1,7 +1,6 @@
 /**
- * Open `dbName` with `storeName` in it (an existing database without it is upgraded to add it).
- * `onLost` runs when the connection goes: closed at once on `versionchange` (another tab's
- * upgrade or `deleteDatabase` is never blocked by us), or by the browser.
+ * Open `dbName` with `storeName` in it (upgrading the database to add it). `onLost` runs when the
+ * connection goes: closed by the browser, or by us at once on `versionchange` (never blocking).
  */
 export async function openStore(
   factory: IDBFactory,
@@ -12,12 +11,12 @@ export async function openStore(
   // Retried because two connections may race to add stores: the loser's `open(name, v + 1)`
   // fails with VersionError, and it tries again from the newer version.
   for (let attempt = 0; ; attempt++) {
-    let db = await open(factory, dbName, undefined, storeName)
+    let db = await open(factory, dbName, storeName)
     if (!db.objectStoreNames.contains(storeName)) {
       const version = db.version + 1
       db.close()
       try {
-        db = await open(factory, dbName, version, storeName)
+        db = await open(factory, dbName, storeName, version)
       } catch (err) {
         if (attempt < 5 && (err as { name?: string })?.name === 'VersionError') continue
         throw err
@@ -33,13 +32,8 @@ export async function openStore(
   }
 }
 
-function open(
-  factory: IDBFactory,
-  dbName: string,
-  version: number | undefined,
-  storeName: string,
-): Promise<IDBDatabase> {
-  return new Promise((resolve, reject) => {
+function open(factory: IDBFactory, dbName: string, storeName: string, version?: number) {
+  return new Promise<IDBDatabase>((resolve, reject) => {
     const request = version === undefined ? factory.open(dbName) : factory.open(dbName, version)
     request.onupgradeneeded = () => {
       const db = request.result

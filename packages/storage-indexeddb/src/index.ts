@@ -3,7 +3,7 @@
  *
  * @packageDocumentation
  */
-import type { JsonValue, Storage, StorageOp } from '@agentmsg/core'
+import type { AbortOptions, JsonValue, Storage, StorageOp } from '@agentmsg/core'
 import { cloneJsonValue } from '@agentmsg/core/http'
 import { openStore } from './_open.js'
 
@@ -31,8 +31,6 @@ export interface IndexedDbStorageOptions {
  *
  * @example
  * const storage = await indexedDbStorage({ dbName: 'my-agent' })
- * await storage.put('contacts/bob', { pinned: true })
- * await storage.list('contacts/') // [['contacts/bob', { pinned: true }]]
  */
 export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): Promise<Storage> {
   const factory = options.indexedDB ?? globalThis.indexedDB
@@ -42,9 +40,6 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
   }
   const dbName = options.dbName ?? 'agentmsg'
   const storeName = options.storeName ?? 'kv'
-  if (typeof dbName !== 'string' || typeof storeName !== 'string') {
-    throw new TypeError('indexedDbStorage: dbName and storeName must be strings')
-  }
 
   let closed = false
   let opening: Promise<IDBDatabase> | undefined
@@ -52,13 +47,12 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
   const connect = (): Promise<IDBDatabase> => {
     if (closed) return Promise.reject(new Error(`indexedDbStorage(${dbName}): storage is closed`))
     if (!opening) {
-      const pending = openStore(factory, dbName, storeName, () => {
+      const forget = () => {
         if (opening === pending) opening = undefined
-      })
+      }
+      const pending = openStore(factory, dbName, storeName, forget)
       opening = pending
-      pending.catch(() => {
-        if (opening === pending) opening = undefined
-      })
+      pending.catch(forget)
     }
     return opening
   }
@@ -72,7 +66,7 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
     signal: AbortSignal | undefined,
     body: (store: IDBObjectStore) => () => T,
   ): Promise<T> => {
-    let tx: IDBTransaction | undefined
+    let tx!: IDBTransaction
     for (let attempt = 0; !tx; attempt++) {
       const db = await connect()
       signal?.throwIfAborted()
@@ -84,19 +78,18 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
         if (opening && (await opening.catch(() => undefined)) === db) opening = undefined
       }
     }
-    const txn = tx
     return new Promise<T>((resolve, reject) => {
       let failure: { error: unknown } | undefined
       let result: (() => T) | undefined
       const abort = (error: unknown): void => {
         try {
-          txn.abort()
+          tx.abort()
           failure ??= { error }
         } catch {} // already finished: `complete` or `abort` tells the outcome
       }
       const onSignal = (): void => abort(signal?.reason)
       const done = (): void => signal?.removeEventListener('abort', onSignal)
-      txn.oncomplete = () => {
+      tx.oncomplete = () => {
         done()
         try {
           resolve((result as () => T)())
@@ -104,14 +97,14 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
           reject(err)
         }
       }
-      txn.onabort = () => {
+      tx.onabort = () => {
         done()
-        const error = txn.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError')
+        const error = tx.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError')
         reject(failure ? failure.error : error)
       }
       signal?.addEventListener('abort', onSignal, { once: true })
       try {
-        result = body(txn.objectStore(storeName))
+        result = body(tx.objectStore(storeName))
       } catch (err) {
         abort(err) // a request that threw must not let the earlier ones commit
       }
@@ -130,28 +123,21 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
 
   return {
     name: 'indexeddb',
-
     async get(key, options) {
-      options?.signal?.throwIfAborted()
-      checkKey(key)
+      checkCall(options, key)
       return transact('readonly', options?.signal, (store) => {
         const request = store.get(key)
         return () => request.result as JsonValue | undefined
       })
     },
-
     async put(key, value, options) {
-      options?.signal?.throwIfAborted()
-      checkKey(key)
+      checkCall(options, key)
       await write([{ type: 'put', key, value: cloneJsonValue(value) }], options?.signal)
     },
-
     async delete(key, options) {
-      options?.signal?.throwIfAborted()
-      checkKey(key)
+      checkCall(options, key)
       await write([{ type: 'delete', key }], options?.signal)
     },
-
     async batch(ops, options) {
       options?.signal?.throwIfAborted()
       if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
@@ -161,7 +147,7 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
         if (op === null || typeof op !== 'object') {
           throw new TypeError(`storage batch: op ${i} is not an object`)
         }
-        checkKey(op.key, `op ${i}: `)
+        checkCall(undefined, op.key, `op ${i}: `)
         if (op.type === 'put') return { type: 'put', key: op.key, value: cloneJsonValue(op.value) }
         if (op.type === 'delete') return { type: 'delete', key: op.key }
         const type = String((op as StorageOp).type)
@@ -169,12 +155,10 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
       })
       if (ready.length > 0) await write(ready, options?.signal)
     },
-
     async list(prefix, options = {}) {
-      options?.signal?.throwIfAborted()
-      checkKey(prefix, 'prefix: ')
+      checkCall(options, prefix, 'prefix: ')
       const { after, limit, signal } = options
-      if (after !== undefined) checkKey(after, 'after: ')
+      if (after !== undefined) checkCall(undefined, after, 'after: ')
       if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) {
         throw new TypeError(`storage list: limit must be a non-negative integer, got ${limit}`)
       }
@@ -205,7 +189,6 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
         }
       })
     },
-
     async close() {
       if (closed) return
       closed = true
@@ -218,7 +201,9 @@ export async function indexedDbStorage(options: IndexedDbStorageOptions = {}): P
   }
 }
 
-function checkKey(key: unknown, what = ''): asserts key is string {
+/** A call's synchronous checks (the signal's first); the async methods turn them into rejections. */
+function checkCall(o: AbortOptions | undefined, key: unknown, what = ''): asserts key is string {
+  o?.signal?.throwIfAborted()
   if (typeof key !== 'string') throw new TypeError(`storage: ${what}key must be a string`)
 }
 

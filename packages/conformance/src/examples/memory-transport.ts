@@ -1,7 +1,6 @@
 /**
- * A transport between the agents of one process, through a shared hub: it hands the message
- * bytes to the receiving agent's pipeline and its outcome back to the sender, as an inbox
- * answers 202 or an error (the `direct` model of `testTransport`).
+ * A transport between the agents of one process through a shared hub: message bytes to the
+ * receiver's pipeline, its outcome back to the sender, as an inbox answers (`direct` model).
  */
 import {
   type AbortOptions,
@@ -21,16 +20,12 @@ import { invalidFormat } from '@agentmsg/core/http'
 type MemoryHub = { readonly agents: Map<string, DeliveryHandler> }
 
 /** A hub for {@link memoryTransport}: agents sharing it can message each other. */
-export function createMemoryHub(): MemoryHub {
-  return { agents: new Map() }
-}
+export const createMemoryHub = (): MemoryHub => ({ agents: new Map() })
 
 const KIND = 'memory'
 
 /**
- * A transport factory for `createAgent({ transports: [memoryTransport(hub)] })`: each agent
- * listens on the hub under its id and delivers to any agent listening there.
- *
+ * A transport factory: each agent listens on the hub under its id, delivers to any agent there.
  * @example
  * const hub = createMemoryHub()
  * const alice = await createAgent({ transports: [memoryTransport(hub)] })

@@ -1,28 +1,22 @@
 /** What the RelayStore suite publishes, and how it reads stores back. */
 import { PROFILE } from '@agentmsg/core'
 import type { MailboxEntry, PublishInput, RelayStore } from '@agentmsg/relay'
+import { expect } from 'vitest'
 
 type RetrieveOptions = Parameters<RelayStore['retrieve']>[1]
 
-import { expect } from 'vitest'
-
 /** The clock of the suite: every publish input is received at this time unless told otherwise. */
 export const RELAY_STORE_NOW = 1_700_000_000_000
-const NOW = RELAY_STORE_NOW
+export const NOW = RELAY_STORE_NOW
 export const WEEK = PROFILE.relayRetentionMs
 export const DAY = WEEK / 7
-export const BIG_PAGE: RetrieveOptions = {
-  limit: PROFILE.maxPageLimit,
-  maxBytes: PROFILE.pageBytes,
-  now: NOW,
-}
+export const BIG_PAGE = { limit: PROFILE.maxPageLimit, maxBytes: PROFILE.pageBytes, now: NOW }
 
 let counter = 0
 
 /**
- * A message to publish to `mailboxes`, from a fixed sender, received now and kept a week;
- * `size` pads the JSON to about that many bytes.
- *
+ * A message to publish to `mailboxes` from a fixed sender, received now, kept a week; `size`
+ * pads the JSON to about that many bytes.
  * @example
  * await store.publish(publishInput(['alice'], { size: 2000, receivedAt: RELAY_STORE_NOW + 10 }))
  */
@@ -61,7 +55,7 @@ export function expectIncreasing(cursors: string[]): void {
 }
 
 /** Every entry of `mailbox`, page by page. */
-export async function all(store: RelayStore, mailbox: string, page = BIG_PAGE) {
+export async function all(store: RelayStore, mailbox: string, page: RetrieveOptions = BIG_PAGE) {
   const out: MailboxEntry[] = []
   let after: string | undefined
   for (;;) {
@@ -81,3 +75,5 @@ export const ids = (entries: MailboxEntry[]) => entries.map((e) => e.messageId)
 /** Whether `s` answered the first mailbox of publishing `input` as a duplicate. */
 export const duplicate = async (s: RelayStore, input: PublishInput) =>
   (await s.publish(input))[0]!.duplicate
+
+export { publishInput as message }

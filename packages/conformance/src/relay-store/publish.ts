@@ -1,19 +1,108 @@
-/** RelayStore contract: publish (direct, fan-out, duplicates, concurrency) and quotas. */
-import type { MailboxFullError } from '@agentmsg/relay'
+/**
+ * RelayStore contract: subscriptions, mailbox states, webhooks; publish; PROFILE §9 duplicates:
+ * a (mailbox, from, message_id) is remembered until `forgetAt`.
+ */
+import { PROFILE } from '@agentmsg/core'
 import { describe, expect } from 'vitest'
-import {
-  duplicate,
-  expectIncreasing,
-  ids,
-  publishInput as message,
-  RELAY_STORE_NOW as NOW,
-  page,
-  WEEK,
-} from './fixtures.js'
+import { all, DAY, duplicate, expectIncreasing, ids, message, NOW, page } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
+/** The default window after receipt (8 days and 15 minutes). */
+const DEFAULT_FORGET = NOW + PROFILE.relayForgetAfterReceiptMs
+
 export function publishChecks(suite: RelayStoreSuite): void {
-  const { test, full } = suite
+  const { test } = suite
+  describe('subscriptions and mailbox states', () => {
+    test('none → open → open (two) → closed when the last subscription is deleted → open again', async (s) => {
+      expect(await s.mailboxState('alice')).toBe('none')
+      const a = await s.subscribe({ agent: 'alice', topics: [], now: NOW })
+      expect(await s.mailboxState('alice')).toBe('open')
+      const b = await s.subscribe({ agent: 'alice', topics: ['news'], now: NOW + 1 })
+      expect(a.id).not.toBe(b.id)
+      expect(await s.unsubscribe(a.id, 'alice')).toBe(true)
+      expect(await s.mailboxState('alice')).toBe('open')
+      expect(await s.unsubscribe(b.id, 'alice')).toBe(true)
+      expect(await s.mailboxState('alice')).toBe('closed')
+      expect(await s.unsubscribe(b.id, 'alice')).toBe(false)
+      await s.subscribe({ agent: 'alice', topics: [], now: NOW + 2 })
+      expect(await s.mailboxState('alice')).toBe('open')
+      expect(await s.mailboxState('bob')).toBe('none')
+    })
+    test('a closed mailbox keeps what it holds and can still be retrieved and acknowledged', async (s) => {
+      const sub = await s.subscribe({ agent: 'alice', topics: [], now: NOW })
+      const m = message(['alice'])
+      await s.publish(m)
+      await s.unsubscribe(sub.id, 'alice')
+      expect(await s.mailboxState('alice')).toBe('closed')
+      const held = await page(s, 'alice')
+      expect(ids(held.entries)).toEqual([m.messageId])
+      expect(held.entries[0]!.json).toBe(m.json)
+      expect(await s.usage('alice')).toEqual({ messages: 1, bytes: m.bytes })
+      expect(await s.ack('alice', m.messageId, m.from)).toBe(1)
+      expect(await page(s, 'alice')).toEqual({ entries: [], cursor: undefined })
+    })
+    test("unsubscribe refuses another agent's subscription and unknown ids", async (s) => {
+      const sub = await s.subscribe({ agent: 'alice', topics: ['t'], now: NOW })
+      expect(await s.unsubscribe(sub.id, 'mallory')).toBe(false)
+      expect(await s.unsubscribe('no-such-id', 'alice')).toBe(false)
+      expect(await s.mailboxState('alice')).toBe('open')
+      expect(await s.topicSubscribers('t')).toEqual(['alice'])
+      expect(await s.mailboxState('mallory')).toBe('none')
+    })
+    test('subscriptions() lists all or one agent’s, with topics (no repeats) and created', async (s) => {
+      const a = await s.subscribe({ agent: 'alice', topics: ['x', 'y', 'x'], now: NOW })
+      const b = await s.subscribe({ agent: 'bob', topics: [], now: NOW + 5 })
+      expect(a).toMatchObject({ agent: 'alice', topics: ['x', 'y'], created: NOW })
+      expect(a.webhook).toBeUndefined()
+      expect(typeof a.id).toBe('string')
+      expect(a.id.length).toBeGreaterThanOrEqual(16)
+      expect(await s.subscriptions()).toEqual([a, b])
+      expect(await s.subscriptions('bob')).toEqual([b])
+      expect(await s.subscriptions('carol')).toEqual([])
+      await s.unsubscribe(a.id, 'alice')
+      expect(await s.subscriptions()).toEqual([b])
+    })
+    test('topicSubscribers lists each agent once and follows unsubscribes', async (s) => {
+      const a1 = await s.subscribe({ agent: 'alice', topics: ['news', 'sport'], now: NOW })
+      const a2 = await s.subscribe({ agent: 'alice', topics: ['news'], now: NOW })
+      const b = await s.subscribe({ agent: 'bob', topics: ['news'], now: NOW })
+      await s.subscribe({ agent: 'carol', topics: ['weather'], now: NOW })
+      expect((await s.topicSubscribers('news')).sort()).toEqual(['alice', 'bob'])
+      expect(await s.topicSubscribers('sport')).toEqual(['alice'])
+      expect(await s.topicSubscribers('nothing')).toEqual([])
+      await s.unsubscribe(a1.id, 'alice')
+      expect((await s.topicSubscribers('news')).sort()).toEqual(['alice', 'bob'])
+      expect(await s.topicSubscribers('sport')).toEqual([])
+      await s.unsubscribe(a2.id, 'alice')
+      await s.unsubscribe(b.id, 'bob')
+      expect(await s.topicSubscribers('news')).toEqual([])
+    })
+    test('webhooks: subscribe with one, verify it, list it; verification can be withdrawn', async (s) => {
+      const url = 'https://hooks.example/agentmsg'
+      const webhook = { url, verified: false }
+      const sub = await s.subscribe({ agent: 'alice', topics: ['t'], webhook, now: NOW })
+      expect(sub.webhook).toEqual({ url, verified: false })
+      expect((await s.subscriptions())[0]!.webhook).toEqual({ url, verified: false })
+      await s.setWebhookVerified(sub.id, true)
+      expect(await s.subscriptions('alice')).toEqual([{ ...sub, webhook: { url, verified: true } }])
+      await s.setWebhookVerified(sub.id, false)
+      expect((await s.subscriptions('alice'))[0]!.webhook).toEqual({ url, verified: false })
+      await s.setWebhookVerified('unknown', true) // no effect, no error
+      const plain = await s.subscribe({ agent: 'bob', topics: [], now: NOW })
+      await s.setWebhookVerified(plain.id, true)
+      expect((await s.subscriptions('bob'))[0]!.webhook).toBeUndefined()
+    })
+    test('returned subscriptions are copies', async (s) => {
+      const webhook = { url: 'https://h.example/', verified: false }
+      const sub = await s.subscribe({ agent: 'alice', topics: ['t'], webhook, now: NOW })
+      sub.topics.push('u')
+      sub.webhook!.verified = true
+      const listed = (await s.subscriptions())[0]!
+      expect(listed.topics).toEqual(['t'])
+      expect(listed.webhook!.verified).toBe(false)
+    })
+  })
+
   describe('publish', () => {
     test('stores a direct message and reports its cursor; a repeat is a duplicate with the same cursor', async (s) => {
       const m = message(['alice'])
@@ -99,83 +188,74 @@ export function publishChecks(suite: RelayStoreSuite): void {
     })
   })
 
-  describe('quotas', () => {
-    // These check the mailbox quota alone: one sender may hold all of it.
-    test('by count: MailboxFullError, nothing stored; a duplicate is still answered; an ack makes room', {
-      messages: 2,
-      senderMessages: 2,
-    }, async (s) => {
-      const m1 = message(['alice'])
-      await s.publish(m1)
-      await s.publish(message(['alice']))
-      const before = await s.usage('alice')
-      const err = (await s.publish(message(['alice'])).catch((e: unknown) => e)) as MailboxFullError
-      expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
-      expect([err.mailbox, err.reason, err.name]).toEqual(['alice', 'mailbox', 'MailboxFullError'])
-      expect(await s.usage('alice')).toEqual(before)
-      expect((await page(s, 'alice')).entries).toHaveLength(2)
-      expect(await duplicate(s, m1)).toBe(true)
-      await s.ack('alice', m1.messageId, m1.from)
-      expect(await duplicate(s, message(['alice']))).toBe(false)
-    })
-    test('by bytes: a message that would pass the limit is refused; one that fits exactly is taken', {
-      bytes: 5000,
-      senderBytes: 5000,
-    }, async (s) => {
-      const big = message(['alice'], { size: 3000 })
-      await s.publish(big)
-      await full(s.publish(message(['alice'], { size: 2500 })))
-      expect(await s.usage('alice')).toEqual({ messages: 1, bytes: big.bytes })
-      const rest = message(['alice'], { size: 5000 - big.bytes })
-      expect(rest.bytes).toBe(5000 - big.bytes)
-      await s.publish(rest)
-      expect(await s.usage('alice')).toEqual({ messages: 2, bytes: 5000 })
-      await full(s.publish(message(['bob'], { size: 6000 })))
-      expect(await s.usage('bob')).toEqual({ messages: 0, bytes: 0 })
-    })
-    test(
-      'a full mailbox in a fan-out: nothing stored for any mailbox of that call',
-      { messages: 1 },
-      async (s, sut) => {
-        await s.publish(message(['bob']))
-        const stored = await sut.storedMessages()
-        const m = message(['alice', 'bob', 'carol'])
-        const err = await s.publish(m).catch((e: unknown) => e)
-        expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
-        expect((err as MailboxFullError).mailbox).toBe('bob')
-        for (const agent of ['alice', 'carol']) {
-          expect(await s.usage(agent)).toEqual({ messages: 0, bytes: 0 })
-          expect((await page(s, agent)).entries).toEqual([])
-        }
-        expect(await sut.storedMessages()).toBe(stored)
-        // …and the message can be published later without the full mailbox.
-        const later = await s.publish({ ...m, mailboxes: ['alice', 'carol'] })
-        expect(later.map((r) => r.duplicate)).toEqual([false, false])
-      },
-    )
-
-    test('a refused publish does not fail concurrent ones', {
-      messages: 3,
-      senderMessages: 3,
-    }, async (s) => {
-      const outcomes = await Promise.allSettled(
-        Array.from({ length: 6 }, (_, i) => s.publish(message([i % 2 === 0 ? 'alice' : 'bob']))),
+  describe('remembered duplicates', () => {
+    test('an acknowledged message stays a duplicate until forgetAt, then may be stored again', async (s) => {
+      const m = { ...message(['alice']), forgetAt: NOW + 2 * DAY }
+      await s.publish(m)
+      await s.ack('alice', m.messageId, m.from)
+      const query = { mailboxes: ['alice'], from: m.from, messageId: m.messageId, now: NOW }
+      expect(await s.isDuplicate(query)).toBe(true)
+      const replays = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => s.publish({ ...m, receivedAt: NOW + i })),
       )
-      // alice and bob each get 3 (quota 3) — all fit.
-      expect(outcomes.every((o) => o.status === 'fulfilled')).toBe(true)
-      const more = await Promise.allSettled(
-        ['alice', 'carol', 'bob', 'carol'].map((agent) => s.publish(message([agent]))),
-      )
-      expect(more.map((o) => o.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'fulfilled'])
-      expect(await s.usage('carol')).toMatchObject({ messages: 2 })
+      expect(replays.flat().every((r) => r.duplicate && r.cursor === undefined)).toBe(true)
+      expect(await all(s, 'alice')).toEqual([])
+      // Still remembered after an expire() before forgetAt…
+      await s.expire(NOW + 2 * DAY - 1)
+      expect(await s.isDuplicate({ ...query, now: NOW + 2 * DAY - 1 })).toBe(true)
+      // …and forgotten from forgetAt on.
+      expect(await s.isDuplicate({ ...query, now: NOW + 2 * DAY })).toBe(false)
+      await s.expire(NOW + 2 * DAY)
+      const late = { ...m, receivedAt: NOW + 2 * DAY, expiresAt: NOW + 9 * DAY }
+      expect(await duplicate(s, late)).toBe(false)
+      expect(
+        ids(await all(s, 'alice', { limit: 500, maxBytes: 1 << 20, now: late.receivedAt })),
+      ).toEqual([m.messageId])
     })
-    test('expired entries do not hold room', { messages: 2, senderMessages: 2 }, async (s) => {
-      await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
-      await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
-      await full(s.publish(message(['alice'])))
-      const later = message(['alice'], { receivedAt: NOW + 10, expiresAt: NOW + WEEK })
-      expect(await duplicate(s, later)).toBe(false)
-      expect(ids((await page(s, 'alice', { now: NOW + 10 })).entries)).toEqual([later.messageId])
+    test('by default remembered 8 days and 15 minutes after receipt', async (s) => {
+      const m = message(['alice'])
+      await s.publish(m)
+      await s.ack('alice', m.messageId)
+      const query = { mailboxes: ['alice'], from: m.from, messageId: m.messageId }
+      expect(await s.isDuplicate({ ...query, now: DEFAULT_FORGET - 1 })).toBe(true)
+      expect(await s.isDuplicate({ ...query, now: DEFAULT_FORGET })).toBe(false)
+    })
+    test('an expired entry is remembered too; another sender’s same id is another message', async (s) => {
+      const m = message(['alice'], { expiresAt: NOW + 100 })
+      await s.publish(m)
+      expect(await s.expire(NOW + 100)).toBe(1)
+      const [again] = await s.publish({ ...m, receivedAt: NOW + 200, expiresAt: NOW + DAY })
+      expect(again).toEqual({ mailbox: 'alice', duplicate: true })
+      const other = message(['alice'], { messageId: m.messageId, from: 'did:key:z6MkOther' })
+      expect(await duplicate(s, other)).toBe(false)
+    })
+    test('remembers per mailbox: a topic copy is new only where it was never stored', async (s) => {
+      const m = message(['alice', 'bob'])
+      await s.publish(m)
+      await s.ack('alice', m.messageId, m.from)
+      const base = { from: m.from, messageId: m.messageId, now: NOW }
+      expect(await s.isDuplicate({ ...base, mailboxes: ['alice', 'bob'] })).toBe(true)
+      expect(await s.isDuplicate({ ...base, mailboxes: ['alice', 'bob', 'carol'] })).toBe(false)
+      expect(await s.isDuplicate({ ...base, mailboxes: ['carol'] })).toBe(false)
+      expect(await s.isDuplicate({ ...base, mailboxes: [] })).toBe(false)
+      const results = await s.publish({ ...m, mailboxes: ['alice', 'bob', 'carol'] })
+      expect(results.map((r) => [r.mailbox, r.duplicate])).toEqual([
+        ['alice', true],
+        ['bob', true],
+        ['carol', false],
+      ])
+      expect(await all(s, 'alice')).toEqual([])
+      expect(ids(await all(s, 'carol'))).toEqual([m.messageId])
+    })
+    test('a held entry answers isDuplicate, acks without `from` are remembered too', async (s) => {
+      const m = message(['alice'])
+      const query = { mailboxes: ['alice'], from: m.from, messageId: m.messageId, now: NOW }
+      expect(await s.isDuplicate(query)).toBe(false)
+      await s.publish(m)
+      expect(await s.isDuplicate(query)).toBe(true)
+      expect(await s.ack('alice', m.messageId)).toBe(1)
+      expect(await s.isDuplicate(query)).toBe(true)
+      expect((await s.publish(m))[0]).toEqual({ mailbox: 'alice', duplicate: true })
     })
   })
 }

@@ -1,25 +1,88 @@
-/** RelayStore contract, PROFILE §9 quotas: a sender's share, the relay-wide cap, `skipFull` fan-out. */
+/** RelayStore contract, PROFILE §9 quotas: mailbox, a sender's share, relay-wide, `skipFull`. */
 import type { MailboxFullError } from '@agentmsg/relay'
 import { describe, expect } from 'vitest'
-import {
-  all,
-  duplicate,
-  ids,
-  publishInput as message,
-  RELAY_STORE_NOW as NOW,
-  WEEK,
-} from './fixtures.js'
+import { all, duplicate, ids, message, NOW, page, WEEK } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 const A = 'did:key:z6MkSenderA'
 const B = 'did:key:z6MkSenderB'
 
 export function quotaChecks(suite: RelayStoreSuite): void {
-  const { test, full, relayFull } = suite
+  const { it, full, relayFull } = suite
+  describe('quotas', () => {
+    // These check the mailbox quota alone: one sender may hold all of it.
+    it('by count: MailboxFullError, nothing stored; a duplicate is still answered; an ack makes room', async (open) => {
+      const [s] = await open({ messages: 2, senderMessages: 2 })
+      const m1 = message(['alice'])
+      await s.publish(m1)
+      await s.publish(message(['alice']))
+      const before = await s.usage('alice')
+      const err = (await s.publish(message(['alice'])).catch((e: unknown) => e)) as MailboxFullError
+      expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
+      expect([err.mailbox, err.reason, err.name]).toEqual(['alice', 'mailbox', 'MailboxFullError'])
+      expect(await s.usage('alice')).toEqual(before)
+      expect((await page(s, 'alice')).entries).toHaveLength(2)
+      expect(await duplicate(s, m1)).toBe(true)
+      await s.ack('alice', m1.messageId, m1.from)
+      expect(await duplicate(s, message(['alice']))).toBe(false)
+    })
+    it('by bytes: a message that would pass the limit is refused; one that fits exactly is taken', async (open) => {
+      const [s] = await open({ bytes: 5000, senderBytes: 5000 })
+      const big = message(['alice'], { size: 3000 })
+      await s.publish(big)
+      await full(s.publish(message(['alice'], { size: 2500 })))
+      expect(await s.usage('alice')).toEqual({ messages: 1, bytes: big.bytes })
+      const rest = message(['alice'], { size: 5000 - big.bytes })
+      expect(rest.bytes).toBe(5000 - big.bytes)
+      await s.publish(rest)
+      expect(await s.usage('alice')).toEqual({ messages: 2, bytes: 5000 })
+      await full(s.publish(message(['bob'], { size: 6000 })))
+      expect(await s.usage('bob')).toEqual({ messages: 0, bytes: 0 })
+    })
+    it('a full mailbox in a fan-out: nothing stored for any mailbox of that call', async (open) => {
+      const [s, sut] = await open({ messages: 1 })
+      await s.publish(message(['bob']))
+      const stored = await sut.storedMessages()
+      const m = message(['alice', 'bob', 'carol'])
+      const err = await s.publish(m).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
+      expect((err as MailboxFullError).mailbox).toBe('bob')
+      for (const agent of ['alice', 'carol']) {
+        expect(await s.usage(agent)).toEqual({ messages: 0, bytes: 0 })
+        expect((await page(s, agent)).entries).toEqual([])
+      }
+      expect(await sut.storedMessages()).toBe(stored)
+      // …and the message can be published later without the full mailbox.
+      const later = await s.publish({ ...m, mailboxes: ['alice', 'carol'] })
+      expect(later.map((r) => r.duplicate)).toEqual([false, false])
+    })
+    it('a refused publish does not fail concurrent ones', async (open) => {
+      const [s] = await open({ messages: 3, senderMessages: 3 })
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 6 }, (_, i) => s.publish(message([i % 2 === 0 ? 'alice' : 'bob']))),
+      )
+      // alice and bob each get 3 (quota 3) — all fit.
+      expect(outcomes.every((o) => o.status === 'fulfilled')).toBe(true)
+      const more = await Promise.allSettled(
+        ['alice', 'carol', 'bob', 'carol'].map((agent) => s.publish(message([agent]))),
+      )
+      expect(more.map((o) => o.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'fulfilled'])
+      expect(await s.usage('carol')).toMatchObject({ messages: 2 })
+    })
+    it('expired entries do not hold room', async (open) => {
+      const [s] = await open({ messages: 2, senderMessages: 2 })
+      await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
+      await s.publish(message(['alice'], { expiresAt: NOW + 10 }))
+      await full(s.publish(message(['alice'])))
+      const later = message(['alice'], { receivedAt: NOW + 10, expiresAt: NOW + WEEK })
+      expect(await duplicate(s, later)).toBe(false)
+      expect(ids((await page(s, 'alice', { now: NOW + 10 })).entries)).toEqual([later.messageId])
+    })
+  })
+
   describe('one sender’s share of a mailbox', () => {
-    test('by default a quarter of the mailbox: the sender stops there, another still gets through', {
-      messages: 8,
-    }, async (s) => {
+    it('by default a quarter of the mailbox: the sender stops there, another still gets through', async (open) => {
+      const [s] = await open({ messages: 8 })
       for (let i = 0; i < 2; i++) await s.publish(message(['alice'], { from: A }))
       const err = await s.publish(message(['alice'], { from: A })).catch((e: unknown) => e)
       expect(err).toBeInstanceOf(suite.relay.MailboxFullError)
@@ -32,9 +95,8 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       // The share is per mailbox: A still writes to bob.
       expect(await duplicate(s, message(['bob'], { from: A }))).toBe(false)
     })
-    test('by bytes, a quarter of the mailbox bytes; an ack gives the sender room again', {
-      bytes: 4000,
-    }, async (s) => {
+    it('by bytes, a quarter of the mailbox bytes; an ack gives the sender room again', async (open) => {
+      const [s] = await open({ bytes: 4000 })
       const first = message(['alice'], { from: A, size: 600 })
       await s.publish(first)
       await full(s.publish(message(['alice'], { from: A, size: 600 })))
@@ -43,7 +105,8 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       expect(await s.usage('alice', A)).toEqual({ messages: 0, bytes: 0 })
       expect(await duplicate(s, message(['alice'], { from: A, size: 600 }))).toBe(false)
     })
-    test('expired entries of the sender do not hold its share', { messages: 4 }, async (s) => {
+    it('expired entries of the sender do not hold its share', async (open) => {
+      const [s] = await open({ messages: 4 })
       await s.publish(message(['alice'], { from: A, expiresAt: NOW + 10 }))
       await full(s.publish(message(['alice'], { from: A })))
       const later = message(['alice'], { from: A, receivedAt: NOW + 10 })
@@ -53,35 +116,32 @@ export function quotaChecks(suite: RelayStoreSuite): void {
   })
 
   describe('relay-wide storage cap', () => {
-    test(
-      'counts the bytes stored, a topic message once; past it nothing is stored',
-      { totalBytes: 5000 },
-      async (s, sut) => {
-        const topic = message(['alice', 'bob', 'carol'], { from: A, size: 2000 })
-        await s.publish(topic)
-        expect(await s.usage()).toEqual({ messages: 1, bytes: topic.bytes })
-        const direct = message(['dave'], { from: B, size: 2000 })
-        await s.publish(direct)
-        const over = message(['erin'], { from: B, size: 1500 })
-        const err = await s.publish(over).catch((e: unknown) => e)
-        expect(err).toBeInstanceOf(suite.relay.RelayStorageFullError)
-        expect((err as Error).name).toBe('RelayStorageFullError')
-        expect(await s.usage('erin')).toEqual({ messages: 0, bytes: 0 })
-        expect(await sut.storedMessages()).toBe(2)
-        // A topic publish cannot pass the cap either.
-        await relayFull(s.publish({ ...message(['alice', 'bob'], { size: 1500 }), skipFull: true }))
-        // A duplicate is still answered at the cap.
-        expect(await duplicate(s, direct)).toBe(true)
-        // Room comes back when the last mailbox holding a message acknowledges it.
-        for (const agent of ['alice', 'bob']) await s.ack(agent, topic.messageId, topic.from)
-        await relayFull(s.publish(over))
-        await s.ack('carol', topic.messageId, topic.from)
-        expect(await s.usage()).toEqual({ messages: 1, bytes: direct.bytes })
-        expect(await duplicate(s, over)).toBe(false)
-      },
-    )
-
-    test('expired messages do not hold room', { totalBytes: 3000 }, async (s) => {
+    it('counts the bytes stored, a topic message once; past it nothing is stored', async (open) => {
+      const [s, sut] = await open({ totalBytes: 5000 })
+      const topic = message(['alice', 'bob', 'carol'], { from: A, size: 2000 })
+      await s.publish(topic)
+      expect(await s.usage()).toEqual({ messages: 1, bytes: topic.bytes })
+      const direct = message(['dave'], { from: B, size: 2000 })
+      await s.publish(direct)
+      const over = message(['erin'], { from: B, size: 1500 })
+      const err = await s.publish(over).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(suite.relay.RelayStorageFullError)
+      expect((err as Error).name).toBe('RelayStorageFullError')
+      expect(await s.usage('erin')).toEqual({ messages: 0, bytes: 0 })
+      expect(await sut.storedMessages()).toBe(2)
+      // A topic publish cannot pass the cap either.
+      await relayFull(s.publish({ ...message(['alice', 'bob'], { size: 1500 }), skipFull: true }))
+      // A duplicate is still answered at the cap.
+      expect(await duplicate(s, direct)).toBe(true)
+      // Room comes back when the last mailbox holding a message acknowledges it.
+      for (const agent of ['alice', 'bob']) await s.ack(agent, topic.messageId, topic.from)
+      await relayFull(s.publish(over))
+      await s.ack('carol', topic.messageId, topic.from)
+      expect(await s.usage()).toEqual({ messages: 1, bytes: direct.bytes })
+      expect(await duplicate(s, over)).toBe(false)
+    })
+    it('expired messages do not hold room', async (open) => {
+      const [s] = await open({ totalBytes: 3000 })
       await s.publish(message(['alice'], { size: 2000, expiresAt: NOW + 10 }))
       await relayFull(s.publish(message(['bob'], { size: 2000 })))
       const later = message(['bob'], { size: 2000, receivedAt: NOW + 10, expiresAt: NOW + WEEK })
@@ -91,52 +151,45 @@ export function quotaChecks(suite: RelayStoreSuite): void {
   })
 
   describe('topic fan-out (skipFull)', () => {
-    test(
-      'stores for every mailbox with room and skips full ones, stored once',
-      { messages: 2, senderMessages: 2 },
-      async (s, sut) => {
-        // bob filled his own mailbox and never acknowledges.
-        for (let i = 0; i < 2; i++) await s.publish(message(['bob'], { from: 'did:key:z6MkBob' }))
-        const stored = await sut.storedMessages()
-        const m = { ...message(['alice', 'bob', 'carol'], { from: A }), skipFull: true }
-        const results = await s.publish(m)
-        expect(results.map((r) => [r.mailbox, r.duplicate, r.full === true])).toEqual([
-          ['alice', false, false],
-          ['bob', false, true],
-          ['carol', false, false],
-        ])
-        expect(results[1]!.cursor).toBeUndefined()
-        expect(await sut.storedMessages()).toBe(stored + 1)
-        for (const agent of ['alice', 'carol'])
-          expect(ids(await all(s, agent))).toEqual([m.messageId])
-        expect(ids(await all(s, 'bob'))).not.toContain(m.messageId)
-        expect(await s.usage('bob')).toMatchObject({ messages: 2 })
-        // Once bob has room, the same message reaches him alone.
-        const [first] = await all(s, 'bob')
-        await s.ack('bob', first!.messageId, first!.from)
-        const again = await s.publish(m)
-        expect(again.map((r) => [r.mailbox, r.duplicate])).toEqual([
-          ['alice', true],
-          ['bob', false],
-          ['carol', true],
-        ])
-        expect(await sut.storedMessages()).toBe(stored + 1)
-      },
-    )
-
-    test(
-      'skips a mailbox where the sender holds its share; every mailbox full → nothing stored',
-      { messages: 4 },
-      async (s, sut) => {
-        await s.publish(message(['alice'], { from: A }))
-        const stored = await sut.storedMessages()
-        const m = { ...message(['alice', 'bob'], { from: A }), skipFull: true }
-        const results = await s.publish(m)
-        expect(results.map((r) => r.full === true)).toEqual([true, false])
-        const none = { ...message(['alice'], { from: A }), skipFull: true }
-        expect(await s.publish(none)).toEqual([{ mailbox: 'alice', duplicate: false, full: true }])
-        expect(await sut.storedMessages()).toBe(stored + 1)
-      },
-    )
+    it('stores for every mailbox with room and skips full ones, stored once', async (open) => {
+      const [s, sut] = await open({ messages: 2, senderMessages: 2 })
+      // bob filled his own mailbox and never acknowledges.
+      for (let i = 0; i < 2; i++) await s.publish(message(['bob'], { from: 'did:key:z6MkBob' }))
+      const stored = await sut.storedMessages()
+      const m = { ...message(['alice', 'bob', 'carol'], { from: A }), skipFull: true }
+      const results = await s.publish(m)
+      expect(results.map((r) => [r.mailbox, r.duplicate, r.full === true])).toEqual([
+        ['alice', false, false],
+        ['bob', false, true],
+        ['carol', false, false],
+      ])
+      expect(results[1]!.cursor).toBeUndefined()
+      expect(await sut.storedMessages()).toBe(stored + 1)
+      for (const agent of ['alice', 'carol'])
+        expect(ids(await all(s, agent))).toEqual([m.messageId])
+      expect(ids(await all(s, 'bob'))).not.toContain(m.messageId)
+      expect(await s.usage('bob')).toMatchObject({ messages: 2 })
+      // Once bob has room, the same message reaches him alone.
+      const [first] = await all(s, 'bob')
+      await s.ack('bob', first!.messageId, first!.from)
+      const again = await s.publish(m)
+      expect(again.map((r) => [r.mailbox, r.duplicate])).toEqual([
+        ['alice', true],
+        ['bob', false],
+        ['carol', true],
+      ])
+      expect(await sut.storedMessages()).toBe(stored + 1)
+    })
+    it('skips a mailbox where the sender holds its share; every mailbox full → nothing stored', async (open) => {
+      const [s, sut] = await open({ messages: 4 })
+      await s.publish(message(['alice'], { from: A }))
+      const stored = await sut.storedMessages()
+      const m = { ...message(['alice', 'bob'], { from: A }), skipFull: true }
+      const results = await s.publish(m)
+      expect(results.map((r) => r.full === true)).toEqual([true, false])
+      const none = { ...message(['alice'], { from: A }), skipFull: true }
+      expect(await s.publish(none)).toEqual([{ mailbox: 'alice', duplicate: false, full: true }])
+      expect(await sut.storedMessages()).toBe(stored + 1)
+    })
   })
 }

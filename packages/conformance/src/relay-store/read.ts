@@ -1,15 +1,6 @@
 /** RelayStore contract: retrieve pages, cursors, acknowledgements, expiry and close. */
 import { describe, expect, it } from 'vitest'
-import {
-  all,
-  cursorValue,
-  expectIncreasing,
-  ids,
-  publishInput as message,
-  RELAY_STORE_NOW as NOW,
-  page,
-  WEEK,
-} from './fixtures.js'
+import { all, cursorValue, expectIncreasing, ids, message, NOW, page, WEEK } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 export function readChecks(suite: RelayStoreSuite): void {

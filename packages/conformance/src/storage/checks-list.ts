@@ -10,16 +10,15 @@ export type StorageCheck = (ctx: {
   reopen: () => Promise<Storage>
 }) => Promise<void>
 
-/** Registers a check under a name (the order of registration is the order of the run). */
-export type AddStorageCheck = (name: string, check: StorageCheck) => void
-
 export const keysOf = (entries: Array<[string, JsonValue]>): string[] => entries.map(([k]) => k)
 
 /** Registers the list, abort and persistence checks with `it`. */
-export function addListChecks(it: AddStorageCheck, persistent: boolean): void {
-  // Each `list` check starts from keys put out of order, across prefixes that share leading
-  // characters.
-  const listed = (name: string, check: StorageCheck): void =>
+export function addListChecks(
+  it: (name: string, check: StorageCheck) => void,
+  persistent: boolean,
+): void {
+  // Each `list` check starts from keys put out of order, across prefixes sharing characters.
+  const test = (name: string, check: StorageCheck): void =>
     it(`list > ${name}`, async (ctx) => {
       for (const key of ['b/2', 'a/1', 'b/10', 'b/1', 'ab/1', 'b', 'b/3', 'c/1', 'b0']) {
         await ctx.storage.put(key, key)
@@ -27,10 +26,10 @@ export function addListChecks(it: AddStorageCheck, persistent: boolean): void {
       await check(ctx)
     })
   const all = ['a/1', 'ab/1', 'b', 'b/1', 'b/10', 'b/2', 'b/3', 'b0', 'c/1']
-  listed('lists everything in ascending key order with the empty prefix', async ({ storage }) => {
+  test('lists everything in ascending key order with the empty prefix', async ({ storage }) => {
     equal(keysOf(await storage.list('')), all)
   })
-  listed('lists only keys that start with the prefix, with their values', async ({ storage }) => {
+  test('lists only keys that start with the prefix, with their values', async ({ storage }) => {
     equal(await storage.list('b/'), [
       ['b/1', 'b/1'],
       ['b/10', 'b/10'],
@@ -40,29 +39,26 @@ export function addListChecks(it: AddStorageCheck, persistent: boolean): void {
     equal(keysOf(await storage.list('a')), ['a/1', 'ab/1'])
     equal(await storage.list('zzz'), [])
   })
-  listed('treats the prefix literally (no patterns)', async ({ storage }) => {
+  test('treats the prefix literally (no patterns)', async ({ storage }) => {
     await storage.put('x.y', 1)
     await storage.put('x%y', 2)
     await storage.put('x*y', 3)
     equal(await storage.list('x.'), [['x.y', 1]])
     equal(await storage.list('x*'), [['x*y', 3]])
   })
-  listed('honours limit', async ({ storage }) => {
+  test('honours limit', async ({ storage }) => {
     equal(keysOf(await storage.list('b/', { limit: 2 })), ['b/1', 'b/10'])
     equal(await storage.list('b/', { limit: 0 }), [])
     equal((await storage.list('b/', { limit: 100 })).length, 4)
   })
-  listed(
-    'honours after (strictly greater), also for keys that do not exist',
-    async ({ storage }) => {
-      equal(keysOf(await storage.list('b/', { after: 'b/10' })), ['b/2', 'b/3'])
-      equal(keysOf(await storage.list('b/', { after: 'b/15' })), ['b/2', 'b/3'])
-      equal((await storage.list('b/', { after: 'a' })).length, 4)
-      equal(await storage.list('b/', { after: 'b/3' }), [])
-      equal(await storage.list('b/', { after: 'z' }), [])
-    },
-  )
-  listed('pages through with after + limit', async ({ storage }) => {
+  test('honours after (strictly greater), also for keys that do not exist', async ({ storage }) => {
+    equal(keysOf(await storage.list('b/', { after: 'b/10' })), ['b/2', 'b/3'])
+    equal(keysOf(await storage.list('b/', { after: 'b/15' })), ['b/2', 'b/3'])
+    equal((await storage.list('b/', { after: 'a' })).length, 4)
+    equal(await storage.list('b/', { after: 'b/3' }), [])
+    equal(await storage.list('b/', { after: 'z' }), [])
+  })
+  test('pages through with after + limit', async ({ storage }) => {
     const seen: string[] = []
     let after: string | undefined
     for (;;) {
@@ -73,12 +69,11 @@ export function addListChecks(it: AddStorageCheck, persistent: boolean): void {
     }
     equal(seen, all)
   })
-  listed('reflects deletes and later puts', async ({ storage }) => {
+  test('reflects deletes and later puts', async ({ storage }) => {
     await storage.delete('b/10')
     await storage.put('b/11', 'b/11')
     equal(keysOf(await storage.list('b/')), ['b/1', 'b/11', 'b/2', 'b/3'])
   })
-
   const a = 'abort > '
   it(`${a}rejects every method with the signal reason when already aborted`, async ({
     storage,
@@ -107,7 +102,6 @@ export function addListChecks(it: AddStorageCheck, persistent: boolean): void {
     equal(await storage.get('a', { signal }), 1)
     equal(await storage.list('', { signal, limit: 1 }), [['a', 1]])
   })
-
   it('keeps many keys ordered', async ({ storage }) => {
     const n = 2000
     const keys = Array.from({ length: n }, (_, i) => `many/${((i * 7919) % n).toString(36)}`)

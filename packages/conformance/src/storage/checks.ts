@@ -1,20 +1,19 @@
-/** The `Storage` checks, part one (plain assertions, for any runner and a browser page). */
-import type { JsonValue } from '@agentmsg/core'
-import { equal, ok, rejects } from '../assert.js'
-import { type AddStorageCheck, addListChecks, keysOf, type StorageCheck } from './checks-list.js'
+/**
+ * The `Storage` checks, part one (plain assertions), and how they run without a test runner (a
+ * browser page); `testStorage` runs each under vitest.
+ */
+import type { JsonValue, Storage } from '@agentmsg/core'
+import { describeError } from '@agentmsg/core/http'
+import { type CheckResult, checkList, equal, ok, rejects, runChecks } from '../assert.js'
+import { addListChecks, keysOf, type StorageCheck } from './checks-list.js'
 
 /** Every check, in order (with the persistence checks when `persistent`). */
 export function storageChecks(persistent: boolean): Array<[string, StorageCheck]> {
-  const list: Array<[string, StorageCheck]> = []
-  const it: AddStorageCheck = (name, check) => {
-    list.push([name, check])
-  }
-
+  const [list, it] = checkList<StorageCheck>()
   it('has a name', async ({ storage }) => {
     equal(typeof storage.name, 'string')
     ok(storage.name.length > 0, 'name is empty')
   })
-
   const g = 'get / put / delete > '
   it(`${g}returns undefined for a missing key`, async ({ storage }) => {
     equal(await storage.get('missing'), undefined)
@@ -45,17 +44,11 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
     equal(await storage.list(''), [['a', 2]])
   })
   it(`${g}stores null and falsy values as values, not as absence`, async ({ storage }) => {
-    const falsy: Array<[string, JsonValue]> = [
-      ['null', null],
-      ['zero', 0],
-      ['false', false],
-      ['empty', ''],
-    ]
+    const falsy = Object.entries({ null: null, zero: 0, false: false, empty: '' })
     for (const [key, value] of falsy) await storage.put(key, value)
     for (const [key, value] of falsy) equal(await storage.get(key), value)
     equal(keysOf(await storage.list('')), ['empty', 'false', 'null', 'zero'])
   })
-
   const j = 'JSON values > '
   const values: Array<[string, JsonValue]> = [
     ['string', 'héllo ☃ 𝄞 \u0000 "quoted"'],
@@ -117,7 +110,6 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
       equal(await storage.get('bad'), 'old')
     })
   }
-
   const i = 'isolation > '
   it(`${i}is not affected by mutating the value after put`, async ({ storage }) => {
     const value = { list: [1, 2], inner: { x: 1 } }
@@ -144,7 +136,6 @@ export function storageChecks(persistent: boolean): Array<[string, StorageCheck]
     value.n = 2
     equal(await storage.get('a'), { n: 1 })
   })
-
   const b = 'batch > '
   it(`${b}applies puts and deletes in order`, async ({ storage }) => {
     await storage.put('gone', 1)
@@ -195,4 +186,40 @@ function cycle(): unknown {
   const o: Record<string, unknown> = {}
   o.self = o
   return o
+}
+
+/**
+ * Run the contract checks (`only` these) on fresh empty stores from `factory`, reporting each;
+ * with `reopen` (close `old`, open it again) the persistence checks too.
+ * @example const results = await runStorageContract(() => memoryStorage())
+ */
+export function runStorageContract(
+  factory: () => Promise<Storage> | Storage,
+  options: { reopen?: (old: Storage) => Promise<Storage>; only?: readonly string[] } = {},
+): Promise<CheckResult[]> {
+  return runChecks(storageChecks(options.reopen !== undefined), options.only, async (check) => {
+    let storage: Storage | undefined
+    let closeError: Error | undefined
+    try {
+      storage = await factory()
+      const ctx = {
+        storage,
+        reopen: async () => {
+          if (!options.reopen || !storage) throw new Error('no reopen')
+          storage = await options.reopen(storage)
+          ctx.storage = storage
+          return storage
+        },
+      }
+      await check(ctx)
+    } finally {
+      try {
+        await storage?.close?.()
+      } catch (err) {
+        // Reported only when the check itself passed.
+        closeError = new Error(`close: ${describeError(err)}`)
+      }
+    }
+    if (closeError) throw closeError
+  })
 }

@@ -1,8 +1,62 @@
-/** The Transport checks: what core's `Transport` contract promises (plain assertions). */
-import { AgentMsgError, type DeliveryOutcome, type Message } from '@agentmsg/core'
-import { equal, ok, rejects } from '../assert.js'
-import { fixtureAgent, signedMessage } from '../fixtures.js'
-import { type Answer, accept, type Peer, type PeerSet } from './peers.js'
+/**
+ * The Transport checks: what core's `Transport` contract promises (plain assertions), run
+ * without a test runner (`testTransport` runs each under vitest).
+ */
+import {
+  AgentMsgError,
+  type DeliveryOutcome,
+  type Message,
+  type PeerRoute,
+  type TransportComponents,
+  type TransportFactory,
+} from '@agentmsg/core'
+import { describeError } from '@agentmsg/core/http'
+import { type CheckResult, checkList, equal, ok, rejects, runChecks } from '../assert.js'
+import { type FixtureAgent, fixtureAgent, signedMessage } from '../fixtures.js'
+import { type Answer, accept, type Peer, PeerSet } from './peers.js'
+
+/** The transport under test and what a sender knows of the agents it reaches. */
+export interface TransportHarness {
+  /** Builds the transport of one agent (the suite makes one per agent and restart). */
+  factory: TransportFactory
+  /**
+   * `direct` (an inbox): `send` settles with the receiver's outcome (a refusal's `code`), no
+   * redelivery. `stored` (a relay): resolves once stored; `retry: true` is delivered again.
+   */
+  delivery: 'direct' | 'stored'
+  /** What a sender knows of `agent`; it sends to the first target. @default { agent, relays } */
+  peer?(agent: string): PeerRoute | Promise<PeerRoute>
+  /** The agents' relays (`components.relays`). @default [] */
+  relays?: readonly string[]
+  /** Replace parts of the components the suite builds for `agent` (fresh did:key agents). */
+  components?(agent: FixtureAgent): Partial<TransportComponents>
+  /** How long to wait for a delivery before the check fails, ms. @default 10_000 */
+  timeoutMs?: number
+}
+
+/** The names of the checks for a transport of the `delivery` model, in order. */
+export function transportCheckNames(delivery: TransportHarness['delivery']): string[] {
+  return transportChecks(delivery).map(([name]) => name)
+}
+
+/** Run the Transport checks (`only` these) and report each, a failure with `onError`'s reports. */
+export function runTransportContract(
+  harness: TransportHarness,
+  only?: readonly string[],
+): Promise<CheckResult[]> {
+  return runChecks(transportChecks(harness.delivery), only, async (check) => {
+    const peers = new PeerSet(harness)
+    try {
+      await check(peers)
+      if (peers.problems.length > 0) throw peers.problems[0]
+    } catch (err) {
+      const reported = peers.errors.map(describeError).join('; ')
+      throw new Error(describeError(err) + (reported ? ` (onError: ${reported})` : ''))
+    } finally {
+      await peers.closeAll().catch(() => undefined)
+    }
+  })
+}
 
 /** One check; throws on failure. */
 export type TransportCheck = (peers: PeerSet) => Promise<void>
@@ -12,11 +66,7 @@ const UNSERVED_KIND = 'conformance-unserved-kind'
 
 /** Every check for a transport of the `delivery` model, in order. */
 export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, TransportCheck]> {
-  const list: Array<[string, TransportCheck]> = []
-  const it = (name: string, check: TransportCheck): void => {
-    list.push([name, check])
-  }
-
+  const [list, it] = checkList<TransportCheck>()
   it('names its protocol', async (peers) => {
     const { transport } = await peers.peer()
     ok(typeof transport.protocol === 'string' && transport.protocol !== '', 'protocol is empty')
@@ -39,8 +89,7 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     equal(targets, [], 'targets of an unknown peer')
   })
   it('send resolves with a receipt for the message and the target', async (peers) => {
-    const { alice, bob, target } = await pair(peers)
-    const message = await signedMessage(alice.agent, bob.agent.id)
+    const { alice, target, message } = await pair(peers)
     const receipt = await alice.transport.send(message, target)
     equal(receipt.messageId, message.message_id, 'receipt.messageId')
     equal(receipt.target.kind, target.kind, 'receipt.target.kind')
@@ -93,8 +142,7 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     })
     it('delivers a message refused with retry: true again', async (peers) => {
       const answer: Answer = (m, count) => (count === 1 ? refusal('unavailable', true) : accept(m))
-      const { alice, bob, target } = await pair(peers, answer)
-      const message = await signedMessage(alice.agent, bob.agent.id)
+      const { alice, bob, target, message } = await pair(peers, answer)
       await alice.transport.send(message, target)
       await bob.waitFor(message.message_id)
       await bob.restart()
@@ -107,16 +155,14 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
   }
 
   it('rejects a send to a kind it does not serve, and delivers nothing', async (peers) => {
-    const { alice, bob, target } = await pair(peers)
-    const message = await signedMessage(alice.agent, bob.agent.id)
+    const { alice, bob, target, message } = await pair(peers)
     const other = { ...target, kind: UNSERVED_KIND }
     await rejects(alice.transport.send(message, other), `send to a ${UNSERVED_KIND} target`)
     await marker(alice, bob)
     equal(bob.count(message.message_id), 0, 'deliveries')
   })
   it('rejects a send whose signal is aborted with its reason, and delivers nothing', async (peers) => {
-    const { alice, bob, target } = await pair(peers)
-    const message = await signedMessage(alice.agent, bob.agent.id)
+    const { alice, bob, target, message } = await pair(peers)
     const reason = new Error('conformance: aborted')
     const signal = AbortSignal.abort(reason)
     const error = await rejects(alice.transport.send(message, target, { signal }), 'aborted send')
@@ -125,8 +171,7 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     equal(bob.count(message.message_id), 0, 'deliveries')
   })
   it('delivers nothing to an agent after its transport closed', async (peers) => {
-    const { alice, bob, target } = await pair(peers)
-    const message = await signedMessage(alice.agent, bob.agent.id)
+    const { alice, bob, target, message } = await pair(peers)
     await bob.close()
     if (delivery === 'direct') {
       // Nobody answers for the closed agent.
@@ -145,8 +190,7 @@ export function transportChecks(delivery: 'direct' | 'stored'): Array<[string, T
     equal(listeners, [2], 'listeners that got it')
   })
   it('rejects a send after close, and delivers nothing', async (peers) => {
-    const { alice, bob, target } = await pair(peers)
-    const message = await signedMessage(alice.agent, bob.agent.id)
+    const { alice, bob, target, message } = await pair(peers)
     await alice.close()
     await rejects(alice.transport.send(message, target), 'send after close')
     await marker(await peers.peer(), bob)
@@ -161,16 +205,16 @@ async function pair(peers: PeerSet, answer: Answer = accept) {
   const alice = await peers.peer()
   const bob = await peers.peer()
   await bob.listen(answer)
-  return { alice, bob, target: await alice.target(bob) }
+  const message = await signedMessage(alice.agent, bob.agent.id)
+  return { alice, bob, target: await alice.target(bob), message }
 }
 
 /** A message answered with `answer` is delivered once, also when the agent listens again. */
 async function notAgain(peers: PeerSet, answer: Answer): Promise<void> {
   const plan = new Set<string>()
-  const { alice, bob, target } = await pair(peers, (m, n) =>
+  const { alice, bob, target, message } = await pair(peers, (m, n) =>
     plan.has(m.message_id) ? answer(m, n) : accept(m),
   )
-  const message = await signedMessage(alice.agent, bob.agent.id)
   plan.add(message.message_id)
   await alice.transport.send(message, target)
   await bob.waitFor(message.message_id)

@@ -1,5 +1,4 @@
-/** The agents of one transport check, each with its transport and a recorder for a receive pipeline. */
-
+/** The agents of one transport check, each with its transport and a recorder as its pipeline. */
 import {
   type DeliveryOutcome,
   type DeliveryTarget,
@@ -13,7 +12,7 @@ import { describeError, invalidFormat, utf8Decode } from '@agentmsg/core/http'
 import { createKeyResolver } from '@agentmsg/core/identity'
 import { ok, show } from '../assert.js'
 import { type FixtureAgent, fixtureAgent } from '../fixtures.js'
-import type { TransportHarness } from './suite.js'
+import type { TransportHarness } from './checks.js'
 
 /** Decides the outcome for one delivery (default: accepted). */
 export type Answer = (message: Message, count: number) => DeliveryOutcome
@@ -24,10 +23,9 @@ export function accept(m: Message): DeliveryOutcome {
 
 /** An agent with one running transport. */
 export class Peer {
-  /** Everything delivered, across restarts; `listener`: 1 for the first transport, 2 after a restart… */
+  /** Everything delivered, across restarts; `listener`: 1 for the first transport, 2 after… */
   readonly received: Array<{ delivery: InboundDelivery; message: Message; listener: number }> = []
   #generation = 1
-  #closed = false
 
   constructor(
     readonly set: PeerSet,
@@ -57,16 +55,12 @@ export class Peer {
   async restart(): Promise<void> {
     await this.close()
     this.transport = await this.set.harness.factory.create(this.components)
-    this.#closed = false
     this.#generation++
     this.set.open.add(this)
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    this.set.open.delete(this)
-    await this.transport.close()
+    if (this.set.open.delete(this)) await this.transport.close()
   }
 
   /** How many times the message with `id` was delivered. */
@@ -104,7 +98,7 @@ export class Peer {
 export class PeerSet {
   /** What the transports reported through `components.onError`. */
   readonly errors: unknown[] = []
-  /** Deliveries the recorder could not read (a body that is not a message): each fails the check. */
+  /** Deliveries the recorder could not read (not a message): each fails the check. */
   readonly problems: unknown[] = []
   readonly open = new Set<Peer>()
 
