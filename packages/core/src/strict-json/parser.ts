@@ -1,31 +1,13 @@
 // The exact strict JSON parser (PROFILE §1): recursive descent over the RFC 8259 grammar, refusing
 // duplicate names, a non-object top level and deep nesting, and saying where.
-import type { JsonObject, JsonValue } from '../types.js'
-import {
-  type IntegerMembers,
-  isPlainInteger,
-  markNonInteger,
-  matchesIntegerMember,
-} from './integers.js'
+import { defineMember, type JsonObject, type JsonValue } from '../types.js'
+import { isPlainInteger, markNonInteger, matchesIntegerMember } from './integers.js'
 import type { PreparedStrictJson } from './prepare.js'
 import { describeChar, Scanner } from './scanner.js'
 
-export interface ParserRules {
-  maxDepth: number
-  integers?: IntegerMembers | undefined
-  onNonInteger: 'throw' | 'mark'
-}
-
-export class Parser extends Scanner {
-  private readonly maxDepth: number
-
-  constructor(
-    text: string,
-    private readonly rules: ParserRules,
-    fromBytes: boolean,
-  ) {
-    super(text, fromBytes)
-    this.maxDepth = rules.maxDepth
+class Parser extends Scanner {
+  constructor(private readonly rules: PreparedStrictJson) {
+    super(rules.text, rules.fromBytes)
   }
 
   parseDocument(): JsonObject {
@@ -71,24 +53,43 @@ export class Parser extends Scanner {
     }
   }
 
-  private enter(depth: number): void {
-    if (depth > this.maxDepth) this.fail(`nesting deeper than ${this.maxDepth} levels`)
+  // Past the opening bracket: true when the container is empty (its closing one consumed).
+  private open(depth: number, close: number): boolean {
+    const { maxDepth } = this.rules
+    if (depth > maxDepth) this.fail(`nesting deeper than ${maxDepth} levels`)
+    this.pos++
+    this.skipWhitespace()
+    if (this.text.charCodeAt(this.pos) !== close) return false
+    this.pos++
+    return true
+  }
+
+  // After a member or an element: true at the closing bracket, false past a ','.
+  private closes(close: number, what: string): boolean {
+    this.skipWhitespace()
+    const c = this.text.charCodeAt(this.pos)
+    this.pos++
+    if (c === close) return true
+    if (c !== 0x2c) {
+      this.pos--
+      this.fail(
+        Number.isNaN(c)
+          ? `unterminated ${what}`
+          : `unexpected ${describeChar(c)}, expected ',' or '${String.fromCharCode(close)}'`,
+      )
+    }
+    this.skipWhitespace()
+    return false
   }
 
   private parseObject(depth: number): JsonObject {
-    this.enter(depth)
     const t = this.text
     const out: JsonObject = {}
-    this.pos++
-    this.skipWhitespace()
-    if (t.charCodeAt(this.pos) === 0x7d) {
-      this.pos++
-      return out
-    }
-    for (;;) {
+    if (this.open(depth, 0x7d)) return out
+    do {
       const at = this.pos
-      if (t.charCodeAt(at) !== 0x22) {
-        const c = t.charCodeAt(at)
+      const c = t.charCodeAt(at)
+      if (c !== 0x22) {
         this.fail(
           Number.isNaN(c)
             ? 'unterminated object'
@@ -106,30 +107,11 @@ export class Parser extends Scanner {
       const valueAt = this.pos
       const value = this.parseValue(depth)
       if (typeof value === 'number') this.checkInteger(out, key, valueAt)
-      // Plain assignment to "__proto__" would set the prototype instead of adding a member.
-      if (key === '__proto__') {
-        Object.defineProperty(out, key, {
-          value,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        })
-      } else out[key] = value
+      if (key === '__proto__') defineMember(out, key, value)
+      else out[key] = value
       this.path.pop()
-      this.skipWhitespace()
-      const c = t.charCodeAt(this.pos)
-      this.pos++
-      if (c === 0x7d) return out
-      if (c !== 0x2c) {
-        this.pos--
-        this.fail(
-          Number.isNaN(c)
-            ? 'unterminated object'
-            : `unexpected ${describeChar(c)}, expected ',' or '}'`,
-        )
-      }
-      this.skipWhitespace()
-    }
+    } while (!this.closes(0x7d, 'object'))
+    return out
   }
 
   private checkInteger(holder: JsonObject, key: string, start: number): void {
@@ -143,37 +125,18 @@ export class Parser extends Scanner {
   }
 
   private parseArray(depth: number): JsonValue[] {
-    this.enter(depth)
-    const t = this.text
     const out: JsonValue[] = []
-    this.pos++
-    this.skipWhitespace()
-    if (t.charCodeAt(this.pos) === 0x5d) {
-      this.pos++
-      return out
-    }
-    for (;;) {
+    if (this.open(depth, 0x5d)) return out
+    do {
       this.path.push(out.length)
       out.push(this.parseValue(depth))
       this.path.pop()
-      this.skipWhitespace()
-      const c = t.charCodeAt(this.pos)
-      this.pos++
-      if (c === 0x5d) return out
-      if (c !== 0x2c) {
-        this.pos--
-        this.fail(
-          Number.isNaN(c)
-            ? 'unterminated array'
-            : `unexpected ${describeChar(c)}, expected ',' or ']'`,
-        )
-      }
-      this.skipWhitespace()
-    }
+    } while (!this.closes(0x5d, 'array'))
+    return out
   }
 }
 
 /** The exact parser's verdict on prepared input. */
 export function exactParse(p: PreparedStrictJson): JsonObject {
-  return new Parser(p.text, p, p.fromBytes).parseDocument()
+  return new Parser(p).parseDocument()
 }

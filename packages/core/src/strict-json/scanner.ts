@@ -6,6 +6,10 @@ import { isIJsonSafeNumber } from './integers.js'
 import { utf8Offset } from './utf8.js'
 
 const NUMBER_LITERAL = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+// `\"` `\\` `\/` `\b` `\f` `\n` `\r` `\t`, by the code of their second character.
+const SHORT_ESCAPES = new Map(
+  [...'"\\/bfnrt'].map((c, i) => [c.charCodeAt(0), '"\\/\b\f\n\r\t'[i]!]),
+)
 
 export function describeChar(c: number): string {
   if (Number.isNaN(c)) return 'end of input'
@@ -110,52 +114,28 @@ export class Scanner {
   private parseEscape(i: number): number {
     const t = this.text
     const e = t.charCodeAt(i + 1)
-    switch (e) {
-      case 0x22:
-        this.escaped = '"'
-        return i + 2
-      case 0x5c:
-        this.escaped = '\\'
-        return i + 2
-      case 0x2f:
-        this.escaped = '/'
-        return i + 2
-      case 0x62:
-        this.escaped = '\b'
-        return i + 2
-      case 0x66:
-        this.escaped = '\f'
-        return i + 2
-      case 0x6e:
-        this.escaped = '\n'
-        return i + 2
-      case 0x72:
-        this.escaped = '\r'
-        return i + 2
-      case 0x74:
-        this.escaped = '\t'
-        return i + 2
-      case 0x75: {
-        const u = this.hex4(i)
-        if (u < 0xd800 || u > 0xdfff) {
-          this.escaped = String.fromCharCode(u)
-          return i + 6
-        }
-        // A high surrogate escape must be followed by a low one; anything else is a lone
-        // surrogate that UTF-8 cannot carry.
-        if (u <= 0xdbff && t.charCodeAt(i + 6) === 0x5c && t.charCodeAt(i + 7) === 0x75) {
-          const v = this.hex4(i + 6)
-          if (v >= 0xdc00 && v <= 0xdfff) {
-            this.escaped = String.fromCharCode(u, v)
-            return i + 12
-          }
-        }
-        return this.fail(`lone surrogate escape ${t.slice(i, i + 6)} in string`, i)
-      }
-      default:
-        if (Number.isNaN(e)) return this.fail('unterminated string', i)
-        return this.fail(`invalid escape \\${String.fromCharCode(e)} in string`, i)
+    const short = SHORT_ESCAPES.get(e)
+    if (short !== undefined) {
+      this.escaped = short
+      return i + 2
     }
+    if (Number.isNaN(e)) return this.fail('unterminated string', i)
+    if (e !== 0x75) return this.fail(`invalid escape \\${String.fromCharCode(e)} in string`, i)
+    const u = this.hex4(i)
+    if (u < 0xd800 || u > 0xdfff) {
+      this.escaped = String.fromCharCode(u)
+      return i + 6
+    }
+    // A high surrogate escape must be followed by a low one; anything else is a lone
+    // surrogate that UTF-8 cannot carry.
+    if (u <= 0xdbff && t.charCodeAt(i + 6) === 0x5c && t.charCodeAt(i + 7) === 0x75) {
+      const v = this.hex4(i + 6)
+      if (v >= 0xdc00 && v <= 0xdfff) {
+        this.escaped = String.fromCharCode(u, v)
+        return i + 12
+      }
+    }
+    return this.fail(`lone surrogate escape ${t.slice(i, i + 6)} in string`, i)
   }
 
   private hex4(i: number): number {
