@@ -42,8 +42,6 @@ export const DID_KEY_PREFIX = 'did:key:'
 // so over-long input is refused before it.
 const MAX_MULTIBASE_LENGTH = 64
 
-export { base58btcDecode, base58btcEncode } from './base58.js'
-
 /** `z` + base58btc(varint(type) ‖ key): the multibase "multikey" text used in did:key. */
 export function encodeMultikey(type: MulticodecKeyType, publicKey: Uint8Array): string {
   if (publicKey.length !== type.keyLength) {

@@ -23,17 +23,17 @@ export interface ValidationResult {
 
 type Obj = Record<string, unknown>
 
-function requireObject(v: unknown, field: string): Obj {
+export function requireObject(v: unknown, field: string): Obj {
   if (!isObject(v)) throw invalidFormat('must be an object', field)
   return v
 }
 
-function requireArray(v: unknown, field: string): unknown[] {
+export function requireArray(v: unknown, field: string): unknown[] {
   if (!Array.isArray(v)) throw invalidFormat('must be an array', field)
   return v
 }
 
-function requireString(v: unknown, field: string): string {
+export function requireString(v: unknown, field: string): string {
   if (typeof v !== 'string') throw invalidFormat('must be a string', field)
   return v
 }

@@ -3,8 +3,6 @@ import type { Storage, StorageListOptions, StorageOp } from '../interfaces/stora
 import type { JsonValue } from '../types.js'
 import { cloneJsonValue } from './clone.js'
 
-export { cloneJsonValue } from './clone.js'
-
 /** A {@link Storage} in this process's memory: for tests, short-lived agents, or a fallback. */
 export function memoryStorage(): Storage {
   const entries = new Map<string, JsonValue>()
