@@ -184,7 +184,7 @@ export class ReplayGuard {
     // A new id takes its bucket's slot now, so concurrent claims cannot overshoot the share.
     const counted = bucket !== undefined && !this.#index.has(key)
     if (counted) {
-      if (this.#shares.full(bucket) && this.#contended()) await this.#makeRoomIn(bucket)
+      if (this.#full(key, bucket)) await this.#makeRoom(key, bucket)
       this.#shares.add(key, bucket)
     }
     try {
@@ -201,40 +201,31 @@ export class ReplayGuard {
     }
   }
 
-  async #makeRoomIn(bucket: string): Promise<void> {
-    if (this.#now() >= this.#nextExpiry) await this.prune()
-    if (!this.#shares.full(bucket) || !this.#contended()) return
-    throw this.#full503(
-      'rate_limited',
-      `too many messages from this address are remembered (${this.#shares.max}); try again later`,
-    )
-  }
-
-  #contended(): boolean {
-    return this.#index.size + this.#inFlight.size >= this.#maxEntries * this.#shareThreshold
-  }
-
-  #full(key: string): boolean {
+  // A bucket's share applies only once the guard is contended.
+  #full(key: string, bucket?: string): boolean {
+    if (bucket !== undefined) {
+      const held = this.#index.size + this.#inFlight.size
+      return this.#shares.full(bucket) && held >= this.#maxEntries * this.#shareThreshold
+    }
     if (this.#index.has(key)) return false
     // Other claims count too, or concurrent claims could overshoot the bound.
     const claims = this.#inFlight.size - (this.#inFlight.has(key) ? 1 : 0)
     return this.#index.size + claims >= this.#maxEntries
   }
 
-  async #makeRoom(key: string): Promise<void> {
+  // Refuse rather than forget: an id dropped early could be replayed within the date window. The
+  // oldest id held expires no later than any bucket's oldest: a lower bound on the wait.
+  async #makeRoom(key: string, bucket?: string): Promise<void> {
     if (this.#now() >= this.#nextExpiry) await this.prune()
-    if (!this.#full(key)) return
-    // Refuse rather than forget: an id dropped early could be replayed within the date window.
-    throw this.#full503(
-      'unavailable',
-      `replay guard is full (${this.#maxEntries} message ids remembered); try again later`,
-    )
-  }
-
-  // The oldest id held expires no later than any bucket's oldest: a lower bound on the wait.
-  #full503(code: 'unavailable' | 'rate_limited', text: string): AgentMsgError {
+    if (!this.#full(key, bucket)) return
     const waitMs = Number.isFinite(this.#nextExpiry) ? this.#nextExpiry - this.#now() : 0
-    return new AgentMsgError(code, text, { retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) })
+    const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
+    if (bucket !== undefined) {
+      const text = `too many messages from this address are remembered (${this.#shares.max})`
+      throw new AgentMsgError('rate_limited', `${text}; try again later`, { retryAfter })
+    }
+    const text = `replay guard is full (${this.#maxEntries} message ids remembered); try again later`
+    throw new AgentMsgError('unavailable', text, { retryAfter })
   }
 
   #load(): Promise<void> {
