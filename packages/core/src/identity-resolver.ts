@@ -62,9 +62,7 @@ export class IdentityDocumentCache implements KeyResolver {
     options?: AbortOptions,
   ): Promise<IdentityDocument | KeyResolution> {
     const res = await this.#entry(agentId, false, options)
-    if ('status' in res) return res
-    const { document, notFound } = res.entry
-    return document ?? { status: 'not_found', reason: notFound ?? 'no identity document' }
+    return 'status' in res ? res : (res.entry.document ?? noDocument(res.entry))
   }
 
   async resolve(lookup: KeyLookup, options?: AbortOptions): Promise<KeyResolution> {
@@ -93,7 +91,7 @@ export class IdentityDocumentCache implements KeyResolver {
         final: true,
       }
     }
-    if (wait > 0) return { status: 'not_found', reason: entry.notFound ?? 'no identity document' }
+    if (wait > 0) return noDocument(entry)
     const final = entry.document !== undefined
     const again = await this.#entry(lookup.agent, true, options)
     if ('status' in again) {
@@ -164,18 +162,19 @@ export class IdentityDocumentCache implements KeyResolver {
   }
 }
 
+const noDocument = (e: Entry): KeyResolution => ({
+  status: 'not_found',
+  reason: e.notFound ?? 'no identity document',
+})
+
 function findKey(entry: Entry, fragment: string): KeyResolution | undefined {
   const doc = entry.document
   const key = doc?.keys.find((k) => k.key_id === fragment && k.type === 'ed25519')
   if (!doc || !key) return undefined
+  const publicKey = publicKeyOf(key)
   return {
     status: 'found',
-    key: {
-      alg: 'ed25519',
-      publicKey: publicKeyOf(key),
-      source: 'identity-document',
-      document: doc,
-    },
+    key: { alg: 'ed25519', publicKey, source: 'identity-document', document: doc },
   }
 }
 
