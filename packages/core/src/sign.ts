@@ -14,17 +14,8 @@ const UNSIGNED_MEMBERS: ReadonlySet<string> = new Set(['body', 'security', 'trac
 
 // Writers list the standard members in this order, any others after in code-unit order.
 const HEADER_ORDER = [
-  'version',
-  'message_id',
-  'date',
-  'from',
-  'to',
-  'conversation_id',
-  'sequence',
-  'phase',
-  'content_type',
-  'ttl_seconds',
-  'auth_level',
+  ...['version', 'message_id', 'date', 'from', 'to', 'conversation_id', 'sequence', 'phase'],
+  ...['content_type', 'ttl_seconds', 'auth_level'],
 ]
 
 /** The top-level members every signature covers (PROFILE §3). */
@@ -61,13 +52,9 @@ function createdTimestamp(ms: number): string {
 }
 
 function checkKeyId(keyId: string, from: string): void {
-  const { agent } = splitKeyId(keyId, 'key_id')
-  if (agent !== from) {
-    throw new AgentMsgError(
-      'invalid_signature',
-      `key_id ${keyId} does not belong to from.agent ${from}`,
-      { field: 'key_id' },
-    )
+  if (splitKeyId(keyId, 'key_id').agent !== from) {
+    const text = `key_id ${keyId} does not belong to from.agent ${from}`
+    throw new AgentMsgError('invalid_signature', text, { field: 'key_id' })
   }
 }
 
@@ -114,10 +101,8 @@ export async function signMessage(
     const existing = valid.security?.signatures ?? []
     if ('sig' in (options.extensions ?? {}))
       throw invalidFormat('extensions cannot set sig', 'extensions')
-    return {
-      ...valid,
-      security: { ...valid.security, signatures: [...existing, ...signatures] },
-    } as Message
+    const security = { ...valid.security, signatures: [...existing, ...signatures] }
+    return { ...valid, security } as Message
   } finally {
     callEnded()
   }

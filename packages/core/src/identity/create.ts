@@ -67,18 +67,17 @@ export function createIdentityDocument(options: CreateIdentityDocumentOptions): 
     }
     endpoints = { inbox, capabilities }
   } else {
-    if (options.endpoints === undefined) {
+    const given = options.endpoints
+    if (given === undefined) {
       throw invalidFormat(`are required for a ${kind} agent, which has no base URL`, 'endpoints')
     }
-    endpoints = {
-      inbox: assertRelayUrl(options.endpoints.inbox, 'endpoints.inbox'),
-      capabilities: assertRelayUrl(options.endpoints.capabilities, 'endpoints.capabilities'),
-    }
+    // Checked with the whole document below.
+    endpoints = { inbox: given.inbox, capabilities: given.capabilities }
   }
-  const created =
-    typeof options.created === 'string'
-      ? formatTimestamp(parseTimestamp(options.created, 'created'))
-      : formatTimestamp(options.created ?? Date.now())
+  const at = options.created
+  const created = formatTimestamp(
+    typeof at === 'string' ? parseTimestamp(at, 'created') : (at ?? Date.now()),
+  )
   const doc: IdentityDocument = {
     agentmsg: 5,
     agent_id: id,
