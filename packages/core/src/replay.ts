@@ -1,4 +1,3 @@
-import { BucketShares } from './bucket-shares.js'
 import { AgentMsgError, invalidFormat, nonNegative, positiveInt } from './errors.js'
 import type { Storage } from './interfaces/storage.js'
 import { PROFILE } from './profile.js'
@@ -246,3 +245,36 @@ export class ReplayGuard {
 // `from` is encoded so it holds no `/`: the first `/` after the prefix ends it.
 const replayKey = (from: string, messageId: string) =>
   `${PREFIX}${encodeURIComponent(from)}/${messageId}`
+
+// Per-bucket shares of a bounded memory (replay ids, relay nonces): a few client addresses cannot
+// fill it and make it refuse everyone (PROFILE §6). Unbucketed entries count only globally.
+/** Counts the entries each bucket holds, for a memory whose entries are keyed by `K`. */
+export class BucketShares<K> {
+  readonly #counts = new Map<string, number>()
+  readonly #owner = new Map<K, string>()
+
+  constructor(readonly max: number) {
+    positiveInt(max, 'the per-bucket share')
+  }
+
+  full(bucket: string): boolean {
+    return (this.#counts.get(bucket) ?? 0) >= this.max
+  }
+
+  /** Count `key` against `bucket` (a key already counted keeps its first bucket). */
+  add(key: K, bucket: string): void {
+    if (this.#owner.has(key)) return
+    this.#owner.set(key, bucket)
+    this.#counts.set(bucket, (this.#counts.get(bucket) ?? 0) + 1)
+  }
+
+  /** `key` was forgotten: its bucket gets the slot back. */
+  remove(key: K): void {
+    const bucket = this.#owner.get(key)
+    if (bucket === undefined) return
+    this.#owner.delete(key)
+    const left = (this.#counts.get(bucket) ?? 0) - 1
+    if (left > 0) this.#counts.set(bucket, left)
+    else this.#counts.delete(bucket)
+  }
+}

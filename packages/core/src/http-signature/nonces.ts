@@ -1,6 +1,6 @@
-import { BucketShares } from '../bucket-shares.js'
 import { AgentMsgError, nonNegative, positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
+import { BucketShares } from '../replay.js'
 
 /** Options for {@link NonceMemory}. */
 export interface NonceMemoryOptions {
