@@ -164,15 +164,7 @@ class AgentReceiver implements Receiver {
     const sender = this.#o.errorReplies
     if (!sender) return
     const replies = (this.#replies ??= import('./error-replies.js').then(
-      ({ ErrorReplies }) =>
-        new ErrorReplies({
-          agentId: this.#o.agentId,
-          sender,
-          resolver: this.#o.resolver,
-          identityOf: this.#o.identityOf,
-          onError: this.#onError,
-          now: this.#ctx.now,
-        }),
+      ({ ErrorReplies }) => new ErrorReplies(this.#o, sender, this.#onError, this.#ctx.now),
     ))
     replies.then(
       (r) => r.send(original, code, text, verified),
@@ -183,14 +175,10 @@ class AgentReceiver implements Receiver {
     )
   }
 
-  #answerRefusal(r: ReceiveRefusal): void {
-    const message: Message | undefined = r.message
-    if (message === undefined) return
-    const code = r.error.code
-    if (r.step === 'verify' && UNVERIFIED_REPLY.has(code)) {
-      this.#reply(message, code as ErrorPhaseCode, r.error.message, false)
-    } else if (r.step === 'level' && code === 'insufficient_auth_level') {
-      this.#reply(message, code, r.error.message, true)
+  #answerRefusal({ message, error, step }: ReceiveRefusal): void {
+    const unverified = step === 'verify' && UNVERIFIED_REPLY.has(error.code)
+    if (message && (unverified || (step === 'level' && error.code === 'insufficient_auth_level'))) {
+      this.#reply(message, error.code as ErrorPhaseCode, error.message, !unverified)
     }
   }
 
