@@ -5,7 +5,7 @@ import {
   publicKeyOf,
   validateIdentityDocument,
 } from './identity/document.js'
-import type { AbortOptions } from './interfaces/abort.js'
+import type { AbortOptions } from './interfaces/storage.js'
 import type { KeyStore } from './key-store.js'
 import { PROFILE } from './profile.js'
 import {

@@ -1,7 +1,7 @@
 // Whether a key found for a signature may verify it (PROFILE §4, §5): active keys always, retired
 // ones within their transition period, revoked ones never.
 import { AgentMsgError, nonNegative } from '../errors.js'
-import type { AbortOptions } from '../interfaces/abort.js'
+import type { AbortOptions } from '../interfaces/storage.js'
 import { PROFILE } from '../profile.js'
 import type { KeyLookup, KeyResolution, KeyResolver, ResolvedKey } from '../resolver.js'
 import { formatTimestamp, parseTimestamp } from '../timestamps.js'

@@ -1,5 +1,4 @@
-import type { AbortOptions } from '../interfaces/abort.js'
-import type { Storage, StorageListOptions, StorageOp } from '../interfaces/storage.js'
+import type { AbortOptions, Storage, StorageListOptions, StorageOp } from '../interfaces/storage.js'
 import type { JsonValue } from '../types.js'
 import { cloneJsonValue } from './clone.js'
 
