@@ -7,6 +7,7 @@ import {
 } from './identity/document.js'
 import type { AbortOptions } from './interfaces/storage.js'
 import type { KeyStore } from './key-store.js'
+import { Lru } from './lru.js'
 import { PROFILE } from './profile.js'
 import {
   chainResolvers,
@@ -49,12 +50,13 @@ interface Entry {
 export class IdentityDocumentCache implements KeyResolver {
   readonly #o: IdentityDocumentResolverOptions
   readonly #now: () => number
-  readonly #entries = new Map<string, Entry>()
+  readonly #entries: Lru<Entry>
   readonly #inflight = new Map<string, Promise<Entry | KeyResolution>>()
 
   constructor(options: IdentityDocumentResolverOptions) {
     this.#o = options
     this.#now = options.now ?? Date.now
+    this.#entries = new Lru(options.maxEntries ?? 10_000)
   }
 
   async document(
@@ -146,11 +148,7 @@ export class IdentityDocumentCache implements KeyResolver {
         entry = none(`identity document refused: ${e.message}`)
       }
     }
-    this.#entries.delete(agentId)
     this.#entries.set(agentId, entry)
-    if (this.#entries.size > (this.#o.maxEntries ?? 10_000)) {
-      this.#entries.delete(this.#entries.keys().next().value as string)
-    }
     if (entry.document && this.#o.onDocument) {
       try {
         await this.#o.onDocument(entry.document)
