@@ -63,8 +63,8 @@ function classify(id: unknown): AgentIdKind | string {
     return 'did:key'
   }
   if (id.startsWith('https:') || id.startsWith('http:')) return urlProblem(id) ?? 'url'
-  // Redundant while names cannot hold ':', but PROFILE §2 states the prefix rule.
-  if (SIMPLE_NAME.test(id) && !id.startsWith('did:') && !id.startsWith('https:')) return 'name'
+  // A name cannot hold ':', so it never takes PROFILE §2's `did:` or `https:` prefixes.
+  if (SIMPLE_NAME.test(id)) return 'name'
   if (id === '') return 'must not be empty'
   return 'must be a simple name (1–64 of A–Z a–z 0–9 . _ -), an https URL or a did:key'
 }

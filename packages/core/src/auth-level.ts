@@ -1,7 +1,7 @@
 import { AgentMsgError, invalidFormat } from './errors.js'
-import type { Storage } from './interfaces/storage.js'
+import type { Storage, StorageOp } from './interfaces/storage.js'
 import { memoryStorage } from './storage/memory.js'
-import { type AuthLevel, isObject, type JsonValue, type SignatureAlg } from './types.js'
+import { type AuthLevel, isObject, type SignatureAlg } from './types.js'
 
 /** Where a verifying key came from, which decides the level (PROFILE §5). */
 export type KeySource =
@@ -92,7 +92,7 @@ export class AuthLevelTracker {
   /** Whether a verified message may be admitted at its level; changes nothing. */
   async evaluate(input: AuthLevelInput): Promise<AuthDecision> {
     const { from, conversationId, phase, requestedLevel, level, algs } = input
-    checkLevel(level, 'level')
+    if (!isLevel(level)) throw new TypeError('AuthLevelTracker: level must be 0, 1, 2 or 3')
     if (!Array.isArray(algs)) throw new TypeError('AuthLevelTracker: algs must be an array')
     if (requestedLevel !== undefined && !isLevel(requestedLevel)) {
       throw invalidFormat('must be an integer 0–3', 'auth_level')
@@ -112,14 +112,8 @@ export class AuthLevelTracker {
       escalated: to > baseline,
       peerFloor: level >= 2 && level > floor ? level : floor,
     })
-    if (
-      phase === 'greeting' &&
-      requestedLevel !== undefined &&
-      requestedLevel < baseline &&
-      level >= baseline
-    ) {
-      return decision(requestedLevel as AuthLevel, true)
-    }
+    const lower = phase === 'greeting' && requestedLevel !== undefined && requestedLevel < baseline
+    if (lower && level >= baseline) return decision(requestedLevel as AuthLevel, true)
     // Nothing but HMAC verified (an empty list too: nothing stronger vouched).
     if (floor >= 2 && algs.every((alg) => alg === 'hmac-sha256')) {
       const renegotiatedToZero =
@@ -127,12 +121,10 @@ export class AuthLevelTracker {
         conversation.level <= 0 &&
         (conversation.renegotiatedBy ?? -1) >= floor
       if (!renegotiatedToZero) {
-        throw new AgentMsgError(
-          'insufficient_auth_level',
+        throw insufficient(
           `${from} has been verified at auth level ${floor}; messages signed only with ` +
             `hmac-sha256 (an introduction token, level 0) are refused unless the conversation ` +
             `is first renegotiated down by a greeting verified at level ≥ ${floor}`,
-          { field: 'security.signatures' },
         )
       }
     }
@@ -141,12 +133,10 @@ export class AuthLevelTracker {
         current === null
           ? `a new conversation with ${from} starts at its peer floor, auth level ${floor}`
           : `conversation ${conversationId} with ${from} is at auth level ${current}`
-      throw new AgentMsgError(
-        'insufficient_auth_level',
+      throw insufficient(
         `${where}, but this message is verified only at level ${level}; sign it with a key of ` +
           `level ≥ ${baseline}, or renegotiate with a greeting carrying auth_level < ${baseline} ` +
           `verified at level ≥ ${baseline}`,
-        { field: 'security.signatures' },
       )
     }
     return decision(level, false)
@@ -203,30 +193,17 @@ export class AuthLevelTracker {
     await this.#storage.delete(CONTACT + encodeURIComponent(agent))
   }
 
-  async #commit(decision: AuthDecision): Promise<void> {
-    checkLevel(decision.level, 'decision.level')
-    checkLevel(decision.messageLevel, 'decision.messageLevel')
-    checkLevel(decision.peerFloor, 'decision.peerFloor')
-    const stored = await this.#conversation(decision.from, decision.conversationId)
-    let next: ConversationRecord | undefined
-    if (decision.renegotiated) {
-      next = { level: decision.level, renegotiatedBy: decision.messageLevel }
-    } else if (stored === undefined || decision.level > stored.level) {
-      next = { level: decision.level }
+  async #commit(d: AuthDecision): Promise<void> {
+    const stored = await this.#conversation(d.from, d.conversationId)
+    const key = convKey(d.from, d.conversationId)
+    const ops: StorageOp[] = []
+    if (d.renegotiated) {
+      ops.push({ type: 'put', key, value: { level: d.level, renegotiatedBy: d.messageLevel } })
+    } else if (stored === undefined || d.level > stored.level) {
+      ops.push({ type: 'put', key, value: { level: d.level } })
     }
-    const ops: Array<{ type: 'put'; key: string; value: JsonValue }> = []
-    if (next)
-      ops.push({
-        type: 'put',
-        key: convKey(decision.from, decision.conversationId),
-        value: { ...next },
-      })
-    if (decision.peerFloor > (await this.peerFloor(decision.from))) {
-      ops.push({
-        type: 'put',
-        key: FLOOR + encodeURIComponent(decision.from),
-        value: decision.peerFloor,
-      })
+    if (d.peerFloor > (await this.peerFloor(d.from))) {
+      ops.push({ type: 'put', key: FLOOR + encodeURIComponent(d.from), value: d.peerFloor })
     }
     // One batch, so a crash cannot leave a raised floor without the level that raised it.
     if (ops.length > 0) await this.#storage.batch(ops)
@@ -251,13 +228,12 @@ export class AuthLevelTracker {
   }
 }
 
+const insufficient = (text: string) =>
+  new AgentMsgError('insufficient_auth_level', text, { field: 'security.signatures' })
+
 const convKey = (from: string, conversationId: string) =>
   `${CONV}${encodeURIComponent(from)}/${encodeURIComponent(conversationId)}`
 
 function isLevel(value: unknown): value is AuthLevel {
   return value === 0 || value === 1 || value === 2 || value === 3
-}
-
-function checkLevel(value: unknown, name: string): asserts value is AuthLevel {
-  if (!isLevel(value)) throw new TypeError(`AuthLevelTracker: ${name} must be 0, 1, 2 or 3`)
 }

@@ -41,20 +41,10 @@ function encode(bytes: Uint8Array, enc: Uint8Array, pad: boolean): string {
     out[o++] = enc[(v >>> 6) & 63]!
     out[o++] = enc[v & 63]!
   }
-  if (tail === 1) {
-    const v = bytes[full]!
-    out[o++] = enc[v >>> 2]!
-    out[o++] = enc[(v & 3) << 4]!
-    if (pad) {
-      out[o++] = PAD
-      out[o++] = PAD
-    }
-  } else if (tail === 2) {
-    const v = (bytes[full]! << 8) | bytes[full + 1]!
-    out[o++] = enc[v >>> 10]!
-    out[o++] = enc[(v >>> 4) & 63]!
-    out[o++] = enc[(v & 15) << 2]!
-    if (pad) out[o++] = PAD
+  if (tail > 0) {
+    const v = (bytes[full]! << 16) | (tail === 2 ? bytes[full + 1]! << 8 : 0)
+    for (let k = 0; k <= tail; k++) out[o++] = enc[(v >>> (18 - 6 * k)) & 63]!
+    if (pad) for (let k = tail; k < 3; k++) out[o++] = PAD
   }
   return ascii.decode(out.subarray(0, outLen))
 }
@@ -84,19 +74,13 @@ function decode(
     out[o++] = (v >>> 8) & 255
     out[o++] = v & 255
   }
-  if (rem === 2) {
-    const a = sextet(text, i, dec, field)
-    const b = sextet(text, i + 1, dec, field)
-    if ((b & 15) !== 0 && !allowNonZeroTrailingBits) throw nonCanonical(field)
-    out[o++] = (a << 2) | (b >>> 4)
-  } else if (rem === 3) {
-    const a = sextet(text, i, dec, field)
-    const b = sextet(text, i + 1, dec, field)
-    const c = sextet(text, i + 2, dec, field)
-    if ((c & 3) !== 0 && !allowNonZeroTrailingBits) throw nonCanonical(field)
-    const v = (a << 10) | (b << 4) | (c >>> 2)
-    out[o++] = v >>> 8
-    out[o++] = v & 255
+  if (rem > 0) {
+    // The bits past the last whole byte must be zero, or two texts would stand for one value.
+    const spare = (6 * rem) % 8
+    let v = 0
+    for (let k = 0; k < rem; k++) v = (v << 6) | sextet(text, i + k, dec, field)
+    if ((v & ((1 << spare) - 1)) !== 0 && !allowNonZeroTrailingBits) throw nonCanonical(field)
+    for (let k = rem - 2; k >= 0; k--) out[o++] = (v >>> (spare + 8 * k)) & 255
   }
   return out
 }

@@ -4,12 +4,11 @@ import { base58btcDecode, base58btcEncode } from './base58.js'
 import { invalidFormat } from './errors.js'
 import { Lru } from './lru.js'
 
-/** One multicodec key type that may appear in a did:key. */
+/** One multicodec key type that may appear in a did:key; both keys are 32 bytes. */
 export interface MulticodecKeyType {
   readonly codec: string
   /** The codec as an unsigned varint, before the key inside the multibase text. */
   readonly prefix: readonly number[]
-  readonly keyLength: number
   /** Identifies an agent (signs), rather than only agreeing on keys. */
   readonly signing: boolean
   /** DID-document types: `publicKeyBase58` method type, `JsonWebKey2020` curve. */
@@ -21,7 +20,6 @@ export const MULTICODEC_KEY_TYPES = {
   ed25519: {
     codec: 'ed25519-pub',
     prefix: [0xed, 0x01],
-    keyLength: 32,
     signing: true,
     base58Type: 'Ed25519VerificationKey2018',
     jwkCurve: 'Ed25519',
@@ -29,26 +27,22 @@ export const MULTICODEC_KEY_TYPES = {
   x25519: {
     codec: 'x25519-pub',
     prefix: [0xec, 0x01],
-    keyLength: 32,
     signing: false,
     base58Type: 'X25519KeyAgreementKey2019',
     jwkCurve: 'X25519',
   },
 } as const satisfies Record<string, MulticodecKeyType>
 
+const KEY_BYTES = 32
 const KEY_TYPES: readonly MulticodecKeyType[] = Object.values(MULTICODEC_KEY_TYPES)
 export const DID_KEY_PREFIX = 'did:key:'
 // Longest multibase text a table entry can produce, with slack: base58 decoding is quadratic,
 // so over-long input is refused before it.
 const MAX_MULTIBASE_LENGTH = 64
 
-export { base58btcDecode, base58btcEncode } from './base58.js'
-
 /** `z` + base58btc(varint(type) ‖ key): the multibase "multikey" text used in did:key. */
 export function encodeMultikey(type: MulticodecKeyType, publicKey: Uint8Array): string {
-  if (publicKey.length !== type.keyLength) {
-    throw invalidFormat(`${type.codec} key must be ${type.keyLength} bytes`)
-  }
+  if (publicKey.length !== KEY_BYTES) throw invalidFormat(`${type.codec} key must be 32 bytes`)
   const bytes = new Uint8Array(type.prefix.length + publicKey.length)
   bytes.set(type.prefix)
   bytes.set(publicKey, type.prefix.length)
@@ -68,9 +62,8 @@ export function decodeMultikey(
   const type = KEY_TYPES.find((t) => t.prefix.every((b, i) => bytes[i] === b))
   if (!type) throw invalidFormat('unsupported multicodec key type', field)
   const publicKey = bytes.slice(type.prefix.length)
-  if (publicKey.length !== type.keyLength) {
-    throw invalidFormat(`${type.codec} key must be ${type.keyLength} bytes`, field)
-  }
+  if (publicKey.length !== KEY_BYTES)
+    throw invalidFormat(`${type.codec} key must be 32 bytes`, field)
   return { type, publicKey }
 }
 

@@ -1,4 +1,3 @@
-/** One error family: `code` is a PROFILE §6 code and `status` its HTTP status. */
 /** Every wire error code of PROFILE §6 and its HTTP status: the one status ↔ code table. */
 export const ERROR_STATUS = {
   invalid_format: 400,

@@ -23,6 +23,6 @@ export {
 } from './http/request.js'
 export { Backoff, backoffDelay, parseRetryAfter, sleep } from './http/retry.js'
 export { canonicalizeToBytes } from './jcs.js'
-export { buildSigningInput } from './signing-input.js'
+export { buildSigningInput } from './sign.js'
 export { cloneJsonValue } from './storage/clone.js'
 export { formatTimestamp, parseTimestamp } from './timestamps.js'

@@ -5,8 +5,9 @@ import {
   publicKeyOf,
   validateIdentityDocument,
 } from './identity/document.js'
-import type { AbortOptions } from './interfaces/abort.js'
+import type { AbortOptions } from './interfaces/storage.js'
 import type { KeyStore } from './key-store.js'
+import { Lru } from './lru.js'
 import { PROFILE } from './profile.js'
 import {
   chainResolvers,
@@ -49,12 +50,13 @@ interface Entry {
 export class IdentityDocumentCache implements KeyResolver {
   readonly #o: IdentityDocumentResolverOptions
   readonly #now: () => number
-  readonly #entries = new Map<string, Entry>()
+  readonly #entries: Lru<Entry>
   readonly #inflight = new Map<string, Promise<Entry | KeyResolution>>()
 
   constructor(options: IdentityDocumentResolverOptions) {
     this.#o = options
     this.#now = options.now ?? Date.now
+    this.#entries = new Lru(options.maxEntries ?? 10_000)
   }
 
   async document(
@@ -62,9 +64,7 @@ export class IdentityDocumentCache implements KeyResolver {
     options?: AbortOptions,
   ): Promise<IdentityDocument | KeyResolution> {
     const res = await this.#entry(agentId, false, options)
-    if ('status' in res) return res
-    const { document, notFound } = res.entry
-    return document ?? { status: 'not_found', reason: notFound ?? 'no identity document' }
+    return 'status' in res ? res : (res.entry.document ?? noDocument(res.entry))
   }
 
   async resolve(lookup: KeyLookup, options?: AbortOptions): Promise<KeyResolution> {
@@ -93,7 +93,7 @@ export class IdentityDocumentCache implements KeyResolver {
         final: true,
       }
     }
-    if (wait > 0) return { status: 'not_found', reason: entry.notFound ?? 'no identity document' }
+    if (wait > 0) return noDocument(entry)
     const final = entry.document !== undefined
     const again = await this.#entry(lookup.agent, true, options)
     if ('status' in again) {
@@ -148,11 +148,7 @@ export class IdentityDocumentCache implements KeyResolver {
         entry = none(`identity document refused: ${e.message}`)
       }
     }
-    this.#entries.delete(agentId)
     this.#entries.set(agentId, entry)
-    if (this.#entries.size > (this.#o.maxEntries ?? 10_000)) {
-      this.#entries.delete(this.#entries.keys().next().value as string)
-    }
     if (entry.document && this.#o.onDocument) {
       try {
         await this.#o.onDocument(entry.document)
@@ -164,18 +160,19 @@ export class IdentityDocumentCache implements KeyResolver {
   }
 }
 
+const noDocument = (e: Entry): KeyResolution => ({
+  status: 'not_found',
+  reason: e.notFound ?? 'no identity document',
+})
+
 function findKey(entry: Entry, fragment: string): KeyResolution | undefined {
   const doc = entry.document
   const key = doc?.keys.find((k) => k.key_id === fragment && k.type === 'ed25519')
   if (!doc || !key) return undefined
+  const publicKey = publicKeyOf(key)
   return {
     status: 'found',
-    key: {
-      alg: 'ed25519',
-      publicKey: publicKeyOf(key),
-      source: 'identity-document',
-      document: doc,
-    },
+    key: { alg: 'ed25519', publicKey, source: 'identity-document', document: doc },
   }
 }
 

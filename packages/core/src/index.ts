@@ -23,8 +23,7 @@ export type { ErrorCode } from './errors.js'
 export { AgentMsgError, isAgentMsgError } from './errors.js'
 export type { IdentityDocument } from './identity/document.js'
 export type { IdentityFetcher } from './identity-resolver.js'
-export type { AbortOptions } from './interfaces/abort.js'
-export type { Storage, StorageListOptions, StorageOp } from './interfaces/storage.js'
+export type { AbortOptions, Storage, StorageListOptions, StorageOp } from './interfaces/storage.js'
 export type {
   DeliveryEvent,
   DeliveryHandler,

@@ -35,18 +35,12 @@ class Refusal {
   constructor(readonly reason: string) {}
 }
 
-function serializeString(s: string): string {
+function serializeString(s: string, what = 'string'): string {
   // Skipping the native call for strings that need no escaping is measurably faster.
   if (!NEEDS_CARE.test(s)) return '"' + s + '"'
-  if (!isWellFormedString(s)) throw new Refusal('lone surrogate in string')
+  if (!isWellFormedString(s)) throw new Refusal(`lone surrogate in ${what}`)
   // For well-formed strings JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 requires.
   return JSON.stringify(s)
-}
-
-function serializeKey(k: string): string {
-  if (!NEEDS_CARE.test(k)) return '"' + k + '"'
-  if (!isWellFormedString(k)) throw new Refusal('lone surrogate in member name')
-  return JSON.stringify(k)
 }
 
 const OBJECT_PROTO = Object.prototype
@@ -128,8 +122,11 @@ function sortKeys(keys: string[]): string[] {
   return keys
 }
 
-function serializeObject(o: Record<string, unknown>, depth: number): string {
-  const keys = sortKeys(Object.keys(o))
+function serializeObject(
+  o: Record<string, unknown>,
+  depth: number,
+  keys = sortKeys(Object.keys(o)),
+): string {
   const n = keys.length
   if (n === 0) return '{}'
   let i = 0
@@ -137,7 +134,7 @@ function serializeObject(o: Record<string, unknown>, depth: number): string {
     let out = '{'
     for (; i < n; i++) {
       const k = keys[i] as string
-      out += (i === 0 ? '' : ',') + serializeKey(k) + ':' + serialize(o[k], depth)
+      out += (i === 0 ? '' : ',') + serializeString(k, 'member name') + ':' + serialize(o[k], depth)
     }
     return out + '}'
   } catch (e) {
@@ -177,21 +174,12 @@ function asFormatError(e: unknown): unknown {
 
 /** {@link canonicalize} of `o` without its member `omit` (a signature without `sig`, PROFILE §3). */
 export function canonicalizeWithout(o: Record<string, unknown>, omit: string): string {
-  // serializeObject's loop, apart so the hot path of every other object stays as it is.
   const keys = Object.keys(o)
   const at = keys.indexOf(omit)
   if (at >= 0) keys.splice(at, 1)
-  sortKeys(keys)
-  let i = 0
   try {
-    let out = '{'
-    for (; i < keys.length; i++) {
-      const k = keys[i] as string
-      out += (i === 0 ? '' : ',') + serializeKey(k) + ':' + serialize(o[k], 1)
-    }
-    return out + '}'
+    return serializeObject(o, 1, sortKeys(keys))
   } catch (e) {
-    if (e instanceof Refusal) e.path.push(keys[i] as string)
     throw asFormatError(e)
   }
 }

@@ -1,13 +1,18 @@
 import { parseAgentId } from './agent-id.js'
 import { base64urlDecode, base64urlEncode } from './base64url.js'
+import { constantTimeEqual } from './bytes.js'
+import { isDidKey, publicKeyFromDidKey } from './did-key.js'
 import { invalidFormat } from './errors.js'
-import type { IdentityDocument } from './identity/document.js'
-import { publicKeyOf } from './identity/document.js'
+import {
+  type IdentityDocument,
+  publicKeyOf,
+  validateIdentityDocument,
+} from './identity/document.js'
 import type { Storage, StorageOp } from './interfaces/storage.js'
 import { introductionFragment } from './introduction-token.js'
 import type { KeyLookup, KeyResolution, KeyResolver, ResolvedKey } from './resolver.js'
 import { memoryStorage } from './storage/memory.js'
-import type { JsonValue } from './types.js'
+import type { JsonValue, Message } from './types.js'
 
 /** A peer key the store holds. */
 export interface StoredKey {
@@ -42,14 +47,7 @@ export class KeyStore implements KeyResolver {
 
   /** Pin a peer's key after the humans compared its fingerprint out of band (level 2). */
   async pin(agent: string, fragment: string, publicKey: Uint8Array): Promise<void> {
-    const entry: StoredKey = {
-      agent,
-      fragment,
-      publicKey: base64urlEncode(publicKey),
-      source: 'pinned',
-      added: this.#now(),
-    }
-    await this.#storage.put(keyName(agent, fragment), entry as unknown as JsonValue)
+    await this.#put(agent, fragment, publicKey, 'pinned')
   }
 
   /** Store the keys of a document received in a level-0 introduction (level 1, never replacing). */
@@ -57,16 +55,8 @@ export class KeyStore implements KeyResolver {
     const added: string[] = []
     for (const key of document.keys) {
       if (key.type !== 'ed25519' || key.status === 'revoked') continue
-      const name = keyName(document.agent_id, key.key_id)
-      if ((await this.#storage.get(name)) !== undefined) continue
-      const entry: StoredKey = {
-        agent: document.agent_id,
-        fragment: key.key_id,
-        publicKey: base64urlEncode(publicKeyOf(key)),
-        source: 'introduction',
-        added: this.#now(),
-      }
-      await this.#storage.put(name, entry as unknown as JsonValue)
+      if ((await this.#storage.get(keyName(document.agent_id, key.key_id))) !== undefined) continue
+      await this.#put(document.agent_id, key.key_id, publicKeyOf(key), 'introduction')
       added.push(key.key_id)
     }
     return added
@@ -89,14 +79,13 @@ export class KeyStore implements KeyResolver {
   }
 
   async keysOf(agent: string): Promise<StoredKey[]> {
-    const rows = await this.#storage.list(`${KEY_PREFIX}${encodeURIComponent(agent)}/`)
-    return rows.map(([, v]) => v as unknown as StoredKey)
+    return (await this.#storage.list(keyName(agent, ''))).map(([, v]) => v as unknown as StoredKey)
   }
 
   /** Forget one key, or all keys of an agent. */
   async remove(agent: string, fragment?: string): Promise<void> {
     if (fragment !== undefined) return this.#storage.delete(keyName(agent, fragment))
-    const rows = await this.#storage.list(`${KEY_PREFIX}${encodeURIComponent(agent)}/`)
+    const rows = await this.#storage.list(keyName(agent, ''))
     await this.#storage.batch(rows.map(([key]) => ({ type: 'delete' as const, key })))
   }
 
@@ -127,6 +116,12 @@ export class KeyStore implements KeyResolver {
       { type: 'delete', key: SECRET_PREFIX + fragment },
       { type: 'delete', key: PEER_PREFIX + fragment },
     ])
+  }
+
+  #put(agent: string, fragment: string, key: Uint8Array, source: 'pinned' | 'introduction') {
+    const publicKey = base64urlEncode(key)
+    const entry: StoredKey = { agent, fragment, publicKey, source, added: this.#now() }
+    return this.#storage.put(keyName(agent, fragment), entry as unknown as JsonValue)
   }
 
   /** Bind an unbound token to `agent`; false when another peer has it (or it was removed). */
@@ -167,4 +162,26 @@ export class KeyStore implements KeyResolver {
       key: { alg: 'ed25519', publicKey: base64urlDecode(stored.publicKey), source: stored.source },
     }
   }
+}
+
+/** The identity document a verified level-0 greeting carries (`{identity}`), if any and valid. */
+export function introducedIdentity(message: Message): IdentityDocument | undefined {
+  if (message.phase !== 'greeting') return undefined
+  for (const part of message.body.parts) {
+    if (part.type !== 'data' || typeof part.data !== 'object' || part.data === null) continue
+    const data = part.data as Record<string, unknown>
+    if (!('identity' in data)) continue
+    const doc = validateIdentityDocument(data.identity, { expectedAgentId: message.from.agent })
+    if (isDidKey(doc.agent_id)) {
+      const didKey = publicKeyFromDidKey(doc.agent_id)
+      if (!doc.keys.every((k) => constantTimeEqual(publicKeyOf(k), didKey))) {
+        throw invalidFormat(
+          "a did:key agent's introduced key must be the DID's key",
+          'body.parts.data.identity',
+        )
+      }
+    }
+    return doc
+  }
+  return undefined
 }

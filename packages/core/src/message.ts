@@ -5,6 +5,7 @@ import { parseTimestamp } from './timestamps.js'
 import { isObject, type Message, PHASES } from './types.js'
 
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
+const ID_RULE = 'must be 1–128 characters of [A-Za-z0-9._:-] starting with a letter or digit'
 const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
 const MAX_INT = Number.MAX_SAFE_INTEGER
 const PHASE_SET: ReadonlySet<string> = new Set(PHASES)
@@ -23,37 +24,30 @@ export interface ValidationResult {
 
 type Obj = Record<string, unknown>
 
-function requireObject(v: unknown, field: string): Obj {
+export function requireObject(v: unknown, field: string): Obj {
   if (!isObject(v)) throw invalidFormat('must be an object', field)
   return v
 }
 
-function requireArray(v: unknown, field: string): unknown[] {
+export function requireArray(v: unknown, field: string): unknown[] {
   if (!Array.isArray(v)) throw invalidFormat('must be an array', field)
   return v
 }
 
-function requireString(v: unknown, field: string): string {
+export function requireString(v: unknown, field: string): string {
   if (typeof v !== 'string') throw invalidFormat('must be a string', field)
   return v
 }
 
-function requireInt(v: unknown, field: string, min: number, max: number): number {
-  if (typeof v !== 'number' || !Number.isInteger(v))
-    throw invalidFormat('must be an integer', field)
-  if (v < min || v > max) throw invalidFormat(`must be between ${min} and ${max}`, field)
-  return v
+function requireInt(v: unknown, field: string, min: number, max: number): void {
+  if (!Number.isInteger(v)) throw invalidFormat('must be an integer', field)
+  if ((v as number) < min || (v as number) > max) {
+    throw invalidFormat(`must be between ${min} and ${max}`, field)
+  }
 }
 
-function requireId(v: unknown, field: string): string {
-  const s = requireString(v, field)
-  if (!ID_RE.test(s)) {
-    throw invalidFormat(
-      'must be 1–128 characters of [A-Za-z0-9._:-] starting with a letter or digit',
-      field,
-    )
-  }
-  return s
+function requireId(v: unknown, field: string): void {
+  if (!ID_RE.test(requireString(v, field))) throw invalidFormat(ID_RULE, field)
 }
 
 function validateParts(body: Obj): void {
@@ -105,12 +99,9 @@ export function validateMessage(input: unknown): ValidationResult {
   const version = requireString(m.version, 'version')
   if (!/^[0-9]+(\.[0-9]+)*$/.test(version))
     throw invalidFormat('must look like "1" or "1.2"', 'version')
-  const major = version.split('.', 1)[0]
-  if (major !== '1') {
-    protocolError = {
-      code: 'version_mismatch',
-      message: `version ${version} is not supported (major 1)`,
-    }
+  if (version.split('.', 1)[0] !== '1') {
+    const message = `version ${version} is not supported (major 1)`
+    protocolError = { code: 'version_mismatch', message }
   }
 
   requireId(m.message_id, 'message_id')
@@ -153,9 +144,8 @@ export function validateMessage(input: unknown): ValidationResult {
     received.forEach((e, i) => requireObject(e, `trace.received[${i}]`))
   }
 
-  const result: ValidationResult = { message: m as unknown as Message }
-  if (protocolError) result.protocolError = protocolError
-  return result
+  const message = m as unknown as Message
+  return protocolError ? { message, protocolError } : { message }
 }
 
 /** Whether `body` is sealed: decided from `body.parts` alone (PROFILE §8), never `security`. */

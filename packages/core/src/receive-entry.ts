@@ -9,8 +9,7 @@
  */
 export { AuthLevelTracker } from './auth-level.js'
 export { signRequest, signWsAuth } from './http-signature/sign.js'
-export { introducedIdentity } from './introduction.js'
-export { KeyStore } from './key-store.js'
+export { introducedIdentity, KeyStore } from './key-store.js'
 export { receive } from './receive/pipeline.js'
 export { createReceiver } from './receive/receiver.js'
 export type {

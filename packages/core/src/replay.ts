@@ -1,4 +1,3 @@
-import { BucketShares } from './bucket-shares.js'
 import { AgentMsgError, invalidFormat, nonNegative, positiveInt } from './errors.js'
 import type { Storage } from './interfaces/storage.js'
 import { PROFILE } from './profile.js'
@@ -184,7 +183,7 @@ export class ReplayGuard {
     // A new id takes its bucket's slot now, so concurrent claims cannot overshoot the share.
     const counted = bucket !== undefined && !this.#index.has(key)
     if (counted) {
-      if (this.#shares.full(bucket) && this.#contended()) await this.#makeRoomIn(bucket)
+      if (this.#full(key, bucket)) await this.#makeRoom(key, bucket)
       this.#shares.add(key, bucket)
     }
     try {
@@ -201,40 +200,31 @@ export class ReplayGuard {
     }
   }
 
-  async #makeRoomIn(bucket: string): Promise<void> {
-    if (this.#now() >= this.#nextExpiry) await this.prune()
-    if (!this.#shares.full(bucket) || !this.#contended()) return
-    throw this.#full503(
-      'rate_limited',
-      `too many messages from this address are remembered (${this.#shares.max}); try again later`,
-    )
-  }
-
-  #contended(): boolean {
-    return this.#index.size + this.#inFlight.size >= this.#maxEntries * this.#shareThreshold
-  }
-
-  #full(key: string): boolean {
+  // A bucket's share applies only once the guard is contended.
+  #full(key: string, bucket?: string): boolean {
+    if (bucket !== undefined) {
+      const held = this.#index.size + this.#inFlight.size
+      return this.#shares.full(bucket) && held >= this.#maxEntries * this.#shareThreshold
+    }
     if (this.#index.has(key)) return false
     // Other claims count too, or concurrent claims could overshoot the bound.
     const claims = this.#inFlight.size - (this.#inFlight.has(key) ? 1 : 0)
     return this.#index.size + claims >= this.#maxEntries
   }
 
-  async #makeRoom(key: string): Promise<void> {
+  // Refuse rather than forget: an id dropped early could be replayed within the date window. The
+  // oldest id held expires no later than any bucket's oldest: a lower bound on the wait.
+  async #makeRoom(key: string, bucket?: string): Promise<void> {
     if (this.#now() >= this.#nextExpiry) await this.prune()
-    if (!this.#full(key)) return
-    // Refuse rather than forget: an id dropped early could be replayed within the date window.
-    throw this.#full503(
-      'unavailable',
-      `replay guard is full (${this.#maxEntries} message ids remembered); try again later`,
-    )
-  }
-
-  // The oldest id held expires no later than any bucket's oldest: a lower bound on the wait.
-  #full503(code: 'unavailable' | 'rate_limited', text: string): AgentMsgError {
+    if (!this.#full(key, bucket)) return
     const waitMs = Number.isFinite(this.#nextExpiry) ? this.#nextExpiry - this.#now() : 0
-    return new AgentMsgError(code, text, { retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) })
+    const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
+    if (bucket !== undefined) {
+      const text = `too many messages from this address are remembered (${this.#shares.max})`
+      throw new AgentMsgError('rate_limited', `${text}; try again later`, { retryAfter })
+    }
+    const text = `replay guard is full (${this.#maxEntries} message ids remembered); try again later`
+    throw new AgentMsgError('unavailable', text, { retryAfter })
   }
 
   #load(): Promise<void> {
@@ -255,3 +245,36 @@ export class ReplayGuard {
 // `from` is encoded so it holds no `/`: the first `/` after the prefix ends it.
 const replayKey = (from: string, messageId: string) =>
   `${PREFIX}${encodeURIComponent(from)}/${messageId}`
+
+// Per-bucket shares of a bounded memory (replay ids, relay nonces): a few client addresses cannot
+// fill it and make it refuse everyone (PROFILE §6). Unbucketed entries count only globally.
+/** Counts the entries each bucket holds, for a memory whose entries are keyed by `K`. */
+export class BucketShares<K> {
+  readonly #counts = new Map<string, number>()
+  readonly #owner = new Map<K, string>()
+
+  constructor(readonly max: number) {
+    positiveInt(max, 'the per-bucket share')
+  }
+
+  full(bucket: string): boolean {
+    return (this.#counts.get(bucket) ?? 0) >= this.max
+  }
+
+  /** Count `key` against `bucket` (a key already counted keeps its first bucket). */
+  add(key: K, bucket: string): void {
+    if (this.#owner.has(key)) return
+    this.#owner.set(key, bucket)
+    this.#counts.set(bucket, (this.#counts.get(bucket) ?? 0) + 1)
+  }
+
+  /** `key` was forgotten: its bucket gets the slot back. */
+  remove(key: K): void {
+    const bucket = this.#owner.get(key)
+    if (bucket === undefined) return
+    this.#owner.delete(key)
+    const left = (this.#counts.get(bucket) ?? 0) - 1
+    if (left > 0) this.#counts.set(bucket, left)
+    else this.#counts.delete(bucket)
+  }
+}

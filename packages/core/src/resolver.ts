@@ -1,7 +1,7 @@
 import type { KeySource } from './auth-level.js'
 import { didKeyFragment, isDidKey, publicKeyFromDidKey } from './did-key.js'
 import type { IdentityDocument } from './identity/document.js'
-import type { AbortOptions } from './interfaces/abort.js'
+import type { AbortOptions } from './interfaces/storage.js'
 import type { SignatureAlg } from './types.js'
 
 /** What a verifier asks a {@link KeyResolver} for. */

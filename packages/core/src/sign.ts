@@ -3,28 +3,49 @@ import { base64urlEncode } from './base64url.js'
 import { utf8Encode } from './bytes.js'
 import { type CryptoMode, callEnded, callStarted } from './crypto/provider.js'
 import { AgentMsgError, invalidFormat } from './errors.js'
-import { canonicalize } from './jcs.js'
+import { canonicalize, canonicalizeWithout } from './jcs.js'
 import type { Signer } from './keys.js'
 import { validateMessage } from './message.js'
-import { signedLines } from './signing-input.js'
 import { formatTimestamp } from './timestamps.js'
 import type { JsonValue, Message, SignatureObject, UnsignedMessage } from './types.js'
+
+/** The PROFILE §3 signing input: JCS of each signed header, the body and the params, LF-joined. */
+export function buildSigningInput(
+  message: Record<string, unknown>,
+  signedHeaders: readonly string[],
+  signedBody: boolean,
+  params: Record<string, unknown>,
+): Uint8Array {
+  return utf8Encode(signedLines(message, signedHeaders, signedBody) + canonicalize(params))
+}
+
+/** The lines before the params line: built once for several signers. */
+export function signedLines(
+  message: Record<string, unknown>,
+  signedHeaders: readonly string[],
+  signedBody: boolean,
+): string {
+  let text = ''
+  for (const name of signedHeaders) text += canonicalize(message[name]) + '\n'
+  if (signedBody) text += canonicalize(message.body) + '\n'
+  return text
+}
+
+// Params canonicalized in place: a copy would need care with a `"__proto__"` member, which
+// must stay a member (and so signed).
+export function receivedSigningText(
+  message: Record<string, unknown>,
+  sig: Record<string, unknown> & { signed_headers: readonly string[] },
+): string {
+  return signedLines(message, sig.signed_headers, true) + canonicalizeWithout(sig, 'sig')
+}
 
 const UNSIGNED_MEMBERS: ReadonlySet<string> = new Set(['body', 'security', 'trace'])
 
 // Writers list the standard members in this order, any others after in code-unit order.
 const HEADER_ORDER = [
-  'version',
-  'message_id',
-  'date',
-  'from',
-  'to',
-  'conversation_id',
-  'sequence',
-  'phase',
-  'content_type',
-  'ttl_seconds',
-  'auth_level',
+  ...['version', 'message_id', 'date', 'from', 'to', 'conversation_id', 'sequence', 'phase'],
+  ...['content_type', 'ttl_seconds', 'auth_level'],
 ]
 
 /** The top-level members every signature covers (PROFILE §3). */
@@ -61,13 +82,9 @@ function createdTimestamp(ms: number): string {
 }
 
 function checkKeyId(keyId: string, from: string): void {
-  const { agent } = splitKeyId(keyId, 'key_id')
-  if (agent !== from) {
-    throw new AgentMsgError(
-      'invalid_signature',
-      `key_id ${keyId} does not belong to from.agent ${from}`,
-      { field: 'key_id' },
-    )
+  if (splitKeyId(keyId, 'key_id').agent !== from) {
+    const text = `key_id ${keyId} does not belong to from.agent ${from}`
+    throw new AgentMsgError('invalid_signature', text, { field: 'key_id' })
   }
 }
 
@@ -114,10 +131,8 @@ export async function signMessage(
     const existing = valid.security?.signatures ?? []
     if ('sig' in (options.extensions ?? {}))
       throw invalidFormat('extensions cannot set sig', 'extensions')
-    return {
-      ...valid,
-      security: { ...valid.security, signatures: [...existing, ...signatures] },
-    } as Message
+    const security = { ...valid.security, signatures: [...existing, ...signatures] }
+    return { ...valid, security } as Message
   } finally {
     callEnded()
   }

@@ -12,6 +12,11 @@ export type JsonObject = { [key: string]: JsonValue }
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v)
 
+/** Set `o[key]` as an own member: plain assignment to `"__proto__"` would set the prototype. */
+export function defineMember(o: object, key: string, value: unknown): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
 /** Conversation phases of PROFILE §2. */
 export const PHASES = ['greeting', 'request', 'response', 'update', 'close', 'error'] as const
 export type Phase = (typeof PHASES)[number]

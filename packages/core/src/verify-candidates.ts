@@ -24,6 +24,18 @@ export interface Candidate {
 export const refuse = (message: string, field: string) =>
   new AgentMsgError('invalid_signature', message, { field })
 
+/** A signature's bytes: canonical unpadded base64url of `length` bytes, else `fail`. */
+export function decodeSig(sig: string, length: number, fail: (m: string) => Error): Uint8Array {
+  let bytes: Uint8Array
+  try {
+    bytes = base64urlDecode(sig)
+  } catch {
+    throw fail('sig must be canonical unpadded base64url')
+  }
+  if (bytes.length !== length) throw fail(`sig must be ${length} bytes`)
+  return bytes
+}
+
 function usable(
   raw: Record<string, unknown>,
   index: number,
@@ -85,14 +97,7 @@ function usable(
     throw refuse('created is more than 5 minutes in the future', `${field}.created`)
 
   if (typeof raw.sig !== 'string') throw refuse('sig must be a string', `${field}.sig`)
-  let sigBytes: Uint8Array
-  try {
-    sigBytes = base64urlDecode(raw.sig)
-  } catch {
-    throw refuse('sig must be canonical unpadded base64url', `${field}.sig`)
-  }
-  if (sigBytes.length !== SIG_BYTES[alg])
-    throw refuse(`sig must be ${SIG_BYTES[alg]} bytes`, `${field}.sig`)
+  const sigBytes = decodeSig(raw.sig, SIG_BYTES[alg], (m) => refuse(m, `${field}.sig`))
 
   return {
     index,

@@ -4,11 +4,10 @@ import { constantTimeEqual, utf8Encode } from './bytes.js'
 import { type CryptoMode, type CryptoProvider, callEnded, callStarted } from './crypto/provider.js'
 import { AgentMsgError } from './errors.js'
 import { checkFoundKey, unavailableKey } from './identity/key-usability.js'
-import type { AbortOptions } from './interfaces/abort.js'
+import type { AbortOptions } from './interfaces/storage.js'
 import { validateMessage } from './message.js'
-import { PROFILE } from './profile.js'
 import type { KeyResolution, KeyResolver, ResolvedKey } from './resolver.js'
-import { receivedSigningText } from './signing-input.js'
+import { receivedSigningText } from './sign.js'
 import type { AuthLevel, Message, SignatureAlg } from './types.js'
 import { type Candidate, candidatesOf, refuse } from './verify-candidates.js'
 
@@ -48,7 +47,7 @@ function heldKeys(
   candidates: Candidate[],
   resolutions: KeyResolution[],
   now: number,
-  transitionMs: number,
+  transitionMs: number | undefined,
 ): Held[] {
   const unavailable = unavailableKey(resolutions)
   if (unavailable) throw unavailable
@@ -57,19 +56,17 @@ function heldKeys(
   resolutions.forEach((r, i) => {
     const c = candidates[i]!
     if (r.status !== 'found') {
-      notFound.push(`${c.lookup.keyId}: ${r.status === 'not_found' ? r.reason : ''}`)
+      notFound.push(`${c.lookup.keyId}: ${r.reason}`)
       return
     }
     const field = `security.signatures[${c.index}].key_id`
     checkFoundKey(r.key, c.lookup, c.created, now, transitionMs, field)
     held.push({ c, key: r.key })
   })
+  // Nothing unavailable and nothing held: every key was not found.
   if (held.length === 0) {
-    if (notFound.length > 0)
-      throw new AgentMsgError('unknown_sender', `no key found for ${notFound.join('; ')}`, {
-        field: 'security.signatures',
-      })
-    throw refuse('no usable signature', 'security.signatures')
+    const text = `no key found for ${notFound.join('; ')}`
+    throw new AgentMsgError('unknown_sender', text, { field: 'security.signatures' })
   }
   return held
 }
@@ -78,17 +75,12 @@ function verdictOf(held: Held[], results: boolean[]): VerifyResult {
   const verified: VerifiedSignature[] = []
   for (let i = 0; i < held.length; i++) {
     const { c, key } = held[i]!
-    if (!results[i])
-      throw refuse(
-        `signature by ${c.lookup.keyId} does not verify`,
-        `security.signatures[${c.index}].sig`,
-      )
-    const v: VerifiedSignature = {
-      keyId: c.lookup.keyId,
-      alg: c.lookup.alg,
-      source: key.source,
-      level: levelForKeySource(key.source),
+    const { keyId, alg } = c.lookup
+    const { source } = key
+    if (!results[i]) {
+      throw refuse(`signature by ${keyId} does not verify`, `security.signatures[${c.index}].sig`)
     }
+    const v: VerifiedSignature = { keyId, alg, source, level: levelForKeySource(source) }
     if (key.alg === 'ed25519') v.publicKey = key.publicKey
     verified.push(v)
   }
@@ -114,12 +106,7 @@ export async function verifyMessage(
       candidates.length === 1
         ? [await resolver.resolve(candidates[0]!.lookup, lookupOptions)]
         : await Promise.all(candidates.map((c) => resolver.resolve(c.lookup, lookupOptions)))
-    const held = heldKeys(
-      candidates,
-      resolutions,
-      now,
-      options.transitionMs ?? PROFILE.keyTransitionMs,
-    )
+    const held = heldKeys(candidates, resolutions, now, options.transitionMs)
 
     const check = ({ c, key }: Held): Promise<boolean> => {
       const text = receivedSigningText(msg as unknown as Record<string, unknown>, c.sig)

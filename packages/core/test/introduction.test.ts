@@ -5,13 +5,12 @@ import { base64urlDecode } from '../src/base64url.js'
 import { createMessage, createMessageId } from '../src/create-message.js'
 import { createIdentityDocument } from '../src/identity/create.js'
 import { createKeyResolver } from '../src/identity-resolver.js'
-import { introducedIdentity } from '../src/introduction.js'
 import {
   createIntroductionToken,
   hmacSigner,
   introductionFragment,
 } from '../src/introduction-token.js'
-import { KeyStore } from '../src/key-store.js'
+import { introducedIdentity, KeyStore } from '../src/key-store.js'
 import { ed25519Signer, generateKeyPair } from '../src/keys.js'
 import { validateMessage } from '../src/message.js'
 import { createErrorMessage, ErrorReplyGate } from '../src/receive/error-replies.js'

@@ -23,24 +23,12 @@ export const defaultCryptoProvider: CryptoProvider = {
   get name() {
     return chosen?.name ?? 'auto'
   },
-  async ed25519PublicKey(seed) {
-    return (await provider()).ed25519PublicKey(seed)
-  },
-  async ed25519Sign(seed, message) {
-    return (await provider()).ed25519Sign(seed, message)
-  },
-  async ed25519Verify(publicKey, message, signature) {
-    return (await provider()).ed25519Verify(publicKey, message, signature)
-  },
-  async hmacSha256(key, data) {
-    return (await provider()).hmacSha256(key, data)
-  },
-  async sha256(data) {
-    return (await provider()).sha256(data)
-  },
-  async sha512(data) {
-    return (await provider()).sha512(data)
-  },
+  ed25519PublicKey: async (seed) => (await provider()).ed25519PublicKey(seed),
+  ed25519Sign: async (seed, message) => (await provider()).ed25519Sign(seed, message),
+  ed25519Verify: async (key, message, sig) => (await provider()).ed25519Verify(key, message, sig),
+  hmacSha256: async (key, data) => (await provider()).hmacSha256(key, data),
+  sha256: async (data) => (await provider()).sha256(data),
+  sha512: async (data) => (await provider()).sha512(data),
 }
 
 /** The platform's default provider, the same shape in every `#crypto-default` variant. */

@@ -21,12 +21,10 @@ export const nobleCryptoProvider: CryptoProvider = {
     ready()
     return ed.getPublicKey(seed)
   },
-
   async ed25519Sign(seed, message) {
     ready()
     return ed.sign(message, seed)
   },
-
   async ed25519Verify(publicKey, message, signature) {
     ready()
     if (publicKey.length !== 32 || signature.length !== 64) return false
@@ -38,15 +36,7 @@ export const nobleCryptoProvider: CryptoProvider = {
     }
   },
 
-  async hmacSha256(key, data) {
-    return hmac(sha256, key, data)
-  },
-
-  async sha256(data) {
-    return sha256(data)
-  },
-
-  async sha512(data) {
-    return sha512(data)
-  },
+  hmacSha256: async (key, data) => hmac(sha256, key, data),
+  sha256: async (data) => sha256(data),
+  sha512: async (data) => sha512(data),
 }

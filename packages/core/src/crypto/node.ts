@@ -109,15 +109,7 @@ export const nodeCryptoProvider: CryptoProvider = {
   // reach node:crypto, which copies what it keeps.
   utf8: (text) => Buffer.from(text, 'utf8'),
 
-  async hmacSha256(key, data) {
-    return new Uint8Array(createHmac('sha256', key).update(data).digest())
-  },
-
-  async sha256(data) {
-    return new Uint8Array(createHash('sha256').update(data).digest())
-  },
-
-  async sha512(data) {
-    return new Uint8Array(createHash('sha512').update(data).digest())
-  },
+  hmacSha256: async (key, data) => new Uint8Array(createHmac('sha256', key).update(data).digest()),
+  sha256: async (data) => new Uint8Array(createHash('sha256').update(data).digest()),
+  sha512: async (data) => new Uint8Array(createHash('sha512').update(data).digest()),
 }

@@ -79,13 +79,8 @@ export function createWebCryptoProvider(
       return new Uint8Array(await s.sign('HMAC', k, bs(data)))
     },
 
-    async sha256(data) {
-      return new Uint8Array(await s.digest('SHA-256', bs(data)))
-    },
-
-    async sha512(data) {
-      return new Uint8Array(await s.digest('SHA-512', bs(data)))
-    },
+    sha256: async (data) => new Uint8Array(await s.digest('SHA-256', bs(data))),
+    sha512: async (data) => new Uint8Array(await s.digest('SHA-512', bs(data))),
   }
 }
 

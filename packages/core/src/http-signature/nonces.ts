@@ -1,6 +1,6 @@
-import { BucketShares } from '../bucket-shares.js'
 import { AgentMsgError, nonNegative, positiveInt } from '../errors.js'
 import { PROFILE } from '../profile.js'
+import { BucketShares } from '../replay.js'
 
 /** Options for {@link NonceMemory}. */
 export interface NonceMemoryOptions {
@@ -50,27 +50,19 @@ export class NonceMemory {
     }
     if (bucket !== undefined && this.#shares.full(bucket)) {
       this.prune(now)
+      // The oldest pair held expires no later than this bucket's oldest: a lower bound.
+      const oldest = this.#entries.values().next().value ?? now
       if (this.#shares.full(bucket)) {
-        // The oldest pair held expires no later than this bucket's oldest: a lower bound.
-        const oldest = this.#entries.values().next().value ?? now
-        throw new AgentMsgError(
-          'rate_limited',
-          'too many recent relay requests from this address to remember their nonces',
-          { retryAfter: Math.max(1, Math.ceil((oldest - now) / 1000)) },
-        )
+        const text = 'too many recent relay requests from this address to remember their nonces'
+        throw new AgentMsgError('rate_limited', text, { retryAfter: seconds(oldest - now) })
       }
     }
     if (this.#entries.size >= this.#maxEntries) this.prune(now)
     if (this.#entries.size >= this.#maxEntries) {
       let earliest = Infinity
       for (const e of this.#entries.values()) if (e < earliest) earliest = e
-      throw new AgentMsgError(
-        'unavailable',
-        'too many recent relay requests to remember their nonces',
-        {
-          retryAfter: Math.max(1, Math.ceil((earliest - now) / 1000)),
-        },
-      )
+      const text = 'too many recent relay requests to remember their nonces'
+      throw new AgentMsgError('unavailable', text, { retryAfter: seconds(earliest - now) })
     }
     this.#entries.set(name, now + this.#retentionMs)
     if (bucket !== undefined) this.#shares.add(name, bucket)
@@ -94,3 +86,5 @@ export class NonceMemory {
     this.#shares.remove(name)
   }
 }
+
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000))

@@ -3,14 +3,15 @@
 import { getDefaultCryptoProvider } from '#crypto-default'
 import { isAgentId } from '../agent-id.js'
 import { type KeySource, levelForKeySource } from '../auth-level.js'
-import { base64urlDecode, base64urlEncode } from '../base64url.js'
+import { base64urlEncode } from '../base64url.js'
 import { randomBytes } from '../bytes.js'
 import type { CryptoProvider } from '../crypto/provider.js'
-import { AgentMsgError, invalidFormat } from '../errors.js'
+import { invalidFormat } from '../errors.js'
 import { resolveEd25519Key } from '../identity/key-usability.js'
 import type { KeyResolver } from '../resolver.js'
 import { parseStrictJson } from '../strict-json.js'
-import type { AuthLevel } from '../types.js'
+import { type AuthLevel, isObject } from '../types.js'
+import { decodeSig, refuse } from '../verify-candidates.js'
 import { checkKeyId, type WsChallengeFrame, wsAuthPayload } from './sign.js'
 
 /** A fresh challenge frame. */
@@ -46,10 +47,8 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
   const now = input.now ?? Date.now()
   const provider = input.provider ?? getDefaultCryptoProvider()
   const raw = typeof input.frame === 'string' ? parseStrictJson(input.frame) : input.frame
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw invalidFormat('the auth frame must be a JSON object', 'frame')
-  }
-  const frame = raw as Record<string, unknown>
+  if (!isObject(raw)) throw invalidFormat('the auth frame must be a JSON object', 'frame')
+  const frame = raw
   for (const k of Object.keys(frame)) {
     if (!FRAME_MEMBERS.has(k)) throw invalidFormat(`unknown member "${k}"`, 'frame')
   }
@@ -63,30 +62,18 @@ export async function verifyWsAuth(input: VerifyWsAuthInput): Promise<VerifiedWs
   }
   const agent = frame.agent
   const keyId = frame.key_id as string
-  const bad = (message: string, field: string) =>
-    new AgentMsgError('invalid_signature', message, { field })
-  const { agent: owner, fragment } = checkKeyId(keyId, (m) => bad(m, 'key_id'))
-  if (owner !== agent) throw bad(`key_id belongs to ${owner}, not to ${agent}`, 'key_id')
-  let sig: Uint8Array
-  try {
-    sig = base64urlDecode(frame.sig as string)
-  } catch {
-    throw bad('sig must be canonical unpadded base64url', 'sig')
-  }
-  if (sig.length !== 64) throw bad('an ed25519 sig is 64 bytes', 'sig')
+  const { agent: owner, fragment } = checkKeyId(keyId, (m) => refuse(m, 'key_id'))
+  if (owner !== agent) throw refuse(`key_id belongs to ${owner}, not to ${agent}`, 'key_id')
+  const sig = decodeSig(frame.sig as string, 64, (m) => refuse(m, 'sig'))
   const { transitionMs } = input
   const options = { created: now, now, field: 'key_id', transitionMs }
   const key = await resolveEd25519Key(input.resolver, { keyId, agent, fragment }, options)
   const payload = wsAuthPayload(input.relayBaseUrl, input.nonce)
   if (!(await provider.ed25519Verify(key.publicKey, payload, sig))) {
-    throw bad(`signature by ${keyId} does not verify`, 'sig')
+    throw refuse(`signature by ${keyId} does not verify`, 'sig')
   }
-  const out: VerifiedWsAuth = {
-    agent,
-    keyId,
-    source: key.source,
-    level: levelForKeySource(key.source),
-  }
+  const { source } = key
+  const out: VerifiedWsAuth = { agent, keyId, source, level: levelForKeySource(source) }
   if (frame.after !== undefined) out.after = frame.after as string
   return out
 }

@@ -27,11 +27,7 @@ const V4_REFUSED = /* @__PURE__ */ blocks([
 ])
 // `::/96` holds `::` and `::1`.
 const V6_REFUSED = /* @__PURE__ */ blocks([
-  '::/96',
-  '64:ff9b:1::/48',
-  'fc00::/7',
-  'fe80::/10',
-  'ff00::/8',
+  ...['::/96', '64:ff9b:1::/48', 'fc00::/7', 'fe80::/10', 'ff00::/8'],
 ])
 // IPv4-mapped, IPv4-translated and NAT64 (the IPv4 address in the last 4 bytes), 6to4, Teredo.
 const EMBEDDED = /* @__PURE__ */ blocks(['::ffff:0:0/96', '::ffff:0:0:0/96', '64:ff9b::/96'])

@@ -3,6 +3,7 @@
  * canonical text is an address: dotted-quad IPv4 with decimal octets and no leading zeros (no
  * `127.1`, `0x7f.0.0.1`, `017.0.0.1`), and RFC 4291 IPv6 text (an embedded dotted quad allowed).
  */
+import { constantTimeEqual } from '../bytes.js'
 import { PROFILE } from '../profile.js'
 
 /** A parsed IP address: 4 or 16 bytes in network order, and an IPv6 `%zone` apart. */
@@ -86,7 +87,7 @@ export function parseCidr(text: string): Cidr {
   }
   const prefix = p === undefined ? bits : Number(p)
   const network = mask(ip.bytes, prefix)
-  if (!sameBytes(network, ip.bytes)) {
+  if (!constantTimeEqual(network, ip.bytes)) {
     const fixed = formatIp({ version: ip.version, bytes: network })
     throw new TypeError(
       `${JSON.stringify(text)} has host bits set; did you mean ${fixed}/${prefix}?`,
@@ -98,12 +99,9 @@ export function parseCidr(text: string): Cidr {
 const mask = (bytes: Uint8Array, prefix: number): Uint8Array =>
   bytes.map((b, i) => b & ((0xff << (8 - Math.max(0, Math.min(8, prefix - 8 * i)))) & 0xff))
 
-const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
-  a.length === b.length && a.every((x, i) => x === b[i])
-
 /** True when `bytes` (of the block's length) lie in `block`. */
 export const inBlock = (bytes: Uint8Array, block: Cidr): boolean =>
-  bytes.length === block.bytes.length && sameBytes(mask(bytes, block.prefix), block.bytes)
+  bytes.length === block.bytes.length && constantTimeEqual(mask(bytes, block.prefix), block.bytes)
 
 /** Does `cidr` contain `ip`? An IPv4-mapped IPv6 address also matches IPv4 blocks. */
 export function cidrContains(cidr: Cidr, ip: string | ParsedIp): boolean {

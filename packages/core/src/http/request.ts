@@ -124,15 +124,10 @@ export function deadline(
   const onAbort = () => controller.abort(signal?.reason)
   if (signal?.aborted) controller.abort(signal.reason)
   else signal?.addEventListener('abort', onAbort, { once: true })
+  const late = () => new AgentMsgError('unavailable', `${what}: no answer within ${timeoutMs} ms`)
   const timer =
     timeoutMs > 0 && timeoutMs < 2 ** 31
-      ? setTimeout(() => {
-          const reason = new AgentMsgError(
-            'unavailable',
-            `${what}: no answer within ${timeoutMs} ms`,
-          )
-          controller.abort(reason)
-        }, timeoutMs)
+      ? setTimeout(() => controller.abort(late()), timeoutMs)
       : undefined
   return {
     signal: controller.signal,

@@ -1,14 +1,15 @@
 /** Building identity documents, rotating and revoking their keys (SPEC §2.2–2.4, §3.1). */
 import { agentEndpoints, assertRelayUrl, parseAgentId } from '../agent-id.js'
 import { base64urlEncode } from '../base64url.js'
+import { constantTimeEqual } from '../bytes.js'
 import { didKeyFragment, publicKeyFromDidKey } from '../did-key.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
 import { formatTimestamp, parseTimestamp } from '../timestamps.js'
 import {
+  bareFragment,
   type IdentityDocument,
   type IdentityEndpoints,
   type RelayPreference,
-  sameBytes,
   validateIdentityDocument,
 } from './document.js'
 
@@ -47,7 +48,7 @@ export function createIdentityDocument(options: CreateIdentityDocumentOptions): 
   const publicKey = requirePublicKey(options.publicKey, 'publicKey')
   let keyId = options.keyId
   if (kind === 'did:key') {
-    if (!sameBytes(publicKey, publicKeyFromDidKey(id))) {
+    if (!constantTimeEqual(publicKey, publicKeyFromDidKey(id))) {
       throw invalidFormat("must be the did:key's own public key", 'publicKey')
     }
     const fragment = didKeyFragment(id)
@@ -66,18 +67,17 @@ export function createIdentityDocument(options: CreateIdentityDocumentOptions): 
     }
     endpoints = { inbox, capabilities }
   } else {
-    if (options.endpoints === undefined) {
+    const given = options.endpoints
+    if (given === undefined) {
       throw invalidFormat(`are required for a ${kind} agent, which has no base URL`, 'endpoints')
     }
-    endpoints = {
-      inbox: assertRelayUrl(options.endpoints.inbox, 'endpoints.inbox'),
-      capabilities: assertRelayUrl(options.endpoints.capabilities, 'endpoints.capabilities'),
-    }
+    // Checked with the whole document below.
+    endpoints = { inbox: given.inbox, capabilities: given.capabilities }
   }
-  const created =
-    typeof options.created === 'string'
-      ? formatTimestamp(parseTimestamp(options.created, 'created'))
-      : formatTimestamp(options.created ?? Date.now())
+  const at = options.created
+  const created = formatTimestamp(
+    typeof at === 'string' ? parseTimestamp(at, 'created') : (at ?? Date.now()),
+  )
   const doc: IdentityDocument = {
     agentmsg: 5,
     agent_id: id,
@@ -121,10 +121,7 @@ export function rotateKey(
   refuseDidKey(doc, 'rotate keys')
   validateIdentityDocument(doc)
   const publicKey = requirePublicKey(next.publicKey, 'publicKey')
-  const keyId = next.keyId ?? defaultKeyId(publicKey)
-  if (typeof keyId !== 'string' || keyId === '' || keyId.includes('#')) {
-    throw invalidFormat('must be a non-empty bare fragment (no #)', 'keyId')
-  }
+  const keyId = bareFragment(next.keyId ?? defaultKeyId(publicKey), 'keyId')
   if (doc.keys.some((k) => k.key_id === keyId)) {
     throw invalidFormat(`key id ${keyId} is already in the document`, 'keyId')
   }

@@ -2,8 +2,10 @@
 // are kept, so a newer implementation's document survives a round trip.
 import { agentEndpoints, assertRelayUrl, parseAgentId } from '../agent-id.js'
 import { base64urlDecode } from '../base64url.js'
+import { constantTimeEqual } from '../bytes.js'
 import { didKeyFragment, publicKeyFromDidKey } from '../did-key.js'
 import { invalidFormat } from '../errors.js'
+import { requireArray, requireObject, requireString } from '../message.js'
 import { parseTimestamp } from '../timestamps.js'
 import { isObject } from '../types.js'
 
@@ -44,11 +46,6 @@ export interface IdentityDocument {
 
 const STATUSES: ReadonlySet<unknown> = new Set<KeyStatus>(['active', 'retired', 'revoked'])
 
-/** Byte equality; public keys are not secret, so no constant-time compare is needed. */
-export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i])
-}
-
 /**
  * Check an identity document strictly. Where the spec is silent: other key types are kept but
  * never verify; several `active` keys are allowed; a `revoked` key may keep its `retired_date`.
@@ -66,7 +63,7 @@ export function validateIdentityDocument(
       'agent_id',
     )
   }
-  if (typeof doc.display !== 'string') throw invalidFormat('must be a string', 'display')
+  requireString(doc.display, 'display')
   const keys = doc.keys
   if (!Array.isArray(keys) || keys.length === 0) {
     throw invalidFormat('must be a non-empty array', 'keys')
@@ -80,8 +77,7 @@ export function validateIdentityDocument(
     seen.add(key.key_id)
   })
   if (kind === 'did:key') validateDidKeyKeys(id, keys as IdentityKey[])
-  const endpoints = doc.endpoints
-  if (!isObject(endpoints)) throw invalidFormat('must be an object', 'endpoints')
+  const endpoints = requireObject(doc.endpoints, 'endpoints')
   if (kind === 'url') {
     const expected = agentEndpoints(id)
     for (const name of ['inbox', 'capabilities'] as const) {
@@ -94,10 +90,8 @@ export function validateIdentityDocument(
     assertRelayUrl(endpoints.capabilities, 'endpoints.capabilities')
   }
   if (doc.relay !== undefined) {
-    const relay = doc.relay
-    if (!isObject(relay)) throw invalidFormat('must be an object', 'relay')
-    if (!Array.isArray(relay.urls)) throw invalidFormat('must be an array', 'relay.urls')
-    relay.urls.forEach((u, i) => assertRelayUrl(u, `relay.urls[${i}]`))
+    const relay = requireObject(doc.relay, 'relay')
+    requireArray(relay.urls, 'relay.urls').forEach((u, i) => assertRelayUrl(u, `relay.urls[${i}]`))
     if (relay.preference !== 'any' && relay.preference !== 'ordered') {
       throw invalidFormat("must be 'any' or 'ordered'", 'relay.preference')
     }
@@ -105,19 +99,21 @@ export function validateIdentityDocument(
   return doc as IdentityDocument
 }
 
-function validateKey(key: unknown, field: string): asserts key is IdentityKey {
-  if (!isObject(key)) throw invalidFormat('must be an object', field)
-  const keyId = key.key_id
+/** A key id as a document holds it: a non-empty fragment without `#`. */
+export function bareFragment(keyId: unknown, field: string): string {
   if (typeof keyId !== 'string' || keyId === '' || keyId.includes('#')) {
-    throw invalidFormat('must be a non-empty bare fragment (no #)', `${field}.key_id`)
+    throw invalidFormat('must be a non-empty bare fragment (no #)', field)
   }
+  return keyId
+}
+
+function validateKey(value: unknown, field: string): asserts value is IdentityKey {
+  const key = requireObject(value, field)
+  bareFragment(key.key_id, `${field}.key_id`)
   if (typeof key.type !== 'string' || key.type === '') {
     throw invalidFormat('must be a non-empty string', `${field}.type`)
   }
-  const string = (name: string) => {
-    if (typeof key[name] !== 'string') throw invalidFormat('must be a string', `${field}.${name}`)
-    return key[name] as string
-  }
+  const string = (name: string) => requireString(key[name], `${field}.${name}`)
   const bytes = base64urlDecode(string('public_key'), `${field}.public_key`)
   if (key.type === 'ed25519' && bytes.length !== 32) {
     throw invalidFormat('an ed25519 public key is 32 bytes', `${field}.public_key`)
@@ -150,7 +146,7 @@ function validateDidKeyKeys(did: string, keys: IdentityKey[]): void {
   if (key.key_id !== fragment) {
     throw invalidFormat(`must be ${fragment}, the did:key's method-specific id`, 'keys[0].key_id')
   }
-  if (!sameBytes(base64urlDecode(key.public_key), publicKeyFromDidKey(did))) {
+  if (!constantTimeEqual(base64urlDecode(key.public_key), publicKeyFromDidKey(did))) {
     throw invalidFormat("must be the did:key's own public key", 'keys[0].public_key')
   }
   if (key.status !== 'active') {

@@ -1,7 +1,7 @@
 // Whether a key found for a signature may verify it (PROFILE §4, §5): active keys always, retired
 // ones within their transition period, revoked ones never.
 import { AgentMsgError, nonNegative } from '../errors.js'
-import type { AbortOptions } from '../interfaces/abort.js'
+import type { AbortOptions } from '../interfaces/storage.js'
 import { PROFILE } from '../profile.js'
 import type { KeyLookup, KeyResolution, KeyResolver, ResolvedKey } from '../resolver.js'
 import { formatTimestamp, parseTimestamp } from '../timestamps.js'
@@ -48,15 +48,11 @@ export function checkKeyUsable(
   const name = `key ${keyFragment} of ${doc.agent_id}`
   const index = doc.keys.findIndex((k) => k.key_id === keyFragment)
   const key = doc.keys[index]
-  const refuse = (code: 'key_revoked' | 'unknown_sender', message: string): KeyUsability => ({
-    ok: false,
-    code,
-    message,
-  })
+  type Code = 'key_revoked' | 'unknown_sender'
+  const refuse = (code: Code, message: string): KeyUsability => ({ ok: false, code, message })
   if (!key) return refuse('unknown_sender', `${name} is not in its identity document`)
-  if (key.type !== 'ed25519') {
+  if (key.type !== 'ed25519')
     return refuse('unknown_sender', `${name} is a ${key.type} key, not ed25519`)
-  }
   if (key.status === 'active') return { ok: true, key }
   if (key.status !== 'retired') return refuse('key_revoked', `${name} was revoked`)
   const retiredAt = parseTimestamp(key.retired_date as string, `keys[${index}].retired_date`)
@@ -132,9 +128,8 @@ export async function resolveEd25519Key(
   const res = await resolver.resolve(full, options.signal ? { signal: options.signal } : {})
   if (res.status === 'unavailable') throw unavailableKey([res], field)
   if (res.status === 'not_found') {
-    throw new AgentMsgError('unknown_sender', `no key found for ${lookup.keyId}: ${res.reason}`, {
-      field,
-    })
+    const text = `no key found for ${lookup.keyId}: ${res.reason}`
+    throw new AgentMsgError('unknown_sender', text, { field })
   }
   checkFoundKey(res.key, full, options.created, options.now, options.transitionMs, field)
   return res.key as ResolvedEd25519Key

@@ -1,5 +1,10 @@
 import type { JsonValue } from '../types.js'
-import type { AbortOptions } from './abort.js'
+
+/** Options every async SDK method accepts. */
+export interface AbortOptions {
+  /** Abort the operation; the promise rejects with the signal's reason. */
+  signal?: AbortSignal
+}
 
 /** One write of an atomic {@link Storage.batch}. */
 export type StorageOp =

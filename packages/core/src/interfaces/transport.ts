@@ -3,8 +3,7 @@ import type { IdentityDocument } from '../identity/document.js'
 import type { Signer } from '../keys.js'
 import type { KeyResolver } from '../resolver.js'
 import type { Message } from '../types.js'
-import type { AbortOptions } from './abort.js'
-import type { Storage } from './storage.js'
+import type { AbortOptions, Storage } from './storage.js'
 
 /** What an agent knows of a peer: each transport turns it into its {@link Transport.targets}. */
 export interface PeerRoute {

@@ -5,9 +5,8 @@ import { createMessage } from '../create-message.js'
 import { AgentMsgError, type ErrorPhaseCode, isAgentMsgError } from '../errors.js'
 import type { IdentityDocument } from '../identity/document.js'
 import { PROFILE } from '../profile.js'
-import type { KeyResolver } from '../resolver.js'
 import type { Message, UnsignedMessage } from '../types.js'
-import type { ErrorReplySender, ErrorReplyTarget } from './types.js'
+import type { ErrorReplySender, ErrorReplyTarget, ReceiverOptions } from './types.js'
 
 /** The unsigned error phase message answering `original` (PROFILE §7); never for an error. */
 export function createErrorMessage(o: {
@@ -72,37 +71,29 @@ export class ErrorReplies {
   readonly #gate: ErrorReplyGate
 
   constructor(
-    readonly o: {
-      agentId: string
-      sender: ErrorReplySender | undefined
-      resolver: KeyResolver
-      identityOf: ((agent: string) => Promise<IdentityDocument | undefined>) | undefined
-      onError: (error: unknown) => void
-      now: () => number
-    },
+    readonly o: ReceiverOptions,
+    readonly sender: ErrorReplySender,
+    readonly onError: (error: unknown) => void,
+    now: () => number,
   ) {
-    this.#gate = new ErrorReplyGate({ now: o.now })
+    this.#gate = new ErrorReplyGate({ now })
   }
 
   // Verified: also through its signed `from.relays`; else only a URL agent, at the inbox of the
   // document the verifier used.
   send(original: Message, code: ErrorPhaseCode, text: string, verified: boolean): void {
-    const sender = this.o.sender
-    if (!sender) return
     const agent = original.from.agent
     const isUrl = parseAgentId(agent, 'from.agent').kind === 'url'
-    if (!verified && !isUrl) return
-    if (!this.#gate.allow(original, true)) return
-    this.#deliver(sender, original, code, text, verified, isUrl).catch((error: unknown) => {
+    if ((!verified && !isUrl) || !this.#gate.allow(original, true)) return
+    this.#deliver(original, code, text, verified, isUrl).catch((error: unknown) => {
       // Never the socket, TLS or DNS text: the peer chose the address, and the application's
       // logs must not become a port scanner's (PROFILE §4).
       const failed = isAgentMsgError(error) ? error.code : 'unavailable'
-      this.o.onError(new AgentMsgError(failed, `an error reply to ${agent} could not be delivered`))
+      this.onError(new AgentMsgError(failed, `an error reply to ${agent} could not be delivered`))
     })
   }
 
   async #deliver(
-    sender: ErrorReplySender,
     original: Message,
     code: ErrorPhaseCode,
     text: string,
@@ -119,10 +110,8 @@ export class ErrorReplies {
     }
     const relays = original.from.relays
     if (verified && relays && relays.length > 0) to.relays = [...relays]
-    await sender.send(
-      createErrorMessage({ original, from: this.o.agentId, code, message: text }),
-      to,
-    )
+    const reply = createErrorMessage({ original, from: this.o.agentId, code, message: text })
+    await this.sender.send(reply, to)
   }
 
   async #identityOf(agent: string): Promise<IdentityDocument | undefined> {

@@ -9,7 +9,7 @@ const PREFIX = 'inbox/pending/'
 
 /** An accepted message on its way to the application, and its storage key once persisted. */
 export interface Job {
-  key: string | undefined
+  key?: string
   message: Message
   level: AuthLevel
   source: KeySource

@@ -53,14 +53,8 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
   // Synchronous steps stay synchronous: no promise per step on the hot path.
   const at = <T>(step: ReceiveStep, run: () => T): T => {
     try {
-      return run()
-    } catch (error) {
-      return refuse(step, error)
-    }
-  }
-  const atAsync = async <T>(step: ReceiveStep, run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run()
+      const value = run()
+      return value instanceof Promise ? (value.catch((e) => refuse(step, e)) as T) : value
     } catch (error) {
       return refuse(step, error)
     }
@@ -80,7 +74,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
     return body
   })
   if (value === UNPROVEN) {
-    value = await atAsync('parse', () => parseStrictJsonExact(body as Uint8Array, options))
+    value = await at('parse', () => parseStrictJsonExact(body as Uint8Array, options))
   }
   const { message: valid, protocolError } = at('validate', () => {
     const result = validateMessage(value)
@@ -119,7 +113,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
     })
   }
   at('freshness', () => ctx.replay.checkFreshness(valid))
-  const verdict = await atAsync('verify', () =>
+  const verdict = await at('verify', () =>
     verifyMessage(valid, ctx.resolver, {
       now: ctx.now(),
       validated: true,
@@ -137,7 +131,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
       ),
     )
   }
-  const duplicate = await atAsync('duplicate', () =>
+  const duplicate = await at('duplicate', async () =>
     ctx.isDuplicate
       ? ctx.isDuplicate(valid)
       : ctx.replay.isDuplicate(valid.from.agent, valid.message_id),
@@ -171,7 +165,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
   // PROFILE §8: opened after verifying, after the duplicate and per-sender steps (a replay is not
   // opened again), before the level step. The sealed-box code is imported only when needed.
   if (isSealedBody(valid.body)) {
-    const opened = await atAsync('open', async () => {
+    const opened = await at('open', async () => {
       if (!ctx.opener) {
         if (!addressee) return undefined // a relay keeps it as signed
         throw invalidFormat('this receiver cannot open sealed bodies', 'body.parts')
@@ -185,7 +179,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
   }
   const levels = ctx.levels
   if (levels) {
-    ok.decision = await atAsync('level', () =>
+    ok.decision = await at('level', () =>
       levels.evaluate({
         from: valid.from.agent,
         conversationId: valid.conversation_id,

@@ -82,13 +82,9 @@ export class WorkQueue<T> {
         this.#head = 0
       }
       this.#running++
-      let task: Promise<void>
-      try {
-        task = this.#o.run(item)
-      } catch (error) {
-        task = Promise.reject(error)
-      }
-      task
+      // `run` is the receiver's async step: it rejects, never throws.
+      this.#o
+        .run(item)
         .catch((error: unknown) => this.#o.onError(error))
         .finally(() => {
           this.#running--

@@ -31,7 +31,6 @@ class AgentReceiver implements Receiver {
   readonly #o: ReceiverOptions
   readonly #ctx: ReceiveContext
   readonly #onError: (error: unknown) => void
-  readonly #now: () => number
   readonly #pending: PendingStore | undefined
   readonly #queue: WorkQueue<Job>
   #replies: Promise<ErrorReplies> | undefined
@@ -48,7 +47,6 @@ class AgentReceiver implements Receiver {
       throw new TypeError('opener.agent must be agentId')
     this.#o = o
     const now = o.now ?? Date.now
-    this.#now = now
     this.#onError = o.onError ?? ((error) => console.error('agentmsg receiver:', error))
     const storage = o.storage ? { storage: o.storage } : {}
     this.replayGuard = o.replayGuard ?? new ReplayGuard({ ...storage, now })
@@ -71,15 +69,11 @@ class AgentReceiver implements Receiver {
       run: (job) => this.#process(job),
       onError: this.#onError,
     })
-    this.ready = this.#restore().then(
-      () => {
+    this.ready = this.#restore()
+      .catch((error: unknown) => this.#onError(error))
+      .then(() => {
         this.#restored = true
-      },
-      (error: unknown) => {
-        this.#restored = true
-        this.#onError(error)
-      },
-    )
+      })
   }
 
   get pending(): number {
@@ -91,7 +85,7 @@ class AgentReceiver implements Receiver {
   }
 
   readonly receive = async (delivery: InboundDelivery): Promise<DeliveryOutcome> => {
-    if (this.#closed) return this.#shuttingDown()
+    if (this.#closed) return this.#unavailable('this receiver is shutting down')
     // Restored messages are remembered first, so a retry of one of them is a duplicate.
     if (!this.#restored) await this.ready
     try {
@@ -140,23 +134,11 @@ class AgentReceiver implements Receiver {
   // Room in the queue, then persist, then commit the level; only then `accepted` (PROFILE §6).
   async #accept(result: ReceivedOk, delivery: InboundDelivery): Promise<DeliveryOutcome> {
     const message = result.message
-    if (this.#closed) return this.#shuttingDown()
-    if (!this.#queue.reserve()) {
-      return refused(
-        new AgentMsgError('unavailable', 'the receive queue is full; retry later', {
-          retryAfter: this.#retryAfter,
-        }),
-      )
-    }
-    const job: Job = {
-      key: undefined,
-      message,
-      level: result.level,
-      source: result.source,
-      keyId: result.verified.keyId,
-      transport: delivery.transport,
-      sealed: result.sealed,
-    }
+    if (this.#closed) return this.#unavailable('this receiver is shutting down')
+    if (!this.#queue.reserve()) return this.#unavailable('the receive queue is full; retry later')
+    const { level, source, sealed } = result
+    const { transport } = delivery
+    const job: Job = { message, level, source, sealed, keyId: result.verified.keyId, transport }
     let queued = false
     try {
       await this.#pending?.add(job)
@@ -182,15 +164,7 @@ class AgentReceiver implements Receiver {
     const sender = this.#o.errorReplies
     if (!sender) return
     const replies = (this.#replies ??= import('./error-replies.js').then(
-      ({ ErrorReplies }) =>
-        new ErrorReplies({
-          agentId: this.#o.agentId,
-          sender,
-          resolver: this.#o.resolver,
-          identityOf: this.#o.identityOf,
-          onError: this.#onError,
-          now: this.#now,
-        }),
+      ({ ErrorReplies }) => new ErrorReplies(this.#o, sender, this.#onError, this.#ctx.now),
     ))
     replies.then(
       (r) => r.send(original, code, text, verified),
@@ -201,28 +175,18 @@ class AgentReceiver implements Receiver {
     )
   }
 
-  #answerRefusal(r: ReceiveRefusal): void {
-    const message: Message | undefined = r.message
-    if (message === undefined) return
-    const code = r.error.code
-    if (r.step === 'verify' && UNVERIFIED_REPLY.has(code)) {
-      this.#reply(message, code as ErrorPhaseCode, r.error.message, false)
-    } else if (r.step === 'level' && code === 'insufficient_auth_level') {
-      this.#reply(message, code, r.error.message, true)
+  #answerRefusal({ message, error, step }: ReceiveRefusal): void {
+    const unverified = step === 'verify' && UNVERIFIED_REPLY.has(error.code)
+    if (message && (unverified || (step === 'level' && error.code === 'insufficient_auth_level'))) {
+      this.#reply(message, error.code as ErrorPhaseCode, error.message, !unverified)
     }
   }
 
   async #process(job: Job): Promise<void> {
     try {
-      const knownContact = await this.authLevels.isKnownContact(job.message.from.agent)
-      await this.#o.onMessage(job.message, {
-        level: job.level,
-        source: job.source,
-        keyId: job.keyId,
-        knownContact,
-        transport: job.transport,
-        sealed: job.sealed,
-      })
+      const { key: _key, message, ...info } = job
+      const knownContact = await this.authLevels.isKnownContact(message.from.agent)
+      await this.#o.onMessage(message, { ...info, knownContact })
     } finally {
       await this.#pending?.remove(job)
     }
@@ -238,12 +202,8 @@ class AgentReceiver implements Receiver {
     }
   }
 
-  #shuttingDown(): DeliveryOutcome {
-    return refused(
-      new AgentMsgError('unavailable', 'this receiver is shutting down', {
-        retryAfter: this.#retryAfter,
-      }),
-    )
+  #unavailable(text: string): DeliveryOutcome {
+    return refused(new AgentMsgError('unavailable', text, { retryAfter: this.#retryAfter }))
   }
 }
 

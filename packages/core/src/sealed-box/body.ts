@@ -112,10 +112,8 @@ export function openSealedBody(
   try {
     sealed = parseStrictJson(utf8Decode(opened))
   } catch (cause) {
-    throw new AgentMsgError('invalid_format', `${field}: sealed plaintext is not a JSON object`, {
-      field,
-      cause,
-    })
+    const text = `${field}: sealed plaintext is not a JSON object`
+    throw new AgentMsgError('invalid_format', text, { field, cause })
   }
   for (const key of ['from', 'to', 'message_id', 'conversation_id'] as const) {
     if (!sameJson(sealed[key] ?? null, message[key] ?? null)) {
@@ -135,9 +133,9 @@ export function openSealedBody(
 /** `message` with its body opened for `opener.agent`, with the seed of the key its part names. */
 export function openForReceiver(message: Message, opener: ReceiveOpener): Message {
   const parts: unknown[] = message.body.parts
-  const mine = parts.find(
-    (p) => (p as { recipient?: unknown } | null)?.recipient === opener.agent,
-  ) as { key_id?: unknown } | undefined
+  const mine = parts.find((p) => isObject(p) && p.recipient === opener.agent) as
+    | BodyPart
+    | undefined
   if (!mine) throw invalidFormat(`no sealed part for ${opener.agent}`, 'body.parts')
   const keyId = typeof mine.key_id === 'string' ? mine.key_id : ''
   const seed = opener.ed25519Seed(keyId)

@@ -1,4 +1,4 @@
-import type { JsonValue } from '../types.js'
+import { defineMember, type JsonValue } from '../types.js'
 
 /** A deep copy that is JSON, else a `TypeError` (JSON would silently change `undefined`, `NaN`). */
 export function cloneJsonValue(
@@ -18,26 +18,16 @@ export function cloneJsonValue(
   seen.add(value)
   try {
     if (Array.isArray(value)) {
-      const out: JsonValue[] = []
-      for (let i = 0; i < value.length; i++)
-        out.push(cloneJsonValue(value[i], `${path}[${i}]`, seen))
-      return out
+      return Array.from(value, (v, i) => cloneJsonValue(v, `${path}[${i}]`, seen))
     }
     const proto = Object.getPrototypeOf(value)
     if (proto !== Object.prototype && proto !== null) {
       throw new TypeError(`storage: ${path} is a ${proto?.constructor?.name ?? 'object'}, not JSON`)
     }
     const out: { [key: string]: JsonValue } = {}
-    for (const key of Object.keys(value)) {
-      const copy = cloneJsonValue((value as Record<string, unknown>)[key], `${path}.${key}`, seen)
-      // `out['__proto__'] = …` would set the prototype instead of storing the member.
-      Object.defineProperty(out, key, {
-        value: copy,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      })
-    }
+    const o = value as Record<string, unknown>
+    for (const key of Object.keys(o))
+      defineMember(out, key, cloneJsonValue(o[key], `${path}.${key}`, seen))
     return out
   } finally {
     seen.delete(value)

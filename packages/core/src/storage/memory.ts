@@ -1,9 +1,6 @@
-import type { AbortOptions } from '../interfaces/abort.js'
-import type { Storage, StorageListOptions, StorageOp } from '../interfaces/storage.js'
+import type { AbortOptions, Storage, StorageListOptions, StorageOp } from '../interfaces/storage.js'
 import type { JsonValue } from '../types.js'
 import { cloneJsonValue } from './clone.js'
-
-export { cloneJsonValue } from './clone.js'
 
 /** A {@link Storage} in this process's memory: for tests, short-lived agents, or a fallback. */
 export function memoryStorage(): Storage {
@@ -51,26 +48,23 @@ export function memoryStorage(): Storage {
     name: 'memory',
 
     async get(key, options) {
-      checkAbort(options)
-      checkKey(key)
+      checkKey(key, '', options)
       const value = entries.get(key)
       return value === undefined ? undefined : cloneJsonValue(value)
     },
 
     async put(key, value, options) {
-      checkAbort(options)
-      checkKey(key)
+      checkKey(key, '', options)
       write(key, cloneJsonValue(value))
     },
 
     async delete(key, options) {
-      checkAbort(options)
-      checkKey(key)
+      checkKey(key, '', options)
       remove(key)
     },
 
     async batch(ops: StorageOp[], options?: AbortOptions) {
-      checkAbort(options)
+      options?.signal?.throwIfAborted()
       if (!Array.isArray(ops)) throw new TypeError('storage batch: ops must be an array')
       // Validate and copy every op first: a bad op late in the batch leaves the store as it was.
       const ready = ops.map((op, i): StorageOp => {
@@ -91,8 +85,7 @@ export function memoryStorage(): Storage {
     },
 
     async list(prefix: string, options: StorageListOptions = {}) {
-      checkAbort(options)
-      checkKey(prefix, 'prefix: ')
+      checkKey(prefix, 'prefix: ', options)
       const { after, limit } = options
       if (after !== undefined) checkKey(after, 'after: ')
       if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) {
@@ -125,10 +118,7 @@ function lowerBound(keys: string[], target: string): number {
   return lo
 }
 
-function checkAbort(options: AbortOptions | undefined): void {
+function checkKey(key: unknown, what = '', options?: AbortOptions): asserts key is string {
   options?.signal?.throwIfAborted()
-}
-
-function checkKey(key: unknown, what = ''): asserts key is string {
   if (typeof key !== 'string') throw new TypeError(`storage: ${what}key must be a string`)
 }

@@ -36,32 +36,23 @@ export interface PreparedStrictJson {
   onNonInteger: 'throw' | 'mark'
 }
 
-export function prepareStrictJson(
-  input: string | Uint8Array,
-  options?: StrictJsonOptions,
-): PreparedStrictJson {
-  const maxDepth = positiveInt(options?.maxDepth ?? PROFILE.maxJsonDepth, 'maxDepth')
-  const onNonInteger = options?.onNonInteger ?? 'throw'
-  if (onNonInteger !== 'throw' && onNonInteger !== 'mark') {
-    throw new RangeError(`onNonInteger must be 'throw' or 'mark', got ${String(onNonInteger)}`)
-  }
-  const members = options?.integerMembers
-  const integers =
-    members === undefined || members.length === 0 ? undefined : compileIntegerMembers(members)
-  const fromBytes = typeof input !== 'string'
-  const text = fromBytes ? decodeUtf8(input) : input
-  return { text, fromBytes, maxDepth, integers, onNonInteger }
-}
-
 /** `parse` of the prepared input; a stack overflow (a caller-raised maxDepth) is a refusal. */
 export function parseWith<T>(
   input: string | Uint8Array,
   options: StrictJsonOptions | undefined,
   parse: (p: PreparedStrictJson) => T,
 ): T {
-  const p = prepareStrictJson(input, options)
+  const maxDepth = positiveInt(options?.maxDepth ?? PROFILE.maxJsonDepth, 'maxDepth')
+  const onNonInteger = options?.onNonInteger ?? 'throw'
+  if (onNonInteger !== 'throw' && onNonInteger !== 'mark') {
+    throw new RangeError(`onNonInteger must be 'throw' or 'mark', got ${String(onNonInteger)}`)
+  }
+  const members = options?.integerMembers
+  const integers = members?.length ? compileIntegerMembers(members) : undefined
+  const fromBytes = typeof input !== 'string'
+  const text = fromBytes ? decodeUtf8(input) : input
   try {
-    return parse(p)
+    return parse({ text, fromBytes, maxDepth, integers, onNonInteger })
   } catch (e) {
     throw e instanceof RangeError ? invalidFormat('JSON nested too deeply to parse') : e
   }
