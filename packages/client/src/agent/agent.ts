@@ -5,10 +5,9 @@
 import { type IdentityDocument, type Message, parseAgentId, type Transport } from '@agentmsg/core'
 import type { Conversations } from './conversations.js'
 import type { AgentEmitter } from './events.js'
-import type { OwnKeys } from './identity.js'
+import { type OwnKeys, relayList } from './identity.js'
 import type { Outbox } from './outbox.js'
 import type { ReceiveSide } from './receive.js'
-import { type SendContext, sendMessage } from './send.js'
 import type {
   Agent,
   AgentEvents,
@@ -28,7 +27,8 @@ export interface AgentParts {
   events: AgentEmitter
   contacts: Contacts
   conversations: Conversations
-  send: SendContext
+  /** Sends through the send path (./send.ts), loaded on first use. */
+  send: (to: string, content: Content, options: SendOptions) => Promise<SendResult>
   transports: readonly Transport[]
   /** The receiver, key store and auth levels: a chunk loaded by `createAgent` (./receive.ts). */
   side: () => Promise<ReceiveSide>
@@ -55,12 +55,14 @@ export class AgentImpl implements Agent {
 
   async send(to: string, content: Content, options: SendOptions = {}): Promise<SendResult> {
     if (this.#closed) throw new TypeError('send: this agent is closed')
-    const result = await sendMessage(this.#p.send, to, content, options)
+    const recipient = parseAgentId(to, 'to').id
+    const relays = relayList(options.relays ?? [], 'options.relays')
+    const result = await this.#p.send(recipient, content, { ...options, relays })
     // A pending delivery is reported by the outbox when it ends.
     if (!result.pending) {
       void this.#p.events.emit('delivered', {
         messageId: result.messageId,
-        to: parseAgentId(to, 'to').id,
+        to: recipient,
         route: result.route,
         ...(result.relayUrl ? { relayUrl: result.relayUrl } : {}),
       })

@@ -18,6 +18,7 @@ import {
   type Transport,
 } from '@agentmsg/core'
 import type { Documents } from './documents.js'
+import type { OutboxEntry } from './outbox.js'
 import type { PeerRelays } from './peers.js'
 
 /** What to route: the recipient and what the caller knows about it. */
@@ -50,7 +51,8 @@ export type Round =
       retryAfterMs?: number
     }
 
-export interface RouterOptions {
+/** What routing needs from the agent. */
+export interface RouteContext {
   transports: readonly Transport[]
   documents: Pick<Documents, 'document'>
   peers: PeerRelays
@@ -72,42 +74,37 @@ function passesLater(error: unknown): boolean {
   return error.shouldRetry() && !(error.status === 429 && error.retryAfter === undefined)
 }
 
-export class Router {
-  readonly #o: RouterOptions
-
-  constructor(options: RouterOptions) {
-    this.#o = options
+/** The targets for `request.to`, in the order to try. */
+export async function planRoute(c: RouteContext, request: RouteRequest): Promise<PlannedTarget[]> {
+  const { to, route } = request
+  const peer: PeerRoute = {
+    agent: to,
+    document: await documentOf(c, to),
+    relays: [...new Set([...(request.relays ?? []), ...(await c.peers.of(to))])],
+    inbox: request.inbox,
   }
-
-  /** The targets for `request.to`, in the order to try. */
-  async plan(request: RouteRequest): Promise<PlannedTarget[]> {
-    const { to, route } = request
-    const peer: PeerRoute = {
-      agent: to,
-      document: await this.#document(to),
-      relays: [...new Set([...(request.relays ?? []), ...(await this.#o.peers.of(to))])],
-      ...(request.inbox ? { inbox: request.inbox } : {}),
+  const direct: PlannedTarget[] = []
+  const relayed: PlannedTarget[] = []
+  for (const transport of c.transports) {
+    for (const target of (await transport.targets?.(peer)) ?? []) {
+      ;(target.route === 'relay' ? relayed : direct).push({ target, transport })
     }
-    const direct: PlannedTarget[] = []
-    const relayed: PlannedTarget[] = []
-    for (const transport of this.#o.transports) {
-      for (const target of (await transport.targets?.(peer)) ?? []) {
-        ;(target.route === 'relay' ? relayed : direct).push({ target, transport })
-      }
-    }
-    const wantRelays =
-      route === 'relay' || (route === 'auto' && (this.#o.fallbackToRelay || direct.length === 0))
-    const out = [...(route === 'relay' ? [] : direct), ...(wantRelays ? relayed : [])]
-    if (out.length === 0) throw noRoute(to, route)
-    return out
   }
+  const wantRelays =
+    route === 'relay' || (route === 'auto' && (c.fallbackToRelay || direct.length === 0))
+  const out = [...(route === 'relay' ? [] : direct), ...(wantRelays ? relayed : [])]
+  if (out.length === 0) throw noRoute(to, route)
+  return out
+}
 
-  /** A URL agent's identity document, when it can be had now. */
-  async #document(agent: string): Promise<IdentityDocument | undefined> {
-    if (parseAgentId(agent, 'to').kind !== 'url') return undefined
-    const doc = await this.#o.documents.document(agent).catch(() => undefined)
-    return doc && !('status' in doc) ? doc : undefined
-  }
+/** A URL agent's identity document, when it can be had now. */
+export async function documentOf(
+  c: Pick<RouteContext, 'documents'>,
+  agent: string,
+): Promise<IdentityDocument | undefined> {
+  if (parseAgentId(agent, 'to').kind !== 'url') return undefined
+  const doc = await c.documents.document(agent).catch(() => undefined)
+  return doc && !('status' in doc) ? doc : undefined
 }
 
 /**
@@ -139,6 +136,20 @@ export async function tryTargets(
     }
   }
   return { ok: false, error: last, retry, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
+}
+
+/** One round over a stored entry's targets, with the transports this agent has. */
+export function deliverEntry(
+  transports: readonly Transport[],
+  entry: OutboxEntry,
+  signal?: AbortSignal,
+): Promise<Round> {
+  const planned: Array<PlannedTarget & { copy: number }> = []
+  for (const { target, protocol, copy } of entry.targets) {
+    const transport = transports.find((t) => t.protocol === protocol)
+    if (transport) planned.push({ target, transport, copy })
+  }
+  return tryTargets(planned, async (_target, i) => entry.copies[planned[i]!.copy]!, signal)
 }
 
 function noRoute(to: string, route: RouteRequest['route']): AgentMsgError {
