@@ -1,7 +1,4 @@
-/**
- * `createAgent`: load (or create) the identity, build the receive side and the transports,
- * and start listening.
- */
+/** `createAgent`: the identity, the transports, the receive side and the send path. */
 import {
   type DeliveryHandler,
   namespacedStorage,
@@ -24,7 +21,7 @@ import type { Agent, AgentOptions, RelayTrust } from './types.js'
 
 /** @internal What `createNodeAgent` adds to an agent. */
 export interface AgentExtras {
-  /** A transport of `options.transports` that listens even for a `sendOnly` agent: the Node inbox the caller asked for. */
+  /** A transport that listens even for a `sendOnly` agent: the Node inbox asked for. */
   serving?: TransportFactory
   /** The outbox's schedule (tests). */
   clock?: Clock
@@ -55,25 +52,6 @@ export async function openAgent(
   const keys = await OwnKeys.load(storage, options, now)
   const relays = relayList(options.relays ?? [], 'relays')
   const events = new AgentEmitter(options.onError)
-  // The receive side (receiver, key store, auth levels) is a chunk of its own, imported now
-  // without waiting: sending does not need it, and it is there by the first delivery.
-  const side = lazy(() =>
-    import('./receive.js').then((m) =>
-      m.openReceiveSide({
-        agentId: keys.id,
-        storage,
-        now,
-        documents,
-        peers,
-        conversations,
-        events,
-        errorReplies: {
-          send: async (message, to) => (await sendPath()).errorReply(send, message, to),
-        },
-        seedFor: (keyId) => keys.seedFor(keyId),
-      }),
-    ),
-  )
   const documents = lazyDocuments({
     fetch: options.resolveIdentity ?? lazyIdentityFetcher(options.fetch),
     now,
@@ -82,28 +60,35 @@ export async function openAgent(
   })
   const peers = new PeerRelays(storage, now)
   const conversations = new Conversations(storage)
-
-  const components: Omit<TransportComponents, 'storage'> = {
+  const shared = { keys, storage, now, documents, peers, conversations, events }
+  // The receive side (receiver, key store, auth levels) is a chunk of its own, imported now
+  // without waiting: sending does not need it, and it is there by the first delivery.
+  const side = lazy(() =>
+    import('./receive.js').then((m) =>
+      m.openReceiveSide({
+        ...shared,
+        errorReplies: {
+          send: async (message, to) => (await sendPath()).errorReply(send, message, to),
+        },
+      }),
+    ),
+  )
+  const components: Omit<TransportComponents, 'storage' | 'onError'> = {
     agentId: keys.id,
     signer: keys.liveSigner,
-    resolver: {
-      resolve: async (lookup, resolveOptions) =>
-        (await side()).resolver.resolve(lookup, resolveOptions),
-    },
+    resolver: { resolve: async (lookup, o) => (await side()).resolver.resolve(lookup, o) },
     relays,
     trusts: relayTrusts(options.relayTrust ?? {}),
     identityDocument: () => keys.document,
-    // The receiver below opens sealed bodies with the agent's seeds (PROFILE §8).
+    // The receiver opens sealed bodies with the agent's seeds (PROFILE §8).
     encryption: ['sealed_box'],
     now,
-    onError: (error) => events.error({ error }),
   }
-  const factories = options.transports ?? defaultTransports(options)
   const transports: Transport[] = []
   const listening: Transport[] = []
   try {
-    for (const factory of factories) {
-      // Each transport's own state (outbox, cursors, subscriptions) under `<protocol>/`.
+    for (const factory of options.transports ?? defaultTransports(options)) {
+      // Each transport's own state (cursors, subscriptions) under `<protocol>/`.
       const transport = await factory.create({
         ...components,
         storage: namespacedStorage(storage, `${factory.protocol}/`),
@@ -116,20 +101,13 @@ export async function openAgent(
     await Promise.allSettled(transports.map((t) => t.close()))
     throw error
   }
-
   // The send path (routing, sealing, copies, the outbox) is a chunk of its own, imported on the
   // first send, error reply or outbox resume: an agent's start does not wait for it.
   const sendPath = lazy(() => import('./send.js'))
   const send: SendContext = {
-    keys,
+    ...shared,
     relays,
-    storage,
-    now,
     transports,
-    documents,
-    peers,
-    conversations,
-    events,
     fallbackToRelay: options.fallbackToRelay !== false,
     keyStore: async () => (await side()).keyStore,
     outbox: () => loadOutbox(),
@@ -140,10 +118,8 @@ export async function openAgent(
   side().catch((error: unknown) => events.error({ error }))
   const receive: DeliveryHandler = async (delivery) => (await side()).receive(delivery)
   const agent = new AgentImpl({
-    keys,
-    events,
+    ...shared,
     contacts: createContacts({ storage, side, peers }),
-    conversations,
     send: async (to, content, o) => (await sendPath()).sendMessage(send, to, content, o),
     transports,
     side,
@@ -163,12 +139,6 @@ export async function openAgent(
   return agent
 }
 
-const TRUST_LEVELS: ReadonlySet<string> = new Set<RelayTrust>([
-  'untrusted',
-  'trusted',
-  'self-operated',
-])
-
 /**
  * Whether the agent trusts the relay at a URL with bodies (SPEC §5.7.2): `trusted` or
  * `self-operated` in `relayTrust`; every other relay is `untrusted`.
@@ -176,7 +146,7 @@ const TRUST_LEVELS: ReadonlySet<string> = new Set<RelayTrust>([
 function relayTrusts(given: Record<string, RelayTrust>): (url: string) => boolean {
   const trusted = new Set<string>()
   for (const [url, trust] of Object.entries(given)) {
-    if (!TRUST_LEVELS.has(trust)) {
+    if (!['untrusted', 'trusted', 'self-operated'].includes(trust)) {
       throw new TypeError(
         `relayTrust[${JSON.stringify(url)}] must be 'untrusted', 'trusted' or 'self-operated'`,
       )

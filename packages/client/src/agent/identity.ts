@@ -154,42 +154,28 @@ export class OwnKeys {
 
   /** URL agents: a new active key; the old one is retired (PROFILE §4). */
   async rotate(): Promise<IdentityDocument> {
-    const doc = this.#self.document
-    if (!doc || isDidKey(this.id)) {
+    if (!this.#self.document) {
       throw new AgentMsgError(
         'forbidden',
         'only URL agents rotate keys; a did:key agent needs a new identity',
       )
     }
-    const { rotateKey } = await loadUrlIdentity()
-    const keys = await generateKeyPair()
-    const next = rotateKey(doc, { publicKey: keys.publicKey }, { now: this.#now() })
-    const fragment = next.keys[next.keys.length - 1]!.key_id
-    await this.#save({
-      ...this.#self,
-      active: fragment,
-      seeds: { ...this.#self.seeds, [fragment]: base64urlEncode(keys.secretKey) },
-      document: next,
-    })
+    const { self, keys } = await (await loadUrlIdentity()).rotated(this.#self, this.#now())
+    await this.#save(self)
     this.#keys = keys
     this.#signer = this.#makeSigner()
-    return next
+    return self.document!
   }
 
   /** URL agents: revoke a key (by fragment) at once; its seed is forgotten. */
   async revoke(fragment: string): Promise<IdentityDocument> {
-    const doc = this.#self.document
-    if (!doc || isDidKey(this.id))
-      throw new AgentMsgError('forbidden', 'only URL agents revoke keys')
+    if (!this.#self.document) throw new AgentMsgError('forbidden', 'only URL agents revoke keys')
     if (fragment === this.#self.active) {
       throw new TypeError('rotate first: the active key cannot be revoked')
     }
-    const { revokeKey } = await loadUrlIdentity()
-    const next = revokeKey(doc, fragment)
-    const seeds = { ...this.#self.seeds }
-    delete seeds[fragment]
-    await this.#save({ ...this.#self, seeds, document: next })
-    return next
+    const self = (await loadUrlIdentity()).revoked(this.#self, fragment)
+    await this.#save(self)
+    return self.document!
   }
 
   async #save(self: SelfRecord): Promise<void> {

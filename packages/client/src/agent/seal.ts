@@ -1,12 +1,9 @@
 /**
- * Sealing on send (PROFILE §8, SPEC §5.7): which copies of a message get a sealed body, and for
- * which key. A copy is sealed by default unless its target is confidential (TLS to the peer
- * itself, or relays the agent trusts with bodies, SPEC §5.7.2): the transport says so for each
- * target, a custom transport's targets are not unless it declares them so. The sealed-box
- * cryptography is imported only when something is sealed, so a bundle whose agent never seals
- * does not load it.
+ * Sealing on send (PROFILE §8, SPEC §5.7) and the signed copies. A copy is sealed by default
+ * unless its target is confidential (TLS to the peer itself, or relays trusted with bodies,
+ * SPEC §5.7.2), as the transport says for each target. The sealed-box cryptography is imported
+ * only when something is sealed.
  */
-
 import {
   AgentMsgError,
   type DeliveryTarget,

@@ -1,7 +1,7 @@
 /**
- * Sending: a message is numbered in its conversation, signed (twice for a level-0
- * introduction through relays, PROFILE §9), and tried over the router's targets: once, or
- * through the outbox when a target is durable.
+ * The send path, a chunk loaded on the first send: a message is numbered in its conversation,
+ * signed (twice for a level-0 introduction through relays, PROFILE §9), and tried over the
+ * router's targets: once, or through the outbox when a target is durable.
  */
 import {
   type BodyPart,
@@ -66,9 +66,9 @@ export async function sendMessage(
     contentType:
       typeof content === 'string' ? 'text/plain' : (content.contentType ?? 'application/json'),
     date: c.now(),
-    ...(c.relays.length ? { relays: [...c.relays] } : {}),
-    ...(options.authLevel !== undefined ? { authLevel: options.authLevel } : {}),
-    ...(options.ttlSeconds !== undefined ? { ttlSeconds: options.ttlSeconds } : {}),
+    relays: c.relays.length ? [...c.relays] : undefined,
+    authLevel: options.authLevel,
+    ttlSeconds: options.ttlSeconds,
   })
   const hmac = intro
     ? await hmacSigner(await token(c, options.introduction, recipient), c.keys.id)
@@ -84,36 +84,24 @@ export async function sendMessage(
   const targets = sealing.targets
   // Decided once, before anything goes out (PROFILE §6).
   const durable = targets.find((t) => t.target.durable)
-  if (!durable) {
-    return result(await tryTargets(targets, copy, options.signal), ids, sealing)
-  }
+  if (!durable) return result(await tryTargets(targets, copy, options.signal), ids, sealing)
   const messages = await Promise.all(targets.map((t) => copy(t.target)))
   const unique = [...new Set(messages)]
-  const outbox = await c.outbox()
-  const first = await outbox.send(
-    {
-      id: unsigned.message_id,
-      targets: targets.map((t, i) => ({
-        target: t.target,
-        protocol: t.transport.protocol,
-        copy: unique.indexOf(messages[i]!),
-      })),
-      copies: unique,
-      firstAttempt: c.now(),
-      attempts: 0,
-      nextAttempt: c.now(),
-    },
-    options.signal,
-  )
+  const entry = {
+    id: unsigned.message_id,
+    targets: targets.map(({ target, transport }, i) => {
+      return { target, protocol: transport.protocol, copy: unique.indexOf(messages[i]!) }
+    }),
+    copies: unique,
+    firstAttempt: c.now(),
+    attempts: 0,
+    nextAttempt: c.now(),
+  }
+  const first = await (await c.outbox()).send(entry, options.signal)
   if (!('pending' in first)) return result(first, ids, sealing)
   const { target, transport } = durable
-  return {
-    ...ids,
-    route: target.route,
-    transport: transport.protocol,
-    sealed: sealing.seals(target),
-    pending: true,
-  }
+  const sealed = sealing.seals(target)
+  return { ...ids, route: target.route, transport: transport.protocol, sealed, pending: true }
 }
 
 /** The send's result from a round, or its failure. */
