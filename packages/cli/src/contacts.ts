@@ -16,22 +16,16 @@ export const CONTACTS_HELP = `usage: agentmsg contacts --dir D list [--json]
        agentmsg contacts --dir D remove ID
 
 The agents D knows (PROFILE §5).
-  list        every contact: known or not, its keys (with fingerprints) and relays;
-              --json: one JSON array
-  pin         pin ID's Ed25519 public key (base64url, as "agentmsg identity" prints it) after
-              comparing its fingerprint with ID's owner out of band: ID's messages then verify
-              at level 2 without fetching anything. --key-id: the key's fragment (the part of
-              its key id after #); --relay: where ID can be reached
-  introduce   hold an introduction token (base64url of 32 random bytes, given to both people):
-              ID's first greeting signed with it verifies at level 0 and introduces its key
-              (level 1); --agent names ID, else the first sender it verifies takes it. Prints
-              the token's key id, never the token
+  list        every contact: known or not, its keys (with fingerprints) and relays (--json)
+  pin         pin ID's Ed25519 public key (as "agentmsg identity" prints it) after comparing
+              fingerprints out of band: ID's messages then verify at level 2. --key-id: the
+              key's fragment (after #); --relay: where ID can be reached
+  introduce   hold an introduction token (base64url of 32 random bytes) for ID (--agent) or
+              the first sender it verifies: its greeting verifies at level 0. Prints its key id
   remove      forget ID's keys, relays and known-contact mark
-While an agentmsg inbox or listen runs on D, that process does it.
 
-examples (PUBLIC_KEY and KEY_FRAGMENT as "agentmsg identity --dir ./bob" prints them):
+example (PUBLIC_KEY and KEY_FRAGMENT as "agentmsg identity --dir ./bob" prints them):
   agentmsg contacts --dir ./alice pin https://127.0.0.1:8444 PUBLIC_KEY --key-id KEY_FRAGMENT
-  agentmsg contacts --dir ./alice list
 `
 
 const KEY = /^[A-Za-z0-9_-]{43}$/ // 32 bytes, base64url without padding

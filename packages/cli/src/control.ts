@@ -1,13 +1,9 @@
 /**
- * The control socket of a running `agentmsg inbox` or `listen`: `<dir>/control.sock`.
- *
- * An agent directory is one store with an exclusive lock (storage-fs), so while an inbox or a
- * listener runs on it no other process can open it. Yet a URL agent must keep serving its
- * identity document (PROFILE §4: receivers and relays verify its signatures with it) while it
- * sends or rotates. So the running process takes those requests from the other commands over a
- * Unix socket in the directory: `send`, `identity`, `rotate` and `contacts` then act as the
- * running agent. The socket is 0600 in the 0700 directory: only its owner, who can read the key
- * files anyway, can connect. One JSON request line, one JSON answer line, bounded.
+ * The control socket of a running `agentmsg inbox` or `listen`: `<dir>/control.sock`. The
+ * directory's store has an exclusive lock, yet a URL agent must keep serving its identity
+ * document (PROFILE §4) while it sends or rotates: so the running process takes `send`,
+ * `identity`, `rotate` and `contacts` requests over this socket, 0600 in the 0700 directory
+ * (only its owner, who can read the key files anyway, connects). One JSON line each way.
  */
 import { chmod, unlink } from 'node:fs/promises'
 import net from 'node:net'
@@ -15,7 +11,7 @@ import path from 'node:path'
 import { PROFILE } from '@agentmsg/core'
 import { CliError, describeError } from './command.js'
 
-/** Largest request or answer line: a send carries at most a message's JSON value (PROFILE §6), escaped. */
+/** Largest request or answer line: a send carries at most a message's JSON value, escaped. */
 const MAX_LINE_BYTES = 2 * PROFILE.maxBodyBytes
 /** A client that has not sent its whole request by then is dropped. */
 const REQUEST_TIMEOUT_MS = 30_000
@@ -49,11 +45,6 @@ function readLine(socket: net.Socket): Promise<string> {
   })
 }
 
-/** A served control socket. */
-export interface ControlServer {
-  close(): Promise<void>
-}
-
 /**
  * Serve `handle` on `<dir>/control.sock`. The caller holds the directory's lock, so a socket
  * file already there is a dead process's and is replaced. `undefined` where Unix sockets are
@@ -63,7 +54,7 @@ export async function serveControl(
   dir: string,
   handle: (request: unknown) => Promise<unknown>,
   log: (text: string) => void,
-): Promise<ControlServer | undefined> {
+): Promise<{ close(): Promise<void> } | undefined> {
   if (process.platform === 'win32') return undefined
   const file = controlPath(dir)
   await unlink(file).catch(() => {})
@@ -140,18 +131,12 @@ export async function askRunning(
   try {
     const answer = readLine(socket)
     socket.write(`${JSON.stringify(request)}\n`)
-    const reply = JSON.parse(await answer) as {
-      ok: boolean
-      result?: unknown
-      code?: string
-      message?: string
-      exitCode?: number
-    }
-    if (reply.ok) return { result: reply.result }
+    const { ok, result, code, message, exitCode } = JSON.parse(await answer)
+    if (ok) return { result }
     throw new CliError(
-      reply.code ?? 'failed',
-      reply.message ?? 'the running agent failed',
-      reply.exitCode === 2 ? 2 : 1,
+      code ?? 'failed',
+      message ?? 'the running agent failed',
+      exitCode === 2 ? 2 : 1,
     )
   } finally {
     socket.destroy()

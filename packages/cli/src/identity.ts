@@ -4,11 +4,7 @@ import { parseFlags, runCommand, usageError } from './command.js'
 export const IDENTITY_HELP = `usage: agentmsg identity --dir D [--json]
 
 Print the identity in D: agent id, active key id, its fingerprint and public key, the
-relays D remembers, and for a URL agent where its identity document is served. D is an
-@agentmsg/storage-fs store, so code loads the same agent with
-  createAgent({ storage: await fsStorage({ dir: D }) })
-While an agentmsg inbox or listen runs on D, that process answers.
-
+relays D remembers, and where a URL agent's identity document is served.
   --json   one JSON object: agent_id, kind, key_id, public_key, fingerprint, relays,
            document_url and document (URL agents)
 
@@ -54,6 +50,39 @@ export function runIdentity(argv: string[]): Promise<number> {
         `  ${pin}`,
         '',
       ].join('\n'),
+    )
+    return 0
+  })
+}
+
+export const ROTATE_HELP = `usage: agentmsg rotate --dir D [--json]
+
+URL agents: a new active key; the old one still verifies what it signed for the transition
+period (PROFILE §4). Prints the new key id and fingerprint (for peers who pinned the old key).
+A did:key cannot rotate: its key is its id (agentmsg init makes a new identity).
+  --json   one JSON object: agent_id, key_id, public_key, fingerprint
+
+example:
+  agentmsg rotate --dir ./bob
+`
+
+export function runRotate(argv: string[]): Promise<number> {
+  return runCommand(ROTATE_HELP, argv, async () => {
+    const { values } = parseFlags('rotate', argv, {
+      dir: { type: 'string' },
+      json: { type: 'boolean' },
+    })
+    if (!values.dir) throw usageError('rotate', 'rotate needs --dir D')
+    const r = (await onAgent(values.dir, { op: 'rotate' })) as {
+      agent_id: string
+      key_id: string
+      public_key: string
+      fingerprint: string
+    }
+    process.stdout.write(
+      values.json
+        ? `${JSON.stringify(r)}\n`
+        : `rotated ${r.agent_id}: new key ${r.key_id}, fingerprint ${r.fingerprint}\n`,
     )
     return 0
   })

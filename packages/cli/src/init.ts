@@ -4,12 +4,9 @@ import { parseFlags, relayFlags, runCommand, usageError } from './command.js'
 export const INIT_HELP = `usage: agentmsg init --dir D [--url https://host:port] [--display NAME] [--relay URL ...]
                      [--force]
 
-Create an identity in D: a did:key by default, a URL agent (with an identity document) with
---url. D is an @agentmsg/storage-fs store: createAgent({ storage: await fsStorage({ dir: D }) })
-is the same agent, and keeps its replay and auth-level state there. The secret key is only in
-files of mode 0600. Prints one JSON line: {agent_id, key_id, dir, kind}.
-  --relay URL  relays where the agent listens (remembered in D for listen and inbox; a URL
-               agent's document lists them)
+Create an identity in D (an @agentmsg/storage-fs store, secret key in 0600 files): a did:key,
+or a URL agent with --url. Prints one JSON line: {agent_id, key_id, dir, kind}.
+  --relay URL  relays where the agent listens (remembered in D; in a URL agent's document)
   --force      replace the identity D holds (everything D holds is removed first)
 
 examples:
