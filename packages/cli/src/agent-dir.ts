@@ -11,13 +11,6 @@ import { CliError } from './command.js'
 
 export type AgentStore = Awaited<ReturnType<typeof fsStorage>>
 
-/** What `agentmsg init` reports. */
-export interface AgentSummary {
-  agentId: string
-  keyId: string
-  kind: 'did:key' | 'url'
-}
-
 /** The directory's agent as the client stored it, if it holds one. */
 async function storedIdentity(storage: AgentStore): Promise<OwnIdentity | undefined> {
   try {
@@ -73,7 +66,7 @@ function agentUrl(url: string): string {
 export async function createAgentDir(
   dir: string,
   options: { url?: string; display?: string; force?: boolean; relays?: string[] } = {},
-): Promise<AgentSummary> {
+): Promise<{ agent_id: string; key_id: string; dir: string; kind: 'did:key' | 'url' }> {
   const storage = await fsStorage({ dir })
   try {
     const existing = await storedIdentity(storage)
@@ -99,7 +92,7 @@ export async function createAgentDir(
     await agent.close()
     if (relays.length) await rememberRelays(storage, relays)
     const { agentId, keyId, document } = agent.identity
-    return { agentId, keyId, kind: document ? 'url' : 'did:key' }
+    return { agent_id: agentId, key_id: keyId, dir, kind: document ? 'url' : 'did:key' }
   } finally {
     await storage.close?.()
   }

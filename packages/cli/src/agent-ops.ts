@@ -37,18 +37,13 @@ export interface IdentitySummary {
   document?: unknown
 }
 
-const base64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
-
-/** The active key's fragment (after `#`). */
-export const fragmentOf = (keyId: string) => keyId.slice(keyId.lastIndexOf('#') + 1)
-
-export async function identitySummary(agent: Agent, storage: AgentStore): Promise<IdentitySummary> {
+async function identitySummary(agent: Agent, storage: AgentStore): Promise<IdentitySummary> {
   const { agentId, keyId, publicKey, document } = agent.identity
   return {
     agent_id: agentId,
     kind: document ? 'url' : 'did:key',
     key_id: keyId,
-    public_key: base64url(publicKey),
+    public_key: Buffer.from(publicKey).toString('base64url'),
     fingerprint: await fingerprint(publicKey),
     relays: await storedRelays(storage, agent.identity),
     ...(document ? { document_url: `${agentId}/.well-known/agentmsg/identity`, document } : {}),

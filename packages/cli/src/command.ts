@@ -28,34 +28,8 @@ export const usageError = (command: string, message: string) =>
 export const inputError = (message: string) => new CliError('invalid_input', message, 2)
 
 type Options = NonNullable<ParseArgsConfig['options']>
-const HELP_FLAG = { help: { type: 'boolean', short: 'h' } } as const
-type Config<O extends Options> = {
-  options: O & typeof HELP_FLAG
-  strict: true
-  allowPositionals: boolean
-}
-
-/** A command's flags (its `--help`/`-h` added) and positionals; usage errors as {@link CliError}. */
-export function parseFlags<O extends Options>(
-  command: string,
-  argv: string[],
-  options: O,
-  allowPositionals = false,
-): ReturnType<typeof parseArgs<Config<O>>> {
-  try {
-    return parseArgs({
-      args: argv,
-      options: { ...options, ...HELP_FLAG },
-      strict: true,
-      allowPositionals,
-    })
-  } catch (error) {
-    // Node's messages carry advice for programs ("place it after a '--'"); the first sentence
-    // is what a person needs.
-    const first = (error as Error).message.split(/\.\s/)[0]!.replace(/\.$/, '')
-    throw usageError(command, first)
-  }
-}
+type Config<O extends Options> = { options: O; strict: true; allowPositionals: boolean }
+type Body<O extends Options> = (parsed: ReturnType<typeof parseArgs<Config<O>>>) => Promise<number>
 
 /** The one line for stderr: `agentmsg: <code>: <message>` (one line whatever the message held). */
 export function errorLine(error: unknown): { line: string; exitCode: 1 | 2 } {
@@ -64,26 +38,45 @@ export function errorLine(error: unknown): { line: string; exitCode: 1 | 2 } {
 }
 
 /**
- * Run a command body: `--help` prints `help` on stdout (exit 0); any failure is one stderr line
- * and its exit code. `body` resolves with the exit code (0 unless it says otherwise).
+ * A command (its name is the one `help` starts with, `usage: agentmsg <name>`): `--help`/`-h`
+ * prints `help` on stdout (exit 0); else `body` gets the parsed flags (usage errors as
+ * {@link CliError}) and resolves with the exit code; any failure is one stderr line.
  */
-export async function runCommand(
+export function command<O extends Options>(
   help: string,
-  argv: string[],
-  body: () => Promise<number | undefined>,
-): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(help)
-    return 0
-  }
-  try {
-    return (await body()) ?? 0
-  } catch (error) {
-    const { line, exitCode } = errorLine(error)
-    process.stderr.write(line)
-    return exitCode
+  options: O,
+  body: Body<O>,
+  allowPositionals = false,
+): (argv: string[]) => Promise<number> {
+  const name = help.split(' ')[2]!
+  return async (args) => {
+    if (args.includes('--help') || args.includes('-h')) {
+      process.stdout.write(help)
+      return 0
+    }
+    try {
+      let parsed: Parameters<Body<O>>[0]
+      try {
+        parsed = parseArgs({ args, options, strict: true, allowPositionals })
+      } catch (error) {
+        // Node's messages carry advice for programs ("place it after a '--'"); the first
+        // sentence is what a person needs.
+        throw usageError(name, (error as Error).message.split(/\.\s/)[0]!.replace(/\.$/, ''))
+      }
+      if ('dir' in options && !(parsed.values as { dir?: string }).dir)
+        throw usageError(name, `${name} needs --dir D`)
+      return await body(parsed)
+    } catch (error) {
+      const { line, exitCode } = errorLine(error)
+      process.stderr.write(line)
+      return exitCode
+    }
   }
 }
+
+/** {@link command} for a command that takes arguments besides its flags. */
+export const commandWithArgs = <O extends Options>(help: string, options: O, body: Body<O>) =>
+  command(help, options, body, true)
 
 /** A diagnostic line of a running command on stderr (not an error: it goes on). */
 export function info(text: string): void {

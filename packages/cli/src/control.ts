@@ -5,6 +5,8 @@
  * `identity`, `rotate` and `contacts` requests over this socket, 0600 in the 0700 directory
  * (only its owner, who can read the key files anyway, connects). One JSON line each way.
  */
+
+import { once } from 'node:events'
 import { chmod, unlink } from 'node:fs/promises'
 import net from 'node:net'
 import path from 'node:path'
@@ -24,9 +26,7 @@ function readLine(socket: net.Socket): Promise<string> {
     const chunks: Buffer[] = []
     let size = 0
     const done = (error?: Error, line?: string) => {
-      socket.off('data', onData)
-      socket.off('end', onEnd)
-      socket.off('error', onError)
+      for (const [event, listener] of listeners) socket.off(event, listener)
       if (error) reject(error)
       else resolve(line!)
     }
@@ -37,11 +37,12 @@ function readLine(socket: net.Socket): Promise<string> {
       if (size > MAX_LINE_BYTES) done(new Error('control line too long'))
       else if (end !== -1) done(undefined, Buffer.concat(chunks).toString('utf8'))
     }
-    const onEnd = () => done(new Error('the control connection closed before a whole line'))
-    const onError = (error: Error) => done(error)
-    socket.on('data', onData)
-    socket.on('end', onEnd)
-    socket.on('error', onError)
+    const listeners: Array<[string, (arg: Buffer & Error) => void]> = [
+      ['data', onData],
+      ['end', () => done(new Error('the control connection closed before a whole line'))],
+      ['error', (error: Error) => done(error)],
+    ]
+    for (const [event, listener] of listeners) socket.on(event, listener)
   })
 }
 
@@ -77,20 +78,15 @@ export async function serveControl(
     )
   })
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      // The socket file is made in this call: made 0600, so no one else can connect even
-      // before the chmod below (the directory may be more open than the 0700 fsStorage makes).
-      const umask = process.umask(0o177)
-      try {
-        server.listen(file, () => {
-          server.off('error', reject)
-          resolve()
-        })
-      } finally {
-        process.umask(umask)
-      }
-    })
+    // The socket file is made in this call: made 0600, so no one else can connect even before
+    // the chmod below (the directory may be more open than the 0700 fsStorage makes).
+    const umask = process.umask(0o177)
+    try {
+      server.listen(file)
+    } finally {
+      process.umask(umask)
+    }
+    await once(server, 'listening')
     await chmod(file, 0o600)
   } catch (error) {
     server.close()
@@ -118,10 +114,7 @@ export async function askRunning(
   if (process.platform === 'win32') return undefined
   const socket = net.connect(controlPath(dir))
   try {
-    await new Promise<void>((resolve, reject) => {
-      socket.once('connect', resolve)
-      socket.once('error', reject)
-    })
+    await once(socket, 'connect')
   } catch (error) {
     socket.destroy()
     const code = (error as NodeJS.ErrnoException).code

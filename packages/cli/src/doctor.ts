@@ -4,15 +4,13 @@
  * document and every relay. Exit 0 when all pass, 1 when one fails, 2 on a usage error.
  */
 import { agentEndpoints, isDidKey, PROFILE, parseAgentId } from '@agentmsg/core'
-import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import {
-  allowList,
+  CliError,
+  commandWithArgs,
+  networkFlags,
   oneLine,
-  parseFlags,
-  readCaFiles,
   relayFlags,
-  runCommand,
   usageError,
   writeOut,
 } from './command.js'
@@ -31,7 +29,7 @@ import {
   skipped,
 } from './doctor-checks.js'
 
-export const DOCTOR_HELP = `usage: agentmsg doctor URL|ID [--ca F ...] [--allow-private HOSTS] [--relay URL ...] [--json]
+const HELP = `usage: agentmsg doctor URL|ID [--ca F ...] [--allow-private HOSTS] [--relay URL ...] [--json]
 
 Check an agent, or a relay, from this machine: one line per check, ✓ or ✗ with what to do:
 tls, identity (document valid, PROFILE §4), clock (±5 min), inbox, capabilities (PROFILE §10)
@@ -48,57 +46,47 @@ examples:
 /** Each request's budget: a person waits for the report. */
 const TIMEOUT_MS = 10_000
 
+const FLAGS = {
+  ca: { type: 'string', multiple: true },
+  'allow-private': { type: 'string', multiple: true },
+  relay: { type: 'string', multiple: true },
+  json: { type: 'boolean' },
+} as const
+
 /** `agentmsg doctor`: the report on stdout; exit 0 when every check passed. */
-export function runDoctor(argv: string[]): Promise<number> {
-  return runCommand(DOCTOR_HELP, argv, async () => {
-    const { values, positionals } = parseFlags(
-      'doctor',
-      argv,
-      {
-        ca: { type: 'string', multiple: true },
-        'allow-private': { type: 'string', multiple: true },
-        relay: { type: 'string', multiple: true },
-        json: { type: 'boolean' },
-      },
-      true,
-    )
-    if (positionals.length !== 1) throw usageError('doctor', 'doctor needs one URL or agent id')
-    const target = positionals[0]!
-    const relays = relayFlags('doctor', values.relay).map((url) => url.replace(/\/+$/, ''))
-    const probe = await makeProbe(values.ca, values['allow-private'])
-    const checks = isDidKey(target)
-      ? await diagnoseDidKey(probe, relays)
-      : await diagnoseUrl(probe, urlTarget(target), relays)
-    const allOk = checks.every((c) => c.status === 'ok')
-    await writeOut(
-      values.json ? `${JSON.stringify({ target, ok: allOk, checks })}\n` : report(checks),
-    )
-    return allOk ? 0 : 1
-  })
-}
+export const runDoctor = commandWithArgs(HELP, FLAGS, async ({ values, positionals }) => {
+  if (positionals.length !== 1) throw usageError('doctor', 'doctor needs one URL or agent id')
+  const target = positionals[0]!
+  const relays = relayFlags('doctor', values.relay).map((url) => url.replace(/\/+$/, ''))
+  const probe = await makeProbe(values)
+  const checks = isDidKey(target)
+    ? await diagnoseDidKey(probe, relays)
+    : await diagnoseUrl(probe, urlTarget(target), relays)
+  const allOk = checks.every((c) => c.status === 'ok')
+  await writeOut(
+    values.json ? `${JSON.stringify({ target, ok: allOk, checks })}\n` : report(checks),
+  )
+  return allOk ? 0 : 1
+})
 
 /** The network of the checks: https only, certificates verified, the address policy applied. */
-async function makeProbe(
-  caFiles: string[] | undefined,
-  allowPrivate: string[] | undefined,
-): Promise<Probe> {
-  const ca = await readCaFiles(caFiles)
-  let addressPolicy: ReturnType<typeof createAddressPolicy>
+async function makeProbe(values: Parameters<typeof networkFlags>[0]): Promise<Probe> {
+  let network: Awaited<ReturnType<typeof networkFlags>>
   try {
-    addressPolicy = createAddressPolicy({ allow: allowList(allowPrivate) })
+    network = await networkFlags(values)
   } catch (error) {
+    if (error instanceof CliError) throw error
     throw usageError('doctor', `--allow-private: ${(error as Error).message}`)
   }
   const fetch = createNodeFetch({
-    ...(ca.length > 0 ? { ca } : {}),
-    addressPolicy,
+    ...network,
     timeoutMs: TIMEOUT_MS,
     // Documents are capped (PROFILE §4); so is everything doctor reads.
     maxResponseBytes: PROFILE.documentMaxBytes,
     // One request per check: nothing to reuse, and no idle socket keeps the process alive.
     keepAlive: false,
   })
-  return { fetch, caGiven: ca.length > 0 }
+  return { fetch, caGiven: network.ca !== undefined }
 }
 
 /** The target as a URL agent id (normal form), or a usage error. */

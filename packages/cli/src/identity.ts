@@ -1,7 +1,7 @@
-import { fragmentOf, type IdentitySummary, onAgent } from './agent-ops.js'
-import { parseFlags, runCommand, usageError } from './command.js'
+import { type IdentitySummary, onAgent } from './agent-ops.js'
+import { command } from './command.js'
 
-export const IDENTITY_HELP = `usage: agentmsg identity --dir D [--json]
+const IDENTITY_HELP = `usage: agentmsg identity --dir D [--json]
 
 Print the identity in D: agent id, active key id, its fingerprint and public key, the
 relays D remembers, and where a URL agent's identity document is served.
@@ -16,46 +16,41 @@ example:
 const snippet = (dir: string) =>
   `createAgent({ storage: await fsStorage({ dir: ${JSON.stringify(dir)} }) })`
 
-export function runIdentity(argv: string[]): Promise<number> {
-  return runCommand(IDENTITY_HELP, argv, async () => {
-    const { values } = parseFlags('identity', argv, {
-      dir: { type: 'string' },
-      json: { type: 'boolean' },
-    })
-    if (!values.dir) throw usageError('identity', 'identity needs --dir D')
-    const id = (await onAgent(values.dir, { op: 'identity' })) as IdentitySummary
-    if (values.json) {
-      process.stdout.write(
-        `${JSON.stringify({ ...id, dir: values.dir, load: snippet(values.dir) })}\n`,
-      )
-      return 0
-    }
-    const relays = id.relays.length ? id.relays.join(' ') : '(none: pass --relay to listen or init)'
-    const pin = `agentmsg contacts --dir THEIR_DIR pin ${id.agent_id} ${id.public_key} --key-id ${fragmentOf(id.key_id)}`
-    process.stdout.write(
-      [
-        `agent        ${id.agent_id}`,
-        `kind         ${id.kind}`,
-        `key          ${id.key_id}`,
-        `fingerprint  ${id.fingerprint}`,
-        `public key   ${id.public_key}`,
-        `relays       ${relays}`,
-        ...(id.document_url ? [`document     ${id.document_url}`] : []),
-        '',
-        'use it from code (Node):',
-        "  import { createAgent } from '@agentmsg/client'",
-        "  import { fsStorage } from '@agentmsg/storage-fs'",
-        `  const agent = await ${snippet(values.dir)}`,
-        'a peer pins this key (after comparing the fingerprint with you out of band):',
-        `  ${pin}`,
-        '',
-      ].join('\n'),
-    )
-    return 0
-  })
-}
+/** The flags of both `identity` and `rotate`. */
+const FLAGS = { dir: { type: 'string' }, json: { type: 'boolean' } } as const
 
-export const ROTATE_HELP = `usage: agentmsg rotate --dir D [--json]
+export const runIdentity = command(IDENTITY_HELP, FLAGS, async ({ values }) => {
+  const dir = values.dir!
+  const id = (await onAgent(dir, { op: 'identity' })) as IdentitySummary
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ ...id, dir, load: snippet(dir) })}\n`)
+    return 0
+  }
+  const relays = id.relays.length ? id.relays.join(' ') : '(none: pass --relay to listen or init)'
+  const pin = `agentmsg contacts --dir THEIR_DIR pin ${id.agent_id} ${id.public_key} --key-id ${id.key_id.split('#')[1]}`
+  process.stdout.write(
+    [
+      `agent        ${id.agent_id}`,
+      `kind         ${id.kind}`,
+      `key          ${id.key_id}`,
+      `fingerprint  ${id.fingerprint}`,
+      `public key   ${id.public_key}`,
+      `relays       ${relays}`,
+      ...(id.document_url ? [`document     ${id.document_url}`] : []),
+      '',
+      'use it from code (Node):',
+      "  import { createAgent } from '@agentmsg/client'",
+      "  import { fsStorage } from '@agentmsg/storage-fs'",
+      `  const agent = await ${snippet(dir)}`,
+      'a peer pins this key (after comparing the fingerprint with you out of band):',
+      `  ${pin}`,
+      '',
+    ].join('\n'),
+  )
+  return 0
+})
+
+const ROTATE_HELP = `usage: agentmsg rotate --dir D [--json]
 
 URL agents: a new active key; the old one still verifies what it signed for the transition
 period (PROFILE §4). Prints the new key id and fingerprint (for peers who pinned the old key).
@@ -66,24 +61,12 @@ example:
   agentmsg rotate --dir ./bob
 `
 
-export function runRotate(argv: string[]): Promise<number> {
-  return runCommand(ROTATE_HELP, argv, async () => {
-    const { values } = parseFlags('rotate', argv, {
-      dir: { type: 'string' },
-      json: { type: 'boolean' },
-    })
-    if (!values.dir) throw usageError('rotate', 'rotate needs --dir D')
-    const r = (await onAgent(values.dir, { op: 'rotate' })) as {
-      agent_id: string
-      key_id: string
-      public_key: string
-      fingerprint: string
-    }
-    process.stdout.write(
-      values.json
-        ? `${JSON.stringify(r)}\n`
-        : `rotated ${r.agent_id}: new key ${r.key_id}, fingerprint ${r.fingerprint}\n`,
-    )
-    return 0
-  })
-}
+export const runRotate = command(ROTATE_HELP, FLAGS, async ({ values }) => {
+  const r = (await onAgent(values.dir!, { op: 'rotate' })) as IdentitySummary
+  process.stdout.write(
+    values.json
+      ? `${JSON.stringify(r)}\n`
+      : `rotated ${r.agent_id}: new key ${r.key_id}, fingerprint ${r.fingerprint}\n`,
+  )
+  return 0
+})

@@ -2,10 +2,10 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { createNodeAgent } from '@agentmsg/client/node'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
-import { inputError, parseFlags, portFlag, runCommand, usageError } from './command.js'
+import { command, inputError, portFlag, usageError } from './command.js'
 import { RUNNING_FLAGS, runAgentDir } from './running.js'
 
-export const INBOX_HELP = `usage: agentmsg inbox --dir D [--port P] [--host H] (--dev-tls | --tls-cert F --tls-key F)
+const INBOX_HELP = `usage: agentmsg inbox --dir D [--port P] [--host H] (--dev-tls | --tls-cert F --tls-key F)
                       [--relay URL ...] [--json] [--ca F ...] [--allow-private HOSTS]
 
 Serve D's agent: its inbox, identity document and capabilities over HTTPS, and its mailboxes
@@ -27,59 +27,55 @@ export const devTlsLine = (dev: { certFile: string; caFile: string }) =>
   `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`
 
 /** `agentmsg inbox`: the agent's HTTPS inbox (and relays), printing what it receives. */
-export function runInbox(argv: string[]): Promise<number> {
-  return runCommand(INBOX_HELP, argv, async () => {
-    const { values } = parseFlags('inbox', argv, {
-      ...RUNNING_FLAGS,
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'dev-tls': { type: 'boolean' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
+const INBOX_FLAGS = {
+  ...RUNNING_FLAGS,
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'dev-tls': { type: 'boolean' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+} as const
+
+export const runInbox = command(INBOX_HELP, INBOX_FLAGS, async ({ values }) => {
+  const dir = values.dir!
+  const { 'tls-cert': certFile, 'tls-key': keyFile } = values
+  const hasCert = certFile !== undefined || keyFile !== undefined
+  if (Boolean(values['dev-tls']) === hasCert)
+    throw usageError(
+      'inbox',
+      'inbox needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
+    )
+  if (hasCert && !(certFile && keyFile))
+    throw usageError('inbox', '--tls-cert and --tls-key go together')
+  let port = values.port === undefined ? undefined : portFlag('inbox', values.port)
+  const tls = hasCert ? { cert: await readPem(certFile!), key: await readPem(keyFile!) } : undefined
+  return runAgentDir('inbox', dir, values, async ({ agentId, relays, base }) => {
+    // A URL agent at `https://host/agents/bob` serves under `/agents/bob/.well-known/…`.
+    const url = agentId.startsWith('https://') ? new URL(agentId) : undefined
+    const basePath = url ? url.pathname.replace(/\/$/, '') : ''
+    port ??= url ? Number(url.port || 443) : undefined
+    if (port === undefined)
+      throw usageError('inbox', `${agentId} is a did:key, with no port in its id: pass --port P`)
+    const started: string[] = []
+    let served = tls
+    if (!served) {
+      // Beside the store, kept across restarts; issued by the machine's dev CA.
+      const dev = await loadDevCertificate(path.join(dir, 'dev-tls'))
+      served = { cert: dev.cert, key: dev.key }
+      started.push(devTlsLine(dev))
+    }
+    // base() reads --ca after the dev CA exists: the first dev server may be told to trust it.
+    const agent = await createNodeAgent({
+      ...(await base()),
+      inbox: { port, host: values.host ?? '127.0.0.1', tls: served, basePath },
     })
-    if (!values.dir) throw usageError('inbox', 'inbox needs --dir D')
-    const dir = values.dir
-    const { 'tls-cert': certFile, 'tls-key': keyFile } = values
-    const hasCert = certFile !== undefined || keyFile !== undefined
-    if (Boolean(values['dev-tls']) === hasCert)
-      throw usageError(
-        'inbox',
-        'inbox needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
-      )
-    if (hasCert && !(certFile && keyFile))
-      throw usageError('inbox', '--tls-cert and --tls-key go together')
-    let port = values.port === undefined ? undefined : portFlag('inbox', values.port)
-    const tls = hasCert
-      ? { cert: await readPem(certFile!), key: await readPem(keyFile!) }
-      : undefined
-    return runAgentDir('inbox', dir, values, async ({ agentId, relays, base }) => {
-      // A URL agent at `https://host/agents/bob` serves under `/agents/bob/.well-known/…`.
-      const url = agentId.startsWith('https://') ? new URL(agentId) : undefined
-      const basePath = url ? url.pathname.replace(/\/$/, '') : ''
-      port ??= url ? Number(url.port || 443) : undefined
-      if (port === undefined)
-        throw usageError('inbox', `${agentId} is a did:key, with no port in its id: pass --port P`)
-      const started: string[] = []
-      let served = tls
-      if (!served) {
-        // Beside the store, kept across restarts; issued by the machine's dev CA.
-        const dev = await loadDevCertificate(path.join(dir, 'dev-tls'))
-        served = { cert: dev.cert, key: dev.key }
-        started.push(devTlsLine(dev))
-      }
-      // base() reads --ca after the dev CA exists: the first dev server may be told to trust it.
-      const agent = await createNodeAgent({
-        ...(await base()),
-        inbox: { port, host: values.host ?? '127.0.0.1', tls: served, basePath },
-      })
-      const where = relays.length ? ` and on ${relays.join(' ')}` : ''
-      started.push(
-        `${agentId} listening on ${agent.inboxUrl}${basePath}/.well-known/agentmsg/inbox${where}; Ctrl-C stops`,
-      )
-      return { agent, started }
-    })
+    const where = relays.length ? ` and on ${relays.join(' ')}` : ''
+    started.push(
+      `${agentId} listening on ${agent.inboxUrl}${basePath}/.well-known/agentmsg/inbox${where}; Ctrl-C stops`,
+    )
+    return { agent, started }
   })
-}
+})
 
 async function readPem(file: string): Promise<string> {
   try {

@@ -1,8 +1,8 @@
 import { createNodeAgent } from '@agentmsg/client/node'
-import { parseFlags, runCommand, usageError } from './command.js'
+import { command, usageError } from './command.js'
 import { RUNNING_FLAGS, runAgentDir } from './running.js'
 
-export const LISTEN_HELP = `usage: agentmsg listen --dir D [--relay URL ...] [--ws] [--json] [--ca F ...]
+const LISTEN_HELP = `usage: agentmsg listen --dir D [--relay URL ...] [--ws] [--json] [--ca F ...]
                        [--allow-private HOSTS]
 
 Run D's agent relay-only: print each verified message from its mailboxes, acknowledged once
@@ -19,21 +19,19 @@ example:
       --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
 `
 
+const LISTEN_FLAGS = { ...RUNNING_FLAGS, ws: { type: 'boolean' } } as const
+
 /** `agentmsg listen`: a relay-only agent printing what it receives. */
-export function runListen(argv: string[]): Promise<number> {
-  return runCommand(LISTEN_HELP, argv, async () => {
-    const { values } = parseFlags('listen', argv, { ...RUNNING_FLAGS, ws: { type: 'boolean' } })
-    if (!values.dir) throw usageError('listen', 'listen needs --dir D')
-    const dir = values.dir
-    return runAgentDir('listen', dir, values, async ({ agentId, relays, base }) => {
-      if (relays.length === 0)
-        throw usageError('listen', `${dir} remembers no relay: pass --relay URL (remembered after)`)
-      const agent = await createNodeAgent({ ...(await base()), mode: values.ws ? 'ws' : 'sse' })
-      const via = values.ws ? 'WebSocket' : 'SSE'
-      return {
-        agent,
-        started: [`${agentId} listening on ${relays.join(' ')} (${via}); Ctrl-C stops`],
-      }
-    })
+export const runListen = command(LISTEN_HELP, LISTEN_FLAGS, async ({ values }) => {
+  const dir = values.dir!
+  return runAgentDir('listen', dir, values, async ({ agentId, relays, base }) => {
+    if (relays.length === 0)
+      throw usageError('listen', `${dir} remembers no relay: pass --relay URL (remembered after)`)
+    const agent = await createNodeAgent({ ...(await base()), mode: values.ws ? 'ws' : 'sse' })
+    const via = values.ws ? 'WebSocket' : 'SSE'
+    return {
+      agent,
+      started: [`${agentId} listening on ${relays.join(' ')} (${via}); Ctrl-C stops`],
+    }
   })
-}
+})

@@ -17,10 +17,7 @@ import {
 } from './command.js'
 import { serveControl } from './control.js'
 
-/**
- * Report what the agent cannot tell anyone else (a relay down and retried, a refused message):
- * one line each, `agentmsg: <code>: <message>`; the process goes on.
- */
+/** Report what the agent cannot tell anyone else (a relay down, a refused message); go on. */
 export function reportError(error: unknown): void {
   const { code, message } = describeError(error)
   info(`${code}: ${message}`)
@@ -35,12 +32,7 @@ export const RUNNING_FLAGS = {
   'allow-private': { type: 'string', multiple: true },
 } as const
 
-interface RunningFlags {
-  relay?: string[]
-  json?: boolean
-  ca?: string[]
-  'allow-private'?: string[]
-}
+type RunningFlags = Parameters<typeof networkFlags>[0] & { relay?: string[]; json?: boolean }
 
 /**
  * Run the agent of `dir` until a signal (exit 0), printing each message: its relays are

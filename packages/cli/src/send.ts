@@ -2,16 +2,9 @@ import { createReadStream } from 'node:fs'
 import type { Content, SendOptions, SendResult } from '@agentmsg/client/node'
 import { PROFILE } from '@agentmsg/core'
 import { onAgent } from './agent-ops.js'
-import {
-  inputError,
-  networkFlags,
-  parseFlags,
-  relayFlags,
-  runCommand,
-  usageError,
-} from './command.js'
+import { command, inputError, networkFlags, relayFlags, usageError } from './command.js'
 
-export const SEND_HELP = `usage: agentmsg send --dir D --to ID (--text T | --json FILE) [--relay URL ...]
+const SEND_HELP = `usage: agentmsg send --dir D --to ID (--text T | --json FILE) [--relay URL ...]
                      [--conversation C] [--route auto|direct|relay] [--seal | --plaintext]
                      [--ca F ...] [--allow-private HOSTS] [--format text|json]
 
@@ -43,50 +36,49 @@ const MAX_JSON_FILE_BYTES = PROFILE.maxMessageBytes
 const usage = (message: string) => usageError('send', message)
 
 /** `agentmsg send`: resolves with the exit code; every failure is one stderr line. */
-export function runSendCommand(argv: string[]): Promise<number> {
-  return runCommand(SEND_HELP, argv, async () => {
-    const { values } = parseFlags('send', argv, {
-      dir: { type: 'string' },
-      to: { type: 'string' },
-      text: { type: 'string' },
-      json: { type: 'string' },
-      relay: { type: 'string', multiple: true },
-      conversation: { type: 'string' },
-      route: { type: 'string' },
-      seal: { type: 'boolean' },
-      plaintext: { type: 'boolean' },
-      ca: { type: 'string', multiple: true },
-      'allow-private': { type: 'string', multiple: true },
-      format: { type: 'string' },
-    })
-    const { dir, to, text, json, route = 'auto', format = 'text' } = values
-    if (!dir) throw usage('send needs --dir D')
-    if (!to) throw usage('send needs --to ID')
-    if ((text === undefined) === (json === undefined))
-      throw usage('send needs one of --text T or --json FILE')
-    if (route !== 'auto' && route !== 'direct' && route !== 'relay')
-      throw usage(`--route ${route}: use auto, direct or relay`)
-    if (values.seal && values.plaintext)
-      throw usage('--seal and --plaintext contradict each other: pass one')
-    if (format !== 'text' && format !== 'json') throw usage(`--format ${format}: use text or json`)
-    const content: Content =
-      text ?? ({ parts: [{ type: 'data', data: await readJsonFile(json!) }] } as const)
-    const relays = relayFlags('send', values.relay)
-    const options: SendOptions = {
-      route,
-      relays: relays.length ? relays : undefined,
-      conversationId: values.conversation,
-      seal: values.seal || undefined,
-      allowPlaintext: values.plaintext || undefined,
-    }
-    const network = await networkFlags(values)
-    // D's agent, opened send-only for it (pending deliveries stay in D's outbox), or the
-    // `agentmsg inbox`/`listen` process that holds D.
-    const r = (await onAgent(dir, { op: 'send', to, content, options }, network)) as SendResult
-    process.stdout.write(`${format === 'json' ? asJson(r) : asText(r, dir)}\n`)
-    return 0
-  })
-}
+const SEND_FLAGS = {
+  dir: { type: 'string' },
+  to: { type: 'string' },
+  text: { type: 'string' },
+  json: { type: 'string' },
+  relay: { type: 'string', multiple: true },
+  conversation: { type: 'string' },
+  route: { type: 'string' },
+  seal: { type: 'boolean' },
+  plaintext: { type: 'boolean' },
+  ca: { type: 'string', multiple: true },
+  'allow-private': { type: 'string', multiple: true },
+  format: { type: 'string' },
+} as const
+
+export const runSendCommand = command(SEND_HELP, SEND_FLAGS, async ({ values }) => {
+  const { to, text, json, route = 'auto', format = 'text' } = values
+  const dir = values.dir!
+  if (!to) throw usage('send needs --to ID')
+  if ((text === undefined) === (json === undefined))
+    throw usage('send needs one of --text T or --json FILE')
+  if (route !== 'auto' && route !== 'direct' && route !== 'relay')
+    throw usage(`--route ${route}: use auto, direct or relay`)
+  if (values.seal && values.plaintext)
+    throw usage('--seal and --plaintext contradict each other: pass one')
+  if (format !== 'text' && format !== 'json') throw usage(`--format ${format}: use text or json`)
+  const content: Content =
+    text ?? ({ parts: [{ type: 'data', data: await readJsonFile(json!) }] } as const)
+  const relays = relayFlags('send', values.relay)
+  const options: SendOptions = {
+    route,
+    relays: relays.length ? relays : undefined,
+    conversationId: values.conversation,
+    seal: values.seal || undefined,
+    allowPlaintext: values.plaintext || undefined,
+  }
+  const network = await networkFlags(values)
+  // D's agent, opened send-only for it (pending deliveries stay in D's outbox), or the
+  // `agentmsg inbox`/`listen` process that holds D.
+  const r = (await onAgent(dir, { op: 'send', to, content, options }, network)) as SendResult
+  process.stdout.write(`${format === 'json' ? asJson(r) : asText(r, dir)}\n`)
+  return 0
+})
 
 /**
  * The one JSON value in `file`: read up to the cap (a FIFO or a device has no size to check
