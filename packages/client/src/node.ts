@@ -24,7 +24,7 @@ export * from './index.js'
 
 /** Options for the agent's inbox server. */
 export interface NodeInboxOptions {
-  /** Port to listen on; for a URL agent, the one its id names. @default 0 */
+  /** @default 0 */
   port?: number
   /** @default '127.0.0.1' */
   host?: string
@@ -58,18 +58,8 @@ export interface NodeAgent extends Agent {
 }
 
 /**
- * Create an agent that, besides its relays, receives on its own HTTPS inbox. A URL agent serves
- * its identity document there (the current one, also after `rotateKey()`).
- *
- * @example
- * const tls = await loadDevCertificate('./bob/dev-tls')
- * const bob = await createNodeAgent({
- *   identity: { agentId: 'https://127.0.0.1:8443' },
- *   inbox: { port: 8443, tls },
- *   storage: await fsStorage({ dir: './bob' }),
- *   ca: tls.ca, // the dev CA: every dev inbox and relay on this machine
- *   addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
- * })
+ * Create an agent that, besides its relays, receives on its own HTTPS inbox, where a URL agent
+ * also serves its current identity document (see the package README for an example).
  */
 export async function createNodeAgent(options: NodeAgentOptions): Promise<NodeAgent> {
   const { inbox, ca, addressPolicy, ...rest } = options

@@ -1,11 +1,7 @@
-/**
- * The Agent: its identity, contacts and events, sending through the router and receiving
- * through one Receiver that every transport feeds. Built by `createAgent` (create.ts).
- */
+/** The Agent that `createAgent` (create.ts) builds from its parts. */
 import { type IdentityDocument, type Message, parseAgentId, type Transport } from '@agentmsg/core'
-import type { Conversations } from './conversations.js'
-import type { AgentEmitter } from './events.js'
-import { type OwnKeys, relayList } from './identity.js'
+import type { AgentShared } from './create.js'
+import { relayList } from './identity.js'
 import type { Outbox } from './outbox.js'
 import type { ReceiveSide } from './receive.js'
 import type {
@@ -22,15 +18,11 @@ import type {
 } from './types.js'
 
 /** The parts an agent is made of. */
-export interface AgentParts {
-  keys: OwnKeys
-  events: AgentEmitter
+export interface AgentParts extends AgentShared {
   contacts: Contacts
-  conversations: Conversations
-  /** Sends through the send path (./send.ts), loaded on first use. */
+  /** The send path (./send.ts) and the receive side (./receive.ts) are chunks of their own. */
   send: (to: string, content: Content, options: SendOptions) => Promise<SendResult>
   transports: readonly Transport[]
-  /** The receiver, key store and auth levels: a chunk loaded by `createAgent` (./receive.ts). */
   side: () => Promise<ReceiveSide>
   /** The outbox, when it was loaded. */
   outbox: () => Promise<Outbox> | undefined
@@ -57,17 +49,7 @@ export class AgentImpl implements Agent {
     if (this.#closed) throw new TypeError('send: this agent is closed')
     const recipient = parseAgentId(to, 'to').id
     const relays = relayList(options.relays ?? [], 'options.relays')
-    const result = await this.#p.send(recipient, content, { ...options, relays })
-    // A pending delivery is reported by the outbox when it ends.
-    if (!result.pending) {
-      void this.#p.events.emit('delivered', {
-        messageId: result.messageId,
-        to: recipient,
-        route: result.route,
-        ...(result.relayUrl ? { relayUrl: result.relayUrl } : {}),
-      })
-    }
-    return result
+    return this.#p.send(recipient, content, { ...options, relays })
   }
 
   async reply(

@@ -27,14 +27,6 @@ export async function fingerprint(publicKey: Uint8Array | string): Promise<strin
   return out.match(/.{4}/g)!.join('-')
 }
 
-/** A peer key as `KeyStore` stores it under `keys/peer/`. */
-interface PeerKeyRecord {
-  agent: string
-  fragment: string
-  publicKey: string
-  source: 'pinned' | 'introduction'
-}
-
 export function createContacts(o: {
   storage: Storage
   /** The key store and auth levels live with the receive side (./receive.ts). */
@@ -56,13 +48,13 @@ export function createContacts(o: {
 
     async list() {
       const byAgent = new Map<string, Contact>()
-      const get = (agent: string) => {
-        let c = byAgent.get(agent)
-        if (!c) byAgent.set(agent, (c = { agent, keys: [], relays: [], knownContact: false }))
-        return c
-      }
+      const get = (agent: string) =>
+        byAgent.get(agent) ??
+        byAgent.set(agent, { agent, keys: [], relays: [], knownContact: false }).get(agent)!
+      // Peer keys as `KeyStore` stores them.
       for (const [, value] of await o.storage.list('keys/peer/')) {
-        const k = value as unknown as PeerKeyRecord
+        const k = value as unknown as Record<'agent' | 'fragment' | 'publicKey', string> &
+          Pick<Contact['keys'][number], 'source'>
         get(k.agent).keys.push({
           keyId: `${k.agent}#${k.fragment}`,
           source: k.source,

@@ -3,21 +3,32 @@ import {
   type DeliveryHandler,
   namespacedStorage,
   normalizeAgentUrl,
+  type Storage,
   type Transport,
   type TransportComponents,
   type TransportFactory,
 } from '@agentmsg/core'
 import { AgentImpl } from './agent.js'
 import { createContacts } from './contacts.js'
-import { Conversations } from './conversations.js'
-import { lazy, lazyDocuments } from './documents.js'
+import { type Documents, lazy, lazyDocuments } from './documents.js'
 import { AgentEmitter } from './events.js'
 import { OwnKeys, relayList } from './identity.js'
 import type { Clock } from './outbox.js'
-import { PeerRelays } from './peers.js'
+import { Conversations, PeerRelays } from './peers.js'
 import type { SendContext } from './send.js'
 import { defaultTransports, lazyIdentityFetcher } from './transports.js'
 import type { Agent, AgentOptions, RelayTrust } from './types.js'
+
+/** What the receive side and the send path share, built once by `openAgent`. */
+export interface AgentShared {
+  keys: OwnKeys
+  storage: Storage
+  now: () => number
+  documents: Documents
+  peers: PeerRelays
+  conversations: Conversations
+  events: AgentEmitter
+}
 
 /** @internal What `createNodeAgent` adds to an agent. */
 export interface AgentExtras {
@@ -31,11 +42,6 @@ export interface AgentExtras {
 /**
  * Create an agent: load (or create and persist) its identity, start its transports (relay
  * streams on its relays) and resume pending deliveries.
- *
- * @example
- * const alice = await createAgent({ relays: ['https://relay.example'], storage })
- * alice.on('message', async (m) => { await alice.reply(m, `got: ${m.text}`) })
- * await alice.send('https://bob.example', 'hello')
  */
 export async function createAgent(options: AgentOptions = {}): Promise<Agent> {
   return openAgent(options)
@@ -60,7 +66,7 @@ export async function openAgent(
   })
   const peers = new PeerRelays(storage, now)
   const conversations = new Conversations(storage)
-  const shared = { keys, storage, now, documents, peers, conversations, events }
+  const shared: AgentShared = { keys, storage, now, documents, peers, conversations, events }
   // The receive side (receiver, key store, auth levels) is a chunk of its own, imported now
   // without waiting: sending does not need it, and it is there by the first delivery.
   const side = lazy(() =>
@@ -126,7 +132,6 @@ export async function openAgent(
     outbox: loadOutbox.peek,
   })
   try {
-    // Every transport hands what it receives to the one receiver.
     for (const t of listening) await t.listen?.(receive)
     // Deliveries an earlier run left are taken up again (PROFILE §6: they survive a restart).
     if (transports.length > 0 && (await storage.list('outbox/', { limit: 1 })).length > 0) {

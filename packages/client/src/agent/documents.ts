@@ -1,7 +1,6 @@
 /**
- * URL agents' identity documents (PROFILE §4) for the agent: core's `IdentityDocumentCache`,
- * imported (./url-identity.ts) the first time a URL agent is involved. An agent that only
- * meets did:key agents never loads document validation.
+ * URL agents' identity documents (PROFILE §4): core's `IdentityDocumentCache`, imported
+ * (./url-identity.ts) the first time a URL agent is involved; and `lazy()` for such chunks.
  */
 import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
 import { nonDocumentLookup } from '@agentmsg/core'

@@ -2,7 +2,6 @@
  * The agent's own identity: loaded from storage (or created and persisted the first time), the
  * key that signs now, and key rotation and revocation for URL agents (PROFILE §4).
  */
-
 import {
   AgentMsgError,
   didKeyFragment,
@@ -10,7 +9,6 @@ import {
   ed25519Signer,
   generateKeyPair,
   type IdentityDocument,
-  isDidKey,
   type JsonValue,
   type KeyPair,
   keyPairFromSeed,
@@ -23,19 +21,13 @@ import type { AgentOptions, OwnIdentity } from './types.js'
 
 const SELF = 'keys/self/identity'
 
-/**
- * A URL agent's own document (building, validation, rotation, revocation) is a chunk of its
- * own, imported when such an identity is created, loaded or changed: a did:key agent never
- * needs it.
- */
+/** A URL agent's own document is a chunk of its own: a did:key agent never loads it. */
 const loadUrlIdentity = () => import('./url-identity.js')
 
-/** What `keys/self/identity` holds. */
+/** What `keys/self/identity` holds: base64url seeds by fragment, `active` the signing one's. */
 export interface SelfRecord {
   agentId: string
-  /** Fragment of the active key. */
   active: string
-  /** base64url seeds by fragment (the active one and retired ones still in transition). */
   seeds: Record<string, string>
   document?: IdentityDocument
 }
@@ -76,10 +68,7 @@ export class OwnKeys {
       // The mode and the fast UTF-8 encoder pass through, so the agent's own signs get the
       // node provider's inline path when called one at a time (crypto/node-mode.ts).
       sign: (data, mode) => current().sign(data, mode),
-      utf8: (text) => {
-        const signer = current()
-        return signer.utf8 ? signer.utf8(text) : new TextEncoder().encode(text)
-      },
+      utf8: (text) => current().utf8?.(text) ?? new TextEncoder().encode(text),
     }
   }
 
@@ -184,9 +173,7 @@ export class OwnKeys {
   }
 
   #makeSigner(): Signer {
-    return isDidKey(this.id)
-      ? ed25519Signer(this.#keys)
-      : ed25519Signer(this.#keys, `${this.id}#${this.#self.active}`)
+    return ed25519Signer(this.#keys, `${this.id}#${this.#self.active}`)
   }
 }
 

@@ -1,11 +1,8 @@
 /**
  * The agent's durable outbox (PROFILE §6 retries). A durable send is stored with its copies
- * before the first attempt; each round tries its targets in order (`deliver`). When a durable
- * target failed for now, the entry is tried again on PROFILE §6's schedule until a target takes
- * it, a peer refuses it, or 24 h have passed. `resume()` picks up what an earlier run left.
- *
- * Storage under `outbox/<URI-encoded id>/`: `m` (copies and targets, written once) and `s`
- * (attempts, next attempt, last error).
+ * before the first attempt; when a durable target failed for now, it is tried again on PROFILE
+ * §6's schedule until a target takes it, a peer refuses it, or 24 h have passed. Storage:
+ * `outbox/<URI-encoded id>/m` (copies and targets, written once) and `…/s` (attempts, …).
  */
 import {
   type DeliveryTarget,
@@ -20,7 +17,6 @@ import type { Round } from './route.js'
 
 /** A send kept for retries: its copies, and where each goes, in the order to try. */
 export interface OutboxEntry {
-  /** The message id. */
   id: string
   /** Each target, the `protocol` of the transport that sends to it, and its copy's index. */
   targets: Array<{ target: DeliveryTarget; protocol: string; copy: number }>
@@ -49,12 +45,10 @@ export type Outcome =
   | { type: 'delivered'; round: Extract<Round, { ok: true }> }
   | { type: 'undeliverable'; reason: string; error: unknown }
 
+/** `deliver`: one round over the entry's targets; `onOutcome`: after its send resolved pending. */
 export interface OutboxOptions {
-  /** The agent's storage; the outbox keeps to `outbox/`. */
   storage: Storage
-  /** One round over the entry's targets. */
   deliver(entry: OutboxEntry, signal?: AbortSignal): Promise<Round>
-  /** An entry's outcome after its send resolved pending. */
   onOutcome(entry: OutboxEntry, outcome: Outcome): void
   clock?: Clock
   /** For the backoff's jitter. @default Math.random */

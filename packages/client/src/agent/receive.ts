@@ -11,7 +11,6 @@ import {
   parseAgentId,
   type ReceivedInfo,
   type Receiver,
-  type Storage,
 } from '@agentmsg/core'
 import {
   AuthLevelTracker,
@@ -21,34 +20,21 @@ import {
   type ErrorReplySender,
   KeyStore,
 } from '@agentmsg/core/receive'
-import type { Conversations } from './conversations.js'
-import type { Documents } from './documents.js'
-import type { AgentEmitter } from './events.js'
-import type { OwnKeys } from './identity.js'
-import type { PeerRelays } from './peers.js'
+import type { AgentShared } from './create.js'
 import type { ReceivedMessage } from './types.js'
 
-export interface ReceiveSideOptions {
-  keys: OwnKeys
-  storage: Storage
-  now: () => number
-  documents: Documents
-  peers: PeerRelays
-  conversations: Conversations
-  events: AgentEmitter
-  errorReplies: ErrorReplySender
-}
+export type ReceiveSideOptions = AgentShared & { errorReplies: ErrorReplySender }
 
-/** The receive side of an agent, and what contacts and introductions share with it. */
+/**
+ * The receive side of an agent: what contacts and introductions share with it, the handler
+ * every transport's `listen` gets, and `idle()`: once the messages handed over now are handled.
+ */
 export interface ReceiveSide {
   keyStore: KeyStore
-  /** PROFILE §4's chain: identity documents → did:key → pins and introductions. */
   resolver: KeyResolver
   levels: AuthLevelTracker
   receiver: Receiver
-  /** The handler every transport's `listen` gets. */
   receive: DeliveryHandler
-  /** Resolves once the messages being handed to the application now are handled. */
   idle: () => Promise<void>
 }
 

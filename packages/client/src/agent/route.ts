@@ -1,10 +1,7 @@
 /**
- * Routing: where a message for an agent can go, in the order to try, and one round of tries.
- *
- * What the agent knows of the peer (its identity document, the relays given to this send and
- * those remembered for it) is put together once; each transport turns it into its targets
- * (PROFILE §4, §9). Targets to the peer itself come before targets through relays. A failure
- * moves on to the next target unless it is a refusal by the peer, which ends the send.
+ * Routing: what the agent knows of the peer (its identity document, the relays given and
+ * remembered) put together once, each transport's targets for it (PROFILE §4, §9), direct ones
+ * first; and one round of tries, which a refusal by the peer ends.
  */
 import {
   AgentMsgError,
@@ -17,18 +14,17 @@ import {
   parseAgentId,
   type Transport,
 } from '@agentmsg/core'
-import type { Documents } from './documents.js'
 import type { OutboxEntry } from './outbox.js'
-import type { PeerRelays } from './peers.js'
+import type { SendContext } from './send.js'
 
-/** What to route: the recipient and what the caller knows about it. */
+/**
+ * What to route: the recipient, `direct` (targets to the peer itself), `relay` or `auto` (both),
+ * relays known out of band (before the remembered ones), an inbox to use (error replies, §7).
+ */
 export interface RouteRequest {
   to: string
-  /** `direct`: targets to the peer itself; `relay`: through relays only; `auto`: both. */
   route: 'direct' | 'relay' | 'auto'
-  /** Relays known for `to` out of band (before the remembered ones). */
   relays?: readonly string[]
-  /** The inbox to use instead of the document's (error replies, PROFILE §7). */
   inbox?: string
 }
 
@@ -38,27 +34,20 @@ export interface PlannedTarget {
   transport: Transport
 }
 
-/** What one round of tries came to. */
+/**
+ * What one round of tries came to. A failure: the refusal that ended it, else the last failure;
+ * `retry` when a durable target failed for now, `retryAfterMs` the longest `Retry-After` of
+ * those failures (the next round not before, PROFILE §6).
+ */
 export type Round =
   | { ok: true; receipt: DeliveryReceipt; transport: string }
-  | {
-      ok: false
-      /** The refusal that ended the round, else the last failure. */
-      error: unknown
-      /** A durable target failed for now: worth another round later (PROFILE §6). */
-      retry: boolean
-      /** The longest `Retry-After` of those failures: the next round not before (PROFILE §6). */
-      retryAfterMs?: number
-    }
+  | { ok: false; error: unknown; retry: boolean; retryAfterMs?: number }
 
 /** What routing needs from the agent. */
-export interface RouteContext {
-  transports: readonly Transport[]
-  documents: Pick<Documents, 'document'>
-  peers: PeerRelays
-  /** Relay targets after direct ones with `route: 'auto'`. */
-  fallbackToRelay: boolean
-}
+export type RouteContext = Pick<
+  SendContext,
+  'transports' | 'documents' | 'peers' | 'fallbackToRelay'
+>
 
 /**
  * A refusal by the peer: it answered, and not "for now" (PROFILE §6). It ends a delivery; any
@@ -99,7 +88,7 @@ export async function planRoute(c: RouteContext, request: RouteRequest): Promise
 
 /** A URL agent's identity document, when it can be had now. */
 export async function documentOf(
-  c: Pick<RouteContext, 'documents'>,
+  c: Pick<SendContext, 'documents'>,
   agent: string,
 ): Promise<IdentityDocument | undefined> {
   if (parseAgentId(agent, 'to').kind !== 'url') return undefined

@@ -16,10 +16,9 @@ import {
   signMessage,
 } from '@agentmsg/core'
 import { base64urlDecode, canonicalizeToBytes } from '@agentmsg/core/http'
-import type { KeyStore } from '@agentmsg/core/receive'
 import type { SealRecipient } from '@agentmsg/core/sealed-box'
-import type { Documents } from './documents.js'
 import { documentOf, type PlannedTarget } from './route.js'
+import type { SendContext } from './send.js'
 import type { SendOptions } from './types.js'
 
 /** How a send seals: the targets left to try, and whether the copy for each is sealed. */
@@ -31,11 +30,7 @@ export interface SealPlan {
 }
 
 /** What sealing needs from the agent. */
-export interface SealContext {
-  documents: Pick<Documents, 'document'>
-  /** The key store loads with the receive side (./receive.ts). */
-  keyStore: () => Promise<KeyStore>
-}
+type SealContext = Pick<SendContext, 'documents' | 'keyStore'>
 
 const NOTHING_SEALED = (targets: PlannedTarget[]): SealPlan => ({ targets, seals: () => false })
 

@@ -7,28 +7,29 @@ import {
   type BodyPart,
   createMessage,
   createMessageId,
+  type DeliveryReceipt,
   hmacSigner,
   isAgentMsgError,
   type JsonValue,
   type Message,
-  type Storage,
+  type Transport,
 } from '@agentmsg/core'
-import type { Conversations } from './conversations.js'
+import type { KeyStore } from '@agentmsg/core/receive'
+import type { AgentShared } from './create.js'
 import type { AgentEmitter } from './events.js'
-import type { OwnKeys } from './identity.js'
 import type { Outbox, OutboxEntry, OutboxOptions, Outcome } from './outbox.js'
-import { deliverEntry, planRoute, type Round, type RouteContext, tryTargets } from './route.js'
-import { copies, planSealing, type SealContext, type SealPlan } from './seal.js'
+import { deliverEntry, planRoute, type Round, tryTargets } from './route.js'
+import { copies, planSealing, type SealPlan } from './seal.js'
 import type { Content, SendOptions, SendResult } from './types.js'
 
 /** What sending needs from the agent. */
-export interface SendContext extends RouteContext, SealContext {
-  keys: OwnKeys
+export interface SendContext extends AgentShared {
   relays: readonly string[]
-  storage: Storage
-  now: () => number
-  conversations: Conversations
-  events: AgentEmitter
+  transports: readonly Transport[]
+  /** Relay targets after direct ones with `route: 'auto'`. */
+  fallbackToRelay: boolean
+  /** The key store loads with the receive side (./receive.ts). */
+  keyStore: () => Promise<KeyStore>
   /** The durable outbox, loaded on first use. */
   outbox: () => Promise<Outbox>
   /** The outbox's schedule (tests). */
@@ -84,7 +85,9 @@ export async function sendMessage(
   const targets = sealing.targets
   // Decided once, before anything goes out (PROFILE §6).
   const durable = targets.find((t) => t.target.durable)
-  if (!durable) return result(await tryTargets(targets, copy, options.signal), ids, sealing)
+  if (!durable) {
+    return result(c, recipient, await tryTargets(targets, copy, options.signal), ids, sealing)
+  }
   const messages = await Promise.all(targets.map((t) => copy(t.target)))
   const unique = [...new Set(messages)]
   const entry = {
@@ -98,27 +101,32 @@ export async function sendMessage(
     nextAttempt: c.now(),
   }
   const first = await (await c.outbox()).send(entry, options.signal)
-  if (!('pending' in first)) return result(first, ids, sealing)
+  if (!('pending' in first)) return result(c, recipient, first, ids, sealing)
   const { target, transport } = durable
   const sealed = sealing.seals(target)
   return { ...ids, route: target.route, transport: transport.protocol, sealed, pending: true }
 }
 
-/** The send's result from a round, or its failure. */
+/** The send's result from a round, told as `delivered` (a pending one is, by the outbox, later). */
 function result(
+  c: SendContext,
+  to: string,
   round: Round,
   ids: { messageId: string; conversationId: string },
   sealing: SealPlan,
 ): SendResult {
   if (!round.ok) throw round.error
-  const { target, url } = round.receipt
-  return {
-    ...ids,
-    route: target.route,
-    transport: round.transport,
-    ...(target.route === 'relay' && url ? { relayUrl: url } : {}),
-    sealed: sealing.seals(target),
-  }
+  const { route } = round.receipt.target
+  const relayUrl = delivered(c.events, ids.messageId, to, round.receipt)
+  const sealed = sealing.seals(round.receipt.target)
+  return { ...ids, route, transport: round.transport, ...relayUrl, sealed }
+}
+
+/** Tell `delivered`; returns the relay that took it, if one did. */
+function delivered(events: AgentEmitter, messageId: string, to: string, r: DeliveryReceipt) {
+  const relayUrl = r.target.route === 'relay' && r.url ? { relayUrl: r.url } : {}
+  void events.emit('delivered', { messageId, to, route: r.target.route, ...relayUrl })
+  return relayUrl
 }
 
 /**
@@ -162,21 +170,11 @@ export async function openOutbox(c: SendContext): Promise<Outbox> {
 
 /** A send that resolved pending ended later: tell the application. */
 function outcome(events: AgentEmitter, entry: OutboxEntry, o: Outcome): void {
-  const durable = entry.targets.find((t) => t.target.durable) ?? entry.targets[0]!
-  const base = { messageId: entry.id, to: durable.target.agent }
-  if (o.type === 'delivered') {
-    const { target, url } = o.round.receipt
-    const relayUrl = target.route === 'relay' && url ? { relayUrl: url } : {}
-    void events.emit('delivered', { ...base, route: target.route, ...relayUrl })
-    return
-  }
+  const { target } = entry.targets.find((t) => t.target.durable) ?? entry.targets[0]!
+  if (o.type === 'delivered') return void delivered(events, entry.id, target.agent, o.round.receipt)
   const code = isAgentMsgError(o.error) ? { code: o.error.peerCode ?? o.error.code } : {}
-  void events.emit('undeliverable', {
-    ...base,
-    route: durable.target.route,
-    reason: o.reason,
-    ...code,
-  })
+  const { route, agent: to } = target
+  void events.emit('undeliverable', { messageId: entry.id, to, route, reason: o.reason, ...code })
 }
 
 /**

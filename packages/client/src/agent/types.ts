@@ -84,7 +84,6 @@ export interface SendOptions {
   authLevel?: AuthLevel
   /** The introduction token for `authLevel: 0`. @default the only one held (see `introduce`) */
   introduction?: string
-  /** `ttl_seconds`. */
   ttlSeconds?: number
   /**
    * Seal the body (PROFILE §8): `true` on every route (`not_found` when the key is unknown).
@@ -93,7 +92,6 @@ export interface SendOptions {
   seal?: boolean
   /** Send plaintext rather than drop targets when the key is unknown. @default false */
   allowPlaintext?: boolean
-  /** Abort the send. */
   signal?: AbortSignal
 }
 
@@ -151,10 +149,7 @@ export interface AgentDeliveredEvent {
 }
 
 /** Payload of `undeliverable` events (refused, or retries ran out: tell the human, SPEC §8). */
-export interface AgentUndeliverableEvent {
-  messageId: string
-  to: string
-  route: Route
+export interface AgentUndeliverableEvent extends Omit<AgentDeliveredEvent, 'relayUrl'> {
   reason: string
   code?: string
 }

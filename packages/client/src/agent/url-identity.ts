@@ -1,9 +1,7 @@
 /**
- * URL agents' identity documents (PROFILE §4), a chunk of its own: the agent's own (made or
- * checked when the identity is created, kept in step with the configured relays, rotated and
- * revoked), peers' (fetched and cached, ./documents.ts), and those a level-0 greeting carries
- * (PROFILE §5). Imported the first time a URL agent is involved: a did:key browser agent that
- * meets only did:key agents never loads it.
+ * URL agents' identity documents (PROFILE §4), a chunk loaded the first time a URL agent is
+ * involved: the agent's own (made, checked, kept in step with its relays, rotated, revoked),
+ * peers' (./documents.ts), and those a level-0 greeting carries (PROFILE §5).
  */
 
 import { generateKeyPair, type IdentityDocument, type KeyPair, parseAgentId } from '@agentmsg/core'
