@@ -57,7 +57,9 @@ export class AgentImpl implements Agent {
     content: Content,
     options: Omit<SendOptions, 'conversationId'> = {},
   ): Promise<SendResult> {
-    const m: Message = isReceived(message) ? message.message : message
+    const r = message as ReceivedMessage
+    const received = typeof r.transport === 'string' && 'message' in r && 'level' in r
+    const m: Message = received ? r.message : (message as Message)
     await this.#p.conversations.seen(m.conversation_id, m.from.agent, m.sequence)
     return this.send(m.from.agent, content, {
       ...options,
@@ -113,8 +115,4 @@ export class AgentImpl implements Agent {
     ;(await this.#p.outbox()?.catch(() => undefined))?.close()
     await Promise.allSettled(transports.map((t) => t.close()))
   }
-}
-
-function isReceived(x: Message | ReceivedMessage): x is ReceivedMessage {
-  return typeof (x as ReceivedMessage).transport === 'string' && 'message' in x && 'level' in x
 }

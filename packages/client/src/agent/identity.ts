@@ -88,16 +88,12 @@ export class OwnKeys {
       }
       const seed = stored.seeds[stored.active]
       if (typeof seed !== 'string') throw new TypeError('the stored identity has no active key')
-      let self = stored
-      if (self.document && options.relays !== undefined) {
-        const { withRelays } = await loadUrlIdentity()
-        const document = withRelays(self.document, relays)
-        if (document !== self.document) {
-          self = { ...self, document }
-          await storage.put(SELF, self as unknown as JsonValue)
-        }
+      const own = new OwnKeys(storage, now, stored, await keyPairFromSeed(base64urlDecode(seed)))
+      if (stored.document && options.relays !== undefined) {
+        const document = (await loadUrlIdentity()).withRelays(stored.document, relays)
+        if (document !== stored.document) await own.#save({ ...stored, document })
       }
-      return new OwnKeys(storage, now, self, await keyPairFromSeed(base64urlDecode(seed)))
+      return own
     }
     const o = options.identity ?? {}
     if (o.create === false) {

@@ -95,14 +95,16 @@ export function openReceiveSide(o: ReceiveSideOptions): ReceiveSide {
   return { keyStore, resolver, levels, receiver, receive, idle }
 }
 
-type DispatchContext = ReceiveSideOptions & Pick<ReceiveSide, 'keyStore' | 'levels'>
-
 /**
  * What happens to an accepted message once there is a consumer: keys introduced by a level-0
  * greeting (PROFILE §5), the sender's verified relays, the conversation's sequence, then the
  * application.
  */
-async function dispatch(o: DispatchContext, message: Message, info: ReceivedInfo) {
+async function dispatch(
+  o: ReceiveSideOptions & Pick<ReceiveSide, 'keyStore' | 'levels'>,
+  message: Message,
+  info: ReceivedInfo,
+) {
   const from = message.from.agent
   let { knownContact } = info
   if (info.level === 0 && message.phase === 'greeting') {
@@ -110,7 +112,14 @@ async function dispatch(o: DispatchContext, message: Message, info: ReceivedInfo
       // Identity documents are loaded only now, for a greeting that may carry one (PROFILE §5).
       const { introducedIdentity } = await import('./url-identity.js')
       const doc = introducedIdentity(message)
-      if (doc && (await o.keyStore.addIntroducedKeys(doc)).length > 0) await reconcile(o, from)
+      // A URL agent's introduced keys count only while its document cannot be fetched: the
+      // fetched one is final (PROFILE §5), so keys it lacks go now (later fetches reconcile
+      // through the document cache's `onDocument`).
+      const added = doc ? await o.keyStore.addIntroducedKeys(doc) : []
+      if (added.length > 0 && parseAgentId(from).kind === 'url') {
+        const fetched = await o.documents.document(from)
+        if (!('status' in fetched)) await o.keyStore.reconcileWithDocument(fetched)
+      }
     } catch (error) {
       o.events.error({ error, message, from, transport: info.transport })
     }
@@ -136,15 +145,4 @@ async function dispatch(o: DispatchContext, message: Message, info: ReceivedInfo
     sealed: info.sealed,
   }
   await o.events.dispatch(received)
-}
-
-/**
- * A URL agent's introduced keys count only while its identity document cannot be fetched: the
- * fetched document is final (PROFILE §5), so keys it does not list are dropped now. (Fetches
- * made later reconcile too, through the document cache's `onDocument`.)
- */
-async function reconcile(o: DispatchContext, agent: string): Promise<void> {
-  if (parseAgentId(agent).kind !== 'url') return
-  const doc = await o.documents.document(agent)
-  if (!('status' in doc)) await o.keyStore.reconcileWithDocument(doc)
 }

@@ -7,7 +7,6 @@ import {
   AgentMsgError,
   type DeliveryReceipt,
   type DeliveryTarget,
-  type IdentityDocument,
   isAgentMsgError,
   type Message,
   type PeerRoute,
@@ -43,12 +42,6 @@ export type Round =
   | { ok: true; receipt: DeliveryReceipt; transport: string }
   | { ok: false; error: unknown; retry: boolean; retryAfterMs?: number }
 
-/** What routing needs from the agent. */
-export type RouteContext = Pick<
-  SendContext,
-  'transports' | 'documents' | 'peers' | 'fallbackToRelay'
->
-
 /**
  * A refusal by the peer: it answered, and not "for now" (PROFILE §6). It ends a delivery; any
  * other failure (network, 5xx, 429, a refused address) moves on to the next target or relay.
@@ -64,7 +57,7 @@ function passesLater(error: unknown): boolean {
 }
 
 /** The targets for `request.to`, in the order to try. */
-export async function planRoute(c: RouteContext, request: RouteRequest): Promise<PlannedTarget[]> {
+export async function planRoute(c: SendContext, request: RouteRequest): Promise<PlannedTarget[]> {
   const { to, route } = request
   const peer: PeerRoute = {
     agent: to,
@@ -87,10 +80,7 @@ export async function planRoute(c: RouteContext, request: RouteRequest): Promise
 }
 
 /** A URL agent's identity document, when it can be had now. */
-export async function documentOf(
-  c: Pick<SendContext, 'documents'>,
-  agent: string,
-): Promise<IdentityDocument | undefined> {
+export async function documentOf(c: SendContext, agent: string) {
   if (parseAgentId(agent, 'to').kind !== 'url') return undefined
   const doc = await c.documents.document(agent).catch(() => undefined)
   return doc && !('status' in doc) ? doc : undefined

@@ -29,9 +29,6 @@ export interface SealPlan {
   seals(target: DeliveryTarget): boolean
 }
 
-/** What sealing needs from the agent. */
-type SealContext = Pick<SendContext, 'documents' | 'keyStore'>
-
 const NOTHING_SEALED = (targets: PlannedTarget[]): SealPlan => ({ targets, seals: () => false })
 
 /**
@@ -43,7 +40,7 @@ const NOTHING_SEALED = (targets: PlannedTarget[]): SealPlan => ({ targets, seals
  * @throws AgentMsgError `not_found` when a copy must be sealed and `to`'s key is unknown.
  */
 export async function planSealing(
-  c: SealContext,
+  c: SendContext,
   targets: PlannedTarget[],
   to: string,
   options: Pick<SendOptions, 'seal' | 'allowPlaintext'>,
@@ -64,7 +61,7 @@ export async function planSealing(
  * The key to seal to (PROFILE §8): a did:key's own; a URL agent's active Ed25519 key from its
  * identity document (the newest when several are active); failing that, its one pinned key.
  */
-async function recipientKey(c: SealContext, agent: string): Promise<SealRecipient | undefined> {
+async function recipientKey(c: SendContext, agent: string): Promise<SealRecipient | undefined> {
   if (isDidKey(agent)) {
     const publicKey = publicKeyFromDidKey(agent)
     return { agent, keyId: `${agent}#${didKeyFragment(agent)}`, publicKey }

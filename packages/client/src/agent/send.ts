@@ -74,11 +74,8 @@ export async function sendMessage(
   const hmac = intro
     ? await hmacSigner(await token(c, options.introduction, recipient), c.keys.id)
     : undefined
-  const planned = await planRoute(c, {
-    to: recipient,
-    route: options.route ?? 'auto',
-    relays: given,
-  })
+  const { route = 'auto' } = options
+  const planned = await planRoute(c, { to: recipient, route, relays: given })
   const sealing = await planSealing(c, planned, recipient, options)
   const copy = copies(unsigned, c.keys.signer, hmac, sealing)
   const ids = { messageId: unsigned.message_id, conversationId }
@@ -195,12 +192,8 @@ export async function errorReply(
       : message
   let targets
   try {
-    targets = await planRoute(c, {
-      to: to.agent,
-      route: 'auto',
-      relays: to.relays ?? [],
-      inbox: to.inbox,
-    })
+    const { agent, relays, inbox } = to
+    targets = await planRoute(c, { to: agent, route: 'auto', relays, inbox })
   } catch (error) {
     if (isAgentMsgError(error) && error.code === 'not_found') return
     throw error

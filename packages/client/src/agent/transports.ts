@@ -63,9 +63,6 @@ export function lazyHttpsTransport(options: { fetch?: typeof fetch } = {}): Tran
 
 /** The default identity-document fetcher, loaded with the https transport on first use. */
 export function lazyIdentityFetcher(fetch: typeof globalThis.fetch | undefined): IdentityFetcher {
-  let fetcher: IdentityFetcher | undefined
-  return async (agentId, options) => {
-    fetcher ??= (await loadHttps()).createIdentityFetcher({ fetch })
-    return fetcher(agentId, options)
-  }
+  const fetcher = lazy(async () => (await loadHttps()).createIdentityFetcher({ fetch }))
+  return async (agentId, options) => (await fetcher())(agentId, options)
 }
