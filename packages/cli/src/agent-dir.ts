@@ -1,7 +1,6 @@
 /**
- * An agent directory is an `fsStorage` store: the client's identity, replay, auth-level, contact
- * and conversation state (the seed in 0600 files), `cli/relays`, and `dev-tls/` for `inbox
- * --dev-tls`. The CLI keeps no identity format of its own and reads none of the client's
+ * An agent directory is an `fsStorage` store: the client's state (the seed in 0600 files),
+ * `cli/relays`, and `dev-tls/` for `inbox --dev-tls`. The CLI reads none of the client's
  * records: it opens the agent through the client.
  */
 import { existsSync } from 'node:fs'
@@ -11,13 +10,6 @@ import { fsStorage } from '@agentmsg/storage-fs'
 import { CliError } from './command.js'
 
 export type AgentStore = Awaited<ReturnType<typeof fsStorage>>
-
-/** What `agentmsg init` reports. */
-export interface AgentSummary {
-  agentId: string
-  keyId: string
-  kind: 'did:key' | 'url'
-}
 
 /** The directory's agent as the client stored it, if it holds one. */
 async function storedIdentity(storage: AgentStore): Promise<OwnIdentity | undefined> {
@@ -36,11 +28,7 @@ async function storedIdentity(storage: AgentStore): Promise<OwnIdentity | undefi
   }
 }
 
-/**
- * The relays the CLI remembers for the directory's agent: given to `init`, `listen` or `inbox`
- * with `--relay`, used by them when it is left out. (A URL agent's identity document lists them
- * too; a did:key agent has no document, so the CLI keeps them.)
- */
+/** The relays `--relay` gave `init`, `listen` or `inbox` (a did:key has no document to list them). */
 const RELAYS_KEY = 'cli/relays'
 
 /** The remembered relays, else a URL agent's document's `relay.urls`, else none. */
@@ -59,8 +47,7 @@ export async function rememberRelays(storage: AgentStore, relays: string[]): Pro
 
 /**
  * `https://host:8443/` → `https://host:8443`: the client takes agent ids in normal form only
- * (PROFILE §2); URL parsing lower-cases the host, drops a default port and dot segments. What
- * does not parse is passed on as given, for the client's error.
+ * (PROFILE §2). What does not parse is passed on as given, for the client's error.
  */
 function agentUrl(url: string): string {
   try {
@@ -73,15 +60,13 @@ function agentUrl(url: string): string {
 }
 
 /**
- * Create a new identity in `dir` (did:key by default, a URL agent when `url` is given) through
- * the client, so `createAgent({ storage: await fsStorage({ dir }) })` loads the same agent.
- * Refuses when the directory already holds one, unless `force`: then everything the store
- * holds is removed first (state of the old identity means nothing to the new one).
+ * Create a new identity in `dir` (a did:key, or a URL agent at `url`) through the client.
+ * Refuses when the directory holds one, unless `force`: then everything it holds goes first.
  */
 export async function createAgentDir(
   dir: string,
   options: { url?: string; display?: string; force?: boolean; relays?: string[] } = {},
-): Promise<AgentSummary> {
+): Promise<{ agent_id: string; key_id: string; dir: string; kind: 'did:key' | 'url' }> {
   const storage = await fsStorage({ dir })
   try {
     const existing = await storedIdentity(storage)
@@ -101,15 +86,13 @@ export async function createAgentDir(
       storage,
       sendOnly: true,
       // A URL agent's identity document lists them (PROFILE §4 `relay.urls`).
-      ...(relays.length ? { relays } : {}),
-      ...(url !== undefined
-        ? { identity: { agentId: agentUrl(url), ...(display !== undefined ? { display } : {}) } }
-        : {}),
+      relays,
+      identity: url === undefined ? undefined : { agentId: agentUrl(url), display },
     })
     await agent.close()
     if (relays.length) await rememberRelays(storage, relays)
     const { agentId, keyId, document } = agent.identity
-    return { agentId, keyId, kind: document ? 'url' : 'did:key' }
+    return { agent_id: agentId, key_id: keyId, dir, kind: document ? 'url' : 'did:key' }
   } finally {
     await storage.close?.()
   }
@@ -122,10 +105,7 @@ export interface OpenedDir {
   identity: OwnIdentity
 }
 
-/**
- * Open the store of an agent directory for a command. Rejects when the directory holds no
- * identity: the client would otherwise make up a new one.
- */
+/** Open the store of an agent directory; rejects when it holds no identity. */
 export async function openAgentDir(dir: string): Promise<OpenedDir> {
   const noIdentity = () =>
     new CliError('no_identity', `${dir} holds no identity (run "agentmsg init --dir ${dir}" first)`)
@@ -142,10 +122,7 @@ export async function openAgentDir(dir: string): Promise<OpenedDir> {
   }
 }
 
-/**
- * {@link openAgentDir}, or the pid of the live process holding the directory's lock (an
- * `agentmsg inbox` or `listen`: one process per store, storage-fs takes an exclusive lock).
- */
+/** {@link openAgentDir}, or the pid of the `agentmsg inbox` or `listen` holding its lock. */
 export async function openOrInUse(dir: string): Promise<OpenedDir | { inUse: number }> {
   try {
     return await openAgentDir(dir)

@@ -1,15 +1,14 @@
 /**
  * What `identity`, `rotate`, `contacts` and `send` do to an agent directory's agent, as requests
- * that run either here (the directory opened for the command) or in the `agentmsg inbox` or
- * `listen` process that holds the directory (its control socket, see control.ts).
+ * run here or in the `agentmsg inbox` or `listen` that holds the directory (control.ts).
  */
 import {
   type Agent,
   type Content,
-  createAddressPolicy,
   createAgent,
   createNodeAgent,
   fingerprint,
+  type NodeAgentOptions,
   type SendOptions,
 } from '@agentmsg/client/node'
 import { type AgentStore, openOrInUse, storedRelays } from './agent-dir.js'
@@ -25,13 +24,11 @@ export type AgentRequest =
   | { op: 'contacts.remove'; agent: string }
   | { op: 'send'; to: string; content: Content; options: SendOptions }
 
-/** What `identity` reports. */
+/** What `identity` reports: the active key's full id and public key (base64url, what peers pin). */
 export interface IdentitySummary {
   agent_id: string
   kind: 'did:key' | 'url'
-  /** The active key's full id (`<agent_id>#<fragment>`). */
   key_id: string
-  /** The active Ed25519 public key, base64url (what peers pin). */
   public_key: string
   fingerprint: string
   relays: string[]
@@ -40,24 +37,13 @@ export interface IdentitySummary {
   document?: unknown
 }
 
-/** The network of a command that connects out (`--ca`, `--allow-private`). */
-export interface Network {
-  ca: string[]
-  allowPrivate: string[]
-}
-
-const base64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
-
-/** The active key's fragment (after `#`). */
-export const fragmentOf = (keyId: string) => keyId.slice(keyId.lastIndexOf('#') + 1)
-
-export async function identitySummary(agent: Agent, storage: AgentStore): Promise<IdentitySummary> {
+async function identitySummary(agent: Agent, storage: AgentStore): Promise<IdentitySummary> {
   const { agentId, keyId, publicKey, document } = agent.identity
   return {
     agent_id: agentId,
     kind: document ? 'url' : 'did:key',
     key_id: keyId,
-    public_key: base64url(publicKey),
+    public_key: Buffer.from(publicKey).toString('base64url'),
     fingerprint: await fingerprint(publicKey),
     relays: await storedRelays(storage, agent.identity),
     ...(document ? { document_url: `${agentId}/.well-known/agentmsg/identity`, document } : {}),
@@ -82,31 +68,19 @@ export async function perform(
         )
       }
       await agent.rotateKey()
-      const { keyId, publicKey } = agent.identity
-      return {
-        agent_id: agent.id,
-        key_id: keyId,
-        public_key: base64url(publicKey),
-        fingerprint: await fingerprint(publicKey),
-      }
+      const { agent_id, key_id, public_key, fingerprint } = await identitySummary(agent, storage)
+      return { agent_id, key_id, public_key, fingerprint }
     }
     case 'contacts.list':
       return agent.contacts.list()
     case 'contacts.pin': {
-      await agent.contacts.pin(request.agent, request.publicKey, {
-        ...(request.keyId !== undefined ? { keyId: request.keyId } : {}),
-        ...(request.relays?.length ? { relays: request.relays } : {}),
-      })
+      const { keyId, relays } = request
+      await agent.contacts.pin(request.agent, request.publicKey, { keyId, relays })
       const pinned = (await agent.contacts.list()).find((c) => c.agent === request.agent)
       return pinned ?? { agent: request.agent }
     }
     case 'contacts.introduce':
-      return {
-        key_id: await agent.introduce(
-          request.token,
-          request.agent !== undefined ? { agent: request.agent } : {},
-        ),
-      }
+      return { key_id: await agent.introduce(request.token, { agent: request.agent }) }
     case 'contacts.remove': {
       const known = (await agent.contacts.list()).some((c) => c.agent === request.agent)
       if (!known) {
@@ -130,14 +104,13 @@ export async function perform(
 }
 
 /**
- * Run `request` on the agent of `dir`: opened here for the request (with `network` when it
- * connects out, else with no transports at all), or, when an `agentmsg inbox` or `listen` holds
- * the directory, by that process (which then uses its own `--ca` and `--allow-private`).
+ * Run `request` on the agent of `dir`: opened here (with `network` when it connects out, else
+ * with no transports), or by the `agentmsg inbox` or `listen` that holds the directory.
  */
 export async function onAgent(
   dir: string,
   request: AgentRequest,
-  network?: Network,
+  network?: Pick<NodeAgentOptions, 'ca' | 'addressPolicy'>,
 ): Promise<unknown> {
   const opened = await openOrInUse(dir)
   if ('inUse' in opened) {
@@ -157,9 +130,7 @@ export async function onAgent(
           sendOnly: true,
           // Written into `from.relays`, so a peer can answer through them.
           ...(relays.length ? { relays } : {}),
-          // https only, public unicast plus what --allow-private names (PROFILE §4, §6).
-          addressPolicy: createAddressPolicy({ allow: network.allowPrivate }),
-          ...(network.ca.length ? { ca: network.ca } : {}),
+          ...network,
           // Reports of deliveries resumed from earlier runs are not this request's outcome.
           onError: () => {},
         })

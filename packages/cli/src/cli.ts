@@ -6,11 +6,10 @@
 import { readFileSync } from 'node:fs'
 import { CliError, errorLine } from './command.js'
 import { runContacts } from './contacts.js'
-import { runIdentity } from './identity.js'
+import { runIdentity, runRotate } from './identity.js'
 import { runInbox } from './inbox.js'
 import { runInit } from './init.js'
 import { runListen } from './listen.js'
-import { runRotate } from './rotate.js'
 import { runSendCommand } from './send.js'
 
 const HELP = `usage: agentmsg <command> [flags]      (agentmsg <command> --help: its flags and an example)
@@ -28,30 +27,21 @@ commands:
 
   --version  the version;  --help, -h  this help
 
-An agent directory D is an @agentmsg/storage-fs store, so code uses the same agent with
-  createAgent({ storage: await fsStorage({ dir: D }) })
-Development servers (--dev-tls) get certificates from this machine's dev CA; clients trust it
-with --ca "$AGENTMSG_HOME/dev-ca/ca.pem" (AGENTMSG_HOME defaults to ~/.agentmsg).
-
+An agent directory D is an @agentmsg/storage-fs store: createAgent({ storage: await
+fsStorage({ dir: D }) }) is the same agent. Dev servers (--dev-tls) use this machine's dev CA:
+clients pass --ca "$AGENTMSG_HOME/dev-ca/ca.pem" (AGENTMSG_HOME defaults to ~/.agentmsg).
 Errors: one line on stderr, "agentmsg: <code>: <message — what to do>".
 Exit codes: 0 done; 1 failed (network, refused, the directory's state); 2 usage or input error.
 
 example (a did:key listens on a relay, another agent sends to it):
+  CA="$AGENTMSG_HOME/dev-ca/ca.pem"
   agentmsg relay  --data ./relay --port 9443 --dev-tls &
   agentmsg init   --dir ./alice
-  agentmsg listen --dir ./alice --relay https://127.0.0.1:9443 \\
-      --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1 &
+  agentmsg listen --dir ./alice --relay https://127.0.0.1:9443 --ca "$CA" --allow-private 127.0.0.1 &
   agentmsg init   --dir ./carol
   agentmsg send   --dir ./carol --to "$(agentmsg identity --dir ./alice --json | jq -r .agent_id)" \\
-      --relay https://127.0.0.1:9443 --text hello \\
-      --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
+      --relay https://127.0.0.1:9443 --text hello --ca "$CA" --allow-private 127.0.0.1
 `
-
-/** The package's version (package.json sits one level above both src/ and dist/). */
-function version(): string {
-  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
-  return String(manifest.version)
-}
 
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   init: runInit,
@@ -76,18 +66,16 @@ export async function main(argv: string[]): Promise<number> {
     return 0
   }
   if (command === '--version' || command === '-v') {
-    process.stdout.write(`${version()}\n`)
+    // package.json sits one level above both src/ and dist/.
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+    process.stdout.write(`${manifest.version}\n`)
     return 0
   }
-  const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined
-  if (!run) {
-    throw new CliError(
-      'unknown_command',
-      `${JSON.stringify(command)} is not a command — agentmsg --help lists them`,
-      2,
-    )
+  if (!Object.hasOwn(COMMANDS, command)) {
+    const message = `${JSON.stringify(command)} is not a command — agentmsg --help lists them`
+    throw new CliError('unknown_command', message, 2)
   }
-  return run(rest)
+  return COMMANDS[command]!(rest)
 }
 
 main(process.argv.slice(2)).then(

@@ -8,6 +8,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { createAddressPolicy, type NodeAgentOptions } from '@agentmsg/client/node'
 
 /** A failure a command reports as one line, with its exit code. */
 export class CliError extends Error {
@@ -23,42 +24,12 @@ export class CliError extends Error {
 /** A usage error (exit 2), pointing at the command's help. */
 export const usageError = (command: string, message: string) =>
   new CliError('usage', `${message} — see agentmsg ${command} --help`, 2)
-
 /** An input file or value that cannot be used (exit 2). */
 export const inputError = (message: string) => new CliError('invalid_input', message, 2)
 
 type Options = NonNullable<ParseArgsConfig['options']>
-const HELP_FLAG = { help: { type: 'boolean', short: 'h' } } as const
-type Parsed<O extends Options> = ReturnType<
-  typeof parseArgs<{
-    args: string[]
-    options: O & typeof HELP_FLAG
-    strict: true
-    allowPositionals: boolean
-  }>
->
-
-/** A command's flags (its `--help`/`-h` added) and positionals; usage errors as {@link CliError}. */
-export function parseFlags<O extends Options>(
-  command: string,
-  argv: string[],
-  options: O,
-  positionals = false,
-): Parsed<O> {
-  try {
-    return parseArgs({
-      args: argv,
-      options: { ...options, ...HELP_FLAG },
-      strict: true,
-      allowPositionals: positionals,
-    })
-  } catch (error) {
-    // Node's messages carry advice for programs ("place it after a '--'"); the first sentence
-    // is what a person needs.
-    const first = (error as Error).message.split(/\.\s/)[0]!.replace(/\.$/, '')
-    throw usageError(command, first)
-  }
-}
+type Config<O extends Options> = { options: O; strict: true; allowPositionals: boolean }
+type Body<O extends Options> = (parsed: ReturnType<typeof parseArgs<Config<O>>>) => Promise<number>
 
 /** The one line for stderr: `agentmsg: <code>: <message>` (one line whatever the message held). */
 export function errorLine(error: unknown): { line: string; exitCode: 1 | 2 } {
@@ -67,26 +38,45 @@ export function errorLine(error: unknown): { line: string; exitCode: 1 | 2 } {
 }
 
 /**
- * Run a command body: `--help` prints `help` on stdout (exit 0); any failure is one stderr line
- * and its exit code. `body` resolves with the exit code (0 unless it says otherwise).
+ * A command (its name is the one `help` starts with, `usage: agentmsg <name>`): `--help`/`-h`
+ * prints `help` on stdout (exit 0); else `body` gets the parsed flags (usage errors as
+ * {@link CliError}) and resolves with the exit code; any failure is one stderr line.
  */
-export async function runCommand(
+export function command<O extends Options>(
   help: string,
-  argv: string[],
-  body: () => Promise<number | undefined>,
-): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(help)
-    return 0
-  }
-  try {
-    return (await body()) ?? 0
-  } catch (error) {
-    const { line, exitCode } = errorLine(error)
-    process.stderr.write(line)
-    return exitCode
+  options: O,
+  body: Body<O>,
+  allowPositionals = false,
+): (argv: string[]) => Promise<number> {
+  const name = help.split(' ')[2]!
+  return async (args) => {
+    if (args.includes('--help') || args.includes('-h')) {
+      process.stdout.write(help)
+      return 0
+    }
+    try {
+      let parsed: Parameters<Body<O>>[0]
+      try {
+        parsed = parseArgs({ args, options, strict: true, allowPositionals })
+      } catch (error) {
+        // Node's messages carry advice for programs ("place it after a '--'"); the first
+        // sentence is what a person needs.
+        throw usageError(name, (error as Error).message.split(/\.\s/)[0]!.replace(/\.$/, ''))
+      }
+      if ('dir' in options && !(parsed.values as { dir?: string }).dir)
+        throw usageError(name, `${name} needs --dir D`)
+      return await body(parsed)
+    } catch (error) {
+      const { line, exitCode } = errorLine(error)
+      process.stderr.write(line)
+      return exitCode
+    }
   }
 }
+
+/** {@link command} for a command that takes arguments besides its flags. */
+export const commandWithArgs = <O extends Options>(help: string, options: O, body: Body<O>) =>
+  command(help, options, body, true)
 
 /** A diagnostic line of a running command on stderr (not an error: it goes on). */
 export function info(text: string): void {
@@ -97,40 +87,37 @@ export function info(text: string): void {
 export function describeError(error: unknown): { code: string; message: string; exitCode: 1 | 2 } {
   if (error instanceof CliError)
     return { code: error.code, message: error.message, exitCode: error.exitCode }
+  const failure = (code: string, message: string) => ({ code, message, exitCode: 1 as const })
   const message = withCauses(error)
   const locked = /directory (.+) is locked by process (\d+)/.exec(message)
   if (locked) {
-    return {
-      code: 'in_use',
-      message: `${locked[1]} is in use by process ${locked[2]} (an agentmsg inbox or listen?) — stop it, or use another directory`,
-      exitCode: 1,
-    }
+    return failure(
+      'in_use',
+      `${locked[1]} is in use by process ${locked[2]} (an agentmsg inbox or listen?) — stop it, or use another directory`,
+    )
   }
-  const code = (error as { code?: unknown } | null)?.code
-  if (code === 'EADDRINUSE' || code === 'EACCES') {
-    const { address, port } = error as { address?: string; port?: number }
-    const where = port !== undefined ? ` ${address ?? ''}:${port}` : ''
-    return code === 'EADDRINUSE'
-      ? {
-          code: 'port_in_use',
-          message: `the port${where} is in use — stop what holds it, or pass another --port`,
-          exitCode: 1,
-        }
-      : {
-          code: 'permission_denied',
-          message: `no permission to listen on${where} — use a port above 1023`,
-          exitCode: 1,
-        }
+  const { code, address, port } = (error ?? {}) as {
+    code?: unknown
+    address?: string
+    port?: number
   }
+  const where = port !== undefined ? ` ${address ?? ''}:${port}` : ''
+  if (code === 'EADDRINUSE')
+    return failure(
+      'port_in_use',
+      `the port${where} is in use — stop what holds it, or pass another --port`,
+    )
+  if (code === 'EACCES')
+    return failure(
+      'permission_denied',
+      `no permission to listen on${where} — use a port above 1023`,
+    )
   // AgentMsgError codes are PROFILE §6's, lower-case; Node's own (ENOENT, ERR_…) are not.
   const profileCode = typeof code === 'string' && /^[a-z_]+$/.test(code)
-  return { code: profileCode ? code : 'failed', message: withHint(message), exitCode: 1 }
+  return failure(profileCode ? code : 'failed', withHint(message))
 }
 
-/**
- * The message with its causes: `fetch failed` alone hides why (a certificate, a refused
- * address) in `.cause.cause`.
- */
+/** The message with its causes: `fetch failed` alone hides why in `.cause.cause`. */
 function withCauses(error: unknown): string {
   const parts: string[] = []
   let current: unknown = error
@@ -149,10 +136,7 @@ const OPTION_FLAGS: Array<[string, string]> = [
   ['pass options.relays', 'pass --relay URL'],
 ]
 
-/**
- * The message in the CLI's words, with what to do about the usual failures of a connection
- * when it does not say.
- */
+/** The message in the CLI's words, with what to do about the usual connection failures. */
 function withHint(text: string): string {
   const message = OPTION_FLAGS.reduce((t, [option, flag]) => t.replace(option, flag), text)
   const tls =
@@ -203,13 +187,22 @@ export async function readCaFiles(files: readonly string[] | undefined): Promise
   )
 }
 
+/**
+ * The network of a command that connects out: the `--ca` files, and https only to public
+ * unicast plus what `--allow-private` names (PROFILE §4, §6).
+ */
+export async function networkFlags(values: {
+  ca?: string[]
+  'allow-private'?: string[]
+}): Promise<Pick<NodeAgentOptions, 'ca' | 'addressPolicy'>> {
+  const ca = await readCaFiles(values.ca)
+  const addressPolicy = createAddressPolicy({ allow: allowList(values['allow-private']) })
+  return ca.length ? { ca, addressPolicy } : { addressPolicy }
+}
+
 /** `--allow-private a,b` (repeatable): the hosts and ranges, trimmed. */
-export function allowList(values: string | readonly string[] | undefined): string[] {
-  return [values ?? []]
-    .flat()
-    .flatMap((v) => v.split(','))
-    .map((s) => s.trim())
-    .filter(Boolean)
+export function allowList(values: readonly string[] | undefined): string[] {
+  return (values ?? []).flatMap((v) => v.split(',').map((s) => s.trim())).filter(Boolean)
 }
 
 /** `--relay` URLs: https only, also in development (PROFILE §9); exit 2 otherwise. */
@@ -229,24 +222,16 @@ export function portFlag(command: string, text: string): number {
 }
 
 /** Write `text` to stdout; resolves once it is handed to the OS (or rejects, e.g. EPIPE). */
-export function writeOut(text: string): Promise<void> {
-  return new Promise((resolve, reject) =>
-    process.stdout.write(text, (error) => (error ? reject(error) : resolve())),
-  )
-}
+export const writeOut = (text: string): Promise<void> =>
+  new Promise((resolve, reject) => process.stdout.write(text, (e) => (e ? reject(e) : resolve())))
 
 /** Resolves with the first SIGINT or SIGTERM, its listeners removed after. */
-export function untilSignal(): { done: Promise<string> } {
-  const done = new Promise<string>((resolve) => {
+export function untilSignal(): Promise<string> {
+  return new Promise((resolve) => {
     const stop = (signal: string) => {
-      process.off('SIGTERM', term)
-      process.off('SIGINT', int)
+      for (const s of ['SIGINT', 'SIGTERM'] as const) process.off(s, stop)
       resolve(signal)
     }
-    const term = () => stop('SIGTERM')
-    const int = () => stop('SIGINT')
-    process.once('SIGTERM', term)
-    process.once('SIGINT', int)
+    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, stop)
   })
-  return { done }
 }

@@ -1,21 +1,19 @@
 /**
- * The control socket of a running `agentmsg inbox` or `listen`: `<dir>/control.sock`.
- *
- * An agent directory is one store with an exclusive lock (storage-fs), so while an inbox or a
- * listener runs on it no other process can open it. Yet a URL agent must keep serving its
- * identity document (PROFILE §4: receivers and relays verify its signatures with it) while it
- * sends or rotates. So the running process takes those requests from the other commands over a
- * Unix socket in the directory: `send`, `identity`, `rotate` and `contacts` then act as the
- * running agent. The socket is 0600 in the 0700 directory: only its owner, who can read the key
- * files anyway, can connect. One JSON request line, one JSON answer line, bounded.
+ * The control socket of a running `agentmsg inbox` or `listen`: `<dir>/control.sock`. The
+ * directory's store has an exclusive lock, yet a URL agent must keep serving its identity
+ * document (PROFILE §4) while it sends or rotates: so the running process takes `send`,
+ * `identity`, `rotate` and `contacts` requests over this socket, 0600 in the 0700 directory
+ * (only its owner, who can read the key files anyway, connects). One JSON line each way.
  */
+
+import { once } from 'node:events'
 import { chmod, unlink } from 'node:fs/promises'
 import net from 'node:net'
 import path from 'node:path'
 import { PROFILE } from '@agentmsg/core'
 import { CliError, describeError } from './command.js'
 
-/** Largest request or answer line: a send carries at most a message's JSON value (PROFILE §6), escaped. */
+/** Largest request or answer line: a send carries at most a message's JSON value, escaped. */
 const MAX_LINE_BYTES = 2 * PROFILE.maxBodyBytes
 /** A client that has not sent its whole request by then is dropped. */
 const REQUEST_TIMEOUT_MS = 30_000
@@ -28,9 +26,7 @@ function readLine(socket: net.Socket): Promise<string> {
     const chunks: Buffer[] = []
     let size = 0
     const done = (error?: Error, line?: string) => {
-      socket.off('data', onData)
-      socket.off('end', onEnd)
-      socket.off('error', onError)
+      for (const [event, listener] of listeners) socket.off(event, listener)
       if (error) reject(error)
       else resolve(line!)
     }
@@ -41,17 +37,13 @@ function readLine(socket: net.Socket): Promise<string> {
       if (size > MAX_LINE_BYTES) done(new Error('control line too long'))
       else if (end !== -1) done(undefined, Buffer.concat(chunks).toString('utf8'))
     }
-    const onEnd = () => done(new Error('the control connection closed before a whole line'))
-    const onError = (error: Error) => done(error)
-    socket.on('data', onData)
-    socket.on('end', onEnd)
-    socket.on('error', onError)
+    const listeners: Array<[string, (arg: Buffer & Error) => void]> = [
+      ['data', onData],
+      ['end', () => done(new Error('the control connection closed before a whole line'))],
+      ['error', (error: Error) => done(error)],
+    ]
+    for (const [event, listener] of listeners) socket.on(event, listener)
   })
-}
-
-/** A served control socket. */
-export interface ControlServer {
-  close(): Promise<void>
 }
 
 /**
@@ -63,7 +55,7 @@ export async function serveControl(
   dir: string,
   handle: (request: unknown) => Promise<unknown>,
   log: (text: string) => void,
-): Promise<ControlServer | undefined> {
+): Promise<{ close(): Promise<void> } | undefined> {
   if (process.platform === 'win32') return undefined
   const file = controlPath(dir)
   await unlink(file).catch(() => {})
@@ -86,20 +78,15 @@ export async function serveControl(
     )
   })
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      // The socket file is made in this call: made 0600, so no one else can connect even
-      // before the chmod below (the directory may be more open than the 0700 fsStorage makes).
-      const umask = process.umask(0o177)
-      try {
-        server.listen(file, () => {
-          server.off('error', reject)
-          resolve()
-        })
-      } finally {
-        process.umask(umask)
-      }
-    })
+    // The socket file is made in this call: made 0600, so no one else can connect even before
+    // the chmod below (the directory may be more open than the 0700 fsStorage makes).
+    const umask = process.umask(0o177)
+    try {
+      server.listen(file)
+    } finally {
+      process.umask(umask)
+    }
+    await once(server, 'listening')
     await chmod(file, 0o600)
   } catch (error) {
     server.close()
@@ -127,10 +114,7 @@ export async function askRunning(
   if (process.platform === 'win32') return undefined
   const socket = net.connect(controlPath(dir))
   try {
-    await new Promise<void>((resolve, reject) => {
-      socket.once('connect', resolve)
-      socket.once('error', reject)
-    })
+    await once(socket, 'connect')
   } catch (error) {
     socket.destroy()
     const code = (error as NodeJS.ErrnoException).code
@@ -140,18 +124,12 @@ export async function askRunning(
   try {
     const answer = readLine(socket)
     socket.write(`${JSON.stringify(request)}\n`)
-    const reply = JSON.parse(await answer) as {
-      ok: boolean
-      result?: unknown
-      code?: string
-      message?: string
-      exitCode?: number
-    }
-    if (reply.ok) return { result: reply.result }
+    const { ok, result, code, message, exitCode } = JSON.parse(await answer)
+    if (ok) return { result }
     throw new CliError(
-      reply.code ?? 'failed',
-      reply.message ?? 'the running agent failed',
-      reply.exitCode === 2 ? 2 : 1,
+      code ?? 'failed',
+      message ?? 'the running agent failed',
+      exitCode === 2 ? 2 : 1,
     )
   } finally {
     socket.destroy()

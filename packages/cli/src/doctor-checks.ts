@@ -21,8 +21,11 @@ export const failed = (check: string, detail: string, fix?: string): CheckResult
   check,
   status: 'failed',
   detail,
-  ...(fix === undefined ? {} : { fix }),
+  fix,
 })
+/** Checks that could not run, and why. */
+export const skipped = (why: string, ...checks: string[]): CheckResult[] =>
+  checks.map((check) => ({ check, status: 'skipped', detail: `not checked: ${why}` }))
 
 /** What a check needs: the network and whether the user gave CAs. */
 export interface Probe {
@@ -46,6 +49,26 @@ export async function get(probe: Probe, url: string): Promise<Answer> {
   return { res, body: await res.text(), sentAt, answeredAt }
 }
 
+/** {@link get}, or the failed `check` saying why (`role`: what should answer at `url`). */
+export async function getFor(
+  probe: Probe,
+  check: string,
+  url: string,
+  role = 'inbox',
+  label = url,
+): Promise<Answer | CheckResult> {
+  try {
+    return await get(probe, url)
+  } catch (error) {
+    const { detail, fix } = explain(error, url, role, probe.caGiven)
+    return failed(check, `${label}: ${detail}`, fix)
+  }
+}
+
+/** A GET answered 405 with `Allow: POST`: an inbox or a relay's publish endpoint. */
+export const postOnly = ({ res }: Answer): boolean =>
+  res.status === 405 && /\bPOST\b/.test(res.headers.get('allow') ?? '')
+
 /** The clock line: the server's `Date` against ours, within PROFILE §6's skew. */
 export function clockCheck(answer: Answer, who: string): CheckResult {
   const date = answer.res.headers.get('date')
@@ -58,22 +81,19 @@ export function clockCheck(answer: Answer, who: string): CheckResult {
     )
   // Date has whole seconds: its middle against the middle of our request.
   const skew = server + 500 - (answer.sentAt + answer.answeredAt) / 2
-  const words = skewWords(skew)
-  const window = PROFILE.clockSkewMs / 60_000
+  const s = Math.round(Math.abs(skew) / 1000)
+  const amount = s < 120 ? `${s} s` : `${Math.round(s / 60)} min`
+  const words =
+    s <= 1
+      ? 'agrees with this clock'
+      : `is ${amount} ${skew > 0 ? 'ahead of' : 'behind'} this clock`
   if (Math.abs(skew) <= PROFILE.clockSkewMs)
-    return ok('clock', `${who} ${words} (within ±${window} min)`)
+    return ok('clock', `${who} ${words} (within ±${PROFILE.clockSkewMs / 60_000} min)`)
   return failed(
     'clock',
     `${who} ${words}: messages would be refused as stale_message (PROFILE §6)`,
     'sync the clocks (NTP)',
   )
-}
-
-function skewWords(ms: number): string {
-  const s = Math.round(Math.abs(ms) / 1000)
-  if (s <= 1) return 'agrees with this clock'
-  const amount = s < 120 ? `${s} s` : `${Math.round(s / 60)} min`
-  return `is ${amount} ${ms > 0 ? 'ahead of' : 'behind'} this clock`
 }
 
 /** The identity document at the agent's well-known URL, checked (PROFILE §4). */
@@ -83,51 +103,35 @@ export function identityCheck(
 ): { result: CheckResult; doc?: IdentityDocument } {
   const url = agentEndpoints(agentId).identity
   if (answer.res.status !== 200) {
-    return {
-      result: failed(
-        'identity',
-        `${url} answered ${answer.res.status}`,
-        'serve the identity document there (agentmsg inbox does), or check the agent id',
-      ),
-    }
+    const fix = 'serve the identity document there (agentmsg inbox does), or check the agent id'
+    return { result: failed('identity', `${url} answered ${answer.res.status}`, fix) }
   }
   try {
     const doc = validateIdentityDocument(JSON.parse(answer.body), { expectedAgentId: agentId })
     const active = doc.keys.filter((k) => k.status === 'active').length
     const relays = doc.relay?.urls.length ?? 0
-    return {
-      result: ok('identity', `${url}: valid, ${active} active key(s), ${relays} relay(s)`),
-      doc,
-    }
+    const detail = `${url}: valid, ${active} active key(s), ${relays} relay(s)`
+    return { result: ok('identity', detail), doc }
   } catch (error) {
-    const field = (error as { field?: string }).field
-    const where = field === undefined ? '' : `${field}: `
-    return {
-      result: failed(
-        'identity',
-        `${url}: invalid document: ${where}${(error as Error).message}`,
-        'serve a valid identity document (PROFILE §4; agentmsg inbox does)',
-      ),
-    }
+    const { field } = error as { field?: string }
+    const detail = `${url}: invalid document: ${field === undefined ? '' : `${field}: `}${(error as Error).message}`
+    const fix = 'serve a valid identity document (PROFILE §4; agentmsg inbox does)'
+    return { result: failed('identity', detail, fix) }
   }
 }
 
 /** The inbox answers as one: a GET gets 405 with `Allow: POST` (PROFILE §6, method first). */
 export async function inboxCheck(probe: Probe, url: string): Promise<CheckResult> {
-  try {
-    const { res } = await get(probe, url)
-    const allow = res.headers.get('allow') ?? ''
-    if (res.status === 405 && /\bPOST\b/.test(allow))
-      return ok('inbox', `${url}: answers (GET → 405, Allow: ${allow})`)
-    return failed(
-      'inbox',
-      `${url}: GET answered ${res.status}, not 405 with Allow: POST`,
-      'serve the inbox at the endpoint the document names (agentmsg inbox does)',
-    )
-  } catch (error) {
-    const { detail, fix } = explain(error, url, 'inbox', probe.caGiven)
-    return failed('inbox', `${url}: ${detail}`, fix)
-  }
+  const answer = await getFor(probe, 'inbox', url)
+  if (!('res' in answer)) return answer
+  const { status, headers } = answer.res
+  if (postOnly(answer))
+    return ok('inbox', `${url}: answers (GET → 405, Allow: ${headers.get('allow')})`)
+  return failed(
+    'inbox',
+    `${url}: GET answered ${status}, not 405 with Allow: POST`,
+    'serve the inbox at the endpoint the document names (agentmsg inbox does)',
+  )
 }
 
 /** The capabilities document (PROFILE §10): its shape, its agent, and encryption it opens. */
@@ -136,17 +140,12 @@ export async function capabilitiesCheck(
   agentId: string,
   url: string,
 ): Promise<CheckResult> {
-  let answer: Answer
-  try {
-    answer = await get(probe, url)
-  } catch (error) {
-    const { detail, fix } = explain(error, url, 'inbox', probe.caGiven)
-    return failed('capabilities', `${url}: ${detail}`, fix)
-  }
+  const answer = await getFor(probe, 'capabilities', url)
+  if (!('res' in answer)) return answer
   const fix = 'serve the capabilities document of PROFILE §10 (agentmsg inbox does)'
   if (answer.res.status !== 200)
     return failed('capabilities', `${url} answered ${answer.res.status}`, fix)
-  let doc: Record<string, unknown>
+  let doc: unknown
   try {
     doc = JSON.parse(answer.body)
   } catch {
@@ -154,7 +153,7 @@ export async function capabilitiesCheck(
   }
   const problem = capabilitiesProblem(doc, agentId)
   if (problem !== undefined) return failed('capabilities', `${url}: ${problem}`, fix)
-  const encryption = doc.encryption as unknown[]
+  const encryption = (doc as { encryption: unknown[] }).encryption
   if (!encryption.includes('sealed_box')) {
     return failed(
       'capabilities',
@@ -186,16 +185,10 @@ function capabilitiesProblem(doc: unknown, agentId: string): string | undefined 
  */
 export async function relayCheck(probe: Probe, relayUrl: string): Promise<CheckResult> {
   const base = relayUrl.replace(/\/$/, '')
-  const url = `${base}/relay/publish`
+  const answer = await getFor(probe, 'relay', `${base}/relay/publish`, 'relay', base)
   const result = (r: CheckResult): CheckResult => ({ ...r, url: base })
-  let answer: Answer
-  try {
-    answer = await get(probe, url)
-  } catch (error) {
-    const { detail, fix } = explain(error, url, 'relay', probe.caGiven)
-    return result(failed('relay', `${base}: ${detail}`, fix))
-  }
-  if (!isRelayAnswer(answer)) {
+  if (!('res' in answer)) return result(answer)
+  if (!postOnly(answer)) {
     return result(
       failed(
         'relay',
@@ -209,7 +202,6 @@ export async function relayCheck(probe: Probe, relayUrl: string): Promise<CheckR
   return result(ok('relay', `${base}: answers (GET /relay/publish → 405); ${clock.detail}`))
 }
 
-/** Whether a GET of `/relay/publish` got a relay's answer. */
-export function isRelayAnswer(answer: Answer): boolean {
-  return answer.res.status === 405 && /\bPOST\b/.test(answer.res.headers.get('allow') ?? '')
-}
+/** Each of `urls` checked as a relay. */
+export const relayChecks = (probe: Probe, urls: readonly string[]): Promise<CheckResult[]> =>
+  Promise.all(urls.map((url) => relayCheck(probe, url)))

@@ -1,15 +1,12 @@
 import { createAgentDir } from './agent-dir.js'
-import { parseFlags, relayFlags, runCommand, usageError } from './command.js'
+import { command, relayFlags, usageError } from './command.js'
 
-export const INIT_HELP = `usage: agentmsg init --dir D [--url https://host:port] [--display NAME] [--relay URL ...]
+const INIT_HELP = `usage: agentmsg init --dir D [--url https://host:port] [--display NAME] [--relay URL ...]
                      [--force]
 
-Create an identity in D: a did:key by default, a URL agent (with an identity document) with
---url. D is an @agentmsg/storage-fs store: createAgent({ storage: await fsStorage({ dir: D }) })
-is the same agent, and keeps its replay and auth-level state there. The secret key is only in
-files of mode 0600. Prints one JSON line: {agent_id, key_id, dir, kind}.
-  --relay URL  relays where the agent listens (remembered in D for listen and inbox; a URL
-               agent's document lists them)
+Create an identity in D (an @agentmsg/storage-fs store, secret key in 0600 files): a did:key,
+or a URL agent with --url. Prints one JSON line: {agent_id, key_id, dir, kind}.
+  --relay URL  relays where the agent listens (remembered in D; in a URL agent's document)
   --force      replace the identity D holds (everything D holds is removed first)
 
 examples:
@@ -17,29 +14,22 @@ examples:
   agentmsg init --dir ./bob --url https://127.0.0.1:8444 --display Bob
 `
 
+const INIT_FLAGS = {
+  dir: { type: 'string' },
+  url: { type: 'string' },
+  display: { type: 'string' },
+  relay: { type: 'string', multiple: true },
+  force: { type: 'boolean' },
+} as const
+
 /** `agentmsg init`: a new identity in the directory's store; prints one JSON line. */
-export function runInit(argv: string[]): Promise<number> {
-  return runCommand(INIT_HELP, argv, async () => {
-    const { values } = parseFlags('init', argv, {
-      dir: { type: 'string' },
-      url: { type: 'string' },
-      display: { type: 'string' },
-      relay: { type: 'string', multiple: true },
-      force: { type: 'boolean' },
-    })
-    if (!values.dir) throw usageError('init', 'init needs --dir D')
-    // https only, also in development (PROFILE §2, §6).
-    if (values.url !== undefined && !/^https:\/\//i.test(values.url))
-      throw usageError('init', `--url ${values.url}: a URL agent id is https://host[:port][/path]`)
-    const agent = await createAgentDir(values.dir, {
-      ...(values.url !== undefined ? { url: values.url } : {}),
-      ...(values.display !== undefined ? { display: values.display } : {}),
-      ...(values.relay?.length ? { relays: relayFlags('init', values.relay) } : {}),
-      ...(values.force ? { force: true } : {}),
-    })
-    process.stdout.write(
-      `${JSON.stringify({ agent_id: agent.agentId, key_id: agent.keyId, dir: values.dir, kind: agent.kind })}\n`,
-    )
-    return 0
-  })
-}
+export const runInit = command(INIT_HELP, INIT_FLAGS, async ({ values }) => {
+  // https only, also in development (PROFILE §2, §6).
+  if (values.url !== undefined && !/^https:\/\//i.test(values.url))
+    throw usageError('init', `--url ${values.url}: a URL agent id is https://host[:port][/path]`)
+  const { url, display, force } = values
+  const relays = relayFlags('init', values.relay)
+  const made = await createAgentDir(values.dir!, { url, display, force, relays })
+  process.stdout.write(`${JSON.stringify(made)}\n`)
+  return 0
+})

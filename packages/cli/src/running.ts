@@ -1,44 +1,79 @@
 /**
- * The running part of `agentmsg inbox` and `listen`: print each verified message, take other
- * commands' requests on the control socket, stop cleanly on SIGINT/SIGTERM.
+ * The running part of `agentmsg inbox` and `listen`: print each verified message (one human
+ * line, or one JSON object per line with `--json`), take other commands' requests on the
+ * control socket, stop cleanly on SIGINT/SIGTERM.
  */
-import type { NodeAgent } from '@agentmsg/client/node'
-import type { AgentStore } from './agent-dir.js'
+import type { NodeAgent, NodeAgentOptions, ReceivedMessage } from '@agentmsg/client/node'
+import { openAgentDir, rememberRelays, storedRelays } from './agent-dir.js'
 import { type AgentRequest, perform } from './agent-ops.js'
-import { describeError, info, untilSignal, writeOut } from './command.js'
-import { type ControlServer, serveControl } from './control.js'
-import { messageLine } from './print.js'
+import {
+  describeError,
+  info,
+  networkFlags,
+  relayFlags,
+  safeText,
+  untilSignal,
+  writeOut,
+} from './command.js'
+import { serveControl } from './control.js'
 
-/**
- * Report what the agent cannot tell anyone else (a relay down and retried, a refused message):
- * one line each, `agentmsg: <code>: <message>`; the process goes on.
- */
+/** Report what the agent cannot tell anyone else (a relay down, a refused message); go on. */
 export function reportError(error: unknown): void {
   const { code, message } = describeError(error)
   info(`${code}: ${message}`)
 }
 
+/** The flags `inbox` and `listen` share. */
+export const RUNNING_FLAGS = {
+  dir: { type: 'string' },
+  relay: { type: 'string', multiple: true },
+  json: { type: 'boolean' },
+  ca: { type: 'string', multiple: true },
+  'allow-private': { type: 'string', multiple: true },
+} as const
+
+type RunningFlags = Parameters<typeof networkFlags>[0] & { relay?: string[]; json?: boolean }
+
 /**
- * Print messages until a signal (exit 0). A message is printed inside the `message` listener,
- * and the listener resolves once the line is handed to the OS: the client counts a message as
- * handled (and acknowledges it to its relay, or marks it in its inbox's store) only then
- * (PROFILE §6 persist → process), so a message is never lost between receipt and print.
- *
- * A stdout that fails (a closed pipe: `agentmsg listen | head -1`) ends the process at once,
- * with the listener still pending: the client counts a listener that rejects as handled too,
- * so the unprinted message must not get that far. It stays in the store (or the relay's
- * mailbox) and comes again next time; the lock a dead process leaves is taken over then.
+ * Run the agent of `dir` until a signal (exit 0), printing each message: its relays are
+ * `--relay` (then remembered) or the ones D remembers; `start` makes it from `base()` (called
+ * once D may hold the dev CA its `--ca` names) and says what to print on stderr once it runs.
  */
-export async function runUntilStopped(o: {
-  dir: string
-  storage: AgentStore
-  agent: NodeAgent
-  json: boolean
-  /** Printed on stderr once everything runs (where it listens, what to trust). */
-  started: string[]
-}): Promise<number> {
-  const { agent, storage } = o
-  let control: ControlServer | undefined
+export async function runAgentDir(
+  command: string,
+  dir: string,
+  values: RunningFlags,
+  start: (o: {
+    agentId: string
+    relays: string[]
+    base: () => Promise<NodeAgentOptions>
+  }) => Promise<{ agent: NodeAgent; started: string[] }>,
+): Promise<number> {
+  const given = relayFlags(command, values.relay)
+  const { storage, agentId, identity } = await openAgentDir(dir)
+  let running: { agent: NodeAgent; started: string[] }
+  try {
+    const relays = given.length ? given : await storedRelays(storage, identity)
+    const base = async (): Promise<NodeAgentOptions> => ({
+      storage,
+      ...(relays.length ? { relays } : {}),
+      ...(await networkFlags(values)),
+      onError: reportError,
+    })
+    running = await start({ agentId, relays, base })
+    if (given.length) await rememberRelays(storage, relays)
+  } catch (error) {
+    await storage.close?.()
+    throw error
+  }
+  // A message is printed inside the `message` listener, which resolves once the line is handed
+  // to the OS: the client counts it as handled (acknowledged to its relay, or marked in the
+  // inbox's store) only then (PROFILE §6 persist → process), so none is lost before its print.
+  // A stdout that fails (`agentmsg listen | head -1`) ends the process at once, the listener
+  // still pending (one that rejected would count as handled): the unprinted message stays in
+  // the store or the mailbox and comes again next time.
+  const { agent, started } = running
+  let control: Awaited<ReturnType<typeof serveControl>>
   const stdoutFailed = async (error: unknown): Promise<never> => {
     await control?.close().catch(() => {})
     // A closed pipe is how a reader says it has enough; anything else is a failure.
@@ -49,21 +84,40 @@ export async function runUntilStopped(o: {
   process.stdout.on('error', (error) => void stdoutFailed(error))
   agent.on('message', async (m) => {
     try {
-      await writeOut(messageLine(m, o.json))
+      await writeOut(messageLine(m, values.json === true))
     } catch (error) {
       await stdoutFailed(error)
     }
   })
   const signal = untilSignal()
   control = await serveControl(
-    o.dir,
+    dir,
     (request) => perform(agent, storage, request as AgentRequest),
     info,
   )
-  for (const line of o.started) info(line)
-  info(`${await signal.done}: stopping`)
+  for (const line of started) info(line)
+  info(`${await signal}: stopping`)
   await control?.close()
   await agent.close().catch(reportError)
   await storage.close?.()
   return 0
+}
+
+/**
+ * One line per message. `--json`: the message (its body opened when it came sealed), the sender
+ * (`sender` repeats `from`, as the first `inbox` lines named it), the conversation, the level
+ * and where the key came from (PROFILE §5), known contact or not, sealed (PROFILE §8), the
+ * transport. Else: time received (UTC), sender, level, contact or new, sealed or plain, and the
+ * text (escaped: peer text never drives the terminal), or the content type of a body without.
+ */
+function messageLine(m: ReceivedMessage, json: boolean): string {
+  if (json) {
+    const { message, from, conversationId: conversation, level, source, sealed, transport } = m
+    const line = { message, from, sender: from, conversation, level, source }
+    return `${JSON.stringify({ ...line, known_contact: m.knownContact, sealed, transport })}\n`
+  }
+  const time = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+  const contact = m.knownContact ? 'contact' : 'new'
+  const text = m.text !== '' ? m.text : `[${m.message.content_type ?? 'no text'}]`
+  return `${time}  ${safeText(m.from)}  level ${m.level} ${contact}  ${m.sealed ? 'sealed' : 'plain '}  ${safeText(text)}\n`
 }

@@ -1,9 +1,7 @@
 /**
- * The WebSocket of a Node agent's relay streams (`mode: 'ws'`): the `ws` package with the
- * agent's network rules, so `createNodeAgent({ ca, mode: 'ws' })` needs no WebSocket of the
- * application's own. Like `createNodeFetch`, it adds `ca` to the system roots (certificates are
- * always verified, PROFILE §6) and connects only to addresses the address policy allows
- * (PROFILE §4): an IP literal is judged before dialling, a host name's addresses as resolved.
+ * The WebSocket of a Node agent's relay streams (`mode: 'ws'`): `ws` with the agent's network
+ * rules, as `createNodeFetch`: `ca` added to the system roots (PROFILE §6), and only addresses
+ * the address policy allows (PROFILE §4), an IP literal judged before dialling.
  */
 import dns from 'node:dns'
 import net from 'node:net'

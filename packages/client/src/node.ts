@@ -1,10 +1,8 @@
 /**
- * @agentmsg/client/node — everything of the isomorphic entry, plus {@link createNodeAgent}: an
- * agent that also receives directly on its own HTTPS inbox (`node:https`), through the same
- * receive pipeline as its relay streams. Its network is https only with the PROFILE §4 address
- * rules, byte caps and timeouts unless the application passes its own `fetch`; `ca` and
- * `addressPolicy` adjust it. Development TLS and address rules are re-exported, so a Node app
- * needs no other agentmsg package for them.
+ * @agentmsg/client/node — the isomorphic entry plus {@link createNodeAgent}: an agent that also
+ * receives on its own HTTPS inbox, through the same receive pipeline as its relay streams. Its
+ * network is https only with the PROFILE §4 address rules, byte caps and timeouts unless the
+ * application passes its own `fetch`. The address rules are re-exported.
  *
  * @packageDocumentation
  */
@@ -26,7 +24,7 @@ export * from './index.js'
 
 /** Options for the agent's inbox server. */
 export interface NodeInboxOptions {
-  /** Port to listen on; for a URL agent, the one its id names. @default 0 */
+  /** @default 0 */
   port?: number
   /** @default '127.0.0.1' */
   host?: string
@@ -38,26 +36,17 @@ export interface NodeInboxOptions {
 
 /** Options for {@link createNodeAgent}. */
 export interface NodeAgentOptions extends AgentOptions {
-  /**
-   * Serve this agent's inbox, identity and capabilities documents (the https transport's
-   * `listen`; served also for a `sendOnly` agent). With `transports`, it is added as their
-   * https transport, so they must not hold one already.
-   */
+  /** Serve the inbox and documents (also when `sendOnly`); added to `transports` as their https. */
   inbox?: NodeInboxOptions
   /**
-   * Extra trusted CA certificates, PEM (the development CA: `loadDevCertificate(dir).ca`), added to the
-   * system roots: certificates are always verified (PROFILE §6). Unless the application passes
-   * its own `fetch`, the agent's network is `createNodeFetch({ ca, addressPolicy })`: https
-   * only, for inbox deliveries, relay requests and streams and identity documents, with the
-   * byte caps and timeouts of PROFILE §4, and its relay WebSocket (`mode: 'ws'`) is `ws` with
-   * the same `ca` and address rules. Pass `ca`/`addressPolicy` or your own `fetch`, not both.
+   * Extra trusted CA certificates, PEM (a dev CA: `loadDevCertificate(dir).ca`), added to the
+   * system roots (PROFILE §6), for the agent's network: `createNodeFetch({ ca, addressPolicy })`
+   * and `ws` with the same rules. Pass `ca`/`addressPolicy` or your own `fetch`, not both.
    */
   ca?: string | string[]
   /**
-   * Which addresses the agent may connect to: an IP literal is checked before dialling, any
-   * other host on the address actually connected to (PROFILE §4). A peer on loopback needs
-   * `createAddressPolicy({ allow: ['127.0.0.1'] })`.
-   * @default public unicast only (`createAddressPolicy()`), unless `fetch` is given
+   * Which addresses the agent may connect to (PROFILE §4); loopback peers need
+   * `createAddressPolicy({ allow: ['127.0.0.1'] })`. @default public unicast only
    */
   addressPolicy?: AddressPolicy
 }
@@ -69,18 +58,8 @@ export interface NodeAgent extends Agent {
 }
 
 /**
- * Create an agent that, besides its relays, receives on its own HTTPS inbox. A URL agent serves
- * its identity document there (the current one, also after `rotateKey()`).
- *
- * @example
- * const tls = await loadDevCertificate('./bob/dev-tls')
- * const bob = await createNodeAgent({
- *   identity: { agentId: 'https://127.0.0.1:8443' },
- *   inbox: { port: 8443, tls },
- *   storage: await fsStorage({ dir: './bob' }),
- *   ca: tls.ca, // the dev CA: every dev inbox and relay on this machine
- *   addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
- * })
+ * Create an agent that, besides its relays, receives on its own HTTPS inbox, where a URL agent
+ * also serves its current identity document (see the package README for an example).
  */
 export async function createNodeAgent(options: NodeAgentOptions): Promise<NodeAgent> {
   const { inbox, ca, addressPolicy, ...rest } = options
@@ -90,12 +69,7 @@ export async function createNodeAgent(options: NodeAgentOptions): Promise<NodeAg
   const https = httpsTransport({
     // The agent's fetch: the application's, or the policy-bound one of nodeNetwork.
     fetch: agentOptions.fetch ?? createNodeFetch(),
-    inbox: {
-      port: inbox.port ?? 0,
-      host: inbox.host ?? '127.0.0.1',
-      tls: inbox.tls,
-      ...(inbox.basePath ? { basePath: inbox.basePath } : {}),
-    },
+    inbox: { ...inbox, port: inbox.port ?? 0, host: inbox.host ?? '127.0.0.1' },
   })
   const serving: TransportFactory = {
     protocol: https.protocol,
@@ -115,13 +89,10 @@ export async function createNodeAgent(options: NodeAgentOptions): Promise<NodeAg
 
 /**
  * The agent's network unless the application passes its own `fetch` (PROFILE §4, §6: agents use
- * the address rules by default): `createNodeFetch({ ca, addressPolicy })` for requests (30 s
- * timeout, bodies capped at 8 MiB + 64 KiB; inbox replies are read to 16 KiB, documents to
- * 64 KiB by their readers), one without an overall timeout or total cap for relay streams,
- * which never end (the relay client's idle watchdog bounds their silence, its reader each
- * event), the identity fetcher on the same rules (5 s, 64 KiB), and the relay WebSocket
- * (`mode: 'ws'`) with the same CA and address rules. A `streamFetch`, `resolveIdentity` or
- * `WebSocket` of the caller's own is kept.
+ * the address rules by default): `createNodeFetch({ ca, addressPolicy })` for requests, one
+ * without an overall timeout or total cap for relay streams, which never end (the relay
+ * client's idle watchdog bounds their silence), the identity fetcher and the relay WebSocket on
+ * the same rules. A `streamFetch`, `resolveIdentity` or `WebSocket` of the caller's is kept.
  */
 function nodeNetwork(
   options: NodeAgentOptions,
@@ -133,10 +104,7 @@ function nodeNetwork(
     }
     return {}
   }
-  const network = {
-    ...(ca !== undefined ? { ca } : {}),
-    addressPolicy: addressPolicy ?? createAddressPolicy(),
-  }
+  const network = { ca, addressPolicy: addressPolicy ?? createAddressPolicy() }
   return {
     fetch: createNodeFetch(network),
     streamFetch: options.streamFetch ?? createNodeFetch({ ...network, timeoutMs: 0 }),

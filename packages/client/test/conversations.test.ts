@@ -4,7 +4,7 @@
  */
 import { memoryStorage } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
-import { advanceConversation, Conversations } from '../src/agent/conversations.js'
+import { advanceConversation, Conversations } from '../src/agent/peers.js'
 
 describe('advanceConversation', () => {
   it('starts a conversation after the first sequence seen', () => {

@@ -8,8 +8,8 @@ import type { ServerResponse } from 'node:http'
 import { type Message, memoryStorage, type Storage, type StorageOp } from '@agentmsg/core'
 import { createAddressPolicy } from '@agentmsg/core/server'
 import { describe, expect, it } from 'vitest'
-import { deliverEntry } from '../src/agent/create.js'
 import { Outbox, type OutboxEntry, type Outcome } from '../src/agent/outbox.js'
+import { deliverEntry } from '../src/agent/route.js'
 import {
   accept,
   cleanups,

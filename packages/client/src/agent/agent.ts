@@ -1,14 +1,9 @@
-/**
- * The Agent: its identity, contacts and events, sending through the router and receiving
- * through one Receiver that every transport feeds. Built by `createAgent` (create.ts).
- */
+/** The Agent that `createAgent` (create.ts) builds from its parts. */
 import { type IdentityDocument, type Message, parseAgentId, type Transport } from '@agentmsg/core'
-import type { Conversations } from './conversations.js'
-import type { AgentEmitter } from './events.js'
-import type { OwnKeys } from './identity.js'
+import type { AgentShared } from './create.js'
+import { relayList } from './identity.js'
 import type { Outbox } from './outbox.js'
 import type { ReceiveSide } from './receive.js'
-import { type SendContext, sendMessage } from './send.js'
 import type {
   Agent,
   AgentEvents,
@@ -23,14 +18,11 @@ import type {
 } from './types.js'
 
 /** The parts an agent is made of. */
-export interface AgentParts {
-  keys: OwnKeys
-  events: AgentEmitter
+export interface AgentParts extends AgentShared {
   contacts: Contacts
-  conversations: Conversations
-  send: SendContext
+  /** The send path (./send.ts) and the receive side (./receive.ts) are chunks of their own. */
+  send: (to: string, content: Content, options: SendOptions) => Promise<SendResult>
   transports: readonly Transport[]
-  /** The receiver, key store and auth levels: a chunk loaded by `createAgent` (./receive.ts). */
   side: () => Promise<ReceiveSide>
   /** The outbox, when it was loaded. */
   outbox: () => Promise<Outbox> | undefined
@@ -55,17 +47,9 @@ export class AgentImpl implements Agent {
 
   async send(to: string, content: Content, options: SendOptions = {}): Promise<SendResult> {
     if (this.#closed) throw new TypeError('send: this agent is closed')
-    const result = await sendMessage(this.#p.send, to, content, options)
-    // A pending delivery is reported by the outbox when it ends.
-    if (!result.pending) {
-      void this.#p.events.emit('delivered', {
-        messageId: result.messageId,
-        to: parseAgentId(to, 'to').id,
-        route: result.route,
-        ...(result.relayUrl ? { relayUrl: result.relayUrl } : {}),
-      })
-    }
-    return result
+    const recipient = parseAgentId(to, 'to').id
+    const relays = relayList(options.relays ?? [], 'options.relays')
+    return this.#p.send(recipient, content, { ...options, relays })
   }
 
   async reply(
@@ -73,7 +57,9 @@ export class AgentImpl implements Agent {
     content: Content,
     options: Omit<SendOptions, 'conversationId'> = {},
   ): Promise<SendResult> {
-    const m: Message = isReceived(message) ? message.message : message
+    const r = message as ReceivedMessage
+    const received = typeof r.transport === 'string' && 'message' in r && 'level' in r
+    const m: Message = received ? r.message : (message as Message)
     await this.#p.conversations.seen(m.conversation_id, m.from.agent, m.sequence)
     return this.send(m.from.agent, content, {
       ...options,
@@ -129,8 +115,4 @@ export class AgentImpl implements Agent {
     ;(await this.#p.outbox()?.catch(() => undefined))?.close()
     await Promise.allSettled(transports.map((t) => t.close()))
   }
-}
-
-function isReceived(x: Message | ReceivedMessage): x is ReceivedMessage {
-  return typeof (x as ReceivedMessage).transport === 'string' && 'message' in x && 'level' in x
 }

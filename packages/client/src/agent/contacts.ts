@@ -2,7 +2,6 @@
  * Contacts: pinned keys (level 2 after comparing fingerprints out of band, PROFILE §5),
  * introduced keys, the relays they can be reached at, and the known-contact mark.
  */
-
 import {
   didKeyFragment,
   getDefaultCryptoProvider,
@@ -23,28 +22,9 @@ export async function fingerprint(publicKey: Uint8Array | string): Promise<strin
   const bytes = typeof publicKey === 'string' ? base64urlDecode(publicKey, 'publicKey') : publicKey
   const digest = await getDefaultCryptoProvider().sha256(bytes)
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567'
-  let out = ''
-  let acc = 0
-  let bits = 0
-  for (const b of digest) {
-    acc = (acc << 8) | b
-    bits += 8
-    while (bits >= 5 && out.length < 24) {
-      out += alphabet[(acc >>> (bits - 5)) & 31]
-      bits -= 5
-    }
-    acc &= (1 << bits) - 1
-    if (out.length >= 24) break
-  }
+  const bits = [...digest.subarray(0, 15)].map((b) => b.toString(2).padStart(8, '0')).join('')
+  const out = bits.replace(/.{5}/g, (five) => alphabet[Number.parseInt(five, 2)]!)
   return out.match(/.{4}/g)!.join('-')
-}
-
-/** A peer key as `KeyStore` stores it under `keys/peer/`. */
-interface PeerKeyRecord {
-  agent: string
-  fragment: string
-  publicKey: string
-  source: 'pinned' | 'introduction'
 }
 
 export function createContacts(o: {
@@ -68,13 +48,13 @@ export function createContacts(o: {
 
     async list() {
       const byAgent = new Map<string, Contact>()
-      const get = (agent: string) => {
-        let c = byAgent.get(agent)
-        if (!c) byAgent.set(agent, (c = { agent, keys: [], relays: [], knownContact: false }))
-        return c
-      }
+      const get = (agent: string) =>
+        byAgent.get(agent) ??
+        byAgent.set(agent, { agent, keys: [], relays: [], knownContact: false }).get(agent)!
+      // Peer keys as `KeyStore` stores them.
       for (const [, value] of await o.storage.list('keys/peer/')) {
-        const k = value as unknown as PeerKeyRecord
+        const k = value as unknown as Record<'agent' | 'fragment' | 'publicKey', string> &
+          Pick<Contact['keys'][number], 'source'>
         get(k.agent).keys.push({
           keyId: `${k.agent}#${k.fragment}`,
           source: k.source,

@@ -1,7 +1,6 @@
 /**
- * URL agents' identity documents (PROFILE §4) for the agent: core's `IdentityDocumentCache`,
- * imported (./url-identity.ts) the first time a URL agent is involved. An agent that only
- * meets did:key agents never loads document validation.
+ * URL agents' identity documents (PROFILE §4): core's `IdentityDocumentCache`, imported
+ * (./url-identity.ts) the first time a URL agent is involved; and `lazy()` for such chunks.
  */
 import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
 import { nonDocumentLookup } from '@agentmsg/core'
@@ -41,9 +40,7 @@ export function lazyDocuments(options: IdentityDocumentResolverOptions): Documen
     import('./url-identity.js').then((m) => m.identityDocumentResolver(options)),
   )
   return {
-    async document(agentId, opts) {
-      return (await cache()).document(agentId, opts)
-    },
+    document: async (agentId, opts) => (await cache()).document(agentId, opts),
     async resolve(lookup: KeyLookup, opts?: AbortOptions): Promise<KeyResolution> {
       // The cache's own answers for what it never fetches, given without loading it: a key
       // that is not Ed25519, or an agent that is not a URL agent (a did:key agent: every

@@ -4,11 +4,7 @@
  */
 import type { AgentErrorEvent, AgentEvents, AgentListener, ReceivedMessage } from './types.js'
 
-interface Sink {
-  push(m: ReceivedMessage): void
-  end(): void
-}
-
+type Sink = { push(m: ReceivedMessage): void; end(): void }
 type AnyListener = (event: never) => unknown
 
 export class AgentEmitter {
@@ -69,11 +65,9 @@ export class AgentEmitter {
    */
   async dispatch(received: ReceivedMessage): Promise<void> {
     for (const it of this.#iterators) it.push(received)
-    const results = await Promise.allSettled(this.emit('message', received))
-    for (const r of results) {
-      if (r.status === 'rejected') {
-        this.error({ error: r.reason, message: received.message, from: received.from })
-      }
+    const { message, from } = received
+    for (const r of await Promise.allSettled(this.emit('message', received))) {
+      if (r.status === 'rejected') this.error({ error: r.reason, message, from })
     }
   }
 

@@ -2,7 +2,6 @@
  * The agent's own identity: loaded from storage (or created and persisted the first time), the
  * key that signs now, and key rotation and revocation for URL agents (PROFILE §4).
  */
-
 import {
   AgentMsgError,
   didKeyFragment,
@@ -10,7 +9,6 @@ import {
   ed25519Signer,
   generateKeyPair,
   type IdentityDocument,
-  isDidKey,
   type JsonValue,
   type KeyPair,
   keyPairFromSeed,
@@ -23,19 +21,13 @@ import type { AgentOptions, OwnIdentity } from './types.js'
 
 const SELF = 'keys/self/identity'
 
-/**
- * A URL agent's own document (building, validation, rotation, revocation) is a chunk of its
- * own, imported when such an identity is created, loaded or changed: a did:key agent never
- * needs it.
- */
+/** A URL agent's own document is a chunk of its own: a did:key agent never loads it. */
 const loadUrlIdentity = () => import('./url-identity.js')
 
-/** What `keys/self/identity` holds. */
+/** What `keys/self/identity` holds: base64url seeds by fragment, `active` the signing one's. */
 export interface SelfRecord {
   agentId: string
-  /** Fragment of the active key. */
   active: string
-  /** base64url seeds by fragment (the active one and retired ones still in transition). */
   seeds: Record<string, string>
   document?: IdentityDocument
 }
@@ -76,10 +68,7 @@ export class OwnKeys {
       // The mode and the fast UTF-8 encoder pass through, so the agent's own signs get the
       // node provider's inline path when called one at a time (crypto/node-mode.ts).
       sign: (data, mode) => current().sign(data, mode),
-      utf8: (text) => {
-        const signer = current()
-        return signer.utf8 ? signer.utf8(text) : new TextEncoder().encode(text)
-      },
+      utf8: (text) => current().utf8?.(text) ?? new TextEncoder().encode(text),
     }
   }
 
@@ -99,16 +88,12 @@ export class OwnKeys {
       }
       const seed = stored.seeds[stored.active]
       if (typeof seed !== 'string') throw new TypeError('the stored identity has no active key')
-      let self = stored
-      if (self.document && options.relays !== undefined) {
-        const { withRelays } = await loadUrlIdentity()
-        const document = withRelays(self.document, relays)
-        if (document !== self.document) {
-          self = { ...self, document }
-          await storage.put(SELF, self as unknown as JsonValue)
-        }
+      const own = new OwnKeys(storage, now, stored, await keyPairFromSeed(base64urlDecode(seed)))
+      if (stored.document && options.relays !== undefined) {
+        const document = (await loadUrlIdentity()).withRelays(stored.document, relays)
+        if (document !== stored.document) await own.#save({ ...stored, document })
       }
-      return new OwnKeys(storage, now, self, await keyPairFromSeed(base64urlDecode(seed)))
+      return own
     }
     const o = options.identity ?? {}
     if (o.create === false) {
@@ -154,42 +139,28 @@ export class OwnKeys {
 
   /** URL agents: a new active key; the old one is retired (PROFILE §4). */
   async rotate(): Promise<IdentityDocument> {
-    const doc = this.#self.document
-    if (!doc || isDidKey(this.id)) {
+    if (!this.#self.document) {
       throw new AgentMsgError(
         'forbidden',
         'only URL agents rotate keys; a did:key agent needs a new identity',
       )
     }
-    const { rotateKey } = await loadUrlIdentity()
-    const keys = await generateKeyPair()
-    const next = rotateKey(doc, { publicKey: keys.publicKey }, { now: this.#now() })
-    const fragment = next.keys[next.keys.length - 1]!.key_id
-    await this.#save({
-      ...this.#self,
-      active: fragment,
-      seeds: { ...this.#self.seeds, [fragment]: base64urlEncode(keys.secretKey) },
-      document: next,
-    })
+    const { self, keys } = await (await loadUrlIdentity()).rotated(this.#self, this.#now())
+    await this.#save(self)
     this.#keys = keys
     this.#signer = this.#makeSigner()
-    return next
+    return self.document!
   }
 
   /** URL agents: revoke a key (by fragment) at once; its seed is forgotten. */
   async revoke(fragment: string): Promise<IdentityDocument> {
-    const doc = this.#self.document
-    if (!doc || isDidKey(this.id))
-      throw new AgentMsgError('forbidden', 'only URL agents revoke keys')
+    if (!this.#self.document) throw new AgentMsgError('forbidden', 'only URL agents revoke keys')
     if (fragment === this.#self.active) {
       throw new TypeError('rotate first: the active key cannot be revoked')
     }
-    const { revokeKey } = await loadUrlIdentity()
-    const next = revokeKey(doc, fragment)
-    const seeds = { ...this.#self.seeds }
-    delete seeds[fragment]
-    await this.#save({ ...this.#self, seeds, document: next })
-    return next
+    const self = (await loadUrlIdentity()).revoked(this.#self, fragment)
+    await this.#save(self)
+    return self.document!
   }
 
   async #save(self: SelfRecord): Promise<void> {
@@ -198,9 +169,7 @@ export class OwnKeys {
   }
 
   #makeSigner(): Signer {
-    return isDidKey(this.id)
-      ? ed25519Signer(this.#keys)
-      : ed25519Signer(this.#keys, `${this.id}#${this.#self.active}`)
+    return ed25519Signer(this.#keys, `${this.id}#${this.#self.active}`)
   }
 }
 

@@ -1,12 +1,8 @@
 /**
- * The agent's durable outbox (PROFILE §6 retries). A send the router found durable is stored
- * with its copies before the first attempt; each round tries its targets in order (`deliver`).
- * When a durable target failed for now, the entry stays and is tried again on PROFILE §6's
- * schedule until a target takes it, a peer refuses it, or 24 h have passed since the first
- * attempt. Entries survive restarts: `resume()` picks up what an earlier run left.
- *
- * Storage, under the agent's `outbox/`: `<id>/m` (message copies and targets, written once) and
- * `<id>/s` (attempts, next attempt, last error), `<id>` the URI-encoded message id.
+ * The agent's durable outbox (PROFILE §6 retries). A durable send is stored with its copies
+ * before the first attempt; when a durable target failed for now, it is tried again on PROFILE
+ * §6's schedule until a target takes it, a peer refuses it, or 24 h have passed. Storage:
+ * `outbox/<URI-encoded id>/m` (copies and targets, written once) and `…/s` (attempts, …).
  */
 import {
   type DeliveryTarget,
@@ -21,7 +17,6 @@ import type { Round } from './route.js'
 
 /** A send kept for retries: its copies, and where each goes, in the order to try. */
 export interface OutboxEntry {
-  /** The message id. */
   id: string
   /** Each target, the `protocol` of the transport that sends to it, and its copy's index. */
   targets: Array<{ target: DeliveryTarget; protocol: string; copy: number }>
@@ -50,12 +45,10 @@ export type Outcome =
   | { type: 'delivered'; round: Extract<Round, { ok: true }> }
   | { type: 'undeliverable'; reason: string; error: unknown }
 
+/** `deliver`: one round over the entry's targets; `onOutcome`: after its send resolved pending. */
 export interface OutboxOptions {
-  /** The agent's storage; the outbox keeps to `outbox/`. */
   storage: Storage
-  /** One round over the entry's targets. */
   deliver(entry: OutboxEntry, signal?: AbortSignal): Promise<Round>
-  /** An entry's outcome after its send resolved pending. */
   onOutcome(entry: OutboxEntry, outcome: Outcome): void
   clock?: Clock
   /** For the backoff's jitter. @default Math.random */
@@ -78,7 +71,7 @@ export function nextAttempt(
   if (retryAfterMs !== undefined && state.now + retryAfterMs > deadline) {
     return { reason: 'its Retry-After points past the delivery deadline (24 h)' }
   }
-  const backoff = backoffDelay(state.attempts, random ? { random } : {})
+  const backoff = backoffDelay(state.attempts, { random })
   return { at: Math.min(state.now + Math.max(backoff, retryAfterMs ?? 0), deadline) }
 }
 
@@ -143,10 +136,7 @@ export class Outbox {
       if (!m || !readable(m)) continue
       const { id, targets, copies, firstAttempt } = m as OutboxEntry
       const { attempts = 0, nextAttempt = firstAttempt, lastError } = s
-      out.push({
-        ...{ id, targets, copies, firstAttempt, attempts, nextAttempt },
-        ...(lastError !== undefined ? { lastError } : {}),
-      })
+      out.push({ id, targets, copies, firstAttempt, attempts, nextAttempt, lastError })
     }
     return out
   }
@@ -215,15 +205,12 @@ export class Outbox {
     return run
   }
 
-  async #remove(id: string): Promise<void> {
-    await this.#o.storage.batch([
-      { type: 'delete', key: key(id, 'm') },
-      { type: 'delete', key: key(id, 's') },
-    ])
+  #remove(id: string): Promise<void> {
+    return this.#o.storage.batch(['m', 's'].map((p) => ({ type: 'delete', key: key(id, p) })))
   }
 }
 
-const key = (id: string, part: 'm' | 's') => `${PREFIX}${encodeURIComponent(id)}/${part}`
+const key = (id: string, part: string) => `${PREFIX}${encodeURIComponent(id)}/${part}`
 
 /** What is written once: the copies and targets (targets as plain JSON: no undefined members). */
 function stored(e: OutboxEntry): JsonValue {
@@ -232,18 +219,12 @@ function stored(e: OutboxEntry): JsonValue {
   return { id: e.id, targets, copies, firstAttempt: e.firstAttempt }
 }
 
-function state(e: OutboxEntry): JsonValue {
-  return {
-    attempts: e.attempts,
-    nextAttempt: e.nextAttempt,
-    ...(e.lastError !== undefined ? { lastError: e.lastError } : {}),
-  }
-}
+const state = ({ attempts, nextAttempt, lastError }: OutboxEntry): JsonValue =>
+  lastError === undefined ? { attempts, nextAttempt } : { attempts, nextAttempt, lastError }
 
 /** Whether a stored record has the shape `deliver` relies on. */
-function readable(m: Partial<OutboxEntry>): boolean {
-  const { copies, targets } = m
-  if (typeof m.id !== 'string' || !Array.isArray(copies) || !Array.isArray(targets)) return false
+function readable({ id, copies, targets }: Partial<OutboxEntry>): boolean {
+  if (typeof id !== 'string' || !Array.isArray(copies) || !Array.isArray(targets)) return false
   return targets.every(
     (t) =>
       typeof t?.protocol === 'string' &&
@@ -254,7 +235,5 @@ function readable(m: Partial<OutboxEntry>): boolean {
   )
 }
 
-function describe(error: unknown): string {
-  if (isAgentMsgError(error) || error instanceof Error) return error.message
-  return String(error)
-}
+const describe = (error: unknown): string =>
+  isAgentMsgError(error) || error instanceof Error ? error.message : String(error)

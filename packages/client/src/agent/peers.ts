@@ -1,8 +1,12 @@
 /**
- * Where peers can be reached: relays remembered per agent (`peers/<agent>`), from the verified
- * `from.relays` of their messages, relays given to `send`, or pinned with a contact (PROFILE §9).
+ * What the agent remembers of its peers. Where they can be reached: relays remembered per agent
+ * (`peers/<agent>`), from the verified `from.relays` of their messages, relays given to `send`,
+ * or pinned with a contact (PROFILE §9). And conversation sequence numbers (SPEC: `sequence`
+ * counts a conversation's messages, both ways): after a message with sequence `n` — sent,
+ * received or replied to — the next is at least n + 1. Kept per (peer, conversation): a
+ * conversation id is no secret, and a third agent using it must not move the numbers of our
+ * conversation with someone else (2^53−1 would stop our sends).
  */
-
 import type { JsonValue, Storage } from '@agentmsg/core'
 import { assertRelayUrl } from '@agentmsg/core/http'
 
@@ -61,5 +65,65 @@ export class PeerRelays {
 
   async forget(agent: string): Promise<void> {
     await this.#storage.delete(PREFIX + encodeURIComponent(agent))
+  }
+}
+
+/** What `conv/<peer>/<conversation_id>` holds: `next`, the sequence our next message takes. */
+export interface ConversationRecord {
+  peer: string
+  next: number
+}
+
+/**
+ * The sequence update, the only one: `record` after a message with `sequence` was seen in the
+ * conversation with `peer`. The peer of an existing record stays.
+ */
+export function advanceConversation(
+  record: ConversationRecord | undefined,
+  peer: string,
+  sequence: number,
+): ConversationRecord {
+  return { peer: record?.peer ?? peer, next: Math.max(record?.next ?? 0, sequence + 1) }
+}
+
+/** Conversations in storage; updates run one at a time. */
+export class Conversations {
+  readonly #storage: Storage
+  #lock: Promise<unknown> = Promise.resolve()
+
+  constructor(storage: Storage) {
+    this.#storage = storage
+  }
+
+  /** A message with `sequence` was received (or is being answered) in `conversationId`. */
+  async seen(conversationId: string, peer: string, sequence: number): Promise<void> {
+    await this.#update(conversationId, peer, () => sequence)
+  }
+
+  /**
+   * The sequence number for a message this agent sends now, persisted before it goes out;
+   * `isNew` when the conversation starts with it.
+   */
+  async take(conversationId: string, peer: string): Promise<{ sequence: number; isNew: boolean }> {
+    return this.#update(conversationId, peer, (record) => record?.next ?? 0)
+  }
+
+  #update(
+    conversationId: string,
+    peer: string,
+    pick: (record: ConversationRecord | undefined) => number,
+  ): Promise<{ sequence: number; isNew: boolean }> {
+    const run = this.#lock.then(async () => {
+      const key = `conv/${encodeURIComponent(peer)}/${encodeURIComponent(conversationId)}`
+      const record = (await this.#storage.get(key)) as ConversationRecord | undefined
+      const sequence = pick(record)
+      const next = advanceConversation(record, peer, sequence)
+      if (record?.next !== next.next || record.peer !== next.peer) {
+        await this.#storage.put(key, next as unknown as JsonValue)
+      }
+      return { sequence, isNew: record === undefined }
+    })
+    this.#lock = run.catch(() => undefined)
+    return run
   }
 }

@@ -1,9 +1,7 @@
 /**
- * The agent's receive side: one `Receiver` (core's `createReceiver`, the PROFILE §6 pipeline)
- * whose `receive` every transport's `listen` gets, the application dispatch it runs for each
- * accepted message, and the state it shares with contacts and introductions (key store, auth
- * levels). `createAgent` imports this module lazily (a browser agent loads less up front),
- * starting at once, so it is there when the first message arrives.
+ * The agent's receive side: one `Receiver` (core's PROFILE §6 pipeline) that every transport
+ * feeds, the dispatch of each accepted message to the application, and the key store and auth
+ * levels it shares with contacts. A chunk `createAgent` imports at once without waiting.
  */
 
 import {
@@ -13,7 +11,6 @@ import {
   parseAgentId,
   type ReceivedInfo,
   type Receiver,
-  type Storage,
 } from '@agentmsg/core'
 import {
   AuthLevelTracker,
@@ -23,99 +20,49 @@ import {
   type ErrorReplySender,
   KeyStore,
 } from '@agentmsg/core/receive'
-import type { Conversations } from './conversations.js'
-import type { Documents } from './documents.js'
-import type { AgentEmitter } from './events.js'
-import type { PeerRelays } from './peers.js'
+import type { AgentShared } from './create.js'
 import type { ReceivedMessage } from './types.js'
 
-/** Refuses lower levels like its parent (PROFILE §5), and reports each refusal with its sender. */
-export class ReportingAuthLevels extends AuthLevelTracker {
-  readonly #report: (error: unknown, from: string) => void
+export type ReceiveSideOptions = AgentShared & { errorReplies: ErrorReplySender }
 
-  constructor(
-    options: ConstructorParameters<typeof AuthLevelTracker>[0],
-    report: (error: unknown, from: string) => void,
-  ) {
-    super(options)
-    this.#report = report
-  }
-
-  override async evaluate(
-    input: Parameters<AuthLevelTracker['evaluate']>[0],
-  ): ReturnType<AuthLevelTracker['evaluate']> {
-    try {
-      return await super.evaluate(input)
-    } catch (error) {
-      this.#report(error, input.from)
-      throw error
-    }
-  }
-}
-
-export interface AgentReceiverOptions {
-  agentId: string
-  storage: Storage
-  now: () => number
-  resolver: KeyResolver
-  documents: Documents
-  keyStore: KeyStore
-  levels: ReportingAuthLevels
-  peers: PeerRelays
-  conversations: Conversations
-  events: AgentEmitter
-  errorReplies: ErrorReplySender
-  /** The seed of one of this agent's keys by full key id: opens sealed bodies (PROFILE §8). */
-  seedFor: (keyId: string) => Uint8Array | undefined
-}
-
-/** The receive side of an agent, and what contacts and introductions share with it. */
+/**
+ * The receive side of an agent: what contacts and introductions share with it, the handler
+ * every transport's `listen` gets, and `idle()`: once the messages handed over now are handled.
+ */
 export interface ReceiveSide {
   keyStore: KeyStore
-  /** PROFILE §4's chain: identity documents → did:key → pins and introductions. */
   resolver: KeyResolver
-  levels: ReportingAuthLevels
+  levels: AuthLevelTracker
   receiver: Receiver
   receive: DeliveryHandler
-  /** Resolves once the messages being handed to the application now are handled. */
   idle: () => Promise<void>
 }
 
-/** Build the receive side: key store, auth levels, the resolver chain and the receiver. */
-export function openReceiveSide(
-  o: Omit<AgentReceiverOptions, 'resolver' | 'keyStore' | 'levels'>,
-): ReceiveSide {
+/** Build the receive side: key store, auth levels, the resolver chain and the one Receiver. */
+export function openReceiveSide(o: ReceiveSideOptions): ReceiveSide {
   const keyStore = new KeyStore({ storage: o.storage, now: o.now })
-  const levels = new ReportingAuthLevels({ storage: o.storage, now: o.now }, (error, from) =>
-    o.events.error({ error, from }),
-  )
+  const levels = new AuthLevelTracker({ storage: o.storage, now: o.now })
+  // Refuses lower levels as ever (PROFILE §5), and reports each refusal with its sender.
+  const evaluate = levels.evaluate.bind(levels)
+  levels.evaluate = (input) =>
+    evaluate(input).catch((error: unknown) => {
+      o.events.error({ error, from: input.from })
+      throw error
+    })
   // PROFILE §4: identity documents (loaded for URL agents only) → did:key → pins/introductions.
   const resolver = chainResolvers(o.documents, didKeyResolver(), keyStore)
-  return {
-    keyStore,
-    resolver,
-    levels,
-    ...createAgentReceiver({ ...o, resolver, keyStore, levels }),
-  }
-}
-
-/** The agent's one Receiver, and the handler to give every transport. */
-export function createAgentReceiver(o: AgentReceiverOptions): {
-  receiver: Receiver
-  receive: DeliveryHandler
-  /** Resolves once the messages being handed to the application now are handled. */
-  idle: () => Promise<void>
-} {
+  const side = { ...o, keyStore, levels }
   const handing = new Set<Promise<void>>()
   const receiver = createReceiver({
-    agentId: o.agentId,
-    resolver: o.resolver,
+    agentId: o.keys.id,
+    resolver,
     storage: o.storage,
-    authLevels: o.levels,
-    opener: { agent: o.agentId, ed25519Seed: o.seedFor },
+    authLevels: levels,
+    // Sealed bodies open with the agent's seeds (PROFILE §8).
+    opener: { agent: o.keys.id, ed25519Seed: (keyId) => o.keys.seedFor(keyId) },
     onMessage: async (message, info) => {
       await o.events.waitForConsumer()
-      const run = dispatch(o, message, info)
+      const run = dispatch(side, message, info)
       handing.add(run)
       try {
         await run
@@ -133,7 +80,7 @@ export function createAgentReceiver(o: AgentReceiverOptions): {
   })
   const receive: DeliveryHandler = async (delivery) => {
     const outcome = await receiver.receive(delivery)
-    // A level refusal was reported with its sender already (ReportingAuthLevels); one for now
+    // A level refusal was reported with its sender already (above); one for now
     // (queue full, closing) is the transport's to deliver again.
     if (
       outcome.status === 'refused' &&
@@ -144,10 +91,8 @@ export function createAgentReceiver(o: AgentReceiverOptions): {
     }
     return outcome
   }
-  const idle = async () => {
-    await Promise.allSettled([...handing])
-  }
-  return { receiver, receive, idle }
+  const idle = () => Promise.allSettled([...handing]).then(() => undefined)
+  return { keyStore, resolver, levels, receiver, receive, idle }
 }
 
 /**
@@ -155,7 +100,11 @@ export function createAgentReceiver(o: AgentReceiverOptions): {
  * greeting (PROFILE §5), the sender's verified relays, the conversation's sequence, then the
  * application.
  */
-async function dispatch(o: AgentReceiverOptions, message: Message, info: ReceivedInfo) {
+async function dispatch(
+  o: ReceiveSideOptions & Pick<ReceiveSide, 'keyStore' | 'levels'>,
+  message: Message,
+  info: ReceivedInfo,
+) {
   const from = message.from.agent
   let { knownContact } = info
   if (info.level === 0 && message.phase === 'greeting') {
@@ -163,7 +112,14 @@ async function dispatch(o: AgentReceiverOptions, message: Message, info: Receive
       // Identity documents are loaded only now, for a greeting that may carry one (PROFILE §5).
       const { introducedIdentity } = await import('./url-identity.js')
       const doc = introducedIdentity(message)
-      if (doc && (await o.keyStore.addIntroducedKeys(doc)).length > 0) await reconcile(o, from)
+      // A URL agent's introduced keys count only while its document cannot be fetched: the
+      // fetched one is final (PROFILE §5), so keys it lacks go now (later fetches reconcile
+      // through the document cache's `onDocument`).
+      const added = doc ? await o.keyStore.addIntroducedKeys(doc) : []
+      if (added.length > 0 && parseAgentId(from).kind === 'url') {
+        const fetched = await o.documents.document(from)
+        if (!('status' in fetched)) await o.keyStore.reconcileWithDocument(fetched)
+      }
     } catch (error) {
       o.events.error({ error, message, from, transport: info.transport })
     }
@@ -185,26 +141,8 @@ async function dispatch(o: AgentReceiverOptions, message: Message, info: Receive
     conversationId: message.conversation_id,
     from,
     // Of the opened body when it was sealed (the receiver hands over the opened message).
-    text: textOf(message),
+    text: message.body.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n'),
     sealed: info.sealed,
   }
   await o.events.dispatch(received)
-}
-
-/**
- * A URL agent's introduced keys count only while its identity document cannot be fetched: the
- * fetched document is final (PROFILE §5), so keys it does not list are dropped now. (Fetches
- * made later reconcile too, through the document cache's `onDocument`.)
- */
-async function reconcile(o: AgentReceiverOptions, agent: string): Promise<void> {
-  if (parseAgentId(agent).kind !== 'url') return
-  const doc = await o.documents.document(agent)
-  if (!('status' in doc)) await o.keyStore.reconcileWithDocument(doc)
-}
-
-/** Plain text of the text parts, joined by LF. */
-function textOf(message: Message): string {
-  const out: string[] = []
-  for (const p of message.body.parts) if (p.type === 'text') out.push(p.text)
-  return out.join('\n')
 }

@@ -1,33 +1,29 @@
 /**
- * Routing: where a message for an agent can go, in the order to try, and one round of tries.
- *
- * What the agent knows of the peer (its identity document, the relays given to this send and
- * those remembered for it) is put together once; each transport turns it into its targets
- * (PROFILE §4, §9). Targets to the peer itself come before targets through relays. A failure
- * moves on to the next target unless it is a refusal by the peer, which ends the send.
+ * Routing: what the agent knows of the peer (its identity document, the relays given and
+ * remembered) put together once, each transport's targets for it (PROFILE §4, §9), direct ones
+ * first; and one round of tries, which a refusal by the peer ends.
  */
 import {
   AgentMsgError,
   type DeliveryReceipt,
   type DeliveryTarget,
-  type IdentityDocument,
   isAgentMsgError,
   type Message,
   type PeerRoute,
   parseAgentId,
   type Transport,
 } from '@agentmsg/core'
-import type { Documents } from './documents.js'
-import type { PeerRelays } from './peers.js'
+import type { OutboxEntry } from './outbox.js'
+import type { SendContext } from './send.js'
 
-/** What to route: the recipient and what the caller knows about it. */
+/**
+ * What to route: the recipient, `direct` (targets to the peer itself), `relay` or `auto` (both),
+ * relays known out of band (before the remembered ones), an inbox to use (error replies, §7).
+ */
 export interface RouteRequest {
   to: string
-  /** `direct`: targets to the peer itself; `relay`: through relays only; `auto`: both. */
   route: 'direct' | 'relay' | 'auto'
-  /** Relays known for `to` out of band (before the remembered ones). */
   relays?: readonly string[]
-  /** The inbox to use instead of the document's (error replies, PROFILE §7). */
   inbox?: string
 }
 
@@ -37,26 +33,14 @@ export interface PlannedTarget {
   transport: Transport
 }
 
-/** What one round of tries came to. */
+/**
+ * What one round of tries came to. A failure: the refusal that ended it, else the last failure;
+ * `retry` when a durable target failed for now, `retryAfterMs` the longest `Retry-After` of
+ * those failures (the next round not before, PROFILE §6).
+ */
 export type Round =
   | { ok: true; receipt: DeliveryReceipt; transport: string }
-  | {
-      ok: false
-      /** The refusal that ended the round, else the last failure. */
-      error: unknown
-      /** A durable target failed for now: worth another round later (PROFILE §6). */
-      retry: boolean
-      /** The longest `Retry-After` of those failures: the next round not before (PROFILE §6). */
-      retryAfterMs?: number
-    }
-
-export interface RouterOptions {
-  transports: readonly Transport[]
-  documents: Pick<Documents, 'document'>
-  peers: PeerRelays
-  /** Relay targets after direct ones with `route: 'auto'`. */
-  fallbackToRelay: boolean
-}
+  | { ok: false; error: unknown; retry: boolean; retryAfterMs?: number }
 
 /**
  * A refusal by the peer: it answered, and not "for now" (PROFILE §6). It ends a delivery; any
@@ -72,42 +56,34 @@ function passesLater(error: unknown): boolean {
   return error.shouldRetry() && !(error.status === 429 && error.retryAfter === undefined)
 }
 
-export class Router {
-  readonly #o: RouterOptions
-
-  constructor(options: RouterOptions) {
-    this.#o = options
+/** The targets for `request.to`, in the order to try. */
+export async function planRoute(c: SendContext, request: RouteRequest): Promise<PlannedTarget[]> {
+  const { to, route } = request
+  const peer: PeerRoute = {
+    agent: to,
+    document: await documentOf(c, to),
+    relays: [...new Set([...(request.relays ?? []), ...(await c.peers.of(to))])],
+    inbox: request.inbox,
   }
-
-  /** The targets for `request.to`, in the order to try. */
-  async plan(request: RouteRequest): Promise<PlannedTarget[]> {
-    const { to, route } = request
-    const peer: PeerRoute = {
-      agent: to,
-      document: await this.#document(to),
-      relays: [...new Set([...(request.relays ?? []), ...(await this.#o.peers.of(to))])],
-      ...(request.inbox ? { inbox: request.inbox } : {}),
+  const direct: PlannedTarget[] = []
+  const relayed: PlannedTarget[] = []
+  for (const transport of c.transports) {
+    for (const target of (await transport.targets?.(peer)) ?? []) {
+      ;(target.route === 'relay' ? relayed : direct).push({ target, transport })
     }
-    const direct: PlannedTarget[] = []
-    const relayed: PlannedTarget[] = []
-    for (const transport of this.#o.transports) {
-      for (const target of (await transport.targets?.(peer)) ?? []) {
-        ;(target.route === 'relay' ? relayed : direct).push({ target, transport })
-      }
-    }
-    const wantRelays =
-      route === 'relay' || (route === 'auto' && (this.#o.fallbackToRelay || direct.length === 0))
-    const out = [...(route === 'relay' ? [] : direct), ...(wantRelays ? relayed : [])]
-    if (out.length === 0) throw noRoute(to, route)
-    return out
   }
+  const wantRelays =
+    route === 'relay' || (route === 'auto' && (c.fallbackToRelay || direct.length === 0))
+  const out = [...(route === 'relay' ? [] : direct), ...(wantRelays ? relayed : [])]
+  if (out.length === 0) throw noRoute(to, route)
+  return out
+}
 
-  /** A URL agent's identity document, when it can be had now. */
-  async #document(agent: string): Promise<IdentityDocument | undefined> {
-    if (parseAgentId(agent, 'to').kind !== 'url') return undefined
-    const doc = await this.#o.documents.document(agent).catch(() => undefined)
-    return doc && !('status' in doc) ? doc : undefined
-  }
+/** A URL agent's identity document, when it can be had now. */
+export async function documentOf(c: SendContext, agent: string) {
+  if (parseAgentId(agent, 'to').kind !== 'url') return undefined
+  const doc = await c.documents.document(agent).catch(() => undefined)
+  return doc && !('status' in doc) ? doc : undefined
 }
 
 /**
@@ -139,6 +115,20 @@ export async function tryTargets(
     }
   }
   return { ok: false, error: last, retry, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
+}
+
+/** One round over a stored entry's targets, with the transports this agent has. */
+export function deliverEntry(
+  transports: readonly Transport[],
+  entry: OutboxEntry,
+  signal?: AbortSignal,
+): Promise<Round> {
+  const planned: Array<PlannedTarget & { copy: number }> = []
+  for (const { target, protocol, copy } of entry.targets) {
+    const transport = transports.find((t) => t.protocol === protocol)
+    if (transport) planned.push({ target, transport, copy })
+  }
+  return tryTargets(planned, async (_target, i) => entry.copies[planned[i]!.copy]!, signal)
 }
 
 function noRoute(to: string, route: RouteRequest['route']): AgentMsgError {

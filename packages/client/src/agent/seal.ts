@@ -1,33 +1,25 @@
 /**
- * Sealing on send (PROFILE §8, SPEC §5.7): which copies of a message get a sealed body, and for
- * which key. A copy is sealed by default unless its target is confidential (TLS to the peer
- * itself, or relays the agent trusts with bodies, SPEC §5.7.2): the transport says so for each
- * target, a custom transport's targets are not unless it declares them so. The sealed-box
- * cryptography is imported only when something is sealed, so a bundle whose agent never seals
- * does not load it.
+ * Sealing on send (PROFILE §8, SPEC §5.7) and the signed copies. A copy is sealed by default
+ * unless its target is confidential (TLS to the peer itself, or relays trusted with bodies,
+ * SPEC §5.7.2), as the transport says for each target. The sealed-box cryptography is imported
+ * only when something is sealed.
  */
-
 import {
   AgentMsgError,
   type DeliveryTarget,
   didKeyFragment,
   isDidKey,
   type Message,
-  normalizeAgentUrl,
+  PROFILE,
   publicKeyFromDidKey,
+  type Signer,
+  signMessage,
 } from '@agentmsg/core'
-import { base64urlDecode } from '@agentmsg/core/http'
-import type { KeyStore } from '@agentmsg/core/receive'
+import { base64urlDecode, canonicalizeToBytes } from '@agentmsg/core/http'
 import type { SealRecipient } from '@agentmsg/core/sealed-box'
-import type { Documents } from './documents.js'
-import type { PlannedTarget } from './route.js'
-import type { RelayTrust, SendOptions } from './types.js'
-
-const TRUST_LEVELS: ReadonlySet<string> = new Set<RelayTrust>([
-  'untrusted',
-  'trusted',
-  'self-operated',
-])
+import { documentOf, type PlannedTarget } from './route.js'
+import type { SendContext } from './send.js'
+import type { SendOptions } from './types.js'
 
 /** How a send seals: the targets left to try, and whether the copy for each is sealed. */
 export interface SealPlan {
@@ -39,101 +31,106 @@ export interface SealPlan {
 
 const NOTHING_SEALED = (targets: PlannedTarget[]): SealPlan => ({ targets, seals: () => false })
 
-export class Sealing {
-  readonly #documents: Pick<Documents, 'document'>
-  readonly #keyStore: () => Promise<KeyStore>
+/**
+ * The sealing of a send to `to` over `targets`. `seal: true` seals every copy and fails when
+ * the key is unknown; `seal: false` seals none. By default, copies for targets that are not
+ * confidential are sealed; when the key is unknown they are dropped from the route (plaintext
+ * is sent only with `allowPlaintext`), and the send fails when nothing is left.
+ *
+ * @throws AgentMsgError `not_found` when a copy must be sealed and `to`'s key is unknown.
+ */
+export async function planSealing(
+  c: SendContext,
+  targets: PlannedTarget[],
+  to: string,
+  options: Pick<SendOptions, 'seal' | 'allowPlaintext'>,
+): Promise<SealPlan> {
+  if (options.seal === false) return NOTHING_SEALED(targets)
+  const wants = (t: DeliveryTarget) => options.seal === true || t.confidential !== true
+  if (!targets.some((t) => wants(t.target))) return NOTHING_SEALED(targets)
+  const recipient = await recipientKey(c, to)
+  if (recipient) return { targets, recipient, seals: wants }
+  if (options.seal === true) throw cannotSeal(to, 'seal: false')
+  if (options.allowPlaintext) return NOTHING_SEALED(targets)
+  const unsealed = targets.filter((t) => !wants(t.target))
+  if (unsealed.length === 0) throw cannotSeal(to, 'allowPlaintext: true')
+  return NOTHING_SEALED(unsealed)
+}
 
-  constructor(o: {
-    documents: Pick<Documents, 'document'>
-    /** The key store loads with the receive side (./receive.ts). */
-    keyStore: () => Promise<KeyStore>
-  }) {
-    this.#documents = o.documents
-    this.#keyStore = o.keyStore
+/**
+ * The key to seal to (PROFILE §8): a did:key's own; a URL agent's active Ed25519 key from its
+ * identity document (the newest when several are active); failing that, its one pinned key.
+ */
+async function recipientKey(c: SendContext, agent: string): Promise<SealRecipient | undefined> {
+  if (isDidKey(agent)) {
+    const publicKey = publicKeyFromDidKey(agent)
+    return { agent, keyId: `${agent}#${didKeyFragment(agent)}`, publicKey }
   }
-
-  /**
-   * The sealing of a send to `to` over `targets`. `seal: true` seals every copy and fails when
-   * the key is unknown; `seal: false` seals none. By default, copies for targets that are not
-   * confidential are sealed; when the key is unknown they are dropped from the route (plaintext is sent only
-   * with `allowPlaintext`), and the send fails when nothing is left.
-   *
-   * @throws AgentMsgError `not_found` when a copy must be sealed and `to`'s key is unknown.
-   */
-  async plan(
-    targets: PlannedTarget[],
-    to: string,
-    options: Pick<SendOptions, 'seal' | 'allowPlaintext'>,
-  ): Promise<SealPlan> {
-    if (options.seal === false) return NOTHING_SEALED(targets)
-    const wants = (t: DeliveryTarget) => options.seal === true || t.confidential !== true
-    if (!targets.some((t) => wants(t.target))) return NOTHING_SEALED(targets)
-    const recipient = await this.recipientKey(to)
-    if (recipient) return { targets, recipient, seals: wants }
-    if (options.seal === true) throw cannotSeal(to, 'seal: false')
-    if (options.allowPlaintext) return NOTHING_SEALED(targets)
-    const unsealed = targets.filter((t) => !wants(t.target))
-    if (unsealed.length === 0) throw cannotSeal(to, 'allowPlaintext: true')
-    return NOTHING_SEALED(unsealed)
+  const doc = await documentOf(c, agent)
+  if (doc) {
+    const active = doc.keys
+      .filter((k) => k.type === 'ed25519' && k.status === 'active')
+      .sort((a, b) => Date.parse(b.created) - Date.parse(a.created))[0]
+    if (!active) return undefined
+    const publicKey = base64urlDecode(active.public_key, 'public_key')
+    return { agent, keyId: `${agent}#${active.key_id}`, publicKey }
   }
+  const pinned = (await (await c.keyStore()).keysOf(agent)).filter((k) => k.source === 'pinned')
+  if (pinned.length !== 1) return undefined
+  const { fragment, publicKey } = pinned[0]!
+  return { agent, keyId: `${agent}#${fragment}`, publicKey: base64urlDecode(publicKey) }
+}
 
-  /**
-   * The key to seal to (PROFILE §8): a did:key's own; a URL agent's active Ed25519 key from its
-   * identity document (the newest when several are active); failing that, its one pinned key.
-   */
-  async recipientKey(agent: string): Promise<SealRecipient | undefined> {
-    if (isDidKey(agent)) {
-      const publicKey = publicKeyFromDidKey(agent)
-      return { agent, keyId: `${agent}#${didKeyFragment(agent)}`, publicKey }
+/**
+ * The copy for each target, made once per kind of copy: sealed when `sealing` says so for the
+ * target (PROFILE §8, signed after sealing); a level-0 introduction is signed by the token
+ * only, and its copy through relays also carries the sender's Ed25519 signature, which relays
+ * require (PROFILE §9). Each copy is checked against PROFILE §6's size once, here.
+ */
+export function copies(
+  unsigned: Message,
+  signer: Signer,
+  hmac: Signer | undefined,
+  sealing: SealPlan,
+): (target: DeliveryTarget) => Promise<Message> {
+  let sealedBody: Promise<Message> | undefined
+  const made = new Map<string, Promise<Message>>()
+  return (target) => {
+    const sealed = sealing.recipient !== undefined && sealing.seals(target)
+    const both = target.route === 'relay' && hmac !== undefined
+    const kind = `${sealed}/${both}`
+    let copy = made.get(kind)
+    if (!copy) {
+      const base = sealed
+        ? (sealedBody ??= sealMessage(unsigned, sealing.recipient!))
+        : Promise.resolve(unsigned)
+      copy = base.then(async (m) =>
+        sized(await signMessage(m, both ? [signer, hmac] : (hmac ?? signer))),
+      )
+      made.set(kind, copy)
     }
-    const doc = await this.#documents.document(agent).catch(() => undefined)
-    if (doc && !('status' in doc)) {
-      const active = doc.keys
-        .filter((k) => k.type === 'ed25519' && k.status === 'active')
-        .sort((a, b) => Date.parse(b.created) - Date.parse(a.created))[0]
-      if (active) {
-        const publicKey = base64urlDecode(active.public_key, 'public_key')
-        return { agent, keyId: `${agent}#${active.key_id}`, publicKey }
-      }
-      return undefined
-    }
-    const keyStore = await this.#keyStore()
-    const pinned = (await keyStore.keysOf(agent)).filter((k) => k.source === 'pinned')
-    if (pinned.length !== 1) return undefined
-    const { fragment, publicKey } = pinned[0]!
-    return { agent, keyId: `${agent}#${fragment}`, publicKey: base64urlDecode(publicKey) }
+    return copy
   }
 }
 
+/** Senders refuse to send a message over 1 MiB (PROFILE §6). */
+function sized(message: Message): Message {
+  const bytes = canonicalizeToBytes(message).byteLength
+  if (bytes > PROFILE.maxMessageBytes) {
+    throw new AgentMsgError(
+      'payload_too_large',
+      `the message is ${bytes} bytes; at most ${PROFILE.maxMessageBytes} are sent (PROFILE §6)`,
+    )
+  }
+  return message
+}
+
 /** `unsigned` with its body sealed for `recipient` and `security.encryption` set; sign it next. */
-export async function sealMessage(unsigned: Message, recipient: SealRecipient): Promise<Message> {
+async function sealMessage(unsigned: Message, recipient: SealRecipient): Promise<Message> {
   const { sealBody } = await import('@agentmsg/core/sealed-box')
   const { body, encryption } = sealBody(unsigned, [recipient])
   const security = { ...unsigned.security, signatures: unsigned.security?.signatures ?? [] }
   return { ...unsigned, body, security: { ...security, encryption } }
-}
-
-/**
- * Whether the agent trusts the relay at a URL with bodies (SPEC §5.7.2): `trusted` or
- * `self-operated` in `relayTrust`; every other relay is `untrusted`.
- */
-export function relayTrusts(given: Record<string, RelayTrust>): (url: string) => boolean {
-  const trusted = new Set<string>()
-  for (const [url, trust] of Object.entries(given)) {
-    if (!TRUST_LEVELS.has(trust)) {
-      throw new TypeError(
-        `relayTrust[${JSON.stringify(url)}] must be 'untrusted', 'trusted' or 'self-operated'`,
-      )
-    }
-    if (trust !== 'untrusted') trusted.add(normalizeAgentUrl(url))
-  }
-  return (url) => {
-    try {
-      return trusted.has(normalizeAgentUrl(url))
-    } catch {
-      return false
-    }
-  }
 }
 
 function cannotSeal(to: string, way: string): AgentMsgError {

@@ -1,58 +1,49 @@
 /**
- * Sending: a message is numbered in its conversation, signed (twice for a level-0
- * introduction through relays, PROFILE §9), and tried over the router's targets: once, or
- * through the outbox when a target is durable.
+ * The send path, a chunk loaded on the first send: a message is numbered in its conversation,
+ * signed (twice for a level-0 introduction through relays, PROFILE §9), and tried over the
+ * router's targets: once, or through the outbox when a target is durable.
  */
 import {
-  AgentMsgError,
   type BodyPart,
   createMessage,
   createMessageId,
-  type DeliveryTarget,
+  type DeliveryReceipt,
   hmacSigner,
+  isAgentMsgError,
   type JsonValue,
   type Message,
-  PROFILE,
-  parseAgentId,
-  type Signer,
-  type Storage,
-  signMessage,
+  type Transport,
 } from '@agentmsg/core'
-import { canonicalizeToBytes } from '@agentmsg/core/http'
-import type { Conversations } from './conversations.js'
-import { type OwnKeys, relayList } from './identity.js'
-import type { Outbox } from './outbox.js'
-import type { PeerRelays } from './peers.js'
-import { type Round, type Router, tryTargets } from './route.js'
-import { type Sealing, type SealPlan, sealMessage } from './seal.js'
+import type { KeyStore } from '@agentmsg/core/receive'
+import type { AgentShared } from './create.js'
+import type { AgentEmitter } from './events.js'
+import type { Outbox, OutboxEntry, OutboxOptions, Outcome } from './outbox.js'
+import { deliverEntry, planRoute, type Round, tryTargets } from './route.js'
+import { copies, planSealing, type SealPlan } from './seal.js'
 import type { Content, SendOptions, SendResult } from './types.js'
 
 /** What sending needs from the agent. */
-export interface SendContext {
-  keys: OwnKeys
+export interface SendContext extends AgentShared {
   relays: readonly string[]
-  storage: Storage
-  now: () => number
-  router: Router
-  sealing: Sealing
-  peers: PeerRelays
-  conversations: Conversations
+  transports: readonly Transport[]
+  /** Relay targets after direct ones with `route: 'auto'`. */
+  fallbackToRelay: boolean
+  /** The key store loads with the receive side (./receive.ts). */
+  keyStore: () => Promise<KeyStore>
   /** The durable outbox, loaded on first use. */
   outbox: () => Promise<Outbox>
-  /** Store an introduction token; returns its fragment. */
-  addToken(token: string): Promise<unknown>
-  /** The agent a held token introduces (named, or bound by its first greeting), if any. */
-  tokenPeer(token: string): Promise<string | undefined>
+  /** The outbox's schedule (tests). */
+  schedule: Pick<OutboxOptions, 'clock' | 'random'>
 }
 
+/** Send to `recipient` (a parsed agent id) with `options.relays` checked (./agent.ts). */
 export async function sendMessage(
   c: SendContext,
-  to: string,
+  recipient: string,
   content: Content,
-  options: SendOptions = {},
+  options: SendOptions,
 ): Promise<SendResult> {
-  const recipient = parseAgentId(to, 'to').id
-  const given = relayList(options.relays ?? [], 'options.relays')
+  const given = options.relays ?? []
   if (given.length) await c.peers.remember(recipient, given)
   const conversationId = options.conversationId ?? createMessageId(c.now())
   // Numbered and persisted before anything goes out.
@@ -76,115 +67,63 @@ export async function sendMessage(
     contentType:
       typeof content === 'string' ? 'text/plain' : (content.contentType ?? 'application/json'),
     date: c.now(),
-    ...(c.relays.length ? { relays: [...c.relays] } : {}),
-    ...(options.authLevel !== undefined ? { authLevel: options.authLevel } : {}),
-    ...(options.ttlSeconds !== undefined ? { ttlSeconds: options.ttlSeconds } : {}),
+    relays: c.relays.length ? [...c.relays] : undefined,
+    authLevel: options.authLevel,
+    ttlSeconds: options.ttlSeconds,
   })
   const hmac = intro
     ? await hmacSigner(await token(c, options.introduction, recipient), c.keys.id)
     : undefined
-  const planned = await c.router.plan({
-    to: recipient,
-    route: options.route ?? 'auto',
-    relays: given,
-  })
-  const sealing = await c.sealing.plan(planned, recipient, options)
+  const { route = 'auto' } = options
+  const planned = await planRoute(c, { to: recipient, route, relays: given })
+  const sealing = await planSealing(c, planned, recipient, options)
   const copy = copies(unsigned, c.keys.signer, hmac, sealing)
   const ids = { messageId: unsigned.message_id, conversationId }
   const targets = sealing.targets
   // Decided once, before anything goes out (PROFILE §6).
   const durable = targets.find((t) => t.target.durable)
   if (!durable) {
-    return result(await tryTargets(targets, copy, options.signal), ids, sealing)
+    return result(c, recipient, await tryTargets(targets, copy, options.signal), ids, sealing)
   }
   const messages = await Promise.all(targets.map((t) => copy(t.target)))
   const unique = [...new Set(messages)]
-  const outbox = await c.outbox()
-  const first = await outbox.send(
-    {
-      id: unsigned.message_id,
-      targets: targets.map((t, i) => ({
-        target: t.target,
-        protocol: t.transport.protocol,
-        copy: unique.indexOf(messages[i]!),
-      })),
-      copies: unique,
-      firstAttempt: c.now(),
-      attempts: 0,
-      nextAttempt: c.now(),
-    },
-    options.signal,
-  )
-  if (!('pending' in first)) return result(first, ids, sealing)
+  const entry = {
+    id: unsigned.message_id,
+    targets: targets.map(({ target, transport }, i) => {
+      return { target, protocol: transport.protocol, copy: unique.indexOf(messages[i]!) }
+    }),
+    copies: unique,
+    firstAttempt: c.now(),
+    attempts: 0,
+    nextAttempt: c.now(),
+  }
+  const first = await (await c.outbox()).send(entry, options.signal)
+  if (!('pending' in first)) return result(c, recipient, first, ids, sealing)
   const { target, transport } = durable
-  return {
-    ...ids,
-    route: target.route,
-    transport: transport.protocol,
-    sealed: sealing.seals(target),
-    pending: true,
-  }
+  const sealed = sealing.seals(target)
+  return { ...ids, route: target.route, transport: transport.protocol, sealed, pending: true }
 }
 
-/**
- * The copy for each target, made once per kind of copy: sealed when `sealing` says so for the
- * target (PROFILE §8, signed after sealing); a level-0 introduction is signed by the token
- * only, and its copy through relays also carries the sender's Ed25519 signature, which relays
- * require (PROFILE §9). Each copy is checked against PROFILE §6's size once, here.
- */
-export function copies(
-  unsigned: Message,
-  signer: Signer,
-  hmac?: Signer,
-  sealing?: SealPlan,
-): (target: DeliveryTarget) => Promise<Message> {
-  let sealedBody: Promise<Message> | undefined
-  const made = new Map<string, Promise<Message>>()
-  return (target) => {
-    const sealed = sealing?.recipient !== undefined && sealing.seals(target)
-    const both = target.route === 'relay' && hmac !== undefined
-    const kind = `${sealed}/${both}`
-    let copy = made.get(kind)
-    if (!copy) {
-      const base = sealed
-        ? (sealedBody ??= sealMessage(unsigned, sealing!.recipient!))
-        : Promise.resolve(unsigned)
-      copy = base.then(async (m) =>
-        sized(await signMessage(m, both ? [signer, hmac] : (hmac ?? signer))),
-      )
-      made.set(kind, copy)
-    }
-    return copy
-  }
-}
-
-/** Senders refuse to send a message over 1 MiB (PROFILE §6). */
-function sized(message: Message): Message {
-  const bytes = canonicalizeToBytes(message).byteLength
-  if (bytes > PROFILE.maxMessageBytes) {
-    throw new AgentMsgError(
-      'payload_too_large',
-      `the message is ${bytes} bytes; at most ${PROFILE.maxMessageBytes} are sent (PROFILE §6)`,
-    )
-  }
-  return message
-}
-
-/** The send's result from a round, or its failure. */
+/** The send's result from a round, told as `delivered` (a pending one is, by the outbox, later). */
 function result(
+  c: SendContext,
+  to: string,
   round: Round,
   ids: { messageId: string; conversationId: string },
   sealing: SealPlan,
 ): SendResult {
   if (!round.ok) throw round.error
-  const { target, url } = round.receipt
-  return {
-    ...ids,
-    route: target.route,
-    transport: round.transport,
-    ...(target.route === 'relay' && url ? { relayUrl: url } : {}),
-    sealed: sealing.seals(target),
-  }
+  const { route } = round.receipt.target
+  const relayUrl = delivered(c.events, ids.messageId, to, round.receipt)
+  const sealed = sealing.seals(round.receipt.target)
+  return { ...ids, route, transport: round.transport, ...relayUrl, sealed }
+}
+
+/** Tell `delivered`; returns the relay that took it, if one did. */
+function delivered(events: AgentEmitter, messageId: string, to: string, r: DeliveryReceipt) {
+  const relayUrl = r.target.route === 'relay' && r.url ? { relayUrl: r.url } : {}
+  void events.emit('delivered', { messageId, to, route: r.target.route, ...relayUrl })
+  return relayUrl
 }
 
 /**
@@ -193,8 +132,9 @@ function result(
  * introduces nobody yet.
  */
 async function token(c: SendContext, given: string | undefined, to: string): Promise<string> {
+  const keyStore = await c.keyStore()
   if (given !== undefined) {
-    await c.addToken(given)
+    await keyStore.addIntroductionToken(given)
     return given
   }
   const held = (await c.storage.list('keys/secret/'))
@@ -202,7 +142,7 @@ async function token(c: SendContext, given: string | undefined, to: string): Pro
     .filter((value): value is string => typeof value === 'string')
   const unbound: string[] = []
   for (const t of held) {
-    const peer = await c.tokenPeer(t)
+    const peer = await keyStore.introducedPeer(t)
     if (peer === to) return t
     if (peer === undefined) unbound.push(t)
   }
@@ -212,4 +152,58 @@ async function token(c: SendContext, given: string | undefined, to: string): Pro
       ? 'authLevel 0 needs an introduction token: call introduce(token) or pass options.introduction'
       : `no single introduction token for ${to}: introduce(token, { agent }) or pass options.introduction`,
   )
+}
+
+/** The agent's outbox, its rounds and outcomes through this agent's transports and events. */
+export async function openOutbox(c: SendContext): Promise<Outbox> {
+  const { Outbox } = await import('./outbox.js')
+  return new Outbox({
+    storage: c.storage,
+    deliver: (entry, signal) => deliverEntry(c.transports, entry, signal),
+    onOutcome: (entry, o) => outcome(c.events, entry, o),
+    ...c.schedule,
+  })
+}
+
+/** A send that resolved pending ended later: tell the application. */
+function outcome(events: AgentEmitter, entry: OutboxEntry, o: Outcome): void {
+  const { target } = entry.targets.find((t) => t.target.durable) ?? entry.targets[0]!
+  if (o.type === 'delivered') return void delivered(events, entry.id, target.agent, o.round.receipt)
+  const code = isAgentMsgError(o.error) ? { code: o.error.peerCode ?? o.error.code } : {}
+  const { route, agent: to } = target
+  void events.emit('undeliverable', { messageId: entry.id, to, route, reason: o.reason, ...code })
+}
+
+/**
+ * Sign and deliver an error phase message for the receiver (PROFILE §7), with this agent's
+ * relays so a did:key peer can answer. No route to the peer: nothing to do. Sealed through
+ * untrusted relays when the peer's key is known, as any send; an error body names only a code,
+ * so it goes in plaintext when the key is not.
+ */
+export async function errorReply(
+  c: SendContext,
+  message: Message,
+  to: { agent: string; inbox?: string; relays?: string[] },
+): Promise<void> {
+  const from = (message as { from: { agent: string; relays?: string[] } }).from
+  const unsigned =
+    c.relays.length && !from.relays
+      ? ({ ...message, from: { ...from, relays: [...c.relays] } } as Message)
+      : message
+  let targets
+  try {
+    const { agent, relays, inbox } = to
+    targets = await planRoute(c, { to: agent, route: 'auto', relays, inbox })
+  } catch (error) {
+    if (isAgentMsgError(error) && error.code === 'not_found') return
+    throw error
+  }
+  // Never durable: a stranger can trigger an error reply, and must not park retries in our
+  // outbox (PROFILE §4, §7).
+  const sealing = await planSealing(c, targets, to.agent, { allowPlaintext: true })
+  const round = await tryTargets(
+    sealing.targets,
+    copies(unsigned, c.keys.signer, undefined, sealing),
+  )
+  if (!round.ok) throw round.error
 }

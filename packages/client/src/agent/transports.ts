@@ -1,7 +1,7 @@
 /**
- * The default transports: https (delivers to inboxes) and relay (publishes with failover,
- * streams the agent's own relays). The https transport and the identity fetcher are loaded
- * with `import()` when first needed, so a relay-only browser agent does not download them.
+ * The default transports: https (inboxes) and relay (publishes with failover, streams the
+ * agent's relays). The https transport and the identity fetcher are loaded when first needed,
+ * so a relay-only browser agent does not download them.
  */
 import {
   type IdentityFetcher,
@@ -19,17 +19,13 @@ const loadHttps = () => import('@agentmsg/transport-https')
 
 /** The transports an agent uses when `transports` is not given. */
 export function defaultTransports(o: AgentOptions): TransportFactory[] {
-  return [lazyHttpsTransport(o.fetch ? { fetch: o.fetch } : {}), relayFactory(o)]
+  return [lazyHttpsTransport({ fetch: o.fetch }), relayFactory(o)]
 }
 
 /** The relay transport with the agent's options (it streams from the agent's `relays`). */
 export function relayFactory(o: AgentOptions): TransportFactory {
-  return relayTransport({
-    mode: o.mode ?? 'sse',
-    ...(o.fetch ? { fetch: o.fetch } : {}),
-    ...(o.streamFetch ? { streamFetch: o.streamFetch } : {}),
-    ...(o.WebSocket ? { WebSocket: o.WebSocket } : {}),
-  })
+  const { fetch, streamFetch, WebSocket } = o
+  return relayTransport({ mode: o.mode ?? 'sse', fetch, streamFetch, WebSocket })
 }
 
 /**
@@ -67,9 +63,6 @@ export function lazyHttpsTransport(options: { fetch?: typeof fetch } = {}): Tran
 
 /** The default identity-document fetcher, loaded with the https transport on first use. */
 export function lazyIdentityFetcher(fetch: typeof globalThis.fetch | undefined): IdentityFetcher {
-  let fetcher: IdentityFetcher | undefined
-  return async (agentId, options) => {
-    fetcher ??= (await loadHttps()).createIdentityFetcher(fetch ? { fetch } : {})
-    return fetcher(agentId, options)
-  }
+  const fetcher = lazy(async () => (await loadHttps()).createIdentityFetcher({ fetch }))
+  return async (agentId, options) => (await fetcher())(agentId, options)
 }

@@ -1,7 +1,4 @@
-/**
- * The client's public types: what `createAgent` takes, what an `Agent` does, and what it
- * reports. Isomorphic.
- */
+/** The client's public types: what `createAgent` takes, what an `Agent` does and reports. */
 import type {
   AuthLevel,
   BodyPart,
@@ -15,33 +12,21 @@ import type {
 } from '@agentmsg/core'
 import type { WebSocketConstructor } from '@agentmsg/transport-relay'
 
-/**
- * Which transport carried a message: its `protocol` (`https` for an inbox, `relay`, or a
- * custom transport's own name).
- */
+/** Which transport carried a message: its `protocol` (`https`, `relay`, or a custom one's). */
 export type TransportKind = 'https' | 'relay' | (string & {})
 
-/**
- * How a message was routed: `relay` through relays, `direct` straight to the recipient (its
- * inbox, or a target a custom transport found for it).
- */
+/** How a message was routed: `relay` through relays, `direct` to the recipient (its inbox…). */
 export type Route = 'direct' | 'relay'
 
 /**
- * How far a relay is trusted with message bodies (SPEC §5.7.2): `untrusted` relays may log or
- * leak what they carry, so bodies through them are sealed (PROFILE §8); `trusted` (run by a known
- * party) and `self-operated` (run by one of the parties) relays get plaintext unless a send asks
- * for sealing.
+ * How far a relay is trusted with bodies (SPEC §5.7.2): bodies through `untrusted` relays are
+ * sealed (PROFILE §8); `trusted` (a known party's) and `self-operated` ones get plaintext.
  */
 export type RelayTrust = 'untrusted' | 'trusted' | 'self-operated'
 
 /** Options for `createAgent`. */
 export interface AgentOptions {
-  /**
-   * Who this agent is. Used only the first time: afterwards the identity stored in `storage`
-   * (under `keys/self/`) wins, and a different `agentId` is an error.
-   * @default a new did:key, persisted
-   */
+  /** Who this agent is, the first time only: then `storage`'s wins. @default a new did:key */
   identity?: {
     /** The 32-byte Ed25519 secret (seed) to use instead of a new one. */
     seed?: Uint8Array
@@ -51,30 +36,16 @@ export interface AgentOptions {
     document?: IdentityDocument
     /** `display` of a built identity document. */
     display?: string
-    /**
-     * `false`: fail with `not_found` when `storage` holds no identity, rather than make one
-     * (to open an existing agent). @default true
-     */
+    /** `false`: fail with `not_found` when `storage` holds none, not make one. @default true */
     create?: boolean
   }
-  /** Everything the agent remembers. Use a persistent adapter to survive restarts. @default memoryStorage() */
+  /** Everything the agent remembers (a persistent adapter survives restarts). @default memory */
   storage?: Storage
-  /**
-   * This agent's relays: subscribed and streamed from on start, written into `from.relays` of
-   * every message sent (and into a URL agent's identity document).
-   */
+  /** This agent's relays: streamed from, and in `from.relays` and a URL agent's document. */
   relays?: string[]
-  /**
-   * The transports to send and receive with, tried in this order when routing. Each gets the
-   * agent's one receive pipeline in `listen`, and its own namespace of `storage`.
-   * @default [https (inbox targets, loaded on first use), relay (`relays`, `mode`)]
-   */
+  /** Transports, tried in this order; each its own `storage` namespace. @default [https, relay] */
   transports?: TransportFactory[]
-  /**
-   * Relays trusted with bodies, by URL (SPEC §5.7.2). A body sent through any relay not listed
-   * here as `trusted` or `self-operated` is sealed for its recipient (PROFILE §8).
-   * @default every relay `untrusted`
-   */
+  /** Relays trusted with bodies, by URL (SPEC §5.7.2). @default every relay `untrusted` */
   relayTrust?: Record<string, RelayTrust>
   /** How relay streams receive (default transports). @default 'sse' */
   mode?: 'sse' | 'ws'
@@ -90,11 +61,7 @@ export interface AgentOptions {
   now?: () => number
   /** Errors nobody else sees (also emitted as `error` events). */
   onError?: (error: unknown) => void
-  /**
-   * With `route: 'auto'`, try the recipient's relays after its direct targets (when those fail
-   * for now: network error, 5xx, 429). `false`: relays only when it has no direct target.
-   * @default true
-   */
+  /** `route: 'auto'`: relays after failed direct targets; `false`: only without. @default true */
   fallbackToRelay?: boolean
   /** Don't listen on transports (no relay streams): for agents that only send. @default false */
   sendOnly?: boolean
@@ -113,30 +80,18 @@ export interface SendOptions {
   route?: 'direct' | 'relay' | 'auto'
   /** The recipient's relays, when known out of band. */
   relays?: string[]
-  /**
-   * `auth_level` to ask for (greeting-phase negotiation). `0` signs with an introduction token
-   * (HMAC, level 0) and carries this agent's identity document, so the peer learns its key at
-   * level 1.
-   */
+  /** `auth_level` to ask for; `0` signs with an introduction token (PROFILE §5). */
   authLevel?: AuthLevel
   /** The introduction token for `authLevel: 0`. @default the only one held (see `introduce`) */
   introduction?: string
-  /** `ttl_seconds`. */
   ttlSeconds?: number
   /**
-   * Seal the body for the recipient (PROFILE §8): `true` on every route, also direct (fails with
-   * `not_found` when its key is unknown); `false` never.
-   * @default sealed unless the target is confidential: an inbox (TLS to the recipient), relays
-   * all marked trusted in `relayTrust`, a custom transport's target that says it is
+   * Seal the body (PROFILE §8): `true` on every route (`not_found` when the key is unknown).
+   * @default sealed unless the target is confidential (an inbox, relays trusted in `relayTrust`)
    */
   seal?: boolean
-  /**
-   * When the default would seal but the recipient's key is unknown (a URL agent whose identity
-   * document cannot be fetched and has no pinned key): send the body in plaintext rather than
-   * leave out those targets (or fail with `not_found` when no other is left). @default false
-   */
+  /** Send plaintext rather than drop targets when the key is unknown. @default false */
   allowPlaintext?: boolean
-  /** Abort the send. */
   signal?: AbortSignal
 }
 
@@ -152,11 +107,7 @@ export interface SendResult {
   relayUrl?: string
   /** Whether the body went sealed for the recipient (PROFILE §8). */
   sealed: boolean
-  /**
-   * `true` when no target took it yet and a durable one (an inbox) failed for now: it is kept in
-   * the agent's outbox and retried (PROFILE §6); `delivered` / `undeliverable` events tell the
-   * outcome. `route` and `transport` are then the durable target's.
-   */
+  /** Kept in the outbox and retried (PROFILE §6); events tell the outcome. */
   pending?: boolean
 }
 
@@ -198,10 +149,7 @@ export interface AgentDeliveredEvent {
 }
 
 /** Payload of `undeliverable` events (refused, or retries ran out: tell the human, SPEC §8). */
-export interface AgentUndeliverableEvent {
-  messageId: string
-  to: string
-  route: Route
+export interface AgentUndeliverableEvent extends Omit<AgentDeliveredEvent, 'relayUrl'> {
   reason: string
   code?: string
 }
@@ -214,7 +162,7 @@ export interface AgentEvents {
   undeliverable: AgentUndeliverableEvent
 }
 
-/** Listener of an agent event; `message` listeners may return a promise (awaited before the message counts as handled). */
+/** Listener of an agent event; a `message` listener's promise is awaited before handled. */
 export type AgentListener<K extends keyof AgentEvents> = (
   event: AgentEvents[K],
 ) => void | Promise<void>
@@ -280,11 +228,7 @@ export interface Agent {
   off<K extends keyof AgentEvents>(event: K, listener: AgentListener<K>): void
   /** Messages as they arrive, until `close()`; each iterator buffers from its creation. */
   messages(): AsyncIterable<ReceivedMessage>
-  /**
-   * Hold an introduction token (level 0); returns its `intro-…` fragment. A token introduces
-   * one peer (PROFILE §5): name it with `agent` when you know whom; otherwise the first sender
-   * whose message verifies with it takes it. Anyone else signing with it is refused.
-   */
+  /** Hold an introduction token for one peer (PROFILE §5); returns its `intro-…` fragment. */
   introduce(token: string, options?: IntroduceOptions): Promise<string>
   /** URL agents: a new active key; the old one is retired. Returns the new document. */
   rotateKey(): Promise<IdentityDocument>

@@ -1,18 +1,21 @@
 /**
- * URL agents' identity documents (PROFILE §4), a chunk of its own: the agent's own (made or
- * checked when the identity is created, kept in step with the configured relays, rotated and
- * revoked), peers' (fetched and cached, ./documents.ts), and those a level-0 greeting carries
- * (PROFILE §5). Imported the first time a URL agent is involved: a did:key browser agent that
- * meets only did:key agents never loads it.
+ * URL agents' identity documents (PROFILE §4), a chunk loaded the first time a URL agent is
+ * involved: the agent's own (made, checked, kept in step with its relays, rotated, revoked),
+ * peers' (./documents.ts), and those a level-0 greeting carries (PROFILE §5).
  */
 
-import { type IdentityDocument, type KeyPair, parseAgentId } from '@agentmsg/core'
-import { createIdentityDocument, validateIdentityDocument } from '@agentmsg/core/identity'
+import { generateKeyPair, type IdentityDocument, type KeyPair, parseAgentId } from '@agentmsg/core'
+import { base64urlEncode } from '@agentmsg/core/http'
+import {
+  createIdentityDocument,
+  revokeKey,
+  rotateKey,
+  validateIdentityDocument,
+} from '@agentmsg/core/identity'
 
-export { identityDocumentResolver, revokeKey, rotateKey } from '@agentmsg/core/identity'
+export { identityDocumentResolver } from '@agentmsg/core/identity'
 export { introducedIdentity } from '@agentmsg/core/receive'
 
-import { base64urlEncode } from '@agentmsg/core/http'
 import type { SelfRecord } from './identity.js'
 import type { AgentOptions } from './types.js'
 
@@ -51,4 +54,22 @@ export function withRelays(document: IdentityDocument, relays: string[]): Identi
   return (
     relays.length ? { ...rest, relay: { urls: relays, preference: 'any' } } : rest
   ) as IdentityDocument
+}
+
+/** `self` with a new active key, the old one retired (PROFILE §4), and the new key. */
+export async function rotated(
+  self: SelfRecord,
+  now: number,
+): Promise<{ self: SelfRecord; keys: KeyPair }> {
+  const keys = await generateKeyPair()
+  const document = rotateKey(self.document!, { publicKey: keys.publicKey }, { now })
+  const active = document.keys[document.keys.length - 1]!.key_id
+  const seeds = { ...self.seeds, [active]: base64urlEncode(keys.secretKey) }
+  return { self: { ...self, active, seeds, document }, keys }
+}
+
+/** `self` with the key `fragment` revoked and its seed forgotten. */
+export function revoked(self: SelfRecord, fragment: string): SelfRecord {
+  const { [fragment]: _revoked, ...seeds } = self.seeds
+  return { ...self, seeds, document: revokeKey(self.document!, fragment) }
 }
