@@ -31,12 +31,14 @@ export { verifyMessage } from '@agentmsg/core/receive'`,
     cap: 20 * KB,
   },
   {
-    // Byte/text encodings and cloneJsonValue, for transports, relays and Storage adapters.
+    // What inboxes and relays put in front of the pipeline (per-address limits, replies, RFC 9421
+    // verification, the address policy). A browser loads it only to serve an inbox; 17.9 KB
+    // when it became an entry of its own, most of it the shared crypto and encodings.
     name: '@agentmsg/core/server',
     pkg: 'packages/core',
     file: 'packages/core/dist/server.js',
-    budget: 5 * KB,
-    cap: 8 * KB,
+    budget: 20 * KB,
+    cap: 24 * KB,
   },
   {
     // Relay agent auth, shared by the relay client and server (with `structured-headers`);
@@ -111,7 +113,11 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
     allLoaded: {
       name: '  └ all loaded in normal use (+ relay streams and the receive pipeline)',
       budget: 30 * KB,
-      cap: 37 * KB,
+      // 35.8 KB before the consolidation, 39.1 KB after it: the send path moved to a lazy chunk
+      // of normal use (up front fell from 19.4 to 18.8 KB), and the key store now validates an
+      // introduced identity document itself, so document validation loads with the receive side.
+      // Within the 10% the consolidation allowed; bringing it down is the performance work's.
+      cap: 40 * KB,
     },
     // Lazy chunks loaded only in some situations, by a module only they hold; none may be
     // loaded up front or in normal use. Each gets a row: all loaded + its chunks.
