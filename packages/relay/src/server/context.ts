@@ -10,30 +10,18 @@ import {
   type NonceMemory,
   verifyRequest,
 } from '@agentmsg/core/server'
-import type { RelayStore } from '../store/types.js'
-import type { FeedContext, Notifier } from './feed.js'
+import type { FeedContext } from './feed.js'
 import type { RelayHandlerOptions, StreamKind } from './types.js'
 
-/** The relay's state, as its endpoints see it. */
-export interface RelayContext {
+/** The relay's state, as its endpoints see it (its feeds' context too). */
+export interface RelayContext extends FeedContext {
   /** The normalised base URL (PROFILE §9). */
   readonly baseUrl: string
   /** Its origin: `@target-uri` = origin + the request target as received. */
   readonly origin: string
   readonly options: RelayHandlerOptions
-  readonly store: RelayStore
   readonly resolver: KeyResolver
   readonly nonces: NonceMemory
-  /** The store's nonce memory when several relay processes share the store. */
-  readonly sharedNonces?: (
-    keyId: string,
-    nonce: string,
-    expiresAt: number,
-  ) => Promise<'fresh' | 'replay'>
-  readonly notifier: Notifier
-  readonly feed: FeedContext
-  readonly now: () => number
-  readonly onError: (error: unknown) => void
   /** True once `close()` began: new publishes and streams are refused (503). */
   closing(): boolean
   /** Register a connection that `close()` must end. */
@@ -128,7 +116,7 @@ export async function authenticate(
   body?: Uint8Array,
 ): Promise<string> {
   const bucket = buckets.get(request)
-  const { sharedNonces } = ctx
+  const { store } = ctx
   const verified = await verifyRequest({
     method: request.method,
     targetUri: `${ctx.origin}${url.pathname}${url.search}`,
@@ -137,7 +125,9 @@ export async function authenticate(
     resolver: ctx.resolver,
     nonces: ctx.nonces,
     // Several relay processes on one store share its nonce memory (PROFILE §9).
-    ...(sharedNonces && { sharedNonces }),
+    ...(store.rememberNonce && {
+      sharedNonces: (key, nonce, until) => store.rememberNonce!(key, nonce, until, ctx.now()),
+    }),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
     ...(bucket !== undefined && { bucket }),
     ...(expectedAgent !== undefined && { expectedAgent }),

@@ -174,7 +174,7 @@ export async function streamMessages(
   })
   untrack = ctx.track(() => channel.close())
   const delivered = (n: number) => o.observer?.delivered?.('sse', n)
-  feed = startFeed({ ...ctx.feed, delivered }, agent, after, channel)
+  feed = startFeed({ ...ctx, delivered }, agent, after, channel)
   const { headers } = jsonReply(200, null, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',

@@ -13,46 +13,38 @@ import {
 import { decodeSegment, type RelayReply, setRequestBucket } from './context.js'
 import type { RequestTrace } from './relay-report.js'
 
-/** The endpoints a route leads to; `trace` learns whether a publish's 202 was a duplicate. */
-export interface RelayEndpoints {
-  publish(request: Request, trace?: RequestTrace): Promise<RelayReply>
-  subscribe(request: Request, url: URL): Promise<RelayReply>
-  unsubscribe(request: Request, url: URL, subscriptionId: string): Promise<RelayReply>
-  retrieve(request: Request, url: URL): Promise<RelayReply>
-  acknowledge(request: Request, url: URL, messageId: string): Promise<RelayReply>
-  acknowledgeMany(request: Request, url: URL): Promise<RelayReply>
-  stream(request: Request, url: URL): Promise<RelayReply>
+type Route = 'publish' | 'subscribe' | 'unsubscribe' | 'retrieve' | 'acknowledge' | 'ack' | 'stream'
+
+/**
+ * The endpoints by route; `id`: the decoded last path segment (unsubscribe, acknowledge);
+ * `trace` learns whether a publish's 202 was a duplicate.
+ */
+export type RelayEndpoints = Record<
+  Route,
+  (request: Request, url: URL, id: string, trace?: RequestTrace) => Promise<RelayReply>
+>
+
+/** Path → the route (its name in logs and metrics: never the path) and its method. */
+const EXACT: Record<string, [Route, string]> = {
+  '/relay/publish': ['publish', 'POST'],
+  '/relay/subscribe': ['subscribe', 'POST'],
+  '/relay/messages': ['retrieve', 'GET'],
+  '/relay/stream': ['stream', 'GET'],
+  '/relay/ack': ['ack', 'POST'],
 }
+/** The routes of the paths one segment below these. */
+const BELOW: Array<[string, Route, string]> = [
+  ['/relay/subscribe/', 'unsubscribe', 'DELETE'],
+  ['/relay/messages/', 'acknowledge', 'DELETE'],
+]
 
-type Run = (
-  e: RelayEndpoints,
-  request: Request,
-  url: URL,
-  trace?: RequestTrace,
-) => Promise<RelayReply>
-
-/** Path → the endpoint's name (for logs and metrics: never the path), its methods, its run. */
-const EXACT: Record<string, [string, string, Run]> = {
-  '/relay/publish': ['publish', 'POST', (e, r, _u, t) => e.publish(r, t)],
-  '/relay/subscribe': ['subscribe', 'POST', (e, r, u) => e.subscribe(r, u)],
-  '/relay/messages': ['retrieve', 'GET', (e, r, u) => e.retrieve(r, u)],
-  '/relay/stream': ['stream', 'GET', (e, r, u) => e.stream(r, u)],
-  '/relay/ack': ['ack', 'POST', (e, r, u) => e.acknowledgeMany(r, u)],
-}
-
-/** The route of a path below the base path (the last segment decoded for the two below), or none. */
-function match(path: string): [string, string, Run] | undefined {
-  const exact = Object.hasOwn(EXACT, path) ? EXACT[path] : undefined
-  if (exact !== undefined) return exact
-  const below = (prefix: string) =>
-    path.startsWith(prefix) && path.length > prefix.length
-      ? decodeSegment(path.slice(prefix.length))
-      : undefined
-  const id = below('/relay/subscribe/')
-  if (id !== undefined) return ['unsubscribe', 'DELETE', (e, r, u) => e.unsubscribe(r, u, id)]
-  const messageId = below('/relay/messages/')
-  if (messageId !== undefined) {
-    return ['acknowledge', 'DELETE', (e, r, u) => e.acknowledge(r, u, messageId)]
+/** The route of a path below the base path, its method and id, or none. */
+function match(path: string): [Route, string, string] | undefined {
+  if (Object.hasOwn(EXACT, path)) return [...EXACT[path]!, '']
+  for (const [prefix, route, method] of BELOW) {
+    if (path.startsWith(prefix) && path.length > prefix.length) {
+      return [route, method, decodeSegment(path.slice(prefix.length))]
+    }
   }
   return undefined
 }
@@ -80,9 +72,9 @@ export async function dispatch(
   const { trace } = client
   const route = match(path)
   if (route === undefined) return notFound(request)
-  const [name, only, endpoint] = route
+  const [name, only, id] = route
   const allow = `${only}, OPTIONS`
-  const run = () => endpoint(endpoints, request, url, trace)
+  const run = () => endpoints[name](request, url, id, trace)
   if (trace) trace.route = name
   const method = request.method
   if (method === 'OPTIONS') {

@@ -179,7 +179,7 @@ export class Subscriptions {
       onError: this.#ctx.onError,
       onDelivered: () => this.#ctx.options.observer?.delivered?.('webhook', 1),
     })
-    const feed = startFeed(this.#ctx.feed, agent, undefined, sink)
+    const feed = startFeed(this.#ctx, agent, undefined, sink)
     this.#webhooks.set(subscription.id, { feed, sink })
   }
 
