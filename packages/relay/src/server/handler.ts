@@ -21,10 +21,10 @@ import type { RelayContext, RelayReply } from './context.js'
 import { Notifier, startFeed } from './feed.js'
 import { healthPath, healthReply, readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
-import { Publisher } from './publish.js'
+import { publisher } from './publish.js'
 import { type RequestTrace, reportRefused, reportReply, timedStore } from './relay-report.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
-import { Subscriptions } from './subscriptions.js'
+import { relaySubscriptions } from './subscriptions.js'
 import type { RelayHandlerOptions, RelayServerHandler, StreamKind } from './types.js'
 
 /**
@@ -112,9 +112,9 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     now,
     limits.maxTrackedKeys ?? 100_000,
   )
-  const publisher = new Publisher(ctx, retention, (from) => perSender.take(from))
+  const publishOne = publisher(ctx, retention, (from) => perSender.take(from))
   const maxSubscriptions = limits.subscriptionsPerAgent ?? PROFILE.subscriptionsPerAgent
-  const subscriptions = new Subscriptions(ctx, o.fetch ?? nodeFetch, maxSubscriptions)
+  const subscriptions = relaySubscriptions(ctx, o.fetch ?? nodeFetch, maxSubscriptions)
   const isReady = readiness(store, () => closing, o.readyCheck)
   /** Publishes in flight are stored and answered before `close()` goes on (PROFILE §9 202). */
   const publish = async (request: Request, trace?: RequestTrace): Promise<HttpReply> => {
@@ -124,7 +124,7 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     }
     inFlight++
     try {
-      return await publisher.publish(request, trace)
+      return await publishOne(request, trace)
     } finally {
       if (--inFlight === 0) idle?.()
     }

@@ -86,34 +86,24 @@ export async function verifyWebhook(
   }
 }
 
+/** What a {@link WebhookSink} delivers to and tells. */
+export interface WebhookSinkOptions {
+  url: string
+  fetch: typeof fetch
+  options: RelayWebhookOptions
+  ack: (entry: MailboxEntry) => Promise<unknown>
+  onError: (error: unknown) => void
+  /** A message was taken (2xx), before it is acknowledged (metrics). */
+  onDelivered: () => void
+}
+
 /** A feed sink that delivers each entry to a webhook and acknowledges it once taken. */
 export class WebhookSink implements FeedSink {
-  readonly #url: string
-  readonly #fetch: typeof fetch
-  readonly #options: RelayWebhookOptions
-  readonly #ack: (entry: MailboxEntry) => Promise<unknown>
-  readonly #onError: (error: unknown) => void
-  readonly #onDelivered: () => void
   readonly #stop = new AbortController()
   #inFlight = 0
   #waiters: Array<(ok: boolean) => void> = []
 
-  /** `onDelivered`: a message was taken (2xx), before it is acknowledged (metrics). */
-  constructor(o: {
-    url: string
-    fetch: typeof fetch
-    options: RelayWebhookOptions
-    ack: (entry: MailboxEntry) => Promise<unknown>
-    onError: (error: unknown) => void
-    onDelivered: () => void
-  }) {
-    this.#url = o.url
-    this.#fetch = o.fetch
-    this.#options = o.options
-    this.#ack = o.ack
-    this.#onError = o.onError
-    this.#onDelivered = o.onDelivered
-  }
+  constructor(readonly o: WebhookSinkOptions) {}
 
   send(entry: MailboxEntry): void {
     if (this.#stop.signal.aborted) return
@@ -121,10 +111,10 @@ export class WebhookSink implements FeedSink {
     this.#deliver(entry)
       .then((taken) => {
         if (!taken) return
-        this.#onDelivered()
-        return this.#ack(entry)
+        this.o.onDelivered()
+        return this.o.ack(entry)
       })
-      .catch(this.#onError)
+      .catch(this.o.onError)
       .finally(() => {
         this.#inFlight--
         this.#waiters.shift()?.(!this.#stop.signal.aborted)
@@ -133,7 +123,7 @@ export class WebhookSink implements FeedSink {
 
   ready(): Promise<boolean> {
     if (this.#stop.signal.aborted) return Promise.resolve(false)
-    if (this.#inFlight < (this.#options.maxInFlight ?? 64)) return Promise.resolve(true)
+    if (this.#inFlight < (this.o.options.maxInFlight ?? 64)) return Promise.resolve(true)
     return new Promise((resolve) => this.#waiters.push(resolve))
   }
 
@@ -145,11 +135,11 @@ export class WebhookSink implements FeedSink {
   /** One §6 delivery, true once taken: retried with backoff or Retry-After until the deadline. */
   async #deliver(entry: MailboxEntry): Promise<boolean> {
     const { signal } = this.#stop
-    const o = this.#options
+    const o = this.o.options
     const deadline = Date.now() + (o.deadlineMs ?? PROFILE.retryDeadlineMs)
     const backoff = new Backoff(o.random ? { random: o.random } : {})
     const request = {
-      fetch: this.#fetch,
+      fetch: this.o.fetch,
       method: 'POST',
       headers: { ...JSON_HEADERS, 'idempotency-key': entry.messageId },
       body: entry.json,
@@ -158,7 +148,7 @@ export class WebhookSink implements FeedSink {
     }
     for (;;) {
       try {
-        await httpRequest(this.#url, request, async (response) => discardBody(response.body))
+        await httpRequest(this.o.url, request, async (response) => discardBody(response.body))
         return true
       } catch (error) {
         if (signal.aborted) return false
