@@ -75,18 +75,12 @@ export function commitQueue<Op>(
   function flush(): void {
     unschedule()
     if (inFlight || queue.length === 0) return
-    const batch = queue.length > maxBatch ? queue.splice(0, maxBatch) : queue
-    if (batch === queue) queue = []
+    const batch = queue.splice(0, maxBatch)
     // What stays queued is the next batch in any case.
     eager = queue.length
     inFlight = true
-    let settlements: Promise<Settlement[]>
-    try {
-      settlements = run(batch.map((write) => write.op))
-    } catch (error) {
-      settlements = Promise.reject(error)
-    }
-    settlements.then(
+    // A runner that throws rejects the batch as one that rejects.
+    new Promise<Settlement[]>((resolve) => resolve(run(batch.map((write) => write.op)))).then(
       (outcomes) => done(batch, outcomes),
       (error: unknown) => done(batch, undefined, error),
     )

@@ -121,11 +121,7 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     if (mailbox === undefined) mailboxes.set(agent, (mailbox = new Mailbox()))
     return mailbox
   }
-  const copy = (s: Subscription): Subscription => ({
-    ...s,
-    topics: [...s.topics],
-    ...(s.webhook && { webhook: { ...s.webhook } }),
-  })
+  const copy = (s: Subscription): Subscription => structuredClone(s)
   const unref = (entry: Entry) => {
     if (--entry.message.refs > 0) return
     messages.delete(entry.message)
@@ -155,16 +151,9 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
 
   function* due(entries: Entry[], start: number, now: number) {
     for (let i = start; i < entries.length; i++) {
-      const { cursor, from, messageId, message } = entries[i]!
-      if (message.expiresAt > now) {
-        yield {
-          cursor: String(cursor),
-          from,
-          messageId,
-          json: message.json,
-          size: message.jsonBytes,
-        }
-      }
+      const { cursor, from, messageId, message: m } = entries[i]!
+      if (m.expiresAt > now)
+        yield { cursor: `${cursor}`, from, messageId, json: m.json, size: m.jsonBytes }
     }
   }
 

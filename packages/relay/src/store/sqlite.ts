@@ -70,47 +70,28 @@ function errorFromWire(wire: WireError): Error {
   return Object.assign(new Error(wire.message), { name }, code !== undefined && { code })
 }
 
-/** The main thread's connection: creates the schema, then only reads. */
-function openReader(path: string, busyTimeoutMs: number): Database.Database {
+/** Open (creating the schema if needed) a SQLite relay store. */
+export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
   if (Sqlite === undefined) {
     throw new Error('the SQLite relay store needs better-sqlite3: npm install better-sqlite3')
   }
-  const db = new Sqlite(path)
+  const quota = resolveQuota(options.quota)
+  const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))
+  const temp = options.path === ':memory:' || options.path === ''
+  const tempDir = temp ? mkdtempSync(join(tmpdir(), 'agentmsg-relay-')) : undefined
+  const path = tempDir ? join(tempDir, 'relay.db') : options.path
+  const removeTemp = () => tempDir && rmSync(tempDir, { recursive: true, force: true })
+  let db: Database.Database | undefined
+  let worker: Worker
   try {
+    // The main thread's connection: creates the schema, then only reads.
+    db = new Sqlite(path)
     configureSqliteConnection(db, busyTimeoutMs)
     createSqliteSchema(db)
     db.pragma('query_only = ON')
-  } catch (error) {
-    db.close()
-    throw error
-  }
-  return db
-}
-
-/** Open (creating the schema if needed) a SQLite relay store. */
-export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
-  const quota = resolveQuota(options.quota)
-  const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))
-  let tempDir: string | undefined
-  let path = options.path
-  if (path === ':memory:' || path === '') {
-    tempDir = mkdtempSync(join(tmpdir(), 'agentmsg-relay-'))
-    path = join(tempDir, 'relay.db')
-  }
-  const removeTemp = () =>
-    tempDir !== undefined && rmSync(tempDir, { recursive: true, force: true })
-  let db: Database.Database
-  let worker: Worker
-  try {
-    db = openReader(path, busyTimeoutMs)
-  } catch (error) {
-    removeTemp()
-    throw error
-  }
-  try {
     worker = startWriter({ path, quota, busyTimeoutMs })
   } catch (error) {
-    db.close()
+    db?.close()
     removeTemp()
     throw error
   }
