@@ -74,16 +74,10 @@ export function reportReply(
   reportRefused(observer, refused, trace.scope)
 }
 
-const OBSERVER_KEYS = [
-  'refused',
-  'published',
-  'authFailed',
-  'rateLimited',
-  'delivered',
-  'streamOpened',
-  'streamClosed',
-  'storeWrite',
-] as const
+const OBSERVER_KEYS =
+  'refused published authFailed rateLimited delivered streamOpened streamClosed storeWrite'.split(
+    ' ',
+  ) as Array<keyof RelayObserver>
 
 /** One observer that tells each of `observers` (skipping undefined ones), or undefined. */
 export function combineObservers(

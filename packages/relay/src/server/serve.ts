@@ -120,7 +120,7 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     const log = logger
     if (log && !options.onError) onError = (e) => log.error({ err: e }, 'relay error')
     const metricsModule = options.metrics ? await import('./relay-metrics.js') : undefined
-    const metrics = metricsModule && new metricsModule.RelayMetrics({ store })
+    const metrics = metricsModule && new metricsModule.RelayMetrics(store)
     const observer = combineObservers(options.observer, metrics, log && logs?.logObserver(log))
     relay = createRelayHandler({
       ...options,

@@ -203,10 +203,8 @@ export function queuedStore(
   return {
     async subscribe(input) {
       const s = newSubscription(input)
-      const { id, agent, topics, created } = s
-      const webhookUrl = s.webhook?.url ?? null
-      const verified = s.webhook?.verified === true
-      await write({ op: 'subscribe', id, agent, topics, webhookUrl, verified, created })
+      const { url = null, verified = false } = s.webhook ?? {}
+      await write({ op: 'subscribe', ...s, webhookUrl: url, verified })
       return s
     },
     unsubscribe: (id, agent) => write<boolean>({ op: 'unsubscribe', id, agent }),
@@ -220,13 +218,13 @@ export function queuedStore(
         if (queue.closed) throw new Error('relay store is closed')
         return []
       }
-      const { mailboxes: _, skipFull, forgetAt: __, ...rest } = input
+      const forgetAt = forgetAtOf(input)
       const op: WriteOp = {
+        ...input,
         op: 'publish',
-        ...rest,
-        forgetAt: forgetAtOf(input),
+        forgetAt,
         mailboxes,
-        skipFull: skipFull === true,
+        skipFull: !!input.skipFull,
       }
       return publishResult(await write<PublishOutcome>(op))
     },

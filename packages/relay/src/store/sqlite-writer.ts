@@ -38,9 +38,8 @@ export interface WireError {
 
 export type WireOutcome = { ok: unknown } | { error: WireError }
 
-export type FromWriter =
-  | { outcomes: WireOutcome[]; commits: SqliteCommitInfo[] }
-  | { fatal: WireError }
+type Batch = { outcomes: WireOutcome[]; commits: SqliteCommitInfo[] }
+export type FromWriter = Batch | { fatal: WireError }
 
 export function errorToWire(error: unknown): WireError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
@@ -62,44 +61,31 @@ function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort)
   }
   const publishes = (ops: WriteOp[]) => ops.filter((op) => op.op === 'publish').length
 
-  function batch(ops: WriteOp[]): FromWriter {
+  /** One transaction; a write failing it (`split`): each write again in a transaction of its own. */
+  function batch(ops: WriteOp[], split = true): Batch {
     const outcomes: WireOutcome[] = []
     const start = performance.now()
     try {
       begin.run()
       try {
         for (const op of ops) outcomes.push({ ok: run(op) })
-      } catch {
+      } catch (error) {
         rollbackQuietly()
-        return alone(ops)
+        if (!split) throw error
+        const each = ops.map((op) => batch([op], false))
+        return {
+          outcomes: each.flatMap((b) => b.outcomes),
+          commits: each.flatMap((b) => b.commits),
+        }
       }
       commit.run()
     } catch (error) {
-      // BEGIN or COMMIT failed: nothing of the batch is stored.
+      // BEGIN, COMMIT or the one write failed: nothing of the batch is stored.
       rollbackQuietly()
       return { outcomes: ops.map(() => ({ error: errorToWire(error) })), commits: [] }
     }
     const ms = performance.now() - start
     return { outcomes, commits: [{ size: ops.length, publishes: publishes(ops), ms }] }
-  }
-
-  function alone(ops: WriteOp[]): FromWriter {
-    const outcomes: WireOutcome[] = []
-    const commits: SqliteCommitInfo[] = []
-    for (const op of ops) {
-      const start = performance.now()
-      try {
-        begin.run()
-        const ok = run(op)
-        commit.run()
-        outcomes.push({ ok })
-        commits.push({ size: 1, publishes: publishes([op]), ms: performance.now() - start })
-      } catch (error) {
-        rollbackQuietly()
-        outcomes.push({ error: errorToWire(error) })
-      }
-    }
-    return { outcomes, commits }
   }
 
   port.on('message', (message: WriteOp[] | 'close') => {

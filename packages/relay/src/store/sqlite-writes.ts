@@ -7,16 +7,9 @@ import type Database from 'better-sqlite3'
 import type { WriteOp } from './commit-queue.js'
 import { decidePublish, noRoomFor, type PublishOutcome, type ResolvedQuota } from './common.js'
 
-interface Usage {
-  messages: number
-  bytes: number
-}
-
+type Usage = { messages: number; bytes: number }
 /** Entries removed per (mailbox, sender): how many, how many quota bytes. */
-interface Group {
-  n: number
-  b: number
-}
+type Group = { n: number; b: number }
 
 type Removal = (...params: unknown[]) => number
 
@@ -120,7 +113,7 @@ export function sqliteWrites(
   const addTotals = q('UPDATE totals SET messages = messages + 1, bytes = bytes + ? WHERE id = 1')
   const insertMessage = q(
     'INSERT INTO messages (from_agent, message_id, json, bytes, received_at, expires_at, ' +
-      'forget_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'forget_at) VALUES (@from, @messageId, @json, @bytes, @receivedAt, @expiresAt, @forgetAt)',
   )
   const insertEntry = q(
     'INSERT INTO entries (mailbox, message_ref, from_agent, message_id, bytes) VALUES (?, ?, ?, ?, ?)',
@@ -134,19 +127,16 @@ export function sqliteWrites(
         if (cursor !== undefined) return `${cursor}`
         return findSeen.get(mailbox, messageId, from, receivedAt) !== undefined
       },
-      noRoom: (mailbox) =>
-        noRoomFor(
-          quota,
-          bytes,
-          mailboxUsage.get(mailbox) as Usage | undefined,
-          () => senderUsage.get(mailbox, from) as Usage | undefined,
-        ),
+      noRoom(mailbox) {
+        const usage = (row: unknown) => row as Usage | undefined
+        const box = usage(mailboxUsage.get(mailbox))
+        return noRoomFor(quota, bytes, box, () => usage(senderUsage.get(mailbox, from)))
+      },
       dropExpired: (mailbox) => expiredIn(mailbox, receivedAt),
       overCap: () => (totalBytes.get() as number) + bytes > quota.totalBytes,
       expire: () => expire(receivedAt),
       store(mailboxes) {
-        const { json, expiresAt, forgetAt } = p
-        const ref = insertMessage.run(from, messageId, json, bytes, receivedAt, expiresAt, forgetAt)
+        const ref = insertMessage.run(p)
         addTotals.run(bytes)
         return mailboxes.map((mailbox) => {
           addMailbox.run(mailbox, bytes)
@@ -160,7 +150,7 @@ export function sqliteWrites(
 
   const insertSubscription = q(
     'INSERT INTO subscriptions (id, agent, topics, webhook_url, webhook_verified, created) ' +
-      'VALUES (?, ?, ?, ?, ?, ?)',
+      'VALUES (@id, @agent, @topics, @webhookUrl, @verified, @created)',
   )
   const insertTopic = q(
     'INSERT OR IGNORE INTO subscription_topics (topic, subscription_id) VALUES (?, ?)',
@@ -188,21 +178,15 @@ export function sqliteWrites(
           : ackFrom(op.mailbox, op.messageId, op.from)
       case 'expire':
         return expire(op.now)
-      case 'subscribe': {
-        const { id, agent, topics } = op
-        const verified = op.verified ? 1 : 0
-        insertSubscription.run(
-          id,
-          agent,
-          JSON.stringify(topics),
-          op.webhookUrl,
-          verified,
-          op.created,
-        )
-        for (const topic of topics) insertTopic.run(topic, id)
-        openMailbox.run(agent)
+      case 'subscribe':
+        insertSubscription.run({
+          ...op,
+          topics: JSON.stringify(op.topics),
+          verified: op.verified ? 1 : 0,
+        })
+        for (const topic of op.topics) insertTopic.run(topic, op.id)
+        openMailbox.run(op.agent)
         return undefined
-      }
       case 'unsubscribe':
         // Its topics go with it (ON DELETE CASCADE).
         if (deleteSubscription.run(op.id, op.agent).changes === 0) return false
