@@ -47,10 +47,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     throw new RangeError('retentionMs may only be raised above 7 days (PROFILE §9)')
   }
   // Outbound: https only, under the address rules (identity documents, webhooks).
-  const nodeFetch = createNodeFetch({
-    addressPolicy: o.addressPolicy ?? createAddressPolicy(),
-    ...(o.ca !== undefined && { ca: o.ca }),
-  })
+  const addressPolicy = o.addressPolicy ?? createAddressPolicy()
+  const nodeFetch = createNodeFetch({ addressPolicy, ca: o.ca })
   const fetchIdentity = createIdentityFetcher({ fetch: nodeFetch })
   const resolver = o.resolver ?? createKeyResolver({ fetchIdentity, now })
   const limits = o.limits ?? {}
@@ -102,16 +100,12 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
   const unwatch = o.store.watch?.((mailbox) =>
     mailbox === undefined ? notifier.notifyAll() : notifier.notify(mailbox),
   )
-  const { trustedProxies } = o
   const clients = new ClientLimits(
-    { ...limits, ...(trustedProxies && { trustedProxies }), now },
+    { ...limits, trustedProxies: o.trustedProxies, now },
     'agentmsg relay',
   )
-  const perSender = new TokenBuckets(
-    { ...PROFILE.perSender, ...limits.perSender },
-    now,
-    limits.maxTrackedKeys ?? 100_000,
-  )
+  const senderLimit = { ...PROFILE.perSender, ...limits.perSender }
+  const perSender = new TokenBuckets(senderLimit, now, limits.maxTrackedKeys)
   const publishOne = publisher(ctx, retention, (from) => perSender.take(from))
   const maxSubscriptions = limits.subscriptionsPerAgent ?? PROFILE.subscriptionsPerAgent
   const subscriptions = relaySubscriptions(ctx, o.fetch ?? nodeFetch, maxSubscriptions)
@@ -133,10 +127,10 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     publish: (request, _url, _id, trace) => publish(request, trace),
     subscribe: (request, url) => subscriptions.subscribe(request, url),
     unsubscribe: (request, url, id) => subscriptions.unsubscribe(request, url, id),
-    retrieve: (request, url) => retrieveMessages(ctx, request, url),
+    retrieve: (request, url, id) => retrieveMessages(ctx, request, url, id),
     acknowledge: (request, url, id) => acknowledgeMessage(ctx, request, url, id),
-    ack: (request, url) => acknowledgeMany(ctx, request, url),
-    stream: (request, url) => streamMessages(ctx, request, url),
+    ack: (request, url, id) => acknowledgeMany(ctx, request, url, id),
+    stream: (request, url, id) => streamMessages(ctx, request, url, id),
   }
   const expireTimer = setInterval(
     () => void store.expire(now()).catch(onError),

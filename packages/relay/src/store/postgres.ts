@@ -97,15 +97,12 @@ export async function openPostgresRelayStore(
   let watcher: Awaited<ReturnType<typeof startPostgresWatch>>
   try {
     const client = await pool.connect()
-    let failed: Error | undefined
-    try {
-      await createPostgresSchema(client, schema)
-    } catch (error) {
-      failed = error instanceof Error ? error : new Error(String(error))
+    // A connection whose statement failed is dropped, not pooled again.
+    await createPostgresSchema(client, schema).catch((error: unknown) => {
+      client.release(true)
       throw error
-    } finally {
-      client.release(failed)
-    }
+    })
+    client.release()
     const channel = postgresChannel(schema)
     watcher = await startPostgresWatch(pgModule, config, channel, onError, (id) => own.has(id))
   } catch (error) {
@@ -127,17 +124,13 @@ export async function openPostgresRelayStore(
       throw asStoreError(error, onError)
     })
   const elections = new Set<() => void>()
-  const store = queuedStore(
-    queue,
-    reads,
-    async () => {
-      for (const giveUp of [...elections]) giveUp()
-      await queue.close()
-      await watcher.close()
-      if (owned) await pool.end()
-    },
-    guard,
-  )
+  const close = async () => {
+    for (const giveUp of [...elections]) giveUp()
+    await queue.close()
+    await watcher.close()
+    if (owned) await pool.end()
+  }
+  const store = queuedStore(queue, reads, close, guard)
   const open = () => {
     if (queue.closed) throw new Error('relay store is closed')
   }
