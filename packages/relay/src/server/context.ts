@@ -54,10 +54,7 @@ export function noContent(): HttpReply {
 export type RelayReply = HttpReply | Response
 
 /** The JSON body of `request`, at most `maxBytes`: the bytes, or the 415 / 413 to answer. */
-export async function jsonBody(
-  request: Request,
-  maxBytes: number,
-): Promise<Uint8Array | HttpReply> {
+export async function jsonBody(request: Request, maxBytes: number) {
   if (!isJsonContentType(request.headers.get('content-type'))) {
     discardBody(request.body)
     const message = 'Content-Type must be application/json (charset utf-8)'

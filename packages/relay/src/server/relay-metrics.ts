@@ -148,7 +148,7 @@ export interface MetricsListener {
 export async function listenMetrics(
   metrics: RelayMetrics,
   options: { host?: string; port: number },
-): Promise<MetricsListener> {
+) {
   const host = options.host ?? '127.0.0.1'
   // A scrape is one small request: slow or idle clients are cut early.
   const timeouts = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }

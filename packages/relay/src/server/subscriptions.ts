@@ -50,8 +50,7 @@ export function relaySubscriptions(ctx: RelayContext, fetchFn: typeof fetch, max
   /** Per agent, the last subscribe in progress: an agent's subscribes run one at a time. */
   const queues = new Map<string, Promise<unknown>>()
   /** On a shared store one process (elected) runs every webhook feed: each push happens once. */
-  const shared = store.lead !== undefined
-  let leading = false
+  let leading = store.lead === undefined
   let resync: ReturnType<typeof setInterval> | undefined
   let unlead: (() => void) | undefined
 
@@ -108,7 +107,7 @@ export function relaySubscriptions(ctx: RelayContext, fetchFn: typeof fetch, max
     const url = subscription.webhook?.url
     if (url === undefined || ctx.closing() || webhooks.has(subscription.id)) return
     // Another process leads the pushes on a shared store: it picks this one up.
-    if (shared && !leading) return
+    if (!leading) return
     const agent = subscription.agent
     const sink = new WebhookSink({
       url,

@@ -35,29 +35,18 @@ const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/
 
 /** The form of a webhook URL: https, no userinfo, no fragment. Returns it serialised. */
 export function checkWebhookUrl(value: unknown): string {
-  if (typeof value !== 'string') throw invalidFormat('must be a string', 'push.url')
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw invalidFormat('is not a URL', 'push.url')
-  }
-  if (url.protocol !== 'https:') throw invalidFormat('must be an https URL', 'push.url')
-  if (url.username !== '' || url.password !== '') {
-    throw invalidFormat('must not contain userinfo', 'push.url')
-  }
-  if (url.hash !== '' || url.href.includes('#')) {
-    throw invalidFormat('must not contain a fragment', 'push.url')
-  }
+  const bad = (why: string) => invalidFormat(why, 'push.url')
+  if (typeof value !== 'string') throw bad('must be a string')
+  if (!URL.canParse(value)) throw bad('is not a URL')
+  const url = new URL(value)
+  if (url.protocol !== 'https:') throw bad('must be an https URL')
+  if (url.username !== '' || url.password !== '') throw bad('must not contain userinfo')
+  if (url.hash !== '' || url.href.includes('#')) throw bad('must not contain a fragment')
   return url.href
 }
 
 /** POST `{type:"webhook_verify",challenge}` and require 200 with the challenge echoed. */
-export async function verifyWebhook(
-  fetchFn: typeof fetch,
-  url: string,
-  timeoutMs: number,
-): Promise<void> {
+export async function verifyWebhook(fetchFn: typeof fetch, url: string, timeoutMs: number) {
   const challenge = base64urlEncode(randomBytes(24))
   let echoed: unknown
   try {
@@ -137,7 +126,7 @@ export class WebhookSink implements FeedSink {
     const { signal } = this.#stop
     const o = this.o.options
     const deadline = Date.now() + (o.deadlineMs ?? PROFILE.retryDeadlineMs)
-    const backoff = new Backoff(o.random ? { random: o.random } : {})
+    const backoff = new Backoff({ random: o.random })
     const request = {
       fetch: this.o.fetch,
       method: 'POST',

@@ -87,7 +87,7 @@ export function pageOf(
   entries: MailboxEntry[],
   options: { after?: string; limit: number },
   cut: boolean,
-): MailboxPage {
+) {
   const last = entries[entries.length - 1]
   const page: MailboxPage = { entries, cursor: last === undefined ? options.after : last.cursor }
   if (last !== undefined && !cut && entries.length < options.limit) page.complete = true
@@ -176,11 +176,7 @@ export interface PublishSite {
  * refusal stores nothing. Held or remembered → duplicate; no room → refused, or skipped with
  * `skipFull`; then the relay-wide cap, once for the message.
  */
-export function decidePublish(
-  mailboxes: string[],
-  skipFull: boolean,
-  site: PublishSite,
-): PublishOutcome {
+export function decidePublish(mailboxes: string[], skipFull: boolean, site: PublishSite) {
   // Expired messages do not hold room under the relay-wide cap either.
   if (site.overCap()) site.expire()
   const results: StorePublishResult[] = []
@@ -203,7 +199,7 @@ export function decidePublish(
     results.push(result)
   }
   if (fresh.length === 0) return results
-  if (site.overCap()) return { relayFull: true }
+  if (site.overCap()) return { relayFull: true as const }
   const cursors = site.store(fresh.map((r) => r.mailbox))
   for (const [i, r] of fresh.entries()) r.cursor = cursors[i]
   return results

@@ -14,10 +14,7 @@ type Group = { n: number; b: number }
 type Removal = (...params: unknown[]) => number
 
 /** Prepare the writes on `db` for `quota`; the function runs one write. */
-export function sqliteWrites(
-  db: Database.Database,
-  quota: ResolvedQuota,
-): (op: WriteOp) => unknown {
+export function sqliteWrites(db: Database.Database, quota: ResolvedQuota) {
   const q = (sql: string) => db.prepare(sql)
   const counters = (table: string, where: string) =>
     q(`UPDATE ${table} SET messages = messages - ?, bytes = bytes - ? WHERE ${where}`)
@@ -168,7 +165,7 @@ export function sqliteWrites(
   // A write statement that changes nothing: refused on a read-only database or file system.
   const touchTotals = q('UPDATE totals SET messages = messages WHERE id = 1')
 
-  return (op) => {
+  return (op: WriteOp): unknown => {
     switch (op.op) {
       case 'publish':
         return publish(op)
