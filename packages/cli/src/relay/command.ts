@@ -193,15 +193,12 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
     if (postgres) {
       // Loaded only when asked for, so a SQLite relay never loads `pg`.
       const { openPostgresRelayStore } = await import('@agentmsg/relay/postgres')
-      store = await openPostgresRelayStore({
-        connectionString: postgres.url,
-        ...(postgres.schema !== undefined && { schema: postgres.schema }),
-        ...(serveOptions.quota !== undefined && { quota: serveOptions.quota }),
-      })
+      const { url: connectionString, schema } = postgres
+      store = await openPostgresRelayStore({ connectionString, schema, quota: serveOptions.quota })
     }
     // From here on, JSON lines (pino) on the command's stderr.
     const logDestination = { write: (line: string) => void err(line) }
-    server = await serveRelay({ ...serveOptions, logDestination, ...(store && { store }) })
+    server = await serveRelay({ ...serveOptions, logDestination, store })
   } catch (e) {
     await store?.close().catch(() => undefined)
     const { name, code, message = String(e) } = e as Partial<NodeJS.ErrnoException>
@@ -219,7 +216,7 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   // The store as it may be logged: never the user or password of its URL.
   const db = postgres && new URL(postgres.url)
   const where = db
-    ? `PostgreSQL ${db.hostname}${db.port ? `:${db.port}` : ''}${db.pathname} (schema ${postgres.schema ?? 'agentmsg_relay'})`
+    ? `PostgreSQL ${db.host}${db.pathname} (schema ${postgres.schema ?? 'agentmsg_relay'})`
     : `data in ${path.resolve(options.dataDir)}`
   const metrics = server.metrics
   logger.info(

@@ -160,8 +160,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
       const trace: RequestTrace = { route: 'unknown' }
       let reply: RelayReply
       try {
-        const client = { limits: clients, address: info.clientAddress, trace }
-        reply = await dispatch(request, basePath, endpoints, client)
+        const address = info.clientAddress
+        reply = await dispatch(request, basePath, endpoints, clients, address, trace)
       } catch (error) {
         if (isAgentMsgError(error) && error.code !== 'internal_error') {
           reply = errorReply(error.code, error.message, { retryAfter: error.retryAfter })

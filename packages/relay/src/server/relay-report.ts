@@ -32,9 +32,7 @@ const ROUTE_SCOPE: Readonly<Record<string, RateLimitScope>> = {
 
 /** The error code of an error reply's JSON body (`{"status":"error","code":…}`). */
 export function replyCode(body: string | null | undefined): string {
-  const match = body ? /"code":"([a-z_]{1,40})"/.exec(body) : null
-  const code = match?.[1]
-  return code !== undefined ? knownCode(code) : 'other'
+  return knownCode(/"code":"([a-z_]{1,40})"/.exec(body ?? '')?.[1] ?? '')
 }
 
 /** A known code, or `other`: label values stay within the PROFILE's set. */
@@ -43,16 +41,12 @@ export function knownCode(code: string): string {
 }
 
 /** Report a refusal: the log line, an auth failure (401/403), a rate-limit hit. */
-export function reportRefused(
-  observer: RelayObserver,
-  refused: RefusedRequest,
-  scope?: RateLimitScope,
-): void {
-  observer.refused?.(refused)
-  if (refused.status === 401 || refused.status === 403) observer.authFailed?.(refused.code)
+export function reportRefused(o: RelayObserver, refused: RefusedRequest, scope?: RateLimitScope) {
+  o.refused?.(refused)
+  if (refused.status === 401 || refused.status === 403) o.authFailed?.(refused.code)
   if (refused.code === 'rate_limited') {
     const by = scope ?? ROUTE_SCOPE[refused.route]
-    if (by !== undefined) observer.rateLimited?.(by)
+    if (by !== undefined) o.rateLimited?.(by)
   }
 }
 
@@ -61,7 +55,7 @@ export function reportReply(
   observer: RelayObserver,
   method: string,
   trace: RequestTrace,
-  reply: Pick<HttpReply, 'status' | 'body'>,
+  reply: HttpReply,
 ): void {
   const { status } = reply
   const code = status >= 400 ? replyCode(reply.body) : undefined

@@ -7,6 +7,7 @@ import {
   type ClientLimits,
   discardBody,
   errorReply,
+  type HttpReply,
   onBodyDone,
   preflightReply,
 } from '@agentmsg/core/server'
@@ -49,64 +50,47 @@ function match(path: string): [Route, string, string] | undefined {
   return undefined
 }
 
-/** Who sent a request: the peer address, the relay's per-address limits, a trace for reports. */
-export interface RequestClient {
-  limits: ClientLimits
-  address: string | undefined
-  trace?: RequestTrace
-}
-
-/** Answer one request (no client address while the limits are on: a 500, thrown). */
+/** Answer one request from `address` (none while the limits are on: a 500, thrown). */
 export async function dispatch(
   request: Request,
   basePath: string,
   endpoints: RelayEndpoints,
-  client: RequestClient,
+  limits: ClientLimits,
+  address: string | undefined,
+  trace: RequestTrace,
 ): Promise<RelayReply> {
   const url = new URL(request.url)
-  let path = url.pathname
-  if (basePath !== '') {
-    if (!path.startsWith(`${basePath}/`)) return notFound(request)
-    path = path.slice(basePath.length)
-  }
-  const { trace } = client
-  const route = match(path)
-  if (route === undefined) return notFound(request)
+  const { pathname } = url
+  const route = match(pathname.startsWith(`${basePath}/`) ? pathname.slice(basePath.length) : '')
+  // Answered before the body is read: it is discarded.
+  const early = (reply: HttpReply) => (discardBody(request.body), reply)
+  if (route === undefined) return early(errorReply('not_found', 'no such relay endpoint'))
   const [name, only, id] = route
+  trace.route = name
   const allow = `${only}, OPTIONS`
-  const run = () => endpoints[name](request, url, id, trace)
-  if (trace) trace.route = name
-  const method = request.method
-  if (method === 'OPTIONS') {
-    discardBody(request.body)
-    return preflightReply(allow)
-  }
+  const { method } = request
+  if (method === 'OPTIONS') return early(preflightReply(allow))
   if (method !== only) {
-    discardBody(request.body)
-    return errorReply('method_not_allowed', `${method} is not allowed here; allowed: ${allow}`, {
-      headers: { allow },
-    })
+    const message = `${method} is not allowed here; allowed: ${allow}`
+    return early(errorReply('method_not_allowed', message, { headers: { allow } }))
   }
   // 2. Per-address limits, before a byte of the body is read.
-  const { limits } = client
-  const bucket = limits.bucket(client.address, () => request.headers.get('x-forwarded-for'))
-  if (trace) trace.bucket = bucket
+  const bucket = limits.bucket(address, () => request.headers.get('x-forwarded-for'))
+  trace.bucket = bucket
   const wait = limits.take(bucket)
   if (wait > 0) {
-    if (trace) trace.scope = 'address'
-    discardBody(request.body)
-    return errorReply('rate_limited', `too many requests from this address; retry in ${wait} s`, {
-      retryAfter: wait,
-    })
+    trace.scope = 'address'
+    const message = `too many requests from this address; retry in ${wait} s`
+    return early(errorReply('rate_limited', message, { retryAfter: wait }))
   }
   setRequestBucket(request, bucket)
+  const run = () => endpoints[name](request, url, id, trace)
   if (request.body === null) return run()
   // A read slot, ended as soon as the endpoint has read or discarded the body (or answered).
   const release = limits.startRead(bucket)
   if (typeof release !== 'function') {
-    if (trace) trace.scope = 'reads'
-    discardBody(request.body)
-    return release
+    trace.scope = 'reads'
+    return early(release)
   }
   onBodyDone(request.body, release)
   try {
@@ -114,9 +98,4 @@ export async function dispatch(
   } finally {
     release()
   }
-}
-
-function notFound(request: Request): RelayReply {
-  discardBody(request.body)
-  return errorReply('not_found', 'no such relay endpoint')
 }
