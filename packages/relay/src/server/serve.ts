@@ -15,7 +15,7 @@ import type { RelayLogger } from './relay-log.js'
 import type { MetricsListener } from './relay-metrics.js'
 import { combineObservers } from './relay-report.js'
 import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
-import { createRelayWebSocket, type RelayWebSocket, type RelayWebSocketOptions } from './ws.js'
+import { createRelayWebSocket, type RelayWebSocketOptions } from './ws.js'
 
 /** Options of {@link serveRelay}. */
 export interface ServeRelayOptions
@@ -89,7 +89,7 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     options.store ??
     (await import('../store/sqlite.js')).sqliteRelayStore({
       path: path.join(dataDir, 'relay.sqlite'),
-      ...(quota && { quota }),
+      quota,
     })
   // The handler is made once the port is known (the base URL may name it); until then the
   // adapter waits for it.
@@ -110,8 +110,6 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
   }
   const url = normalizeAgentUrl(options.publicUrl ?? https.url)
   let relay: RelayServerHandler | undefined
-  let sockets: RelayWebSocket | undefined
-  let metricsListener: MetricsListener | undefined
   let logger = options.logger
   try {
     // pino and prom-client are loaded only when logs or metrics are asked for.
@@ -122,7 +120,7 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     const metricsModule = options.metrics ? await import('./relay-metrics.js') : undefined
     const metrics = metricsModule && new metricsModule.RelayMetrics(store)
     const observer = combineObservers(options.observer, metrics, log && logs?.logObserver(log))
-    relay = createRelayHandler({
+    const handler = createRelayHandler({
       ...options,
       baseUrl: url,
       store,
@@ -130,55 +128,53 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
       onError,
       observer,
     })
-    if (metrics) metricsListener = await metricsModule.listenMetrics(metrics, options.metrics!)
-    sockets = createRelayWebSocket(relay, { onError, observer, ...options.ws })
+    relay = handler
+    const metricsListener =
+      metrics && (await metricsModule.listenMetrics(metrics, options.metrics!))
+    const wss = createRelayWebSocket(handler, { onError, observer, ...options.ws })
+    const basePath = new URL(url).pathname.replace(/\/$/, '')
+    const { intercept } = options
+    started({
+      fetch: async (request, info) =>
+        (intercept && (await intercept(request))) || handler.fetch(request, info),
+      close: async () => {
+        await handler.close()
+        await wss.close()
+      },
+    })
+    https.server.on('upgrade', (req, socket, head) => {
+      if ((req.url ?? '').split('?')[0] === `${basePath}/relay/ws`) {
+        return wss.handleUpgrade(req, socket, head)
+      }
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
+    })
+    https.server.on('tlsClientError', () => undefined)
+    let closing: Promise<void> | undefined
+    return {
+      url,
+      port: https.port,
+      handler,
+      store,
+      ...(metricsListener && { metrics: metricsListener }),
+      ...(logger && { logger }),
+      close() {
+        closing ??= (async () => {
+          try {
+            await https.close()
+          } finally {
+            await store.close()
+            // Last: a scrape during the drain still sees the final counts.
+            await metricsListener?.close()
+          }
+        })()
+        return closing
+      },
+    }
   } catch (error) {
     started({ fetch: async () => new Response(null, { status: 503 }), close: async () => {} })
     await relay?.close()
     await https.close()
     await store.close()
     throw error
-  }
-  const handler = relay
-  const wss = sockets
-  const basePath = new URL(url).pathname.replace(/\/$/, '')
-  const { intercept } = options
-  started({
-    fetch: async (request, info) =>
-      (intercept && (await intercept(request))) || handler.fetch(request, info),
-    close: async () => {
-      await handler.close()
-      await wss.close()
-    },
-  })
-  https.server.on('upgrade', (req, socket, head) => {
-    if ((req.url ?? '').split('?')[0] !== `${basePath}/relay/ws`) {
-      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
-      return
-    }
-    wss.handleUpgrade(req, socket, head)
-  })
-  https.server.on('tlsClientError', () => undefined)
-
-  let closing: Promise<void> | undefined
-  return {
-    url,
-    port: https.port,
-    handler,
-    store,
-    ...(metricsListener && { metrics: metricsListener }),
-    ...(logger && { logger }),
-    close() {
-      closing ??= (async () => {
-        try {
-          await https.close()
-        } finally {
-          await store.close()
-          // Last: a scrape during the drain still sees the final counts.
-          await metricsListener?.close()
-        }
-      })()
-      return closing
-    },
   }
 }

@@ -13,6 +13,7 @@ import { createChallenge, verifyWsAuth } from '@agentmsg/core/server'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { MailboxEntry } from '../store/types.js'
 import type { Feed, FeedSink } from './feed.js'
+import { within } from './health.js'
 import { codeStatus, knownCode, reportRefused } from './relay-report.js'
 import type { RelayObserver, RelayServerHandler } from './types.js'
 
@@ -201,10 +202,7 @@ export function createRelayWebSocket(
             if (ws.readyState === WebSocket.OPEN) ws.close(SERVICE_RESTART, 'relay restarting')
           }),
       )
-      let timer: ReturnType<typeof setTimeout> | undefined
-      const grace = new Promise((resolve) => (timer = setTimeout(resolve, closeGraceMs)))
-      await Promise.race([Promise.all(closed), grace])
-      clearTimeout(timer)
+      await within(closeGraceMs, () => Promise.all(closed))
       for (const ws of wss.clients) ws.terminate()
       return new Promise((resolve) => wss.close(() => resolve()))
     },
