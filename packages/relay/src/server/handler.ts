@@ -3,7 +3,6 @@
  * PROFILE §9 with CORS per §6 (publish.ts, subscriptions.ts, mailbox.ts; routing in routes.ts).
  * This file holds the relay's state and lifecycle. `serveRelay` adds the WebSocket endpoint.
  */
-
 import { isAgentMsgError, normalizeAgentUrl, PROFILE } from '@agentmsg/core'
 import { createKeyResolver } from '@agentmsg/core/identity'
 import {

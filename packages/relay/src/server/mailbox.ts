@@ -1,5 +1,4 @@
 /** A mailbox's owner reading it (PROFILE §9): pages, acknowledgements, SSE; each authenticated. */
-
 import { PROFILE, parseAgentId } from '@agentmsg/core'
 import { invalidFormat } from '@agentmsg/core/http'
 import { parseStrictJson } from '@agentmsg/core/receive'

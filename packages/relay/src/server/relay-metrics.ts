@@ -91,34 +91,16 @@ export class RelayMetrics implements RelayObserver {
     return new Counter({ name: `agentmsg_relay_${name}`, help, labelNames: [label], registers })
   }
 
-  published(outcome: string): void {
+  readonly published = (outcome: string) => {
     const code = outcome === 'accepted' || outcome === 'duplicate' ? outcome : knownCode(outcome)
     this.#publishes.inc({ code })
   }
-
-  authFailed(code: string): void {
-    this.#authFailures.inc({ code: knownCode(code) })
-  }
-
-  rateLimited(scope: RateLimitScope): void {
-    this.#rateLimited.inc({ scope })
-  }
-
-  delivered(mode: DeliveryMode, count: number): void {
-    this.#deliveries.inc({ mode }, count)
-  }
-
-  streamOpened(kind: StreamKind): void {
-    this.#openStreams.inc({ kind })
-  }
-
-  streamClosed(kind: StreamKind): void {
-    this.#openStreams.dec({ kind })
-  }
-
-  storeWrite(op: 'publish' | 'ack', seconds: number): void {
-    this.#commits.observe({ op }, seconds)
-  }
+  readonly authFailed = (code: string) => this.#authFailures.inc({ code: knownCode(code) })
+  readonly rateLimited = (scope: RateLimitScope) => this.#rateLimited.inc({ scope })
+  readonly delivered = (mode: DeliveryMode, n: number) => this.#deliveries.inc({ mode }, n)
+  readonly streamOpened = (kind: StreamKind) => this.#openStreams.inc({ kind })
+  readonly streamClosed = (kind: StreamKind) => this.#openStreams.dec({ kind })
+  readonly storeWrite = (op: 'publish' | 'ack', s: number) => this.#commits.observe({ op }, s)
 }
 
 /** The metrics listener could not listen (its port in use, say). */

@@ -5,7 +5,6 @@
  * write (a WebSocket ack frame) starts no batch: it rides with the next write, after
  * LAZY_DELAY_MS, or at `settled()`, else every ack frame would be an fsync of its own.
  */
-
 import {
   forgetAtOf,
   newSubscription,

@@ -7,7 +7,6 @@
  * would make later reads walk them all). A refusal is an outcome, not an exception, which would
  * abort the batch; the expired entries dropped to make room stay dropped.
  */
-
 import { postgresRemovalFunctions } from './postgres-removals.js'
 
 /** The functions, for the quoted schema `s`, notifying on `channel`. */

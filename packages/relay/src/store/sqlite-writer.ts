@@ -47,18 +47,22 @@ export function errorToWire(error: unknown): WireError {
   return { name: error.name, message: error.message, ...(code !== undefined && { code }) }
 }
 
+/** Run `f`, ignoring what it throws (a connection that may be unusable). */
+function quietly(f: () => unknown): void {
+  try {
+    f()
+  } catch {
+    // Reported elsewhere, or nothing is left to report it to.
+  }
+}
+
 function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort): void {
   const run = sqliteWrites(db, data.quota)
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   const rollback = db.prepare('ROLLBACK')
-  const rollbackQuietly = () => {
-    try {
-      if (db.inTransaction) rollback.run()
-    } catch {
-      // The connection is unusable; the next BEGIN reports it.
-    }
-  }
+  // An unusable connection: the next BEGIN reports it.
+  const rollbackQuietly = () => quietly(() => db.inTransaction && rollback.run())
   const publishes = (ops: WriteOp[]) => ops.filter((op) => op.op === 'publish').length
 
   /** One transaction; a write failing it (`split`): each write again in a transaction of its own. */
@@ -90,11 +94,8 @@ function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort)
 
   port.on('message', (message: WriteOp[] | 'close') => {
     if (message !== 'close') return port.postMessage(batch(message))
-    try {
-      db.close()
-    } catch {
-      // Best effort: every batch was answered already.
-    }
+    // Best effort: every batch was answered already.
+    quietly(() => db.close())
     port.close()
   })
 }
@@ -105,11 +106,8 @@ function main(port: MessagePort, data: SqliteWriterData): void {
     db = new Database(data.path)
     configureSqliteConnection(db, data.busyTimeoutMs)
   } catch (error) {
-    try {
-      db?.close()
-    } catch {
-      // The open error is the one to report.
-    }
+    // The open error is the one to report.
+    quietly(() => db?.close())
     // Nothing listens on the port afterwards, so the worker exits.
     port.postMessage({ fatal: errorToWire(error) } satisfies FromWriter)
     return
