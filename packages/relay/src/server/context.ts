@@ -38,11 +38,8 @@ export function setRequestBucket(request: Request, bucket: string | undefined): 
 }
 
 /** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
-export function overCap(what: string, max: number, retryAfter: number): HttpReply {
-  return errorReply('rate_limited', `at most ${max} ${what} per agent; retry later`, {
-    retryAfter,
-  })
-}
+export const overCap = (what: string, max: number, retryAfter: number) =>
+  errorReply('rate_limited', `at most ${max} ${what} per agent; retry later`, { retryAfter })
 
 /** 204, with the CORS headers every answer carries (PROFILE §6). */
 export function noContent(): HttpReply {

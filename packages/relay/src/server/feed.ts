@@ -12,9 +12,7 @@ export interface FeedSink {
   ready(): Promise<boolean>
 }
 
-export interface Feed {
-  close(): void
-}
+export type Feed = { close(): void }
 
 /** In-process "something new in this mailbox" signals. */
 export class Notifier {

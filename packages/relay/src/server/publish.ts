@@ -26,11 +26,7 @@ function checkNotForwarded(message: Message): void {
 }
 
 /** Where a message goes: `mailboxes` undefined (404) without an open one; `held` may hold it. */
-interface Targets {
-  topic: boolean
-  mailboxes: string[] | undefined
-  held: string[]
-}
+type Targets = { topic: boolean; mailboxes: string[] | undefined; held: string[] }
 
 /** `perSender`: the per-sender limit (PROFILE §6), charged for verified new messages only. */
 export function publisher(

@@ -32,11 +32,7 @@ export interface CommitQueue<Op> {
 
 const LAZY_DELAY_MS = 20
 
-interface Queued<Op> {
-  op: Op
-  resolve: (value: unknown) => void
-  reject: (error: unknown) => void
-}
+type Queued<Op> = { op: Op; resolve: (value: unknown) => void; reject: (error: unknown) => void }
 
 export function commitQueue<Op>(
   run: BatchRunner<Op>,

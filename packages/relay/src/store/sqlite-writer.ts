@@ -30,11 +30,7 @@ export interface SqliteWriterData {
 }
 
 /** An error crossing the thread boundary (structured clone drops the class and `code`). */
-export interface WireError {
-  name: string
-  message: string
-  code?: unknown
-}
+export type WireError = { name: string; message: string; code?: unknown }
 
 export type WireOutcome = { ok: unknown } | { error: WireError }
 
