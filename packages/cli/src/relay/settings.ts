@@ -143,10 +143,8 @@ export const SETTINGS: Setting[] = [
 
 export const RELAY_USAGE = `usage: agentmsg relay --data DIR (--dev-tls | --tls-cert F --tls-key F) [options]
 
-Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite, or on a
-PostgreSQL database that several relay processes share. Ctrl-C (SIGINT) or SIGTERM stop it
-cleanly: new publishes get 503, those in flight are stored and answered, streams are told to
-reconnect, the store is flushed, exit 0 (past --shutdown-timeout, exit 1).
+Run a relay (PROFILE §9) over HTTPS, its mailboxes in DIR/relay.sqlite or PostgreSQL (--store).
+SIGINT or SIGTERM stop it cleanly (publishes in flight stored, streams told to reconnect): exit 0.
   --data DIR              the relay data: DIR/relay.sqlite
   --host H                address to listen on (default 127.0.0.1)
   --port P                default 8443
@@ -168,14 +166,13 @@ reconnect, the store is flushed, exit 0 (past --shutdown-timeout, exit 1).
                           request bodies read at once per address (default 8)
   --streams-per-agent N   open SSE and WebSocket streams per agent (default 4)
   --max-storage SIZE      what all mailboxes hold together (bytes, or 512MiB, 10GiB; default 10GiB)
-  --trusted-proxies LIST  balancer or proxy addresses or CIDR ranges whose X-Forwarded-For the
-                          per-address limits believe (several relay nodes behind one balancer)
+  --trusted-proxies LIST  proxies (addresses, CIDR ranges) whose X-Forwarded-For the limits believe
   --config FILE           limits and quotas from a JSON file (see the relay README); flags win
   --metrics-port P        Prometheus metrics at http://<metrics host>:P/metrics (off by default)
   --metrics-host H        the metrics listener (default 127.0.0.1: plain HTTP, no auth)
   --log-level L           ${RELAY_LOG_LEVELS.join(', ')} (default info):
                           JSON lines on stderr, one per refused request
-  --shutdown-timeout S    seconds a SIGTERM or SIGINT may take to stop (default 10)
+  --shutdown-timeout S    seconds a SIGTERM or SIGINT may take to stop, else exit 1 (default 10)
 
 examples:
   agentmsg relay --data ./relay --port 9443 --dev-tls \\

@@ -24,9 +24,8 @@ export interface RelayContext extends FeedContext {
   readonly nonces: NonceMemory
   /** True once `close()` began: new publishes and streams are refused (503). */
   closing(): boolean
-  /** Register a connection that `close()` must end. */
+  /** As RelayServerHandler's. */
   track(closer: () => void): () => void
-  /** One of the agent's stream slots, or undefined at the cap (see RelayServerHandler). */
   claimStream(agent: string, kind?: StreamKind): (() => void) | undefined
 }
 
@@ -109,23 +108,22 @@ export async function authenticate(
   expectedAgent: string | undefined,
   body?: Uint8Array,
 ): Promise<string> {
-  const bucket = buckets.get(request)
   const { store } = ctx
-  const verified = await verifyRequest({
+  const { agent } = await verifyRequest({
     method: request.method,
     targetUri: `${ctx.origin}${url.pathname}${url.search}`,
     headers: request.headers,
-    ...(body !== undefined && { body }),
+    body,
     resolver: ctx.resolver,
     nonces: ctx.nonces,
     // Several relay processes on one store share its nonce memory (PROFILE §9).
-    ...(store.rememberNonce && {
-      sharedNonces: (key, nonce, until) => store.rememberNonce!(key, nonce, until, ctx.now()),
-    }),
+    sharedNonces:
+      store.rememberNonce &&
+      ((key, nonce, until) => store.rememberNonce!(key, nonce, until, ctx.now())),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
-    ...(bucket !== undefined && { bucket }),
-    ...(expectedAgent !== undefined && { expectedAgent }),
+    bucket: buckets.get(request),
+    expectedAgent,
     now: ctx.now(),
   })
-  return verified.agent
+  return agent
 }

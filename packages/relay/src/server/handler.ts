@@ -131,10 +131,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     ack: (request, url, id) => acknowledgeMany(ctx, request, url, id),
     stream: (request, url, id) => streamMessages(ctx, request, url, id),
   }
-  const expireTimer = setInterval(
-    () => void store.expire(now()).catch(onError),
-    o.expireIntervalMs ?? 60_000,
-  )
+  const expire = () => void store.expire(now()).catch(onError)
+  const expireTimer = setInterval(expire, o.expireIntervalMs ?? 60_000)
   expireTimer.unref?.()
   const ready = subscriptions.load().catch(onError)
   const bucketOf = (address: string | undefined, forwardedFor: string | null = null) => {

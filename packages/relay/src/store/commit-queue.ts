@@ -12,7 +12,7 @@ import {
   publishMailboxes,
   publishResult,
 } from './common.js'
-import type { PublishInput, RelayStore } from './types.js'
+import type { PublishInput, RelayStore, Subscription } from './types.js'
 
 export type Settlement = { ok: unknown } | { error: unknown }
 
@@ -155,15 +155,11 @@ export type WriteOp =
     })
   | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
   | { op: 'expire'; now: number }
-  | {
+  | (Omit<Subscription, 'webhook'> & {
       op: 'subscribe'
-      id: string
-      agent: string
-      topics: string[]
       webhookUrl: string | null
       verified: boolean
-      created: number
-    }
+    })
   | { op: 'unsubscribe'; id: string; agent: string }
   | { op: 'setWebhookVerified'; id: string; verified: boolean }
   /** Readiness (`checkWritable`): a write turn that changes nothing. */
@@ -177,6 +173,15 @@ export type StoreReads = {
   ) => Awaited<ReturnType<NonNullable<RelayStore[K]>>> | ReturnType<NonNullable<RelayStore[K]>>
 }
 
+/** `f` as a call of a queued store: refused once `queue` closed, its failure through `guard`. */
+export const storeCall =
+  (queue: CommitQueue<WriteOp>, guard: <T>(call: Promise<T>) => Promise<T>) =>
+  <A extends unknown[], T>(f: (...args: A) => T | Promise<T>) =>
+  (...args: A): Promise<T> =>
+    queue.closed
+      ? Promise.reject(new Error('relay store is closed'))
+      : guard(Promise.resolve().then(() => f(...args)))
+
 /**
  * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.
  * `guard` turns a call's failure into what the relay should see.
@@ -188,12 +193,7 @@ export function queuedStore(
   guard: <T>(call: Promise<T>) => Promise<T> = (call) => call,
 ) {
   const write = <T>(op: WriteOp, lazy?: boolean) => guard(queue.enqueue<T>(op, lazy))
-  const read =
-    <A extends unknown[], T>(f: (...args: A) => T | Promise<T>) =>
-    (...args: A): Promise<T> =>
-      queue.closed
-        ? Promise.reject(new Error('relay store is closed'))
-        : guard(Promise.resolve().then(() => f(...args)))
+  const read = storeCall(queue, guard)
   let gone: Promise<void> | undefined
   return {
     async subscribe(input) {

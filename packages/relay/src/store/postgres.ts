@@ -5,7 +5,7 @@
  * live push and the webhook pusher's election in postgres-session.ts.
  */
 import type pg from 'pg'
-import { commitQueue, queuedStore, type WriteOp } from './commit-queue.js'
+import { commitQueue, queuedStore, storeCall, type WriteOp } from './commit-queue.js'
 import { type RelayQuota, resolveQuota } from './common.js'
 import { asStoreError } from './postgres-errors.js'
 import { postgresReads } from './postgres-reads.js'
@@ -131,21 +131,15 @@ export async function openPostgresRelayStore(
     if (owned) await pool.end()
   }
   const store = queuedStore(queue, reads, close, guard)
-  const open = () => {
-    if (queue.closed) throw new Error('relay store is closed')
-  }
+  const call = storeCall(queue, guard)
   return {
     ...store,
-    async storedMessages() {
-      open()
-      return guard(reads.storedMessages())
-    },
+    storedMessages: call(reads.storedMessages),
     watch: (listener) => (queue.closed ? () => undefined : watcher.add(listener)),
-    async rememberNonce(keyId, nonce, expiresAt, now) {
-      open()
-      const { rowCount } = await guard(pool.query(rememberNonce, [keyId, nonce, expiresAt, now]))
-      return rowCount === 1 ? 'fresh' : 'replay'
-    },
+    rememberNonce: call(async (keyId: string, nonce: string, expiresAt: number, now: number) => {
+      const { rowCount } = await pool.query(rememberNonce, [keyId, nonce, expiresAt, now])
+      return rowCount === 1 ? ('fresh' as const) : ('replay' as const)
+    }),
     lead(job, listener) {
       if (queue.closed) return () => undefined
       const stop = postgresLead(pgModule, { config, schema, onError }, job, listener)
