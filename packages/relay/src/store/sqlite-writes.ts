@@ -59,15 +59,13 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota) {
       }
       const refs = remove.all(...params) as number[]
       if (orphans) {
-        let messages = 0
-        let bytes = 0
-        for (const ref of new Set(refs)) {
-          const gone = deleteIfOrphan.get(ref, ref) as { bytes: number } | undefined
-          if (gone === undefined) continue
-          messages++
-          bytes += gone.bytes
-        }
-        if (messages > 0) subtractTotals.run(messages, bytes)
+        const orphan = (ref: number) => deleteIfOrphan.all(ref, ref) as Array<{ bytes: number }>
+        const gone = [...new Set(refs)].flatMap(orphan)
+        if (gone.length > 0)
+          subtractTotals.run(
+            gone.length,
+            gone.reduce((n, g) => n + g.bytes, 0),
+          )
       }
       return refs.length
     }
@@ -95,8 +93,10 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota) {
   const findSeen = q(
     'SELECT 1 FROM seen WHERE mailbox = ? AND message_id = ? AND from_agent = ? AND forget_at > ?',
   ).pluck()
-  const mailboxUsage = q('SELECT messages, bytes FROM mailboxes WHERE agent = ?')
-  const senderUsage = q('SELECT messages, bytes FROM senders WHERE mailbox = ? AND from_agent = ?')
+  const usage = (where: string) =>
+    db.prepare<unknown[], Usage>(`SELECT messages, bytes FROM ${where}`)
+  const mailboxUsage = usage('mailboxes WHERE agent = ?')
+  const senderUsage = usage('senders WHERE mailbox = ? AND from_agent = ?')
   const totalBytes = q('SELECT bytes FROM totals WHERE id = 1').pluck()
   const addMailbox = q(
     "INSERT INTO mailboxes (agent, state, messages, bytes) VALUES (?, 'none', 1, ?) " +
@@ -124,11 +124,8 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota) {
         if (cursor !== undefined) return `${cursor}`
         return findSeen.get(mailbox, messageId, from, receivedAt) !== undefined
       },
-      noRoom(mailbox) {
-        const usage = (row: unknown) => row as Usage | undefined
-        const box = usage(mailboxUsage.get(mailbox))
-        return noRoomFor(quota, bytes, box, () => usage(senderUsage.get(mailbox, from)))
-      },
+      noRoom: (mailbox) =>
+        noRoomFor(quota, bytes, mailboxUsage.get(mailbox), () => senderUsage.get(mailbox, from)),
       dropExpired: (mailbox) => expiredIn(mailbox, receivedAt),
       overCap: () => (totalBytes.get() as number) + bytes > quota.totalBytes,
       expire: () => expire(receivedAt),
