@@ -31,9 +31,7 @@ function pageLimit(given: string | null): number {
 }
 
 /** The mailbox a request's `?agent=` names: its owner authenticates for it (PROFILE §9). */
-function queryAgent(url: URL): string {
-  return mailboxAgent(url.searchParams.get('agent') ?? undefined, 'agent')
-}
+const queryAgent = (url: URL) => mailboxAgent(url.searchParams.get('agent') ?? undefined, 'agent')
 
 /** Read a page of a mailbox; a cursor the store does not know is the client's error (400). */
 async function read(ctx: RelayContext, agent: string, after: string | undefined, limit: number) {

@@ -17,12 +17,8 @@ import { jsonBody, type RelayContext } from './context.js'
 
 /** PROFILE §9: this profile has no relay-to-relay forwarding. */
 function checkNotForwarded(message: Message): void {
-  if (message.trace !== undefined && message.trace.received.length > 0) {
-    throw invalidFormat(
-      'must be empty on publish: this relay does not forward from relays',
-      'trace.received',
-    )
-  }
+  const why = 'must be empty on publish: this relay does not forward from relays'
+  if (message.trace?.received.length) throw invalidFormat(why, 'trace.received')
 }
 
 /** Where a message goes: `mailboxes` undefined (404) without an open one; `held` may hold it. */

@@ -7,9 +7,8 @@ import type { RelayStore } from '../store/types.js'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
 
 /** The status PROFILE §6 gives a code, or undefined for a code it does not name. */
-export function codeStatus(code: string): number | undefined {
-  return Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : undefined
-}
+export const codeStatus = (code: string): number | undefined =>
+  Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : undefined
 
 /** What one request did, filled in as it is answered (routes.ts). */
 export interface RequestTrace {
@@ -31,14 +30,11 @@ const ROUTE_SCOPE: Readonly<Record<string, RateLimitScope>> = {
 }
 
 /** The error code of an error reply's JSON body (`{"status":"error","code":…}`). */
-export function replyCode(body: string | null | undefined): string {
-  return knownCode(/"code":"([a-z_]{1,40})"/.exec(body ?? '')?.[1] ?? '')
-}
+export const replyCode = (body: string | null | undefined): string =>
+  knownCode(/"code":"([a-z_]{1,40})"/.exec(body ?? '')?.[1] ?? '')
 
 /** A known code, or `other`: label values stay within the PROFILE's set. */
-export function knownCode(code: string): string {
-  return codeStatus(code) !== undefined ? code : 'other'
-}
+export const knownCode = (code: string) => (codeStatus(code) !== undefined ? code : 'other')
 
 /** Report a refusal: the log line, an auth failure (401/403), a rate-limit hit. */
 export function reportRefused(o: RelayObserver, refused: RefusedRequest, scope?: RateLimitScope) {

@@ -61,9 +61,8 @@ export function noRoomFor(
 }
 
 /** Until when a publish's triple is remembered after its entry is gone. */
-export function forgetAtOf(input: PublishInput): number {
-  return input.forgetAt ?? input.receivedAt + PROFILE.relayForgetAfterReceiptMs
-}
+export const forgetAtOf = (input: PublishInput): number =>
+  input.forgetAt ?? input.receivedAt + PROFILE.relayForgetAfterReceiptMs
 
 const CURSOR = /^(?:0|[1-9][0-9]{0,15})$/
 

@@ -45,16 +45,12 @@ const Sqlite = await import('better-sqlite3').then(
 )
 
 /** True when `moduleUrl` is a TypeScript source (tests, examples), not built code. */
-export function isTypeScriptModule(moduleUrl: string | URL): boolean {
-  return /\.[cm]?ts$/.test(new URL(moduleUrl).pathname)
-}
+export const isTypeScriptModule = (moduleUrl: string | URL): boolean =>
+  /\.[cm]?ts$/.test(new URL(moduleUrl).pathname)
 
 /** A worker inherits its parent's `execArgv`, but `--input-type` makes a file entry refused. */
-export function sqliteWriterExecArgv(parent: readonly string[]): string[] {
-  return parent.filter(
-    (arg, i) => !arg.startsWith('--input-type') && parent[i - 1] !== '--input-type',
-  )
-}
+export const sqliteWriterExecArgv = (parent: readonly string[]): string[] =>
+  parent.filter((arg, i) => !arg.startsWith('--input-type') && parent[i - 1] !== '--input-type')
 
 /** The writer next to this module: dist/sqlite-writer.js built, the `.ts` source under a loader. */
 function startWriter(workerData: SqliteWriterData): Worker {
@@ -65,10 +61,8 @@ function startWriter(workerData: SqliteWriterData): Worker {
   return new Worker(writer, { workerData, execArgv })
 }
 
-function errorFromWire(wire: WireError): Error {
-  const { name, code } = wire
-  return Object.assign(new Error(wire.message), { name }, code !== undefined && { code })
-}
+const errorFromWire = ({ name, message, code }: WireError): Error =>
+  Object.assign(new Error(message), { name }, code !== undefined && { code })
 
 /** Open (creating the schema if needed) a SQLite relay store. */
 export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
