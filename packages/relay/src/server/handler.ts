@@ -116,11 +116,9 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
       return errorReply('unavailable', 'the relay is shutting down', { retryAfter: 5 })
     }
     inFlight++
-    try {
-      return await publishOne(request, trace)
-    } finally {
+    return publishOne(request, trace).finally(() => {
       if (--inFlight === 0) idle?.()
-    }
+    })
   }
   const endpoints: RelayEndpoints = {
     publish: (request, _url, _id, trace) => publish(request, trace),

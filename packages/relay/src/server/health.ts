@@ -35,11 +35,7 @@ export function healthReply(ok: boolean, method: string): HttpReply {
 export async function within<T>(ms: number, read: () => Promise<T>): Promise<T | undefined> {
   const done = new AbortController()
   const late = sleep(ms, undefined, { ref: false, signal: done.signal }).catch(() => undefined)
-  try {
-    return await Promise.race([read().catch(() => undefined), late])
-  } finally {
-    done.abort()
-  }
+  return Promise.race([read().catch(() => undefined), late]).finally(() => done.abort())
 }
 
 /**

@@ -93,9 +93,5 @@ export async function dispatch(
     return early(release)
   }
   onBodyDone(request.body, release)
-  try {
-    return await run()
-  } finally {
-    release()
-  }
+  return run().finally(release)
 }

@@ -158,15 +158,11 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
       ...(metricsListener && { metrics: metricsListener }),
       ...(logger && { logger }),
       close() {
-        closing ??= (async () => {
-          try {
-            await https.close()
-          } finally {
-            await store.close()
-            // Last: a scrape during the drain still sees the final counts.
-            await metricsListener?.close()
-          }
-        })()
+        closing ??= https.close().finally(async () => {
+          await store.close()
+          // Last: a scrape during the drain still sees the final counts.
+          await metricsListener?.close()
+        })
         return closing
       },
     }

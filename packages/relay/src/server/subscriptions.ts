@@ -71,11 +71,9 @@ export function relaySubscriptions(ctx: RelayContext, fetchFn: typeof fetch, max
     const run = (queues.get(agent) ?? Promise.resolve()).then(task, task)
     const settled = run.catch(() => undefined)
     queues.set(agent, settled)
-    try {
-      return await run
-    } finally {
+    return run.finally(() => {
       if (queues.get(agent) === settled) queues.delete(agent)
-    }
+    })
   }
 
   /** Run the feeds of the verified webhook subscriptions stored, and only those. */
