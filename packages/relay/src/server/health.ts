@@ -38,10 +38,7 @@ export async function within<T>(ms: number, read: () => Promise<T>): Promise<T |
   return Promise.race([read().catch(() => undefined), late]).finally(() => done.abort())
 }
 
-/**
- * The relay's readiness: not `closing`, and the store can take a write now
- * (`RelayStore.checkWritable`, else a read, `usage()`), within `timeoutMs`.
- */
+/** Ready: not `closing`, and the store can write now (`checkWritable`, else `usage()`) in time. */
 export function readiness(
   store: RelayStore,
   closing: () => boolean,

@@ -78,10 +78,7 @@ export const acknowledgeMessage: Endpoint = async (ctx, request, url, messageId)
   return noContent()
 }
 
-/**
- * `POST /relay/ack` `{agent, acks:[{message_id, from}, …]}`: remove many entries; those matching
- * nothing are skipped (PROFILE §9).
- */
+/** `POST /relay/ack` (PROFILE §9) `{agent, acks:[{message_id, from}, …]}`; no match: skipped. */
 export const acknowledgeMany: Endpoint = async (ctx, request, url) => {
   const bytes = await jsonBody(request, MAX_ACK_BYTES)
   if (!(bytes instanceof Uint8Array)) return bytes

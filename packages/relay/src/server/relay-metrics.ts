@@ -116,12 +116,7 @@ export class MetricsListenError extends Error {
 }
 
 /** A running metrics listener: `http://host:port/metrics`. */
-export interface MetricsListener {
-  url: string
-  host: string
-  port: number
-  close(): Promise<void>
-}
+export type MetricsListener = { url: string; host: string; port: number; close(): Promise<void> }
 
 /**
  * Serve `GET /metrics` over plain HTTP on `host:port` (0 picks a free port), without auth, as

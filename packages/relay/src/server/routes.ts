@@ -16,10 +16,7 @@ import type { RequestTrace } from './relay-report.js'
 
 type Route = 'publish' | 'subscribe' | 'unsubscribe' | 'retrieve' | 'acknowledge' | 'ack' | 'stream'
 
-/**
- * The endpoints by route; `id`: the decoded last path segment (unsubscribe, acknowledge);
- * `trace` learns whether a publish's 202 was a duplicate.
- */
+/** The endpoints by route; `id`: the last path segment, decoded; `trace`: what they did. */
 export type RelayEndpoints = Record<
   Route,
   (request: Request, url: URL, id: string, trace?: RequestTrace) => Promise<RelayReply>

@@ -182,10 +182,7 @@ export const storeCall =
       ? Promise.reject(new Error('relay store is closed'))
       : guard(Promise.resolve().then(() => f(...args)))
 
-/**
- * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.
- * `guard` turns a call's failure into what the relay should see.
- */
+/** A RelayStore writing through `queue`, reading `reads`; `guard` maps failures for the relay. */
 export function queuedStore(
   queue: CommitQueue<WriteOp>,
   reads: StoreReads,

@@ -30,12 +30,7 @@ interface StoredMessage {
   refs: number
 }
 
-interface Entry {
-  cursor: number
-  from: string
-  messageId: string
-  message: StoredMessage
-}
+type Entry = { cursor: number; from: string; messageId: string; message: StoredMessage }
 
 type Usage = { messages: number; bytes: number }
 /** The store's calls, answered synchronously (wrapped in promises below). */
