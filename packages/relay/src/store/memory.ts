@@ -116,7 +116,6 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     if (mailbox === undefined) mailboxes.set(agent, (mailbox = new Mailbox()))
     return mailbox
   }
-  const copy = (s: Subscription): Subscription => structuredClone(s)
   const unref = (entry: Entry) => {
     if (--entry.message.refs > 0) return
     messages.delete(entry.message)
@@ -157,7 +156,7 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
       const subscription = newSubscription(input)
       subscriptions.set(subscription.id, subscription)
       mailboxOf(input.agent).state = 'open'
-      return copy(subscription)
+      return structuredClone(subscription)
     },
     unsubscribe(id, agent) {
       if (subscriptions.get(id)?.agent !== agent) return false
@@ -174,7 +173,7 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     subscriptions: (agent) =>
       [...subscriptions.values()]
         .filter((s) => agent === undefined || s.agent === agent)
-        .map(copy)
+        .map((s) => structuredClone(s))
         .sort((a, b) => a.created - b.created),
     mailboxState: (agent) => mailboxes.get(agent)?.state ?? 'none',
     topicSubscribers(topic) {
