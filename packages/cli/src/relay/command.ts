@@ -50,8 +50,8 @@ const usage = (message: string) =>
   new RelayCommandError('usage', `${message} — see agentmsg relay --help`)
 
 const FLAGS: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } }
-for (const { flag, arg, multiple } of SETTINGS) {
-  if (flag) FLAGS[flag] = { type: arg ? 'string' : 'boolean', ...(multiple && { multiple }) }
+for (const { flag, boolean, multiple } of SETTINGS) {
+  if (flag) FLAGS[flag] = { type: boolean ? 'boolean' : 'string', ...(multiple && { multiple }) }
 }
 
 /** Read a PEM file named by a flag (exit 2 when it cannot be read or is not PEM). */
@@ -100,19 +100,14 @@ export async function relayOptionsFromArgs(
       .filter(Boolean)
   const given: Array<[string, unknown]> = []
   for (const s of SETTINGS) {
-    const text = s.flag === undefined ? undefined : values[s.flag]
+    const text = s.flag && values[s.flag]
     const to = s.to ?? s.key
     if (text === undefined || to === undefined) continue
-    if (s.kind === undefined) {
-      given.push([to, text])
-      continue
-    }
     const raw = s.multiple ? list(s.flag!) : String(text).trim()
     const value = typeof raw === 'string' && /^[0-9]{1,9}$/.test(raw) ? Number(raw) : raw
-    const parsed = check(s.kind, value)
-    if ('problem' in parsed) {
-      throw usage(`--${s.flag} ${text} is not a ${s.kind.noun}: ${parsed.problem}`)
-    }
+    const parsed = s.kind ? check(s.kind, value) : { value: text }
+    if ('problem' in parsed)
+      throw usage(`--${s.flag} ${text} is not a ${s.kind!.noun}: ${parsed.problem}`)
     given.push([to, parsed.value])
   }
   // After the flags' own checks: a usage error is told before the file's problems.
@@ -154,15 +149,11 @@ export async function relayOptionsFromArgs(
 
 function signals(): Promise<string> {
   return new Promise((resolve) => {
-    const on = (signal: string) => () => {
-      process.off('SIGTERM', term)
-      process.off('SIGINT', int)
+    const stop = (signal: string) => {
+      process.off('SIGTERM', stop).off('SIGINT', stop)
       resolve(signal)
     }
-    const term = on('SIGTERM')
-    const int = on('SIGINT')
-    process.once('SIGTERM', term)
-    process.once('SIGINT', int)
+    process.once('SIGTERM', stop).once('SIGINT', stop)
   })
 }
 
@@ -202,15 +193,12 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
     if (postgres) {
       // Loaded only when asked for, so a SQLite relay never loads `pg`.
       const { openPostgresRelayStore } = await import('@agentmsg/relay/postgres')
-      store = await openPostgresRelayStore({
-        connectionString: postgres.url,
-        ...(postgres.schema !== undefined && { schema: postgres.schema }),
-        ...(serveOptions.quota !== undefined && { quota: serveOptions.quota }),
-      })
+      const { url: connectionString, schema } = postgres
+      store = await openPostgresRelayStore({ connectionString, schema, quota: serveOptions.quota })
     }
     // From here on, JSON lines (pino) on the command's stderr.
     const logDestination = { write: (line: string) => void err(line) }
-    server = await serveRelay({ ...serveOptions, logDestination, ...(store && { store }) })
+    server = await serveRelay({ ...serveOptions, logDestination, store })
   } catch (e) {
     await store?.close().catch(() => undefined)
     const { name, code, message = String(e) } = e as Partial<NodeJS.ErrnoException>
@@ -228,7 +216,7 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   // The store as it may be logged: never the user or password of its URL.
   const db = postgres && new URL(postgres.url)
   const where = db
-    ? `PostgreSQL ${db.hostname}${db.port ? `:${db.port}` : ''}${db.pathname} (schema ${postgres.schema ?? 'agentmsg_relay'})`
+    ? `PostgreSQL ${db.host}${db.pathname} (schema ${postgres.schema ?? 'agentmsg_relay'})`
     : `data in ${path.resolve(options.dataDir)}`
   const metrics = server.metrics
   logger.info(
@@ -241,26 +229,24 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   const signal = await (io.stopSignal ?? signals)(server)
   logger.info(`${signal}: stopping`)
   let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<'timeout'>((resolve) => {
+  const deadline = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), shutdownTimeoutMs)
   })
   const closed = server.close().then(
     () => 'stopped' as const,
     (error: unknown) => ({ error }),
   )
-  const outcome = await Promise.race([closed, late])
+  const outcome = await Promise.race([closed, deadline])
   clearTimeout(timer)
   if (outcome === 'stopped') {
     logger.info('stopped')
     return 0
   }
-  if (outcome === 'timeout') {
-    logger.error(
-      `did not stop within ${shutdownTimeoutMs / 1000} s (--shutdown-timeout): exiting 1`,
-    )
-  } else
-    logger.error({ err: outcome.error }, 'stop failed: exiting 1')
-    // Whatever did not stop may hold the event loop: end the process.
-  ;(io.exit ?? ((code: number) => process.exit(code)))(1)
+  // Whatever did not stop may hold the event loop: the process is ended.
+  const late = `did not stop within ${shutdownTimeoutMs / 1000} s (--shutdown-timeout)`
+  if (outcome === 'timeout') logger.error(`${late}: exiting 1`)
+  else logger.error({ err: outcome.error }, 'stop failed: exiting 1')
+  if (io.exit) io.exit(1)
+  else process.exit(1)
   return 1
 }

@@ -21,9 +21,7 @@ export function setPath(target: Record<string, unknown>, path: string, value: un
   at[last] = value
 }
 
-interface Node {
-  [key: string]: Node | Setting
-}
+type Node = { [key: string]: Node | Setting }
 /** The file's keys as a tree. */
 const FILE: Node = {}
 for (const s of SETTINGS) if (s.key) setPath(FILE, s.key, s)

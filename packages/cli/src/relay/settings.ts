@@ -1,7 +1,7 @@
 /**
  * The settings of `agentmsg relay` as one table: each row is a flag, a key of the `--config`
- * JSON file (limits and quotas, PROFILE §6 and §9), or both, with the serveRelay option it sets,
- * how its value is checked, and its `--help` line. A flag given wins over the file.
+ * JSON file (limits and quotas, PROFILE §6 and §9), or both, with the serveRelay option it sets
+ * and how its value is checked. A flag given wins over the file.
  */
 import { PROFILE } from '@agentmsg/core'
 import { AddressSet } from '@agentmsg/core/server'
@@ -18,13 +18,12 @@ export interface Kind {
 /** A row of the table; `to` (where the value goes, dotted) defaults to `key`. */
 export interface Setting {
   flag?: string
-  /** The flag's argument in --help; none for a boolean flag. */
-  arg?: string
-  multiple?: boolean
+  /** A flag without a value. */
+  boolean?: true
+  multiple?: true
   key?: string
   to?: string
   kind?: Kind
-  help?: string
 }
 
 const kind = (noun: string, must: string, ok: (v: unknown) => unknown): Kind => ({ noun, must, ok })
@@ -32,7 +31,7 @@ const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : N
 const SIZE_UNITS: Record<string, number> = { '': 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }
 
 /** Bytes: a whole number, or one with a KiB, MiB or GiB suffix; undefined when not a size. */
-export function parseSize(text: string): number | undefined {
+function parseSize(text: string): number | undefined {
   const match = /^([0-9]{1,15})(KiB|MiB|GiB)?$/.exec(text.trim())
   return match ? Number(match[1]) * SIZE_UNITS[match[2] ?? '']! : undefined
 }
@@ -95,163 +94,85 @@ export function check(kind: Kind, value: unknown): { value: unknown } | { proble
 
 /** Every flag and config key; the file's keys in the order its errors name them. */
 export const SETTINGS: Setting[] = [
-  { flag: 'data', arg: 'DIR', to: 'dataDir', help: 'the relay data: DIR/relay.sqlite' },
-  { flag: 'host', arg: 'H', to: 'host', help: 'address to listen on (default 127.0.0.1)' },
-  { flag: 'port', arg: 'P', to: 'port', kind: port, help: 'default 8443' },
-  { flag: 'public-url', arg: 'URL', to: 'publicUrl', help: 'default https://<host>:<port>' },
-  {
-    flag: 'dev-tls',
-    help: `a development certificate for localhost, 127.0.0.1 and ::1, issued by
-this machine's dev CA ($AGENTMSG_HOME/dev-ca/ca.pem, made on first use):
-clients trust that one file`,
-  },
-  { flag: 'tls-cert', arg: 'F', help: 'a real certificate (PEM), with --tls-key F its key' },
-  { flag: 'tls-key', arg: 'F' },
-  {
-    flag: 'ca',
-    arg: 'F',
-    multiple: true,
-    help: `trust this CA too when fetching identity documents and calling webhooks
-(a dev inbox's: the dev CA; no NODE_EXTRA_CA_CERTS needed)`,
-  },
-  {
-    flag: 'allow-private',
-    arg: 'LIST',
-    multiple: true,
-    help: `private or loopback hosts or ranges it may fetch from (a URL agent on
-127.0.0.1 needs --allow-private 127.0.0.1)`,
-  },
-  {
-    flag: 'store',
-    arg: 'URL',
-    to: 'postgres.url',
-    kind: postgresUrl,
-    help: `keep mailboxes in PostgreSQL (postgres:// or postgresql://), not in
-DIR/relay.sqlite: relay processes given the same URL and schema serve
-the same mailboxes (DIR still holds --dev-tls files)`,
-  },
-  {
-    flag: 'store-schema',
-    arg: 'N',
-    to: 'postgres.schema',
-    kind: schema,
-    help: 'default agentmsg_relay',
-  },
+  { flag: 'data', to: 'dataDir' },
+  { flag: 'host', to: 'host' },
+  { flag: 'port', to: 'port', kind: port },
+  { flag: 'public-url', to: 'publicUrl' },
+  { flag: 'dev-tls', boolean: true },
+  { flag: 'tls-cert' },
+  { flag: 'tls-key' },
+  { flag: 'ca', multiple: true },
+  { flag: 'allow-private', multiple: true },
+  { flag: 'store', to: 'postgres.url', kind: postgresUrl },
+  { flag: 'store-schema', to: 'postgres.schema', kind: schema },
   {
     flag: 'rate-limit',
-    arg: 'N',
     key: 'limits.perAddress.rate',
     to: 'limits.perAddress.perMinute',
     kind: rate,
-    help: `requests per minute from one client address (IPv6: per /64), or
-"unlimited" for a load test from one machine (default 600)`,
   },
-  { flag: 'burst', arg: 'N', key: 'limits.perAddress.burst', kind: whole, help: 'default 100' },
+  { flag: 'burst', key: 'limits.perAddress.burst', kind: whole },
   {
     flag: 'sender-rate-limit',
-    arg: 'N',
     key: 'limits.perSender.rate',
     to: 'limits.perSender.perMinute',
     kind: rate,
-    help: 'publishes per minute per verified sender, or "unlimited" (default 60)',
   },
-  {
-    flag: 'sender-burst',
-    arg: 'N',
-    key: 'limits.perSender.burst',
-    kind: whole,
-    help: 'default 20',
-  },
-  {
-    flag: 'max-reads-per-address',
-    arg: 'N',
-    key: 'limits.maxReadsPerAddress',
-    kind: whole,
-    help: 'request bodies read at once per address (default 8)',
-  },
+  { flag: 'sender-burst', key: 'limits.perSender.burst', kind: whole },
+  { flag: 'max-reads-per-address', key: 'limits.maxReadsPerAddress', kind: whole },
   { key: 'limits.maxConcurrentReads', kind: whole },
   { key: 'limits.maxTrackedKeys', kind: whole },
-  {
-    flag: 'streams-per-agent',
-    arg: 'N',
-    key: 'limits.streamsPerAgent',
-    kind: whole,
-    help: 'open SSE and WebSocket streams per agent (default 4)',
-  },
+  { flag: 'streams-per-agent', key: 'limits.streamsPerAgent', kind: whole },
   { key: 'limits.subscriptionsPerAgent', kind: whole },
   { key: 'quota.messages', kind: whole },
   { key: 'quota.bytes', kind: size },
   { key: 'quota.senderMessages', kind: whole },
   { key: 'quota.senderBytes', kind: size },
-  {
-    flag: 'max-storage',
-    arg: 'SIZE',
-    key: 'quota.totalBytes',
-    kind: size,
-    help: 'what all mailboxes hold together (bytes, or 512MiB, 10GiB; default 10GiB)',
-  },
+  { flag: 'max-storage', key: 'quota.totalBytes', kind: size },
   { key: 'timeouts.headersSeconds', to: 'headersTimeoutMs', kind: seconds },
   { key: 'timeouts.bodySeconds', to: 'bodyTimeoutMs', kind: seconds },
   { key: 'retentionDays', to: 'retentionMs', kind: days },
   { key: 'mailboxFullRetryAfter', kind: whole },
-  {
-    flag: 'trusted-proxies',
-    arg: 'LIST',
-    multiple: true,
-    key: 'trustedProxies',
-    kind: proxies,
-    help: `balancer or proxy addresses or CIDR ranges whose X-Forwarded-For the
-per-address limits believe (several relay nodes behind one balancer)`,
-  },
-  {
-    flag: 'config',
-    arg: 'FILE',
-    help: `limits and quotas (PROFILE §6, §9) from a JSON file, checked at start;
-a flag given too wins over the file (see the relay README)`,
-  },
-  {
-    flag: 'metrics-port',
-    arg: 'P',
-    to: 'metrics.port',
-    kind: port,
-    help: 'Prometheus metrics at http://<metrics host>:P/metrics (off by default)',
-  },
-  {
-    flag: 'metrics-host',
-    arg: 'H',
-    to: 'metrics.host',
-    help: 'the metrics listener (default 127.0.0.1: plain HTTP, no auth)',
-  },
-  {
-    flag: 'log-level',
-    arg: 'L',
-    to: 'logLevel',
-    kind: level,
-    help: `${RELAY_LOG_LEVELS.join(', ')} (default info):
-JSON lines on stderr, one per refused request`,
-  },
-  {
-    flag: 'shutdown-timeout',
-    arg: 'S',
-    to: 'shutdownTimeoutMs',
-    kind: stopSeconds,
-    help: 'seconds a SIGTERM or SIGINT may take to stop (default 10)',
-  },
+  { flag: 'trusted-proxies', multiple: true, key: 'trustedProxies', kind: proxies },
+  { flag: 'config' },
+  { flag: 'metrics-port', to: 'metrics.port', kind: port },
+  { flag: 'metrics-host', to: 'metrics.host' },
+  { flag: 'log-level', to: 'logLevel', kind: level },
+  { flag: 'shutdown-timeout', to: 'shutdownTimeoutMs', kind: stopSeconds },
 ]
 
 export const RELAY_USAGE = `usage: agentmsg relay --data DIR (--dev-tls | --tls-cert F --tls-key F) [options]
 
-Run a relay (PROFILE §9) over HTTPS with its SQLite store in DIR/relay.sqlite, or on a
-PostgreSQL database that several relay processes share. Ctrl-C (SIGINT) or SIGTERM stop it
-cleanly: new publishes get 503, those in flight are stored and answered, streams are told to
-reconnect, the store is flushed, exit 0 (past --shutdown-timeout, exit 1).
-${SETTINGS.filter((s) => s.help)
-  .map((s) => {
-    const [first, ...more] = s.help!.split('\n').map((line) => `${' '.repeat(26)}${line}`)
-    const flag = `  --${s.flag} ${s.arg ?? ''}`.padEnd(26)
-    return [flag.length > 26 ? `${flag}\n${first}` : flag + first!.trimStart(), ...more].join('\n')
-  })
-  .join('\n')}
+Run a relay (PROFILE §9) over HTTPS, its mailboxes in DIR/relay.sqlite or PostgreSQL (--store).
+SIGINT or SIGTERM stop it cleanly (publishes in flight stored, streams told to reconnect): exit 0.
+  --data DIR              the relay data: DIR/relay.sqlite
+  --host H                address to listen on (default 127.0.0.1)
+  --port P                default 8443
+  --public-url URL        default https://<host>:<port>
+  --dev-tls               a certificate for localhost, 127.0.0.1 and ::1 from this machine's dev
+                          CA: clients trust $AGENTMSG_HOME/dev-ca/ca.pem (made on first use)
+  --tls-cert F            a real certificate (PEM), with --tls-key F its key
+  --ca F                  trust this CA too for identity documents and webhooks (e.g. the dev CA)
+  --allow-private LIST    private or loopback hosts or ranges it may fetch from (e.g. 127.0.0.1)
+  --store URL             keep mailboxes in PostgreSQL (postgres://…), not DIR/relay.sqlite: relay
+                          processes given the same URL and schema serve the same mailboxes
+  --store-schema N        default agentmsg_relay
+  --rate-limit N          requests per minute from one client address (IPv6: per /64), or
+                          "unlimited" for a load test from one machine (default 600)
+  --burst N               default 100
+  --sender-rate-limit N   publishes per minute per verified sender, or "unlimited" (default 60)
+  --sender-burst N        default 20
+  --max-reads-per-address N
+                          request bodies read at once per address (default 8)
+  --streams-per-agent N   open SSE and WebSocket streams per agent (default 4)
+  --max-storage SIZE      what all mailboxes hold together (bytes, or 512MiB, 10GiB; default 10GiB)
+  --trusted-proxies LIST  proxies (addresses, CIDR ranges) whose X-Forwarded-For the limits believe
+  --config FILE           limits and quotas from a JSON file (see the relay README); flags win
+  --metrics-port P        Prometheus metrics at http://<metrics host>:P/metrics (off by default)
+  --metrics-host H        the metrics listener (default 127.0.0.1: plain HTTP, no auth)
+  --log-level L           ${RELAY_LOG_LEVELS.join(', ')} (default info):
+                          JSON lines on stderr, one per refused request
+  --shutdown-timeout S    seconds a SIGTERM or SIGINT may take to stop, else exit 1 (default 10)
 
 examples:
   agentmsg relay --data ./relay --port 9443 --dev-tls \\

@@ -10,35 +10,22 @@ import {
   type NonceMemory,
   verifyRequest,
 } from '@agentmsg/core/server'
-import type { RelayStore } from '../store/types.js'
-import type { FeedContext, Notifier } from './feed.js'
+import type { FeedContext } from './feed.js'
 import type { RelayHandlerOptions, StreamKind } from './types.js'
 
-/** The relay's state, as its endpoints see it. */
-export interface RelayContext {
+/** The relay's state, as its endpoints see it (its feeds' context too). */
+export interface RelayContext extends FeedContext {
   /** The normalised base URL (PROFILE §9). */
   readonly baseUrl: string
   /** Its origin: `@target-uri` = origin + the request target as received. */
   readonly origin: string
   readonly options: RelayHandlerOptions
-  readonly store: RelayStore
   readonly resolver: KeyResolver
   readonly nonces: NonceMemory
-  /** The store's nonce memory when several relay processes share the store. */
-  readonly sharedNonces?: (
-    keyId: string,
-    nonce: string,
-    expiresAt: number,
-  ) => Promise<'fresh' | 'replay'>
-  readonly notifier: Notifier
-  readonly feed: FeedContext
-  readonly now: () => number
-  readonly onError: (error: unknown) => void
   /** True once `close()` began: new publishes and streams are refused (503). */
   closing(): boolean
-  /** Register a connection that `close()` must end. */
+  /** As RelayServerHandler's. */
   track(closer: () => void): () => void
-  /** One of the agent's stream slots, or undefined at the cap (see RelayServerHandler). */
   claimStream(agent: string, kind?: StreamKind): (() => void) | undefined
 }
 
@@ -50,11 +37,8 @@ export function setRequestBucket(request: Request, bucket: string | undefined): 
 }
 
 /** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
-export function overCap(what: string, max: number, retryAfter: number): HttpReply {
-  return errorReply('rate_limited', `at most ${max} ${what} per agent; retry later`, {
-    retryAfter,
-  })
-}
+export const overCap = (what: string, max: number, retryAfter: number) =>
+  errorReply('rate_limited', `at most ${max} ${what} per agent; retry later`, { retryAfter })
 
 /** 204, with the CORS headers every answer carries (PROFILE §6). */
 export function noContent(): HttpReply {
@@ -66,10 +50,7 @@ export function noContent(): HttpReply {
 export type RelayReply = HttpReply | Response
 
 /** The JSON body of `request`, at most `maxBytes`: the bytes, or the 415 / 413 to answer. */
-export async function jsonBody(
-  request: Request,
-  maxBytes: number,
-): Promise<Uint8Array | HttpReply> {
+export async function jsonBody(request: Request, maxBytes: number) {
   if (!isJsonContentType(request.headers.get('content-type'))) {
     discardBody(request.body)
     const message = 'Content-Type must be application/json (charset utf-8)'
@@ -127,21 +108,22 @@ export async function authenticate(
   expectedAgent: string | undefined,
   body?: Uint8Array,
 ): Promise<string> {
-  const bucket = buckets.get(request)
-  const { sharedNonces } = ctx
-  const verified = await verifyRequest({
+  const { store } = ctx
+  const { agent } = await verifyRequest({
     method: request.method,
     targetUri: `${ctx.origin}${url.pathname}${url.search}`,
     headers: request.headers,
-    ...(body !== undefined && { body }),
+    body,
     resolver: ctx.resolver,
     nonces: ctx.nonces,
     // Several relay processes on one store share its nonce memory (PROFILE §9).
-    ...(sharedNonces && { sharedNonces }),
+    sharedNonces:
+      store.rememberNonce &&
+      ((key, nonce, until) => store.rememberNonce!(key, nonce, until, ctx.now())),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
-    ...(bucket !== undefined && { bucket }),
-    ...(expectedAgent !== undefined && { expectedAgent }),
+    bucket: buckets.get(request),
+    expectedAgent,
     now: ctx.now(),
   })
-  return verified.agent
+  return agent
 }

@@ -12,9 +12,7 @@ export interface FeedSink {
   ready(): Promise<boolean>
 }
 
-export interface Feed {
-  close(): void
-}
+export type Feed = { close(): void }
 
 /** In-process "something new in this mailbox" signals. */
 export class Notifier {
@@ -80,13 +78,10 @@ export function startFeed(
       while (dirty && !closed) {
         dirty = false
         for (;;) {
-          if (!(await sink.ready())) {
-            close()
-            return
-          }
+          if (!(await sink.ready())) return close()
           if (closed) return
           const page = await ctx.store.retrieve(mailbox, {
-            ...(cursor !== undefined ? { after: cursor } : {}),
+            after: cursor,
             limit: PROFILE.pageLimit,
             // At most one stream's unsent bytes per read (PROFILE §9).
             maxBytes: PROFILE.maxMessageBytes,

@@ -3,6 +3,7 @@
  * Unauthenticated, so they tell nothing (no error text or version); not rate limited (a load
  * balancer probes from one address), so one store check at a time, reused for `cacheMs`.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { HttpReply } from '@agentmsg/core/server'
 import type { RelayStore } from '../store/types.js'
 
@@ -32,22 +33,12 @@ export function healthReply(ok: boolean, method: string): HttpReply {
 
 /** `read()`, or undefined when it failed or took longer than `ms`. */
 export async function within<T>(ms: number, read: () => Promise<T>): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms)
-    timer.unref?.()
-  })
-  try {
-    return await Promise.race([read().catch(() => undefined), late])
-  } finally {
-    clearTimeout(timer)
-  }
+  const done = new AbortController()
+  const late = sleep(ms, undefined, { ref: false, signal: done.signal }).catch(() => undefined)
+  return Promise.race([read().catch(() => undefined), late]).finally(() => done.abort())
 }
 
-/**
- * The relay's readiness: not `closing`, and the store can take a write now
- * (`RelayStore.checkWritable`, else a read, `usage()`), within `timeoutMs`.
- */
+/** Ready: not `closing`, and the store can write now (`checkWritable`, else `usage()`) in time. */
 export function readiness(
   store: RelayStore,
   closing: () => boolean,

@@ -1,10 +1,8 @@
 /** A mailbox's owner reading it (PROFILE §9): pages, acknowledgements, SSE; each authenticated. */
-
 import { PROFILE, parseAgentId } from '@agentmsg/core'
 import { invalidFormat } from '@agentmsg/core/http'
 import { parseStrictJson } from '@agentmsg/core/receive'
-import { discardBody, errorReply, type HttpReply, jsonReply } from '@agentmsg/core/server'
-import type { MailboxPage } from '../store/types.js'
+import { discardBody, errorReply, jsonReply } from '@agentmsg/core/server'
 import {
   authenticate,
   cursorParam,
@@ -33,23 +31,16 @@ function pageLimit(given: string | null): number {
 }
 
 /** The mailbox a request's `?agent=` names: its owner authenticates for it (PROFILE §9). */
-function queryAgent(url: URL): string {
-  return mailboxAgent(url.searchParams.get('agent') ?? undefined, 'agent')
-}
+const queryAgent = (url: URL) => mailboxAgent(url.searchParams.get('agent') ?? undefined, 'agent')
 
 /** Read a page of a mailbox; a cursor the store does not know is the client's error (400). */
-async function read(
-  ctx: RelayContext,
-  agent: string,
-  after: string | undefined,
-  count: number,
-): Promise<MailboxPage> {
+async function read(ctx: RelayContext, agent: string, after: string | undefined, limit: number) {
   try {
     // Writes already asked for (a WebSocket ack frame, say) land before a client's retrieve.
     await ctx.store.settled?.()
     return await ctx.store.retrieve(agent, {
-      ...(after !== undefined ? { after } : {}),
-      limit: count,
+      after,
+      limit,
       maxBytes: PROFILE.pageBytes,
       now: ctx.now(),
     })
@@ -59,12 +50,11 @@ async function read(
   }
 }
 
+/** A mailbox endpoint; `id`: the decoded last path segment. */
+type Endpoint = (ctx: RelayContext, request: Request, url: URL, id: string) => Promise<RelayReply>
+
 /** `GET /relay/messages?agent=&after=&limit=`: oldest first, at most 500 and 8 MiB. */
-export async function retrieveMessages(
-  ctx: RelayContext,
-  request: Request,
-  url: URL,
-): Promise<HttpReply> {
+export const retrieveMessages: Endpoint = async (ctx, request, url) => {
   const agent = queryAgent(url)
   const after = cursorParam(url.searchParams.get('after'))
   const count = pageLimit(url.searchParams.get('limit'))
@@ -78,12 +68,7 @@ export async function retrieveMessages(
 }
 
 /** `DELETE /relay/messages/{id}?agent=&from=`: 204, or 404 when nothing matched. */
-export async function acknowledgeMessage(
-  ctx: RelayContext,
-  request: Request,
-  url: URL,
-  messageId: string,
-): Promise<HttpReply> {
+export const acknowledgeMessage: Endpoint = async (ctx, request, url, messageId) => {
   discardBody(request.body)
   const agent = queryAgent(url)
   const from = url.searchParams.get('from') ?? undefined
@@ -93,40 +78,24 @@ export async function acknowledgeMessage(
   return noContent()
 }
 
-/** The `{agent, acks:[{message_id, from}, …]}` body of `POST /relay/ack`. */
-function ackBody(value: unknown): {
-  agent: string
-  acks: Array<{ messageId: string; from: string }>
-} {
-  const body = jsonObject(value)
-  const agent = mailboxAgent(body.agent, 'agent')
-  const acks = body.acks
-  if (!Array.isArray(acks) || acks.length < 1 || acks.length > PROFILE.maxAcks) {
-    throw invalidFormat(`must be an array of 1 to ${PROFILE.maxAcks} entries`, 'acks')
-  }
-  return {
-    agent,
-    acks: acks.map((entry: unknown, i) => {
-      const field = `acks[${i}]`
-      const { message_id: messageId, from } = jsonObject(entry, field)
-      if (typeof messageId !== 'string' || messageId === '') {
-        throw invalidFormat('must be a string', `${field}.message_id`)
-      }
-      parseAgentId(from, `${field}.from`)
-      return { messageId, from: from as string }
-    }),
-  }
-}
-
-/** `POST /relay/ack`: remove many entries; those matching nothing are skipped (PROFILE §9). */
-export async function acknowledgeMany(
-  ctx: RelayContext,
-  request: Request,
-  url: URL,
-): Promise<HttpReply> {
+/** `POST /relay/ack` (PROFILE §9) `{agent, acks:[{message_id, from}, …]}`; no match: skipped. */
+export const acknowledgeMany: Endpoint = async (ctx, request, url) => {
   const bytes = await jsonBody(request, MAX_ACK_BYTES)
   if (!(bytes instanceof Uint8Array)) return bytes
-  const { agent, acks } = ackBody(parseStrictJson(bytes))
+  const body = jsonObject(parseStrictJson(bytes))
+  const agent = mailboxAgent(body.agent, 'agent')
+  if (!Array.isArray(body.acks) || body.acks.length < 1 || body.acks.length > PROFILE.maxAcks) {
+    throw invalidFormat(`must be an array of 1 to ${PROFILE.maxAcks} entries`, 'acks')
+  }
+  const acks = body.acks.map((entry: unknown, i) => {
+    const field = `acks[${i}]`
+    const { message_id: messageId, from } = jsonObject(entry, field)
+    if (typeof messageId !== 'string' || messageId === '') {
+      throw invalidFormat('must be a string', `${field}.message_id`)
+    }
+    parseAgentId(from, `${field}.from`)
+    return { messageId, from: from as string }
+  })
   await authenticate(ctx, request, url, agent, bytes)
   // One call per entry: a store that commits in groups (SQLite) writes them together.
   const counts = await Promise.all(acks.map((a) => ctx.store.ack(agent, a.messageId, a.from)))
@@ -138,11 +107,7 @@ export async function acknowledgeMany(
  * `GET /relay/stream?agent=&after=`: held, then live messages as SSE; at most
  * `limits.streamsPerAgent` streams per agent with WebSockets, bounding what one agent holds.
  */
-export async function streamMessages(
-  ctx: RelayContext,
-  request: Request,
-  url: URL,
-): Promise<RelayReply> {
+export const streamMessages: Endpoint = async (ctx, request, url) => {
   const agent = queryAgent(url)
   // Last-Event-ID wins over after (PROFILE §9).
   const lastEventId = request.headers.get('last-event-id')
@@ -174,7 +139,7 @@ export async function streamMessages(
   })
   untrack = ctx.track(() => channel.close())
   const delivered = (n: number) => o.observer?.delivered?.('sse', n)
-  feed = startFeed({ ...ctx.feed, delivered }, agent, after, channel)
+  feed = startFeed({ ...ctx, delivered }, agent, after, channel)
   const { headers } = jsonReply(200, null, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',

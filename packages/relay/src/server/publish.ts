@@ -17,53 +17,45 @@ import { jsonBody, type RelayContext } from './context.js'
 
 /** PROFILE §9: this profile has no relay-to-relay forwarding. */
 function checkNotForwarded(message: Message): void {
-  if (message.trace !== undefined && message.trace.received.length > 0) {
-    throw invalidFormat(
-      'must be empty on publish: this relay does not forward from relays',
-      'trace.received',
-    )
-  }
+  const why = 'must be empty on publish: this relay does not forward from relays'
+  if (message.trace?.received.length) throw invalidFormat(why, 'trace.received')
 }
 
 /** Where a message goes: `mailboxes` undefined (404) without an open one; `held` may hold it. */
-interface Targets {
-  topic: boolean
-  mailboxes: string[] | undefined
-  held: string[]
-}
+type Targets = { topic: boolean; mailboxes: string[] | undefined; held: string[] }
 
-export class Publisher {
-  readonly #ctx: RelayContext
-  readonly #receive: ReceiveContext
-  readonly #retentionMs: number
-
-  /** `perSender`: the per-sender limit (PROFILE §6), charged for verified new messages only. */
-  constructor(ctx: RelayContext, retentionMs: number, perSender: (from: string) => number) {
-    this.#ctx = ctx
-    this.#retentionMs = retentionMs
-    this.#receive = {
-      resolver: ctx.resolver,
-      // The date window of PROFILE §6. Duplicates are the store's (see `publish`).
-      replay: new ReplayGuard({ now: ctx.now }),
-      now: ctx.now,
-      requireEd25519: true,
-      checkMessage: checkNotForwarded,
-      perSender,
-    }
+/** `perSender`: the per-sender limit (PROFILE §6), charged for verified new messages only. */
+export function publisher(
+  ctx: RelayContext,
+  retentionMs: number,
+  perSender: (from: string) => number,
+) {
+  const { store } = ctx
+  const options: ReceiveContext = {
+    resolver: ctx.resolver,
+    // The date window of PROFILE §6. Duplicates are the store's (see `publish`).
+    replay: new ReplayGuard({ now: ctx.now }),
+    now: ctx.now,
+    requireEd25519: true,
+    checkMessage: checkNotForwarded,
+    perSender,
   }
 
   /** `outcome.duplicate` is set when the answer is a 202 for a copy already stored (metrics). */
-  async publish(request: Request, outcome?: { duplicate?: boolean }): Promise<HttpReply> {
+  return async function publish(
+    request: Request,
+    outcome?: { duplicate?: boolean },
+  ): Promise<HttpReply> {
     const body = await jsonBody(request, PROFILE.maxBodyBytes)
     if (!(body instanceof Uint8Array)) return body
-    const receivedAt = this.#ctx.now()
+    const receivedAt = ctx.now()
     let targets: Targets | undefined
     // A copy every target mailbox holds, or remembers after an ack or expiry, is answered 202
     // before the per-sender limit is charged: a replay cannot spend its sender's quota, nor be
     // delivered again (PROFILE §9).
     const isDuplicate = async (message: Message) => {
-      targets = await this.#targets(message)
-      return this.#ctx.store.isDuplicate({
+      targets = await targetsOf(message)
+      return store.isDuplicate({
         mailboxes: targets.held,
         from: message.from.agent,
         messageId: message.message_id,
@@ -72,7 +64,7 @@ export class Publisher {
     }
     const result = await receive(
       { body, idempotencyKey: request.headers.get('idempotency-key') },
-      { ...this.#receive, now: () => receivedAt, isDuplicate },
+      { ...options, now: () => receivedAt, isDuplicate },
     )
     if (result.status === 'refused') {
       const { error } = result
@@ -84,30 +76,30 @@ export class Publisher {
       return acceptedReply(message.message_id)
     }
     // 11. Mailboxes: told only now, after the signature verified.
-    targets ??= await this.#targets(message)
+    targets ??= await targetsOf(message)
     const { mailboxes, topic } = targets
     if (mailboxes === undefined) {
       return errorReply('not_found', `this relay holds no open mailbox for ${message.to.agent}`)
     }
     if (mailboxes.length === 0) return acceptedReply(message.message_id)
-    return this.#store(message, mailboxes, topic, receivedAt, outcome)
+    return save(message, mailboxes, topic, receivedAt, outcome)
   }
 
-  async #targets(message: Message): Promise<Targets> {
+  async function targetsOf(message: Message): Promise<Targets> {
     const to = message.to.agent
     if (to === undefined) {
-      const subscribers = await this.#ctx.store.topicSubscribers(message.to.topic)
+      const subscribers = await store.topicSubscribers(message.to.topic)
       return { topic: true, mailboxes: subscribers, held: subscribers }
     }
     const { kind } = parseAgentId(to, 'to.agent')
     if (kind !== 'did:key' && kind !== 'url')
       return { topic: false, mailboxes: undefined, held: [] }
-    const open = (await this.#ctx.store.mailboxState(to)) === 'open'
+    const open = (await store.mailboxState(to)) === 'open'
     return { topic: false, mailboxes: open ? [to] : undefined, held: [to] }
   }
 
   /** 12. Trace, before the message becomes visible. 13. Durable store, then 202. */
-  async #store(
+  async function save(
     message: Message,
     mailboxes: string[],
     topic: boolean,
@@ -115,19 +107,17 @@ export class Publisher {
     outcome: { duplicate?: boolean } | undefined,
   ): Promise<HttpReply> {
     const from = message.from.agent
-    const by = `relay:${this.#ctx.baseUrl}`
+    const by = `relay:${ctx.baseUrl}`
     const entry = { by, with: 'https/agentmsg-1', at: formatTimestamp(receivedAt), from }
     const traced: Message = { ...message, trace: { ...message.trace, received: [entry] } }
     const date = parseTimestamp(message.date, 'date')
-    let expiresAt = receivedAt + this.#retentionMs
-    if (message.ttl_seconds !== undefined) {
-      expiresAt = Math.min(expiresAt, date + message.ttl_seconds * 1000)
-    }
+    const ttl = message.ttl_seconds
+    const expiresAt = Math.min(receivedAt + retentionMs, date + (ttl ?? Infinity) * 1000)
     // Quotas count JCS(message without trace) (PROFILE §9): what the sender signed and sized.
     const { trace: _trace, ...signed } = message
     let results
     try {
-      results = await this.#ctx.store.publish({
+      results = await store.publish({
         mailboxes,
         from,
         messageId: message.message_id,
@@ -144,12 +134,12 @@ export class Publisher {
       if (error instanceof MailboxFullError || error instanceof RelayStorageFullError) {
         // The error never names a mailbox or its owner (PROFILE §9).
         return errorReply('unavailable', 'the relay cannot store this message now; retry later', {
-          retryAfter: this.#ctx.options.mailboxFullRetryAfter ?? 60,
+          retryAfter: ctx.options.mailboxFullRetryAfter ?? 60,
         })
       }
       throw error
     }
-    for (const r of results) if (!r.duplicate && !r.full) this.#ctx.notifier.notify(r.mailbox)
+    for (const r of results) if (!r.duplicate && !r.full) ctx.notifier.notify(r.mailbox)
     // Two copies raced past `isDuplicate`: the store kept one; the other is the duplicate.
     if (outcome && results.length > 0 && results.every((r) => r.duplicate)) outcome.duplicate = true
     return acceptedReply(message.message_id)

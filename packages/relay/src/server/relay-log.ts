@@ -28,8 +28,7 @@ export function logObserver(logger: Logger): RelayObserver {
       const { code, status, route, method, bucket } = request
       // Fields picked one by one: nothing else of a request can reach the line.
       const line = { code, status, route, method, ...(bucket !== undefined && { bucket }) }
-      if (status >= 500) logger.warn(line, 'refused')
-      else logger.info(line, 'refused')
+      logger[status >= 500 ? 'warn' : 'info'](line, 'refused')
     },
   }
 }

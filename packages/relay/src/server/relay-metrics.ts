@@ -3,6 +3,7 @@
  * process keep their own counts) on a listener of its own, never the relay's port. Store gauges
  * are read per scrape, each read bounded so a slow store cannot hang a scrape.
  */
+import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
@@ -49,7 +50,7 @@ export class RelayMetrics implements RelayObserver {
   })
 
   /** `store` is read on each scrape; a read slower than `collectTimeoutMs` keeps the last value. */
-  constructor(options: { store?: RelayStore; collectTimeoutMs?: number } = {}) {
+  constructor(store: RelayStore, collectTimeoutMs = 2000) {
     // Zeros for the labels every relay has, so rates start from a sample.
     for (const code of ['accepted', 'duplicate']) this.#publishes.inc({ code }, 0)
     for (const mode of ['ws', 'sse', 'webhook', 'retrieve']) this.#deliveries.inc({ mode }, 0)
@@ -57,8 +58,6 @@ export class RelayMetrics implements RelayObserver {
       this.#rateLimited.inc({ scope }, 0)
     }
     for (const kind of ['sse', 'ws']) this.#openStreams.set({ kind }, 0)
-    const { store, collectTimeoutMs = 2000 } = options
-    if (store === undefined) return
     // One relay-wide usage read per scrape, shared by the two gauges collected together.
     let usage: Promise<{ messages: number; bytes: number } | undefined> | undefined
     const read = () =>
@@ -92,34 +91,16 @@ export class RelayMetrics implements RelayObserver {
     return new Counter({ name: `agentmsg_relay_${name}`, help, labelNames: [label], registers })
   }
 
-  published(outcome: string): void {
+  readonly published = (outcome: string) => {
     const code = outcome === 'accepted' || outcome === 'duplicate' ? outcome : knownCode(outcome)
     this.#publishes.inc({ code })
   }
-
-  authFailed(code: string): void {
-    this.#authFailures.inc({ code: knownCode(code) })
-  }
-
-  rateLimited(scope: RateLimitScope): void {
-    this.#rateLimited.inc({ scope })
-  }
-
-  delivered(mode: DeliveryMode, count: number): void {
-    this.#deliveries.inc({ mode }, count)
-  }
-
-  streamOpened(kind: StreamKind): void {
-    this.#openStreams.inc({ kind })
-  }
-
-  streamClosed(kind: StreamKind): void {
-    this.#openStreams.dec({ kind })
-  }
-
-  storeWrite(op: 'publish' | 'ack', seconds: number): void {
-    this.#commits.observe({ op }, seconds)
-  }
+  readonly authFailed = (code: string) => this.#authFailures.inc({ code: knownCode(code) })
+  readonly rateLimited = (scope: RateLimitScope) => this.#rateLimited.inc({ scope })
+  readonly delivered = (mode: DeliveryMode, n: number) => this.#deliveries.inc({ mode }, n)
+  readonly streamOpened = (kind: StreamKind) => this.#openStreams.inc({ kind })
+  readonly streamClosed = (kind: StreamKind) => this.#openStreams.dec({ kind })
+  readonly storeWrite = (op: 'publish' | 'ack', s: number) => this.#commits.observe({ op }, s)
 }
 
 /** The metrics listener could not listen (its port in use, say). */
@@ -135,12 +116,7 @@ export class MetricsListenError extends Error {
 }
 
 /** A running metrics listener: `http://host:port/metrics`. */
-export interface MetricsListener {
-  url: string
-  host: string
-  port: number
-  close(): Promise<void>
-}
+export type MetricsListener = { url: string; host: string; port: number; close(): Promise<void> }
 
 /**
  * Serve `GET /metrics` over plain HTTP on `host:port` (0 picks a free port), without auth, as
@@ -149,9 +125,11 @@ export interface MetricsListener {
 export async function listenMetrics(
   metrics: RelayMetrics,
   options: { host?: string; port: number },
-): Promise<MetricsListener> {
+) {
   const host = options.host ?? '127.0.0.1'
-  const server = createServer((req, res) => {
+  // A scrape is one small request: slow or idle clients are cut early.
+  const timeouts = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }
+  const server = createServer(timeouts, (req, res) => {
     const path = (req.url ?? '').split('?')[0]
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n')
@@ -165,21 +143,9 @@ export async function listenMetrics(
       () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics failed\n'),
     )
   })
-  // A scrape is one small request: slow or idle clients are cut early.
-  server.headersTimeout = 10_000
-  server.requestTimeout = 30_000
-  server.keepAliveTimeout = 5_000
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(options.port, host, () => {
-        server.off('error', reject)
-        resolve()
-      })
-    })
-  } catch (error) {
+  await once(server.listen(options.port, host), 'listening').catch((error: unknown) => {
     throw new MetricsListenError(host, options.port, error)
-  }
+  })
   const port = (server.address() as AddressInfo).port
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/metrics`,

@@ -7,9 +7,8 @@ import type { RelayStore } from '../store/types.js'
 import type { RateLimitScope, RefusedRequest, RelayObserver } from './types.js'
 
 /** The status PROFILE §6 gives a code, or undefined for a code it does not name. */
-export function codeStatus(code: string): number | undefined {
-  return Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : undefined
-}
+export const codeStatus = (code: string): number | undefined =>
+  Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : undefined
 
 /** What one request did, filled in as it is answered (routes.ts). */
 export interface RequestTrace {
@@ -31,28 +30,19 @@ const ROUTE_SCOPE: Readonly<Record<string, RateLimitScope>> = {
 }
 
 /** The error code of an error reply's JSON body (`{"status":"error","code":…}`). */
-export function replyCode(body: string | null | undefined): string {
-  const match = body ? /"code":"([a-z_]{1,40})"/.exec(body) : null
-  const code = match?.[1]
-  return code !== undefined ? knownCode(code) : 'other'
-}
+export const replyCode = (body: string | null | undefined): string =>
+  knownCode(/"code":"([a-z_]{1,40})"/.exec(body ?? '')?.[1] ?? '')
 
 /** A known code, or `other`: label values stay within the PROFILE's set. */
-export function knownCode(code: string): string {
-  return codeStatus(code) !== undefined ? code : 'other'
-}
+export const knownCode = (code: string) => (codeStatus(code) !== undefined ? code : 'other')
 
 /** Report a refusal: the log line, an auth failure (401/403), a rate-limit hit. */
-export function reportRefused(
-  observer: RelayObserver,
-  refused: RefusedRequest,
-  scope?: RateLimitScope,
-): void {
-  observer.refused?.(refused)
-  if (refused.status === 401 || refused.status === 403) observer.authFailed?.(refused.code)
+export function reportRefused(o: RelayObserver, refused: RefusedRequest, scope?: RateLimitScope) {
+  o.refused?.(refused)
+  if (refused.status === 401 || refused.status === 403) o.authFailed?.(refused.code)
   if (refused.code === 'rate_limited') {
     const by = scope ?? ROUTE_SCOPE[refused.route]
-    if (by !== undefined) observer.rateLimited?.(by)
+    if (by !== undefined) o.rateLimited?.(by)
   }
 }
 
@@ -61,7 +51,7 @@ export function reportReply(
   observer: RelayObserver,
   method: string,
   trace: RequestTrace,
-  reply: Pick<HttpReply, 'status' | 'body'>,
+  reply: HttpReply,
 ): void {
   const { status } = reply
   const code = status >= 400 ? replyCode(reply.body) : undefined
@@ -74,16 +64,10 @@ export function reportReply(
   reportRefused(observer, refused, trace.scope)
 }
 
-const OBSERVER_KEYS = [
-  'refused',
-  'published',
-  'authFailed',
-  'rateLimited',
-  'delivered',
-  'streamOpened',
-  'streamClosed',
-  'storeWrite',
-] as const
+const OBSERVER_KEYS =
+  'refused published authFailed rateLimited delivered streamOpened streamClosed storeWrite'.split(
+    ' ',
+  ) as Array<keyof RelayObserver>
 
 /** One observer that tells each of `observers` (skipping undefined ones), or undefined. */
 export function combineObservers(

@@ -7,124 +7,88 @@ import {
   type ClientLimits,
   discardBody,
   errorReply,
+  type HttpReply,
   onBodyDone,
   preflightReply,
 } from '@agentmsg/core/server'
 import { decodeSegment, type RelayReply, setRequestBucket } from './context.js'
 import type { RequestTrace } from './relay-report.js'
 
-/** The endpoints a route leads to; `trace` learns whether a publish's 202 was a duplicate. */
-export interface RelayEndpoints {
-  publish(request: Request, trace?: RequestTrace): Promise<RelayReply>
-  subscribe(request: Request, url: URL): Promise<RelayReply>
-  unsubscribe(request: Request, url: URL, subscriptionId: string): Promise<RelayReply>
-  retrieve(request: Request, url: URL): Promise<RelayReply>
-  acknowledge(request: Request, url: URL, messageId: string): Promise<RelayReply>
-  acknowledgeMany(request: Request, url: URL): Promise<RelayReply>
-  stream(request: Request, url: URL): Promise<RelayReply>
+type Route = 'publish' | 'subscribe' | 'unsubscribe' | 'retrieve' | 'acknowledge' | 'ack' | 'stream'
+
+/** The endpoints by route; `id`: the last path segment, decoded; `trace`: what they did. */
+export type RelayEndpoints = Record<
+  Route,
+  (request: Request, url: URL, id: string, trace?: RequestTrace) => Promise<RelayReply>
+>
+
+/** Path → the route (its name in logs and metrics: never the path) and its method. */
+const EXACT: Record<string, [Route, string]> = {
+  '/relay/publish': ['publish', 'POST'],
+  '/relay/subscribe': ['subscribe', 'POST'],
+  '/relay/messages': ['retrieve', 'GET'],
+  '/relay/stream': ['stream', 'GET'],
+  '/relay/ack': ['ack', 'POST'],
 }
+/** The routes of the paths one segment below these. */
+const BELOW: Array<[string, Route, string]> = [
+  ['/relay/subscribe/', 'unsubscribe', 'DELETE'],
+  ['/relay/messages/', 'acknowledge', 'DELETE'],
+]
 
-type Run = (
-  e: RelayEndpoints,
-  request: Request,
-  url: URL,
-  trace?: RequestTrace,
-) => Promise<RelayReply>
-
-/** Path → the endpoint's name (for logs and metrics: never the path), its methods, its run. */
-const EXACT: Record<string, [string, string, Run]> = {
-  '/relay/publish': ['publish', 'POST', (e, r, _u, t) => e.publish(r, t)],
-  '/relay/subscribe': ['subscribe', 'POST', (e, r, u) => e.subscribe(r, u)],
-  '/relay/messages': ['retrieve', 'GET', (e, r, u) => e.retrieve(r, u)],
-  '/relay/stream': ['stream', 'GET', (e, r, u) => e.stream(r, u)],
-  '/relay/ack': ['ack', 'POST', (e, r, u) => e.acknowledgeMany(r, u)],
-}
-
-/** The route of a path below the base path (the last segment decoded for the two below), or none. */
-function match(path: string): [string, string, Run] | undefined {
-  const exact = Object.hasOwn(EXACT, path) ? EXACT[path] : undefined
-  if (exact !== undefined) return exact
-  const below = (prefix: string) =>
-    path.startsWith(prefix) && path.length > prefix.length
-      ? decodeSegment(path.slice(prefix.length))
-      : undefined
-  const id = below('/relay/subscribe/')
-  if (id !== undefined) return ['unsubscribe', 'DELETE', (e, r, u) => e.unsubscribe(r, u, id)]
-  const messageId = below('/relay/messages/')
-  if (messageId !== undefined) {
-    return ['acknowledge', 'DELETE', (e, r, u) => e.acknowledge(r, u, messageId)]
+/** The route of a path below the base path, its method and id, or none. */
+function match(path: string): [Route, string, string] | undefined {
+  if (Object.hasOwn(EXACT, path)) return [...EXACT[path]!, '']
+  for (const [prefix, route, method] of BELOW) {
+    if (path.startsWith(prefix) && path.length > prefix.length) {
+      return [route, method, decodeSegment(path.slice(prefix.length))]
+    }
   }
   return undefined
 }
 
-/** Who sent a request: the peer address, the relay's per-address limits, a trace for reports. */
-export interface RequestClient {
-  limits: ClientLimits
-  address: string | undefined
-  trace?: RequestTrace
-}
-
-/** Answer one request (no client address while the limits are on: a 500, thrown). */
+/** Answer one request from `address` (none while the limits are on: a 500, thrown). */
 export async function dispatch(
   request: Request,
   basePath: string,
   endpoints: RelayEndpoints,
-  client: RequestClient,
+  limits: ClientLimits,
+  address: string | undefined,
+  trace: RequestTrace,
 ): Promise<RelayReply> {
   const url = new URL(request.url)
-  let path = url.pathname
-  if (basePath !== '') {
-    if (!path.startsWith(`${basePath}/`)) return notFound(request)
-    path = path.slice(basePath.length)
-  }
-  const { trace } = client
-  const route = match(path)
-  if (route === undefined) return notFound(request)
-  const [name, only, endpoint] = route
+  const { pathname } = url
+  const route = match(pathname.startsWith(`${basePath}/`) ? pathname.slice(basePath.length) : '')
+  // Answered before the body is read: it is discarded.
+  const early = (reply: HttpReply) => (discardBody(request.body), reply)
+  if (route === undefined) return early(errorReply('not_found', 'no such relay endpoint'))
+  const [name, only, id] = route
+  trace.route = name
   const allow = `${only}, OPTIONS`
-  const run = () => endpoint(endpoints, request, url, trace)
-  if (trace) trace.route = name
-  const method = request.method
-  if (method === 'OPTIONS') {
-    discardBody(request.body)
-    return preflightReply(allow)
-  }
+  const { method } = request
+  if (method === 'OPTIONS') return early(preflightReply(allow))
   if (method !== only) {
-    discardBody(request.body)
-    return errorReply('method_not_allowed', `${method} is not allowed here; allowed: ${allow}`, {
-      headers: { allow },
-    })
+    const message = `${method} is not allowed here; allowed: ${allow}`
+    return early(errorReply('method_not_allowed', message, { headers: { allow } }))
   }
   // 2. Per-address limits, before a byte of the body is read.
-  const { limits } = client
-  const bucket = limits.bucket(client.address, () => request.headers.get('x-forwarded-for'))
-  if (trace) trace.bucket = bucket
+  const bucket = limits.bucket(address, () => request.headers.get('x-forwarded-for'))
+  trace.bucket = bucket
   const wait = limits.take(bucket)
   if (wait > 0) {
-    if (trace) trace.scope = 'address'
-    discardBody(request.body)
-    return errorReply('rate_limited', `too many requests from this address; retry in ${wait} s`, {
-      retryAfter: wait,
-    })
+    trace.scope = 'address'
+    const message = `too many requests from this address; retry in ${wait} s`
+    return early(errorReply('rate_limited', message, { retryAfter: wait }))
   }
   setRequestBucket(request, bucket)
+  const run = () => endpoints[name](request, url, id, trace)
   if (request.body === null) return run()
   // A read slot, ended as soon as the endpoint has read or discarded the body (or answered).
   const release = limits.startRead(bucket)
   if (typeof release !== 'function') {
-    if (trace) trace.scope = 'reads'
-    discardBody(request.body)
-    return release
+    trace.scope = 'reads'
+    return early(release)
   }
   onBodyDone(request.body, release)
-  try {
-    return await run()
-  } finally {
-    release()
-  }
-}
-
-function notFound(request: Request): RelayReply {
-  discardBody(request.body)
-  return errorReply('not_found', 'no such relay endpoint')
+  return run().finally(release)
 }

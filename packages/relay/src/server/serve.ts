@@ -15,7 +15,7 @@ import type { RelayLogger } from './relay-log.js'
 import type { MetricsListener } from './relay-metrics.js'
 import { combineObservers } from './relay-report.js'
 import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
-import { createRelayWebSocket, type RelayWebSocket, type RelayWebSocketOptions } from './ws.js'
+import { createRelayWebSocket, type RelayWebSocketOptions } from './ws.js'
 
 /** Options of {@link serveRelay}. */
 export interface ServeRelayOptions
@@ -81,39 +81,19 @@ export interface RelayServer {
  * const relay = await serveRelay({ port: 8443, dataDir: './relay-data', tls: { cert, key } })
  */
 export async function serveRelay(options: ServeRelayOptions): Promise<RelayServer> {
-  const {
-    host = '127.0.0.1',
-    port = 0,
-    dataDir,
-    publicUrl,
-    tls,
-    allowPrivate,
-    quota,
-    store: givenStore,
-    closeTimeoutMs = 10_000,
-    ws: wsOptions,
-    intercept,
-    headersTimeoutMs,
-    bodyTimeoutMs,
-    metrics: metricsOptions,
-    logger: givenLogger,
-    logLevel,
-    logDestination,
-    ...handlerOptions
-  } = options
-  if (!tls) throw new TypeError('serveRelay needs tls {cert, key}: https only, also in development')
-  let onError = handlerOptions.onError ?? ((e: unknown) => console.error('agentmsg relay:', e))
+  const { dataDir, quota, logLevel, logDestination } = options
+  let onError = options.onError ?? ((e: unknown) => console.error('agentmsg relay:', e))
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
   // Loaded only when used: a relay on another store never loads better-sqlite3.
   const store =
-    givenStore ??
+    options.store ??
     (await import('../store/sqlite.js')).sqliteRelayStore({
       path: path.join(dataDir, 'relay.sqlite'),
-      ...(quota ? { quota } : {}),
+      quota,
     })
   // The handler is made once the port is known (the base URL may name it); until then the
   // adapter waits for it.
-  let started!: (relay: { fetch: RelayServerHandler['fetch']; close(): Promise<void> }) => void
+  let started!: (relay: Pick<RelayServerHandler, 'fetch' | 'close'>) => void
   const ready = new Promise<Parameters<typeof started>[0]>((resolve) => (started = resolve))
   let https: Awaited<ReturnType<typeof serveHttps>>
   try {
@@ -122,109 +102,75 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
         fetch: async (request, info) => (await ready).fetch(request, info),
         close: async () => (await ready).close(),
       },
-      {
-        host,
-        port,
-        tls,
-        closeTimeoutMs,
-        ...(headersTimeoutMs !== undefined && { headersTimeoutMs }),
-        ...(bodyTimeoutMs !== undefined && { bodyTimeoutMs }),
-        onError: (e) => onError(e),
-      },
+      { ...options, onError: (e) => onError(e) },
     )
   } catch (error) {
     await store.close()
     throw error
   }
-  const { server, port: actualPort } = https
-  const hostPart = host.includes(':') ? `[${host}]` : host
-  const url = normalizeAgentUrl(publicUrl ?? `https://${hostPart}:${actualPort}`)
-  let handler: RelayServerHandler | undefined
-  let wss: RelayWebSocket | undefined
-  let metricsListener: MetricsListener | undefined
-  let logger = givenLogger
+  const url = normalizeAgentUrl(options.publicUrl ?? https.url)
+  let relay: RelayServerHandler | undefined
+  let logger = options.logger
   try {
     // pino and prom-client are loaded only when logs or metrics are asked for.
-    const logs =
-      logger !== undefined || logLevel !== undefined ? await import('./relay-log.js') : undefined
-    logger ??= logs?.createRelayLogger({
-      ...(logLevel !== undefined && { level: logLevel }),
-      ...(logDestination && { destination: logDestination }),
-    })
+    const logs = logger || logLevel !== undefined ? await import('./relay-log.js') : undefined
+    logger ??= logs?.createRelayLogger({ level: logLevel, destination: logDestination })
     const log = logger
-    if (log && !handlerOptions.onError) onError = (e) => log.error({ err: e }, 'relay error')
-    const metricsModule = metricsOptions ? await import('./relay-metrics.js') : undefined
-    const metrics = metricsModule && new metricsModule.RelayMetrics({ store })
-    const observer = combineObservers(
-      handlerOptions.observer,
-      metrics,
-      log && logs?.logObserver(log),
-    )
-    handler = createRelayHandler({
-      ...handlerOptions,
+    if (log && !options.onError) onError = (e) => log.error({ err: e }, 'relay error')
+    const metricsModule = options.metrics ? await import('./relay-metrics.js') : undefined
+    const metrics = metricsModule && new metricsModule.RelayMetrics(store)
+    const observer = combineObservers(options.observer, metrics, log && logs?.logObserver(log))
+    const handler = createRelayHandler({
+      ...options,
       baseUrl: url,
       store,
-      addressPolicy: createAddressPolicy({ allow: allowPrivate ?? [] }),
+      addressPolicy: createAddressPolicy({ allow: options.allowPrivate ?? [] }),
       onError,
-      ...(observer ? { observer } : {}),
+      observer,
     })
-    if (metrics && metricsOptions) {
-      metricsListener = await metricsModule.listenMetrics(metrics, metricsOptions)
-    }
-    wss = createRelayWebSocket(handler, {
-      onError,
-      ...(observer && { observer }),
-      ...wsOptions,
+    relay = handler
+    const metricsListener =
+      metrics && (await metricsModule.listenMetrics(metrics, options.metrics!))
+    const wss = createRelayWebSocket(handler, { onError, observer, ...options.ws })
+    const basePath = new URL(url).pathname.replace(/\/$/, '')
+    const { intercept } = options
+    started({
+      fetch: async (request, info) =>
+        (intercept && (await intercept(request))) || handler.fetch(request, info),
+      close: async () => {
+        await handler.close()
+        await wss.close()
+      },
     })
-  } catch (error) {
-    started({ fetch: async () => new Response(null, { status: 503 }), close: async () => {} })
-    await handler?.close()
-    await https.close()
-    await store.close()
-    throw error
-  }
-  const relay = handler
-  const sockets = wss
-  const basePath = new URL(url).pathname.replace(/\/$/, '')
-  started({
-    fetch: async (request, info) =>
-      (intercept && (await intercept(request))) || relay.fetch(request, info),
-    close: async () => {
-      await relay.close()
-      await sockets.close()
-    },
-  })
-  server.on('upgrade', (req, socket, head) => {
-    const target = req.url ?? ''
-    const q = target.indexOf('?')
-    const p = q < 0 ? target : target.slice(0, q)
-    if (p !== `${basePath}/relay/ws`) {
+    https.server.on('upgrade', (req, socket, head) => {
+      if ((req.url ?? '').split('?')[0] === `${basePath}/relay/ws`) {
+        return wss.handleUpgrade(req, socket, head)
+      }
       socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
-      return
-    }
-    sockets.handleUpgrade(req, socket, head)
-  })
-  server.on('tlsClientError', () => undefined)
-
-  let closing: Promise<void> | undefined
-  return {
-    url,
-    port: actualPort,
-    handler: relay,
-    store,
-    ...(metricsListener ? { metrics: metricsListener } : {}),
-    ...(logger ? { logger } : {}),
-    close() {
-      closing ??= (async () => {
-        try {
-          await https.close()
-        } finally {
+    })
+    https.server.on('tlsClientError', () => undefined)
+    let closing: Promise<void> | undefined
+    return {
+      url,
+      port: https.port,
+      handler,
+      store,
+      ...(metricsListener && { metrics: metricsListener }),
+      ...(logger && { logger }),
+      close() {
+        closing ??= https.close().finally(async () => {
           await store.close()
           // Last: a scrape during the drain still sees the final counts.
           await metricsListener?.close()
-        }
-      })()
-      return closing
-    },
+        })
+        return closing
+      },
+    }
+  } catch (error) {
+    started({ fetch: async () => new Response(null, { status: 503 }), close: async () => {} })
+    await relay?.close()
+    await https.close()
+    await store.close()
+    throw error
   }
 }

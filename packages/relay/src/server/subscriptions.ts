@@ -43,151 +43,131 @@ function topicsOf(value: unknown): string[] {
 }
 
 /** Subscriptions of one relay and the webhook feeds they started. */
-export class Subscriptions {
-  readonly #ctx: RelayContext
-  readonly #fetch: typeof fetch
-  readonly #max: number
+export function relaySubscriptions(ctx: RelayContext, fetchFn: typeof fetch, max: number) {
+  const { store } = ctx
   /** Webhook feeds by subscription id. */
-  readonly #webhooks = new Map<string, { feed: Feed; sink: WebhookSink }>()
+  const webhooks = new Map<string, { feed: Feed; sink: WebhookSink }>()
   /** Per agent, the last subscribe in progress: an agent's subscribes run one at a time. */
-  readonly #queues = new Map<string, Promise<unknown>>()
+  const queues = new Map<string, Promise<unknown>>()
   /** On a shared store one process (elected) runs every webhook feed: each push happens once. */
-  readonly #shared: boolean
-  #leading = false
-  #resync: ReturnType<typeof setInterval> | undefined
-  #unlead: (() => void) | undefined
+  let leading = store.lead === undefined
+  let resync: ReturnType<typeof setInterval> | undefined
+  let unlead: (() => void) | undefined
 
-  constructor(ctx: RelayContext, fetchFn: typeof fetch, max: number) {
-    this.#ctx = ctx
-    this.#fetch = fetchFn
-    this.#max = max
-    this.#shared = ctx.store.lead !== undefined
-  }
-
-  async subscribe(request: Request, url: URL): Promise<HttpReply> {
-    const bytes = await jsonBody(request, MAX_SUBSCRIBE_BYTES)
-    if (!(bytes instanceof Uint8Array)) return bytes
-    const body = jsonObject(parseStrictJson(bytes))
-    const sub = jsonObject(body.subscribe, 'subscribe')
-    const agent = mailboxAgent(sub.agent, 'subscribe.agent')
-    const topics = topicsOf(sub.topics)
-    let webhookUrl: string | undefined
-    if (body.push !== undefined) {
-      const push = jsonObject(body.push, 'push')
-      if (push.mode !== 'webhook') throw invalidFormat('must be "webhook"', 'push.mode')
-      webhookUrl = checkWebhookUrl(push.url)
+  const add = async (agent: string, topics: string[], url: string | undefined) => {
+    if ((await store.subscriptions(agent)).length >= max) {
+      return overCap('subscriptions', max, SUBSCRIPTION_CAP_RETRY_AFTER)
     }
-    await authenticate(this.#ctx, request, url, agent, bytes)
-    // One at a time per agent, so that concurrent subscribes cannot pass the cap together.
-    return this.#serially(agent, () => this.#add(agent, topics, webhookUrl))
-  }
-
-  async #add(agent: string, topics: string[], webhookUrl: string | undefined): Promise<HttpReply> {
-    if ((await this.#ctx.store.subscriptions(agent)).length >= this.#max) {
-      return overCap('subscriptions', this.#max, SUBSCRIPTION_CAP_RETRY_AFTER)
-    }
-    if (webhookUrl !== undefined) {
-      const timeout = this.#ctx.options.webhook?.verifyTimeoutMs ?? 10_000
-      await verifyWebhook(this.#fetch, webhookUrl, timeout)
-    }
-    const subscription = await this.#ctx.store.subscribe({
-      agent,
-      topics,
-      ...(webhookUrl !== undefined ? { webhook: { url: webhookUrl, verified: true } } : {}),
-      now: this.#ctx.now(),
-    })
-    if (subscription.webhook?.verified) this.#startWebhook(subscription)
+    if (url !== undefined)
+      await verifyWebhook(fetchFn, url, ctx.options.webhook?.verifyTimeoutMs ?? 10_000)
+    const webhook = url === undefined ? undefined : { url, verified: true }
+    const subscription = await store.subscribe({ agent, topics, webhook, now: ctx.now() })
+    if (subscription.webhook?.verified) startWebhook(subscription)
     return jsonReply(201, { status: 'subscribed', subscription_id: subscription.id })
   }
 
-  async unsubscribe(request: Request, url: URL, id: string): Promise<HttpReply> {
-    discardBody(request.body)
-    const agent = await authenticate(this.#ctx, request, url, undefined)
-    if (await this.#ctx.store.unsubscribe(id, agent)) {
-      this.#stopWebhook(id)
-      return noContent()
-    }
-    const all = await this.#ctx.store.subscriptions()
-    if (all.some((s) => s.id === id)) {
-      return errorReply('forbidden', 'this subscription belongs to another agent')
-    }
-    return errorReply('not_found', 'no such subscription')
-  }
-
   /** Run `task` after the agent's earlier subscribes settled. */
-  async #serially<T>(agent: string, task: () => Promise<T>): Promise<T> {
-    const before = this.#queues.get(agent) ?? Promise.resolve()
-    const run = before.then(task, task)
+  const serially = async <T>(agent: string, task: () => Promise<T>): Promise<T> => {
+    const run = (queues.get(agent) ?? Promise.resolve()).then(task, task)
     const settled = run.catch(() => undefined)
-    this.#queues.set(agent, settled)
-    try {
-      return await run
-    } finally {
-      if (this.#queues.get(agent) === settled) this.#queues.delete(agent)
-    }
-  }
-
-  /** Start the stored webhook feeds; on a shared store once this process leads the pushes. */
-  async load(): Promise<void> {
-    const lead = this.#ctx.store.lead?.bind(this.#ctx.store)
-    if (lead === undefined) return this.#sync()
-    this.#unlead = lead('webhooks', (leading) => this.#setLeading(leading))
-  }
-
-  /** Stop every webhook feed. */
-  close(): void {
-    this.#unlead?.()
-    this.#setLeading(false)
+    queues.set(agent, settled)
+    return run.finally(() => {
+      if (queues.get(agent) === settled) queues.delete(agent)
+    })
   }
 
   /** Run the feeds of the verified webhook subscriptions stored, and only those. */
-  async #sync(): Promise<void> {
+  const sync = async () => {
     const held = new Set<string>()
-    for (const s of await this.#ctx.store.subscriptions()) {
+    for (const s of await store.subscriptions()) {
       if (!s.webhook?.verified) continue
       held.add(s.id)
-      this.#startWebhook(s)
+      startWebhook(s)
     }
-    for (const id of [...this.#webhooks.keys()]) if (!held.has(id)) this.#stopWebhook(id)
+    for (const id of [...webhooks.keys()]) if (!held.has(id)) stopWebhook(id)
   }
 
-  #setLeading(leading: boolean): void {
-    this.#leading = leading
-    clearInterval(this.#resync)
-    this.#resync = undefined
+  const setLeading = (value: boolean) => {
+    leading = value
+    clearInterval(resync)
+    resync = undefined
     if (!leading) {
-      for (const id of [...this.#webhooks.keys()]) this.#stopWebhook(id)
+      for (const id of [...webhooks.keys()]) stopWebhook(id)
       return
     }
-    const sync = () => void this.#sync().catch(this.#ctx.onError)
-    sync()
-    this.#resync = setInterval(sync, WEBHOOK_RESYNC_MS)
-    this.#resync.unref?.()
+    const again = () => void sync().catch(ctx.onError)
+    again()
+    resync = setInterval(again, WEBHOOK_RESYNC_MS)
+    resync.unref?.()
   }
 
-  #startWebhook(subscription: Subscription): void {
+  const startWebhook = (subscription: Subscription) => {
     const url = subscription.webhook?.url
-    if (url === undefined || this.#ctx.closing() || this.#webhooks.has(subscription.id)) return
+    if (url === undefined || ctx.closing() || webhooks.has(subscription.id)) return
     // Another process leads the pushes on a shared store: it picks this one up.
-    if (this.#shared && !this.#leading) return
+    if (!leading) return
     const agent = subscription.agent
     const sink = new WebhookSink({
       url,
-      fetch: this.#fetch,
-      options: this.#ctx.options.webhook ?? {},
-      ack: (entry) => this.#ctx.store.ack(agent, entry.messageId, entry.from),
-      onError: this.#ctx.onError,
-      onDelivered: () => this.#ctx.options.observer?.delivered?.('webhook', 1),
+      fetch: fetchFn,
+      options: ctx.options.webhook ?? {},
+      ack: (entry) => store.ack(agent, entry.messageId, entry.from),
+      onError: ctx.onError,
+      onDelivered: () => ctx.options.observer?.delivered?.('webhook', 1),
     })
-    const feed = startFeed(this.#ctx.feed, agent, undefined, sink)
-    this.#webhooks.set(subscription.id, { feed, sink })
+    webhooks.set(subscription.id, { feed: startFeed(ctx, agent, undefined, sink), sink })
   }
 
-  #stopWebhook(id: string): void {
-    const w = this.#webhooks.get(id)
+  const stopWebhook = (id: string) => {
+    const w = webhooks.get(id)
     if (!w) return
     w.sink.close()
     w.feed.close()
-    this.#webhooks.delete(id)
+    webhooks.delete(id)
+  }
+
+  return {
+    async subscribe(request: Request, url: URL): Promise<HttpReply> {
+      const bytes = await jsonBody(request, MAX_SUBSCRIBE_BYTES)
+      if (!(bytes instanceof Uint8Array)) return bytes
+      const body = jsonObject(parseStrictJson(bytes))
+      const sub = jsonObject(body.subscribe, 'subscribe')
+      const agent = mailboxAgent(sub.agent, 'subscribe.agent')
+      const topics = topicsOf(sub.topics)
+      let webhookUrl: string | undefined
+      if (body.push !== undefined) {
+        const push = jsonObject(body.push, 'push')
+        if (push.mode !== 'webhook') throw invalidFormat('must be "webhook"', 'push.mode')
+        webhookUrl = checkWebhookUrl(push.url)
+      }
+      await authenticate(ctx, request, url, agent, bytes)
+      // One at a time per agent, so that concurrent subscribes cannot pass the cap together.
+      return serially(agent, () => add(agent, topics, webhookUrl))
+    },
+
+    async unsubscribe(request: Request, url: URL, id: string): Promise<HttpReply> {
+      discardBody(request.body)
+      const agent = await authenticate(ctx, request, url, undefined)
+      if (await store.unsubscribe(id, agent)) {
+        stopWebhook(id)
+        return noContent()
+      }
+      if ((await store.subscriptions()).some((s) => s.id === id)) {
+        return errorReply('forbidden', 'this subscription belongs to another agent')
+      }
+      return errorReply('not_found', 'no such subscription')
+    },
+
+    /** Start the stored webhook feeds; on a shared store once this process leads the pushes. */
+    async load(): Promise<void> {
+      if (store.lead === undefined) return sync()
+      unlead = store.lead('webhooks', setLeading)
+    },
+
+    /** Stop every webhook feed. */
+    close(): void {
+      unlead?.()
+      setLeading(false)
+    },
   }
 }

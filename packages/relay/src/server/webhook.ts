@@ -35,29 +35,18 @@ const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/
 
 /** The form of a webhook URL: https, no userinfo, no fragment. Returns it serialised. */
 export function checkWebhookUrl(value: unknown): string {
-  if (typeof value !== 'string') throw invalidFormat('must be a string', 'push.url')
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw invalidFormat('is not a URL', 'push.url')
-  }
-  if (url.protocol !== 'https:') throw invalidFormat('must be an https URL', 'push.url')
-  if (url.username !== '' || url.password !== '') {
-    throw invalidFormat('must not contain userinfo', 'push.url')
-  }
-  if (url.hash !== '' || url.href.includes('#')) {
-    throw invalidFormat('must not contain a fragment', 'push.url')
-  }
+  const bad = (why: string) => invalidFormat(why, 'push.url')
+  if (typeof value !== 'string') throw bad('must be a string')
+  if (!URL.canParse(value)) throw bad('is not a URL')
+  const url = new URL(value)
+  if (url.protocol !== 'https:') throw bad('must be an https URL')
+  if (url.username !== '' || url.password !== '') throw bad('must not contain userinfo')
+  if (url.hash !== '' || url.href.includes('#')) throw bad('must not contain a fragment')
   return url.href
 }
 
 /** POST `{type:"webhook_verify",challenge}` and require 200 with the challenge echoed. */
-export async function verifyWebhook(
-  fetchFn: typeof fetch,
-  url: string,
-  timeoutMs: number,
-): Promise<void> {
+export async function verifyWebhook(fetchFn: typeof fetch, url: string, timeoutMs: number) {
   const challenge = base64urlEncode(randomBytes(24))
   let echoed: unknown
   try {
@@ -86,34 +75,24 @@ export async function verifyWebhook(
   }
 }
 
+/** What a {@link WebhookSink} delivers to and tells. */
+export interface WebhookSinkOptions {
+  url: string
+  fetch: typeof fetch
+  options: RelayWebhookOptions
+  ack: (entry: MailboxEntry) => Promise<unknown>
+  onError: (error: unknown) => void
+  /** A message was taken (2xx), before it is acknowledged (metrics). */
+  onDelivered: () => void
+}
+
 /** A feed sink that delivers each entry to a webhook and acknowledges it once taken. */
 export class WebhookSink implements FeedSink {
-  readonly #url: string
-  readonly #fetch: typeof fetch
-  readonly #options: RelayWebhookOptions
-  readonly #ack: (entry: MailboxEntry) => Promise<unknown>
-  readonly #onError: (error: unknown) => void
-  readonly #onDelivered: () => void
   readonly #stop = new AbortController()
   #inFlight = 0
   #waiters: Array<(ok: boolean) => void> = []
 
-  /** `onDelivered`: a message was taken (2xx), before it is acknowledged (metrics). */
-  constructor(o: {
-    url: string
-    fetch: typeof fetch
-    options: RelayWebhookOptions
-    ack: (entry: MailboxEntry) => Promise<unknown>
-    onError: (error: unknown) => void
-    onDelivered: () => void
-  }) {
-    this.#url = o.url
-    this.#fetch = o.fetch
-    this.#options = o.options
-    this.#ack = o.ack
-    this.#onError = o.onError
-    this.#onDelivered = o.onDelivered
-  }
+  constructor(readonly o: WebhookSinkOptions) {}
 
   send(entry: MailboxEntry): void {
     if (this.#stop.signal.aborted) return
@@ -121,10 +100,10 @@ export class WebhookSink implements FeedSink {
     this.#deliver(entry)
       .then((taken) => {
         if (!taken) return
-        this.#onDelivered()
-        return this.#ack(entry)
+        this.o.onDelivered()
+        return this.o.ack(entry)
       })
-      .catch(this.#onError)
+      .catch(this.o.onError)
       .finally(() => {
         this.#inFlight--
         this.#waiters.shift()?.(!this.#stop.signal.aborted)
@@ -133,7 +112,7 @@ export class WebhookSink implements FeedSink {
 
   ready(): Promise<boolean> {
     if (this.#stop.signal.aborted) return Promise.resolve(false)
-    if (this.#inFlight < (this.#options.maxInFlight ?? 64)) return Promise.resolve(true)
+    if (this.#inFlight < (this.o.options.maxInFlight ?? 64)) return Promise.resolve(true)
     return new Promise((resolve) => this.#waiters.push(resolve))
   }
 
@@ -145,11 +124,11 @@ export class WebhookSink implements FeedSink {
   /** One §6 delivery, true once taken: retried with backoff or Retry-After until the deadline. */
   async #deliver(entry: MailboxEntry): Promise<boolean> {
     const { signal } = this.#stop
-    const o = this.#options
+    const o = this.o.options
     const deadline = Date.now() + (o.deadlineMs ?? PROFILE.retryDeadlineMs)
-    const backoff = new Backoff(o.random ? { random: o.random } : {})
+    const backoff = new Backoff({ random: o.random })
     const request = {
-      fetch: this.#fetch,
+      fetch: this.o.fetch,
       method: 'POST',
       headers: { ...JSON_HEADERS, 'idempotency-key': entry.messageId },
       body: entry.json,
@@ -158,7 +137,7 @@ export class WebhookSink implements FeedSink {
     }
     for (;;) {
       try {
-        await httpRequest(this.#url, request, async (response) => discardBody(response.body))
+        await httpRequest(this.o.url, request, async (response) => discardBody(response.body))
         return true
       } catch (error) {
         if (signal.aborted) return false

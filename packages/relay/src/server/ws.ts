@@ -13,6 +13,7 @@ import { createChallenge, verifyWsAuth } from '@agentmsg/core/server'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { MailboxEntry } from '../store/types.js'
 import type { Feed, FeedSink } from './feed.js'
+import { within } from './health.js'
 import { codeStatus, knownCode, reportRefused } from './relay-report.js'
 import type { RelayObserver, RelayServerHandler } from './types.js'
 
@@ -81,19 +82,17 @@ export function createRelayWebSocket(
   const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024
   const stallTimeoutMs = options.stallTimeoutMs ?? PROFILE.streamStallMs
   const closeGraceMs = options.closeGraceMs ?? 1000
-  const observer = options.observer
-  // Client-address buckets of the connections, for reports.
-  const buckets = new WeakMap<WebSocket, string>()
-  const report = (ws: WebSocket, code: string, scope?: 'streams') => {
-    if (observer === undefined) return
-    const known = knownCode(code)
-    const bucket = buckets.get(ws)
-    const refused = { code: known, status: codeStatus(known) ?? 500, route: 'ws', method: 'GET' }
-    reportRefused(observer, { ...refused, ...(bucket !== undefined && { bucket }) }, scope)
-  }
+  const { observer } = options
   const send = (ws: WebSocket, frame: object) => ws.send(JSON.stringify(frame))
 
-  const connection = (ws: WebSocket) => {
+  /** A connection from the client-address `bucket` (for reports). */
+  const connection = (ws: WebSocket, bucket: string | undefined) => {
+    const report = (code: string, scope?: 'streams') => {
+      if (observer === undefined) return
+      const known = knownCode(code)
+      const refused = { code: known, status: codeStatus(known) ?? 500, route: 'ws', method: 'GET' }
+      reportRefused(observer, { ...refused, ...(bucket !== undefined && { bucket }) }, scope)
+    }
     let feed: Feed | undefined
     let release: (() => void) | undefined
     let agent: string | undefined
@@ -105,13 +104,13 @@ export function createRelayWebSocket(
     const challenge = createChallenge()
     send(ws, challenge)
     const timer = setTimeout(() => {
-      report(ws, 'unauthorized')
+      report('unauthorized')
       ws.close(POLICY, 'auth timeout')
     }, options.authTimeoutMs ?? 10_000)
     timer.unref()
     const refuse = (code: string, message: string) => {
       if (ws.readyState !== WebSocket.OPEN) return
-      report(ws, code)
+      report(code)
       send(ws, { type: 'error', code, message })
       ws.close(POLICY, code)
     }
@@ -124,7 +123,7 @@ export function createRelayWebSocket(
       }
       release = handler.claimStream(verified.agent, 'ws')
       if (release === undefined) {
-        report(ws, 'rate_limited', 'streams')
+        report('rate_limited', 'streams')
         const message = 'this agent has the most streams open; retry later'
         send(ws, { type: 'error', code: 'rate_limited', message })
         return ws.close(TRY_AGAIN_LATER, 'rate_limited')
@@ -141,9 +140,8 @@ export function createRelayWebSocket(
 
     ws.on('message', (data, isBinary) => {
       if (isBinary) return refuse('invalid_format', 'text frames only')
-      const text = Buffer.isBuffer(data)
-        ? data.toString('utf8')
-        : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]).toString('utf8')
+      // One Buffer per message: the server's binaryType is the default, 'nodebuffer'.
+      const text = String(data)
       if (state === 'checking')
         return refuse('invalid_format', 'wait for the answer to the auth frame')
       if (state === 'auth') {
@@ -158,20 +156,18 @@ export function createRelayWebSocket(
         return
       }
       // Open: ack frames.
-      let f: Record<string, unknown> | null
+      let f: { type?: unknown; message_id?: unknown; from?: unknown } | null
       try {
         f = JSON.parse(text)
       } catch {
         return refuse('invalid_format', 'frames are JSON objects')
       }
-      if (typeof f !== 'object' || f === null || f.type !== 'ack') return
-      if (
-        typeof f.message_id !== 'string' ||
-        (f.from !== undefined && typeof f.from !== 'string')
-      ) {
+      if (f?.type !== 'ack') return
+      const { message_id: id, from } = f
+      if (typeof id !== 'string' || (from !== undefined && typeof from !== 'string')) {
         return refuse('invalid_format', 'an ack carries message_id and from')
       }
-      handler.ack(agent!, f.message_id, f.from as string | undefined).catch(onError)
+      handler.ack(agent!, id, from).catch(onError)
     })
     ws.on('error', () => undefined)
     ws.on('close', () => {
@@ -191,11 +187,9 @@ export function createRelayWebSocket(
         const head429 = `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${wait}\r\n`
         return void socket.end(`${head429}Content-Length: 0\r\nConnection: close\r\n\r\n`)
       }
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        const bucket = handler.bucketOf(req.socket.remoteAddress, forwarded)
-        if (bucket !== undefined) buckets.set(ws, bucket)
-        connection(ws)
-      })
+      wss.handleUpgrade(req, socket, head, (ws) =>
+        connection(ws, handler.bucketOf(req.socket.remoteAddress, forwarded)),
+      )
     },
     async close() {
       // Sockets the relay's close() did not end are asked to reconnect too, each given
@@ -208,10 +202,7 @@ export function createRelayWebSocket(
             if (ws.readyState === WebSocket.OPEN) ws.close(SERVICE_RESTART, 'relay restarting')
           }),
       )
-      let timer: ReturnType<typeof setTimeout> | undefined
-      const grace = new Promise((resolve) => (timer = setTimeout(resolve, closeGraceMs)))
-      await Promise.race([Promise.all(closed), grace])
-      clearTimeout(timer)
+      await within(closeGraceMs, () => Promise.all(closed))
       for (const ws of wss.clients) ws.terminate()
       return new Promise((resolve) => wss.close(() => resolve()))
     },

@@ -5,7 +5,6 @@
  * write (a WebSocket ack frame) starts no batch: it rides with the next write, after
  * LAZY_DELAY_MS, or at `settled()`, else every ack frame would be an fsync of its own.
  */
-
 import {
   forgetAtOf,
   newSubscription,
@@ -13,7 +12,7 @@ import {
   publishMailboxes,
   publishResult,
 } from './common.js'
-import type { PublishInput, RelayStore } from './types.js'
+import type { PublishInput, RelayStore, Subscription } from './types.js'
 
 export type Settlement = { ok: unknown } | { error: unknown }
 
@@ -33,11 +32,7 @@ export interface CommitQueue<Op> {
 
 const LAZY_DELAY_MS = 20
 
-interface Queued<Op> {
-  op: Op
-  resolve: (value: unknown) => void
-  reject: (error: unknown) => void
-}
+type Queued<Op> = { op: Op; resolve: (value: unknown) => void; reject: (error: unknown) => void }
 
 export function commitQueue<Op>(
   run: BatchRunner<Op>,
@@ -75,18 +70,12 @@ export function commitQueue<Op>(
   function flush(): void {
     unschedule()
     if (inFlight || queue.length === 0) return
-    const batch = queue.length > maxBatch ? queue.splice(0, maxBatch) : queue
-    if (batch === queue) queue = []
+    const batch = queue.splice(0, maxBatch)
     // What stays queued is the next batch in any case.
     eager = queue.length
     inFlight = true
-    let settlements: Promise<Settlement[]>
-    try {
-      settlements = run(batch.map((write) => write.op))
-    } catch (error) {
-      settlements = Promise.reject(error)
-    }
-    settlements.then(
+    // A runner that throws rejects the batch as one that rejects.
+    new Promise<Settlement[]>((resolve) => resolve(run(batch.map((write) => write.op)))).then(
       (outcomes) => done(batch, outcomes),
       (error: unknown) => done(batch, undefined, error),
     )
@@ -166,15 +155,11 @@ export type WriteOp =
     })
   | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
   | { op: 'expire'; now: number }
-  | {
+  | (Omit<Subscription, 'webhook'> & {
       op: 'subscribe'
-      id: string
-      agent: string
-      topics: string[]
       webhookUrl: string | null
       verified: boolean
-      created: number
-    }
+    })
   | { op: 'unsubscribe'; id: string; agent: string }
   | { op: 'setWebhookVerified'; id: string; verified: boolean }
   /** Readiness (`checkWritable`): a write turn that changes nothing. */
@@ -188,10 +173,16 @@ export type StoreReads = {
   ) => Awaited<ReturnType<NonNullable<RelayStore[K]>>> | ReturnType<NonNullable<RelayStore[K]>>
 }
 
-/**
- * A RelayStore whose writes go through `queue` (group commit) and whose reads are `reads`.
- * `guard` turns a call's failure into what the relay should see.
- */
+/** `f` as a call of a queued store: refused once `queue` closed, its failure through `guard`. */
+export const storeCall =
+  (queue: CommitQueue<WriteOp>, guard: <T>(call: Promise<T>) => Promise<T>) =>
+  <A extends unknown[], T>(f: (...args: A) => T | Promise<T>) =>
+  (...args: A): Promise<T> =>
+    queue.closed
+      ? Promise.reject(new Error('relay store is closed'))
+      : guard(Promise.resolve().then(() => f(...args)))
+
+/** A RelayStore writing through `queue`, reading `reads`; `guard` maps failures for the relay. */
 export function queuedStore(
   queue: CommitQueue<WriteOp>,
   reads: StoreReads,
@@ -199,20 +190,13 @@ export function queuedStore(
   guard: <T>(call: Promise<T>) => Promise<T> = (call) => call,
 ) {
   const write = <T>(op: WriteOp, lazy?: boolean) => guard(queue.enqueue<T>(op, lazy))
-  const read =
-    <A extends unknown[], T>(f: (...args: A) => T | Promise<T>) =>
-    (...args: A): Promise<T> =>
-      queue.closed
-        ? Promise.reject(new Error('relay store is closed'))
-        : guard(Promise.resolve().then(() => f(...args)))
+  const read = storeCall(queue, guard)
   let gone: Promise<void> | undefined
   return {
     async subscribe(input) {
       const s = newSubscription(input)
-      const { id, agent, topics, created } = s
-      const webhookUrl = s.webhook?.url ?? null
-      const verified = s.webhook?.verified === true
-      await write({ op: 'subscribe', id, agent, topics, webhookUrl, verified, created })
+      const { url = null, verified = false } = s.webhook ?? {}
+      await write({ op: 'subscribe', ...s, webhookUrl: url, verified })
       return s
     },
     unsubscribe: (id, agent) => write<boolean>({ op: 'unsubscribe', id, agent }),
@@ -226,13 +210,13 @@ export function queuedStore(
         if (queue.closed) throw new Error('relay store is closed')
         return []
       }
-      const { mailboxes: _, skipFull, forgetAt: __, ...rest } = input
+      const forgetAt = forgetAtOf(input)
       const op: WriteOp = {
+        ...input,
         op: 'publish',
-        ...rest,
-        forgetAt: forgetAtOf(input),
+        forgetAt,
         mailboxes,
-        skipFull: skipFull === true,
+        skipFull: !!input.skipFull,
       }
       return publishResult(await write<PublishOutcome>(op))
     },

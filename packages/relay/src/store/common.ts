@@ -61,27 +61,21 @@ export function noRoomFor(
 }
 
 /** Until when a publish's triple is remembered after its entry is gone. */
-export function forgetAtOf(input: PublishInput): number {
-  return input.forgetAt ?? input.receivedAt + PROFILE.relayForgetAfterReceiptMs
-}
+export const forgetAtOf = (input: PublishInput): number =>
+  input.forgetAt ?? input.receivedAt + PROFILE.relayForgetAfterReceiptMs
 
 const CURSOR = /^(?:0|[1-9][0-9]{0,15})$/
 
-/** Cursors are decimal integer text (0 for none), else a RangeError. */
-function parseAfter(after: string | undefined): number {
-  if (after === undefined) return 0
-  const n = CURSOR.test(after) ? Number(after) : Number.NaN
-  if (!Number.isSafeInteger(n)) throw new RangeError(`invalid cursor: ${JSON.stringify(after)}`)
-  return n
-}
-
-/** The position a retrieve reads after, its options checked; RangeError when bad. */
+/** The position a retrieve reads after (cursors: decimal integer text), its options checked. */
 export function retrieveAfter(options: { after?: string; limit: number; maxBytes: number }) {
   if (!Number.isInteger(options.limit) || options.limit < 1) {
     throw new RangeError('limit must be a positive integer')
   }
   if (!(options.maxBytes > 0)) throw new RangeError('maxBytes must be positive')
-  return parseAfter(options.after)
+  const { after = '0' } = options
+  const n = CURSOR.test(after) ? Number(after) : Number.NaN
+  if (!Number.isSafeInteger(n)) throw new RangeError(`invalid cursor: ${JSON.stringify(after)}`)
+  return n
 }
 
 /**
@@ -92,7 +86,7 @@ export function pageOf(
   entries: MailboxEntry[],
   options: { after?: string; limit: number },
   cut: boolean,
-): MailboxPage {
+) {
   const last = entries[entries.length - 1]
   const page: MailboxPage = { entries, cursor: last === undefined ? options.after : last.cursor }
   if (last !== undefined && !cut && entries.length < options.limit) page.complete = true
@@ -120,11 +114,8 @@ export function publishMailboxes(input: PublishInput): string[] {
   if (!Number.isInteger(input.bytes) || input.bytes < 0) {
     throw new RangeError('bytes must be a non-negative integer')
   }
-  if (!Number.isFinite(input.expiresAt) || !Number.isFinite(input.receivedAt)) {
-    throw new RangeError('receivedAt and expiresAt must be finite')
-  }
-  if (input.forgetAt !== undefined && !Number.isFinite(input.forgetAt)) {
-    throw new RangeError('forgetAt must be finite')
+  if (![input.receivedAt, input.expiresAt, input.forgetAt ?? 0].every(Number.isFinite)) {
+    throw new RangeError('receivedAt, expiresAt and forgetAt must be finite')
   }
   return [...new Set(input.mailboxes)]
 }
@@ -138,6 +129,24 @@ export function newSubscription(input: Parameters<RelayStore['subscribe']>[0]): 
     created: input.now,
   }
   if (input.webhook !== undefined) subscription.webhook = { ...input.webhook }
+  return subscription
+}
+
+/** A subscription as a store's row has it (topics as JSON text or an array, verified as 0/1). */
+export function subscriptionOf(row: {
+  id: string
+  agent: string
+  topics: string | string[]
+  webhook_url: string | null
+  webhook_verified: number | boolean
+  created: number
+}): Subscription {
+  const { id, agent, created } = row
+  const topics = typeof row.topics === 'string' ? (JSON.parse(row.topics) as string[]) : row.topics
+  const subscription: Subscription = { id, agent, topics, created }
+  if (row.webhook_url !== null) {
+    subscription.webhook = { url: row.webhook_url, verified: Boolean(row.webhook_verified) }
+  }
   return subscription
 }
 
@@ -166,11 +175,7 @@ export interface PublishSite {
  * refusal stores nothing. Held or remembered → duplicate; no room → refused, or skipped with
  * `skipFull`; then the relay-wide cap, once for the message.
  */
-export function decidePublish(
-  mailboxes: string[],
-  skipFull: boolean,
-  site: PublishSite,
-): PublishOutcome {
+export function decidePublish(mailboxes: string[], skipFull: boolean, site: PublishSite) {
   // Expired messages do not hold room under the relay-wide cap either.
   if (site.overCap()) site.expire()
   const results: StorePublishResult[] = []
@@ -193,11 +198,9 @@ export function decidePublish(
     results.push(result)
   }
   if (fresh.length === 0) return results
-  if (site.overCap()) return { relayFull: true }
+  if (site.overCap()) return { relayFull: true as const }
   const cursors = site.store(fresh.map((r) => r.mailbox))
-  fresh.forEach((r, i) => {
-    r.cursor = cursors[i]
-  })
+  for (const [i, r] of fresh.entries()) r.cursor = cursors[i]
   return results
 }
 

@@ -30,12 +30,7 @@ interface StoredMessage {
   refs: number
 }
 
-interface Entry {
-  cursor: number
-  from: string
-  messageId: string
-  message: StoredMessage
-}
+type Entry = { cursor: number; from: string; messageId: string; message: StoredMessage }
 
 type Usage = { messages: number; bytes: number }
 /** The store's calls, answered synchronously (wrapped in promises below). */
@@ -121,11 +116,6 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     if (mailbox === undefined) mailboxes.set(agent, (mailbox = new Mailbox()))
     return mailbox
   }
-  const copy = (s: Subscription): Subscription => ({
-    ...s,
-    topics: [...s.topics],
-    ...(s.webhook && { webhook: { ...s.webhook } }),
-  })
   const unref = (entry: Entry) => {
     if (--entry.message.refs > 0) return
     messages.delete(entry.message)
@@ -155,16 +145,9 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
 
   function* due(entries: Entry[], start: number, now: number) {
     for (let i = start; i < entries.length; i++) {
-      const { cursor, from, messageId, message } = entries[i]!
-      if (message.expiresAt > now) {
-        yield {
-          cursor: String(cursor),
-          from,
-          messageId,
-          json: message.json,
-          size: message.jsonBytes,
-        }
-      }
+      const { cursor, from, messageId, message: m } = entries[i]!
+      if (m.expiresAt > now)
+        yield { cursor: `${cursor}`, from, messageId, json: m.json, size: m.jsonBytes }
     }
   }
 
@@ -173,7 +156,7 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
       const subscription = newSubscription(input)
       subscriptions.set(subscription.id, subscription)
       mailboxOf(input.agent).state = 'open'
-      return copy(subscription)
+      return structuredClone(subscription)
     },
     unsubscribe(id, agent) {
       if (subscriptions.get(id)?.agent !== agent) return false
@@ -190,7 +173,7 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     subscriptions: (agent) =>
       [...subscriptions.values()]
         .filter((s) => agent === undefined || s.agent === agent)
-        .map(copy)
+        .map((s) => structuredClone(s))
         .sort((a, b) => a.created - b.created),
     mailboxState: (agent) => mailboxes.get(agent)?.state ?? 'none',
     topicSubscribers(topic) {

@@ -18,12 +18,8 @@ const SOCKET_CODES = new Set(
 const isUnavailableState = (code: string) => /^(08|53|57P0[123]$|25006$)/.test(code)
 
 /** node-postgres's own messages for a connection it lost or could not get. */
-const DRIVER_MESSAGES = [
-  'Connection terminated',
-  'timeout exceeded when trying to connect',
-  'Client has encountered a connection error',
-  'Connection refused',
-]
+const DRIVER_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused/
 
 /** True when `error` says the database is unreachable (or not writable) right now. */
 export function isPostgresUnavailable(error: unknown): boolean {
@@ -31,7 +27,7 @@ export function isPostgresUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code
   if (typeof code === 'string' && (SOCKET_CODES.has(code) || isUnavailableState(code))) return true
   if (error instanceof AggregateError) return error.errors.some(isPostgresUnavailable)
-  return DRIVER_MESSAGES.some((m) => error.message.includes(m))
+  return DRIVER_MESSAGES.test(error.message)
 }
 
 /** `error` as the relay should see it: `unavailable` when the database is unreachable. */

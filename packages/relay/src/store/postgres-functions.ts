@@ -7,13 +7,7 @@
  * would make later reads walk them all). A refusal is an outcome, not an exception, which would
  * abort the batch; the expired entries dropped to make room stay dropped.
  */
-
 import { postgresRemovalFunctions } from './postgres-removals.js'
-
-/** Quote a string as an SQL literal. */
-function literal(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`
-}
 
 /** The functions, for the quoted schema `s`, notifying on `channel`. */
 export function postgresFunctions(s: string, channel: string): string {
@@ -138,7 +132,7 @@ BEGIN
     DO UPDATE SET messages = x.messages + 1, bytes = x.bytes + EXCLUDED.bytes;
     -- Live push on every node (postgres-watch.ts); a name too long for a payload (8000 bytes)
     -- is sent as '' — "any mailbox may have changed".
-    PERFORM pg_notify(${literal(channel)},
+    PERFORM pg_notify('${channel.replaceAll("'", "''")}',
                       CASE WHEN octet_length(boxes[k]) <= 7000 THEN boxes[k] ELSE '' END)
     FROM generate_subscripts(boxes, 1) AS k WHERE kinds[k] = 'n';
   END IF;

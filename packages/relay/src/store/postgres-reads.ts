@@ -2,37 +2,14 @@
 // read after a cursor never misses an entry that commits later.
 import type pg from 'pg'
 import type { StoreReads } from './commit-queue.js'
-import { pageOf, retrieveAfter } from './common.js'
-import type { MailboxEntry, Subscription } from './types.js'
-
-interface SubscriptionRow {
-  id: string
-  agent: string
-  topics: string[]
-  webhook_url: string | null
-  webhook_verified: boolean
-  created: number
-}
-
-function readSubscription(row: SubscriptionRow): Subscription {
-  const subscription: Subscription = {
-    id: row.id,
-    agent: row.agent,
-    topics: row.topics,
-    created: row.created,
-  }
-  if (row.webhook_url !== null) {
-    subscription.webhook = { url: row.webhook_url, verified: row.webhook_verified }
-  }
-  return subscription
-}
+import { pageOf, retrieveAfter, subscriptionOf } from './common.js'
+import type { MailboxEntry } from './types.js'
 
 /** The reads of the store whose tables are in the quoted schema `s`. */
 export function postgresReads(
   pool: pg.Pool,
   s: string,
 ): StoreReads & { storedMessages(): Promise<number> } {
-  const subscriptionColumns = 'id, agent, topics, webhook_url, webhook_verified, created'
   // Pages are sized by the stored text (PROFILE §9: at most 8 MiB), quotas by `bytes`. The
   // running sum picks the entries that fit in maxBytes (always the first), on the server, so
   // that a page of large messages does not fetch `limit` of them; `due` says whether bytes cut it.
@@ -54,34 +31,25 @@ export function postgresReads(
     `AND NOT EXISTS (SELECT 1 FROM ${s}.seen x WHERE x.mailbox = b.mailbox ` +
     'AND x.message_id = $2 AND x.from_agent = $3 AND x.forget_at > $4::float8)) AS held'
 
-  async function usageRow(text: string, values: unknown[]) {
-    const { rows } = await pool.query(text, values)
-    const row = rows[0] as { messages: string; bytes: string } | undefined
+  const first = async (text: string, values: unknown[] = []) =>
+    (await pool.query(text, values)).rows[0]
+  const usage = async (text: string, values: unknown[]) => {
+    const row = await first(`SELECT messages, bytes FROM ${s}.${text}`, values)
     return { messages: Number(row?.messages ?? 0), bytes: Number(row?.bytes ?? 0) }
   }
 
   return {
     async subscriptions(agent) {
-      const { rows } =
-        agent === undefined
-          ? await pool.query(
-              `SELECT ${subscriptionColumns} FROM ${s}.subscriptions ORDER BY created, seq`,
-            )
-          : await pool.query(
-              `SELECT ${subscriptionColumns} FROM ${s}.subscriptions WHERE agent = $1 ` +
-                'ORDER BY created, seq',
-              [agent],
-            )
-      return (rows as SubscriptionRow[]).map(readSubscription)
+      const where = agent === undefined ? '' : ' WHERE agent = $1'
+      const { rows } = await pool.query(
+        `SELECT id, agent, topics, webhook_url, webhook_verified, created FROM ${s}.subscriptions` +
+          `${where} ORDER BY created, seq`,
+        agent === undefined ? [] : [agent],
+      )
+      return rows.map(subscriptionOf)
     },
-
-    async mailboxState(agent) {
-      const { rows } = await pool.query(`SELECT state FROM ${s}.mailboxes WHERE agent = $1`, [
-        agent,
-      ])
-      return (rows[0]?.state as 'open' | 'closed' | 'none' | undefined) ?? 'none'
-    },
-
+    mailboxState: async (agent) =>
+      (await first(`SELECT state FROM ${s}.mailboxes WHERE agent = $1`, [agent]))?.state ?? 'none',
     async topicSubscribers(topic) {
       const { rows } = await pool.query(
         `SELECT DISTINCT s.agent FROM ${s}.subscription_topics t ` +
@@ -90,7 +58,6 @@ export function postgresReads(
       )
       return rows.map((row: { agent: string }) => row.agent)
     },
-
     async retrieve(mailbox, opts) {
       const after = retrieveAfter(opts)
       const { rows } = await pool.query(page, [mailbox, after, opts.now, opts.limit, opts.maxBytes])
@@ -103,36 +70,16 @@ export function postgresReads(
       // `due`: entries due within `limit`; fewer in the page means bytes cut it.
       return pageOf(entries, opts, rows.length > 0 && entries.length < rows[0].due)
     },
-
-    async isDuplicate({ mailboxes, from, messageId, now }) {
-      if (mailboxes.length === 0) return false
-      const { rows } = await pool.query(holds, [mailboxes, messageId, from, now])
-      return rows[0].held === true
-    },
-
-    usage(mailbox, from) {
-      if (mailbox === undefined) {
-        return usageRow(`SELECT messages, bytes FROM ${s}.relay_state WHERE id = 1`, [])
-      }
-      if (from === undefined) {
-        return usageRow(`SELECT messages, bytes FROM ${s}.mailboxes WHERE agent = $1`, [mailbox])
-      }
-      return usageRow(
-        `SELECT messages, bytes FROM ${s}.senders WHERE mailbox = $1 AND from_agent = $2`,
-        [mailbox, from],
-      )
-    },
-
-    async countMailboxes() {
-      const { rows } = await pool.query(
-        `SELECT count(*)::integer AS n FROM ${s}.mailboxes WHERE state <> 'none'`,
-      )
-      return rows[0].n as number
-    },
-
-    async storedMessages() {
-      const { rows } = await pool.query(`SELECT count(*)::integer AS n FROM ${s}.messages`)
-      return rows[0].n as number
-    },
+    isDuplicate: async ({ mailboxes, from, messageId, now }) =>
+      mailboxes.length > 0 && (await first(holds, [mailboxes, messageId, from, now])).held === true,
+    usage: (mailbox, from) =>
+      mailbox === undefined
+        ? usage('relay_state WHERE id = 1', [])
+        : from === undefined
+          ? usage('mailboxes WHERE agent = $1', [mailbox])
+          : usage('senders WHERE mailbox = $1 AND from_agent = $2', [mailbox, from]),
+    countMailboxes: async () =>
+      (await first(`SELECT count(*)::integer AS n FROM ${s}.mailboxes WHERE state <> 'none'`)).n,
+    storedMessages: async () => (await first(`SELECT count(*)::integer AS n FROM ${s}.messages`)).n,
   }
 }

@@ -7,11 +7,9 @@ import { postgresFunctions } from './postgres-functions.js'
 /** The schema version this code writes (the row of `<schema>.schema_version`). */
 export const POSTGRES_SCHEMA_VERSION = 1
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
-
 /** Validate a schema name and return it quoted as an identifier. */
 export function quoteSchema(schema: string): string {
-  if (!SCHEMA_NAME.test(schema)) {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new RangeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)}`)
   }
   return `"${schema}"`
@@ -26,8 +24,7 @@ export function postgresChannel(schema: string): string {
 }
 
 /** The tables; the write functions follow (postgres-functions.ts). */
-function tables(s: string): string {
-  return `
+const tables = (s: string) => `
 CREATE TABLE ${s}.relay_state (
   id integer PRIMARY KEY CHECK (id = 1),
   next_cursor bigint NOT NULL,
@@ -116,16 +113,14 @@ CREATE TABLE ${s}.nonces (
 );
 CREATE INDEX nonces_expires ON ${s}.nonces (expires_at);
 `
-}
 
 /** Create the schema unless it exists (an advisory lock: concurrent opens take turns). */
 export async function createPostgresSchema(client: pg.ClientBase, schema: string): Promise<void> {
   const s = quoteSchema(schema)
   await client.query('BEGIN')
   try {
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-      `agentmsg-relay-schema:${schema}`,
-    ])
+    const lock = `agentmsg-relay-schema:${schema}`
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lock])
     // Checked before creating: CREATE … IF NOT EXISTS needs the privilege to create even when
     // the object exists (a schema an administrator made for the relay).
     const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])

@@ -136,9 +136,8 @@ export async function startPostgresWatch(
 }
 
 /** The advisory lock's name (hashed by `hashtextextended(name, 0)`) of a job on a schema. */
-export function postgresLeadKey(schema: string, job: string): string {
-  return `agentmsg-relay-lead:${schema}:${job}`
-}
+export const postgresLeadKey = (schema: string, job: string) =>
+  `agentmsg-relay-lead:${schema}:${job}`
 
 /**
  * Take part in the election for `job`: the leader holds a session advisory lock the others wait

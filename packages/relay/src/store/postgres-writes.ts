@@ -67,11 +67,9 @@ export function postgresBatchRunner(
       })
       throw error
     }
-    try {
-      await client.query('COMMIT')
-    } catch (error) {
+    await client.query('COMMIT').catch((error: unknown) => {
       throw new TransactionError(error)
-    }
+    })
     return outcomes
   }
 
@@ -97,11 +95,8 @@ export function postgresBatchRunner(
       // One write failed the batch: each alone, so that only that one fails.
       const settlements: Settlement[] = []
       for (const op of ops) {
-        if (broken !== undefined) {
-          settlements.push({ error: broken })
-          continue
-        }
         try {
+          if (broken !== undefined) throw broken
           settlements.push(settlementOf(op, (await transaction(client, [op]))[0]))
         } catch (error) {
           breaks(error)

@@ -5,7 +5,7 @@
  * live push and the webhook pusher's election in postgres-session.ts.
  */
 import type pg from 'pg'
-import { commitQueue, queuedStore, type WriteOp } from './commit-queue.js'
+import { commitQueue, queuedStore, storeCall, type WriteOp } from './commit-queue.js'
 import { type RelayQuota, resolveQuota } from './common.js'
 import { asStoreError } from './postgres-errors.js'
 import { postgresReads } from './postgres-reads.js'
@@ -97,15 +97,12 @@ export async function openPostgresRelayStore(
   let watcher: Awaited<ReturnType<typeof startPostgresWatch>>
   try {
     const client = await pool.connect()
-    let failed: Error | undefined
-    try {
-      await createPostgresSchema(client, schema)
-    } catch (error) {
-      failed = error instanceof Error ? error : new Error(String(error))
+    // A connection whose statement failed is dropped, not pooled again.
+    await createPostgresSchema(client, schema).catch((error: unknown) => {
+      client.release(true)
       throw error
-    } finally {
-      client.release(failed)
-    }
+    })
+    client.release()
     const channel = postgresChannel(schema)
     watcher = await startPostgresWatch(pgModule, config, channel, onError, (id) => own.has(id))
   } catch (error) {
@@ -127,32 +124,22 @@ export async function openPostgresRelayStore(
       throw asStoreError(error, onError)
     })
   const elections = new Set<() => void>()
-  const store = queuedStore(
-    queue,
-    reads,
-    async () => {
-      for (const giveUp of [...elections]) giveUp()
-      await queue.close()
-      await watcher.close()
-      if (owned) await pool.end()
-    },
-    guard,
-  )
-  const open = () => {
-    if (queue.closed) throw new Error('relay store is closed')
+  const close = async () => {
+    for (const giveUp of [...elections]) giveUp()
+    await queue.close()
+    await watcher.close()
+    if (owned) await pool.end()
   }
+  const store = queuedStore(queue, reads, close, guard)
+  const call = storeCall(queue, guard)
   return {
     ...store,
-    async storedMessages() {
-      open()
-      return guard(reads.storedMessages())
-    },
+    storedMessages: call(reads.storedMessages),
     watch: (listener) => (queue.closed ? () => undefined : watcher.add(listener)),
-    async rememberNonce(keyId, nonce, expiresAt, now) {
-      open()
-      const { rowCount } = await guard(pool.query(rememberNonce, [keyId, nonce, expiresAt, now]))
-      return rowCount === 1 ? 'fresh' : 'replay'
-    },
+    rememberNonce: call(async (keyId: string, nonce: string, expiresAt: number, now: number) => {
+      const { rowCount } = await pool.query(rememberNonce, [keyId, nonce, expiresAt, now])
+      return rowCount === 1 ? ('fresh' as const) : ('replay' as const)
+    }),
     lead(job, listener) {
       if (queue.closed) return () => undefined
       const stop = postgresLead(pgModule, { config, schema, onError }, job, listener)

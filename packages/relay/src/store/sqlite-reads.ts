@@ -2,26 +2,8 @@
 // a write in progress (a publish not answered yet).
 import type Database from 'better-sqlite3'
 import type { StoreReads } from './commit-queue.js'
-import { fillPage, retrieveAfter } from './common.js'
-import type { MailboxEntry, Subscription } from './types.js'
-
-interface SubscriptionRow {
-  id: string
-  agent: string
-  topics: string
-  webhook_url: string | null
-  webhook_verified: number
-  created: number
-}
-
-function readSubscription(row: SubscriptionRow): Subscription {
-  const topics = JSON.parse(row.topics) as string[]
-  const subscription: Subscription = { id: row.id, agent: row.agent, topics, created: row.created }
-  if (row.webhook_url !== null) {
-    subscription.webhook = { url: row.webhook_url, verified: row.webhook_verified === 1 }
-  }
-  return subscription
-}
+import { fillPage, retrieveAfter, subscriptionOf } from './common.js'
+import type { MailboxEntry } from './types.js'
 
 export function sqliteReads(db: Database.Database): StoreReads {
   const q = (sql: string) => db.prepare(sql)
@@ -51,8 +33,8 @@ export function sqliteReads(db: Database.Database): StoreReads {
 
   return {
     subscriptions: (agent) =>
-      ((agent === undefined ? all.all() : ofAgent.all(agent)) as SubscriptionRow[]).map(
-        readSubscription,
+      (agent === undefined ? all.all() : ofAgent.all(agent)).map((row) =>
+        subscriptionOf(row as Parameters<typeof subscriptionOf>[0]),
       ),
     mailboxState: (agent) => (stateOf.get(agent) as 'open' | 'closed' | undefined) ?? 'none',
     topicSubscribers: (topic) => subscribersOf.all(topic) as string[],

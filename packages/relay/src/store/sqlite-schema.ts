@@ -81,10 +81,7 @@ CREATE TABLE subscription_topics (
 CREATE INDEX subscription_topics_subscription ON subscription_topics (subscription_id);
 `
 
-/**
- * Durability (PROFILE §9: a 202 means stored): WAL with `synchronous = FULL` syncs the WAL on
- * every COMMIT before it returns.
- */
+/** Durability (PROFILE §9: a 202 means stored): WAL, `synchronous = FULL` syncs every COMMIT. */
 export function configureSqliteConnection(db: Database.Database, busyTimeoutMs: number): void {
   db.pragma(`busy_timeout = ${busyTimeoutMs}`)
   db.pragma('journal_mode = WAL')

@@ -30,17 +30,12 @@ export interface SqliteWriterData {
 }
 
 /** An error crossing the thread boundary (structured clone drops the class and `code`). */
-export interface WireError {
-  name: string
-  message: string
-  code?: unknown
-}
+export type WireError = { name: string; message: string; code?: unknown }
 
 export type WireOutcome = { ok: unknown } | { error: WireError }
 
-export type FromWriter =
-  | { outcomes: WireOutcome[]; commits: SqliteCommitInfo[] }
-  | { fatal: WireError }
+type Batch = { outcomes: WireOutcome[]; commits: SqliteCommitInfo[] }
+export type FromWriter = Batch | { fatal: WireError }
 
 export function errorToWire(error: unknown): WireError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
@@ -48,34 +43,44 @@ export function errorToWire(error: unknown): WireError {
   return { name: error.name, message: error.message, ...(code !== undefined && { code }) }
 }
 
+/** Run `f`, ignoring what it throws (a connection that may be unusable). */
+function quietly(f: () => unknown): void {
+  try {
+    f()
+  } catch {
+    // Reported elsewhere, or nothing is left to report it to.
+  }
+}
+
 function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort): void {
   const run = sqliteWrites(db, data.quota)
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   const rollback = db.prepare('ROLLBACK')
-  const rollbackQuietly = () => {
-    try {
-      if (db.inTransaction) rollback.run()
-    } catch {
-      // The connection is unusable; the next BEGIN reports it.
-    }
-  }
+  // An unusable connection: the next BEGIN reports it.
+  const rollbackQuietly = () => quietly(() => db.inTransaction && rollback.run())
   const publishes = (ops: WriteOp[]) => ops.filter((op) => op.op === 'publish').length
 
-  function batch(ops: WriteOp[]): FromWriter {
+  /** One transaction; a write failing it (`split`): each write again in a transaction of its own. */
+  function batch(ops: WriteOp[], split = true): Batch {
     const outcomes: WireOutcome[] = []
     const start = performance.now()
     try {
       begin.run()
       try {
         for (const op of ops) outcomes.push({ ok: run(op) })
-      } catch {
+      } catch (error) {
         rollbackQuietly()
-        return alone(ops)
+        if (!split) throw error
+        const each = ops.map((op) => batch([op], false))
+        return {
+          outcomes: each.flatMap((b) => b.outcomes),
+          commits: each.flatMap((b) => b.commits),
+        }
       }
       commit.run()
     } catch (error) {
-      // BEGIN or COMMIT failed: nothing of the batch is stored.
+      // BEGIN, COMMIT or the one write failed: nothing of the batch is stored.
       rollbackQuietly()
       return { outcomes: ops.map(() => ({ error: errorToWire(error) })), commits: [] }
     }
@@ -83,32 +88,10 @@ function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort)
     return { outcomes, commits: [{ size: ops.length, publishes: publishes(ops), ms }] }
   }
 
-  function alone(ops: WriteOp[]): FromWriter {
-    const outcomes: WireOutcome[] = []
-    const commits: SqliteCommitInfo[] = []
-    for (const op of ops) {
-      const start = performance.now()
-      try {
-        begin.run()
-        const ok = run(op)
-        commit.run()
-        outcomes.push({ ok })
-        commits.push({ size: 1, publishes: publishes([op]), ms: performance.now() - start })
-      } catch (error) {
-        rollbackQuietly()
-        outcomes.push({ error: errorToWire(error) })
-      }
-    }
-    return { outcomes, commits }
-  }
-
   port.on('message', (message: WriteOp[] | 'close') => {
     if (message !== 'close') return port.postMessage(batch(message))
-    try {
-      db.close()
-    } catch {
-      // Best effort: every batch was answered already.
-    }
+    // Best effort: every batch was answered already.
+    quietly(() => db.close())
     port.close()
   })
 }
@@ -119,11 +102,8 @@ function main(port: MessagePort, data: SqliteWriterData): void {
     db = new Database(data.path)
     configureSqliteConnection(db, data.busyTimeoutMs)
   } catch (error) {
-    try {
-      db?.close()
-    } catch {
-      // The open error is the one to report.
-    }
+    // The open error is the one to report.
+    quietly(() => db?.close())
     // Nothing listens on the port afterwards, so the worker exits.
     port.postMessage({ fatal: errorToWire(error) } satisfies FromWriter)
     return

@@ -7,24 +7,14 @@ import type Database from 'better-sqlite3'
 import type { WriteOp } from './commit-queue.js'
 import { decidePublish, noRoomFor, type PublishOutcome, type ResolvedQuota } from './common.js'
 
-interface Usage {
-  messages: number
-  bytes: number
-}
-
+type Usage = { messages: number; bytes: number }
 /** Entries removed per (mailbox, sender): how many, how many quota bytes. */
-interface Group {
-  n: number
-  b: number
-}
+type Group = { n: number; b: number }
 
 type Removal = (...params: unknown[]) => number
 
 /** Prepare the writes on `db` for `quota`; the function runs one write. */
-export function sqliteWrites(
-  db: Database.Database,
-  quota: ResolvedQuota,
-): (op: WriteOp) => unknown {
+export function sqliteWrites(db: Database.Database, quota: ResolvedQuota) {
   const q = (sql: string) => db.prepare(sql)
   const counters = (table: string, where: string) =>
     q(`UPDATE ${table} SET messages = messages - ?, bytes = bytes - ? WHERE ${where}`)
@@ -69,15 +59,13 @@ export function sqliteWrites(
       }
       const refs = remove.all(...params) as number[]
       if (orphans) {
-        let messages = 0
-        let bytes = 0
-        for (const ref of new Set(refs)) {
-          const gone = deleteIfOrphan.get(ref, ref) as { bytes: number } | undefined
-          if (gone === undefined) continue
-          messages++
-          bytes += gone.bytes
-        }
-        if (messages > 0) subtractTotals.run(messages, bytes)
+        const orphan = (ref: number) => deleteIfOrphan.all(ref, ref) as Array<{ bytes: number }>
+        const gone = [...new Set(refs)].flatMap(orphan)
+        if (gone.length > 0)
+          subtractTotals.run(
+            gone.length,
+            gone.reduce((n, g) => n + g.bytes, 0),
+          )
       }
       return refs.length
     }
@@ -105,8 +93,10 @@ export function sqliteWrites(
   const findSeen = q(
     'SELECT 1 FROM seen WHERE mailbox = ? AND message_id = ? AND from_agent = ? AND forget_at > ?',
   ).pluck()
-  const mailboxUsage = q('SELECT messages, bytes FROM mailboxes WHERE agent = ?')
-  const senderUsage = q('SELECT messages, bytes FROM senders WHERE mailbox = ? AND from_agent = ?')
+  const usage = (where: string) =>
+    db.prepare<unknown[], Usage>(`SELECT messages, bytes FROM ${where}`)
+  const mailboxUsage = usage('mailboxes WHERE agent = ?')
+  const senderUsage = usage('senders WHERE mailbox = ? AND from_agent = ?')
   const totalBytes = q('SELECT bytes FROM totals WHERE id = 1').pluck()
   const addMailbox = q(
     "INSERT INTO mailboxes (agent, state, messages, bytes) VALUES (?, 'none', 1, ?) " +
@@ -120,7 +110,7 @@ export function sqliteWrites(
   const addTotals = q('UPDATE totals SET messages = messages + 1, bytes = bytes + ? WHERE id = 1')
   const insertMessage = q(
     'INSERT INTO messages (from_agent, message_id, json, bytes, received_at, expires_at, ' +
-      'forget_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'forget_at) VALUES (@from, @messageId, @json, @bytes, @receivedAt, @expiresAt, @forgetAt)',
   )
   const insertEntry = q(
     'INSERT INTO entries (mailbox, message_ref, from_agent, message_id, bytes) VALUES (?, ?, ?, ?, ?)',
@@ -135,18 +125,12 @@ export function sqliteWrites(
         return findSeen.get(mailbox, messageId, from, receivedAt) !== undefined
       },
       noRoom: (mailbox) =>
-        noRoomFor(
-          quota,
-          bytes,
-          mailboxUsage.get(mailbox) as Usage | undefined,
-          () => senderUsage.get(mailbox, from) as Usage | undefined,
-        ),
+        noRoomFor(quota, bytes, mailboxUsage.get(mailbox), () => senderUsage.get(mailbox, from)),
       dropExpired: (mailbox) => expiredIn(mailbox, receivedAt),
       overCap: () => (totalBytes.get() as number) + bytes > quota.totalBytes,
       expire: () => expire(receivedAt),
       store(mailboxes) {
-        const { json, expiresAt, forgetAt } = p
-        const ref = insertMessage.run(from, messageId, json, bytes, receivedAt, expiresAt, forgetAt)
+        const ref = insertMessage.run(p)
         addTotals.run(bytes)
         return mailboxes.map((mailbox) => {
           addMailbox.run(mailbox, bytes)
@@ -160,7 +144,7 @@ export function sqliteWrites(
 
   const insertSubscription = q(
     'INSERT INTO subscriptions (id, agent, topics, webhook_url, webhook_verified, created) ' +
-      'VALUES (?, ?, ?, ?, ?, ?)',
+      'VALUES (@id, @agent, @topics, @webhookUrl, @verified, @created)',
   )
   const insertTopic = q(
     'INSERT OR IGNORE INTO subscription_topics (topic, subscription_id) VALUES (?, ?)',
@@ -178,7 +162,7 @@ export function sqliteWrites(
   // A write statement that changes nothing: refused on a read-only database or file system.
   const touchTotals = q('UPDATE totals SET messages = messages WHERE id = 1')
 
-  return (op) => {
+  return (op: WriteOp): unknown => {
     switch (op.op) {
       case 'publish':
         return publish(op)
@@ -188,21 +172,15 @@ export function sqliteWrites(
           : ackFrom(op.mailbox, op.messageId, op.from)
       case 'expire':
         return expire(op.now)
-      case 'subscribe': {
-        const { id, agent, topics } = op
-        const verified = op.verified ? 1 : 0
-        insertSubscription.run(
-          id,
-          agent,
-          JSON.stringify(topics),
-          op.webhookUrl,
-          verified,
-          op.created,
-        )
-        for (const topic of topics) insertTopic.run(topic, id)
-        openMailbox.run(agent)
+      case 'subscribe':
+        insertSubscription.run({
+          ...op,
+          topics: JSON.stringify(op.topics),
+          verified: op.verified ? 1 : 0,
+        })
+        for (const topic of op.topics) insertTopic.run(topic, op.id)
+        openMailbox.run(op.agent)
         return undefined
-      }
       case 'unsubscribe':
         // Its topics go with it (ON DELETE CASCADE).
         if (deleteSubscription.run(op.id, op.agent).changes === 0) return false

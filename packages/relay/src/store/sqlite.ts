@@ -45,16 +45,12 @@ const Sqlite = await import('better-sqlite3').then(
 )
 
 /** True when `moduleUrl` is a TypeScript source (tests, examples), not built code. */
-export function isTypeScriptModule(moduleUrl: string | URL): boolean {
-  return /\.[cm]?ts$/.test(new URL(moduleUrl).pathname)
-}
+export const isTypeScriptModule = (moduleUrl: string | URL): boolean =>
+  /\.[cm]?ts$/.test(new URL(moduleUrl).pathname)
 
 /** A worker inherits its parent's `execArgv`, but `--input-type` makes a file entry refused. */
-export function sqliteWriterExecArgv(parent: readonly string[]): string[] {
-  return parent.filter(
-    (arg, i) => !arg.startsWith('--input-type') && parent[i - 1] !== '--input-type',
-  )
-}
+export const sqliteWriterExecArgv = (parent: readonly string[]): string[] =>
+  parent.filter((arg, i) => !arg.startsWith('--input-type') && parent[i - 1] !== '--input-type')
 
 /** The writer next to this module: dist/sqlite-writer.js built, the `.ts` source under a loader. */
 function startWriter(workerData: SqliteWriterData): Worker {
@@ -65,52 +61,31 @@ function startWriter(workerData: SqliteWriterData): Worker {
   return new Worker(writer, { workerData, execArgv })
 }
 
-function errorFromWire(wire: WireError): Error {
-  const { name, code } = wire
-  return Object.assign(new Error(wire.message), { name }, code !== undefined && { code })
-}
-
-/** The main thread's connection: creates the schema, then only reads. */
-function openReader(path: string, busyTimeoutMs: number): Database.Database {
-  if (Sqlite === undefined) {
-    throw new Error('the SQLite relay store needs better-sqlite3: npm install better-sqlite3')
-  }
-  const db = new Sqlite(path)
-  try {
-    configureSqliteConnection(db, busyTimeoutMs)
-    createSqliteSchema(db)
-    db.pragma('query_only = ON')
-  } catch (error) {
-    db.close()
-    throw error
-  }
-  return db
-}
+const errorFromWire = ({ name, message, code }: WireError): Error =>
+  Object.assign(new Error(message), { name }, code !== undefined && { code })
 
 /** Open (creating the schema if needed) a SQLite relay store. */
 export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
+  if (Sqlite === undefined) {
+    throw new Error('the SQLite relay store needs better-sqlite3: npm install better-sqlite3')
+  }
   const quota = resolveQuota(options.quota)
   const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))
-  let tempDir: string | undefined
-  let path = options.path
-  if (path === ':memory:' || path === '') {
-    tempDir = mkdtempSync(join(tmpdir(), 'agentmsg-relay-'))
-    path = join(tempDir, 'relay.db')
-  }
-  const removeTemp = () =>
-    tempDir !== undefined && rmSync(tempDir, { recursive: true, force: true })
-  let db: Database.Database
+  const temp = options.path === ':memory:' || options.path === ''
+  const tempDir = temp ? mkdtempSync(join(tmpdir(), 'agentmsg-relay-')) : undefined
+  const path = tempDir ? join(tempDir, 'relay.db') : options.path
+  const removeTemp = () => tempDir && rmSync(tempDir, { recursive: true, force: true })
+  let db: Database.Database | undefined
   let worker: Worker
   try {
-    db = openReader(path, busyTimeoutMs)
-  } catch (error) {
-    removeTemp()
-    throw error
-  }
-  try {
+    // The main thread's connection: creates the schema, then only reads.
+    db = new Sqlite(path)
+    configureSqliteConnection(db, busyTimeoutMs)
+    createSqliteSchema(db)
+    db.pragma('query_only = ON')
     worker = startWriter({ path, quota, busyTimeoutMs })
   } catch (error) {
-    db.close()
+    db?.close()
     removeTemp()
     throw error
   }
