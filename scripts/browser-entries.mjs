@@ -147,7 +147,8 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
         // Inboxes and URL agents: the https transport, the identity fetcher (ky), identity
         // documents, a URL agent's own document.
         what: 'https transport and identity documents (URL agents)',
-        marker: /^packages\/(?:transport-https\/dist\/|core\/dist\/identity\.js$|client\/dist\/(?:url-identity|outbox)-)/,
+        marker:
+          /^packages\/(?:transport-https\/dist\/|core\/dist\/identity\.js$|client\/dist\/(?:url-identity|outbox)-)/,
         required: true,
       },
       {
