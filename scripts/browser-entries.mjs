@@ -88,7 +88,7 @@ export { verifyMessage } from '@agentmsg/core/receive'`,
   {
     // The figure the issue asks for: a browser agent that only uses relays. Up front: creating
     // the agent (identity, storage, transports) and sending; the core it needs comes through
-    // narrow entries (`@agentmsg/core/message`, `/http-signature/sign`, `/encoding`), because
+    // entries loaded up front (the root and `/http`, which hold nothing the receive side alone needs), because
     // esbuild places a module by which entries reach it (even through unused exports), so
     // importing core's root would load every part of core up front. Issue 12 targets: 20 KB up
     // front, 30 KB all loaded (normal use, without the sealed-box chunks).

@@ -7,8 +7,10 @@
  */
 import * as core from '@agentmsg/core'
 import { loadNobleCryptoProvider } from '@agentmsg/core'
-import * as encoding from '@agentmsg/core/encoding'
-import * as x25519 from '@agentmsg/core/x25519'
+import * as encoding from '@agentmsg/core/http'
+import * as identityLib from '@agentmsg/core/identity'
+import * as receiveLib from '@agentmsg/core/receive'
+import * as x25519 from '@agentmsg/core/sealed-box'
 // packages/core/test/shared, bundled to plain JavaScript by the orchestrator (vector-checks.mjs
 // in .tmp/runtimes): the same checks vitest runs on Node and Playwright in Chromium.
 import {
@@ -110,7 +112,10 @@ export async function runLocalChecks(loadVector) {
           es6Lines: await loadVector('jcs-es6testfile-first10000.txt'),
         },
         // As the Node suite: the strict parser takes objects only; `values` is not I-JSON.
-        { parse: (text) => core.parseStrictJson(`{"v":${text}}`).v, parseRefuses: ['values'] },
+        {
+          parse: (text) => receiveLib.parseStrictJson(`{"v":${text}}`).v,
+          parseRefuses: ['values'],
+        },
       ),
     ),
   )
@@ -159,10 +164,10 @@ async function roundTrip() {
       }),
       core.ed25519Signer(keys),
     )
-    const { level } = await core.verifyMessage(signed, core.createKeyResolver())
+    const { level } = await receiveLib.verifyMessage(signed, identityLib.createKeyResolver())
     const altered = structuredClone(signed)
     altered.body.parts[0].text = 'hi!'
-    const refused = await core.verifyMessage(altered, core.createKeyResolver()).then(
+    const refused = await receiveLib.verifyMessage(altered, identityLib.createKeyResolver()).then(
       () => 'verified',
       (e) => e?.code,
     )
