@@ -167,25 +167,56 @@ export function safeText(text: string): string {
   )
 }
 
-/** The largest `--ca` file read: a CA bundle is a few KiB, a system bundle a few hundred. */
-const MAX_CA_FILE_BYTES = 1024 * 1024
+/** The largest PEM file read: a CA bundle is a few KiB, a system bundle a few hundred. */
+const MAX_PEM_FILE_BYTES = 1024 * 1024
 
-/** The PEM text of each `--ca` file (exit 2 when one cannot be read or holds no certificate). */
-export async function readCaFiles(files: readonly string[] | undefined): Promise<string[]> {
-  return Promise.all(
-    (files ?? []).map(async (file) => {
-      let text: string
-      try {
-        text = await readFile(file, 'utf8')
-      } catch (e) {
-        throw inputError(`--ca ${file}: ${(e as Error).message} — pass a PEM certificate file`)
-      }
-      if (text.length > MAX_CA_FILE_BYTES || !text.includes('-----BEGIN CERTIFICATE-----'))
-        throw inputError(`--ca ${file}: not a PEM certificate — pass a file with BEGIN CERTIFICATE`)
-      return text
-    }),
-  )
+/** The text of the PEM file a flag names (exit 2 when it cannot be read or lacks `marker`). */
+export async function readPemFlag(
+  flag: string,
+  file: string,
+  marker = '-----BEGIN',
+): Promise<string> {
+  const text = await readFile(file, 'utf8').catch((e: Error) => {
+    throw inputError(`${flag} ${file}: ${e.message} — pass a PEM file`)
+  })
+  if (text.length > MAX_PEM_FILE_BYTES || !text.includes(marker))
+    throw inputError(`${flag} ${file}: not a PEM file with ${marker}`)
+  return text
 }
+
+/** The PEM text of each `--ca` file. */
+export const readCaFiles = (files: readonly string[] | undefined): Promise<string[]> =>
+  Promise.all(listFlag(files).map((f) => readPemFlag('--ca', f, '-----BEGIN CERTIFICATE-----')))
+
+/**
+ * `--dev-tls`, or `--tls-cert F --tls-key F` read (https only, also in development: PROFILE §6);
+ * undefined for `--dev-tls`.
+ */
+export async function tlsFlags(
+  command: string,
+  values: {
+    'dev-tls'?: boolean | undefined
+    'tls-cert'?: string | undefined
+    'tls-key'?: string | undefined
+  },
+): Promise<{ cert: string; key: string } | undefined> {
+  const { 'tls-cert': certFile, 'tls-key': keyFile } = values
+  const hasCert = certFile !== undefined || keyFile !== undefined
+  if (Boolean(values['dev-tls']) === hasCert || (hasCert && !(certFile && keyFile)))
+    throw usageError(
+      command,
+      `${command} needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)`,
+    )
+  if (!hasCert) return undefined
+  return {
+    cert: await readPemFlag('--tls-cert', certFile!),
+    key: await readPemFlag('--tls-key', keyFile!),
+  }
+}
+
+/** What a `--dev-tls` server prints: the one file its clients trust (the machine's dev CA). */
+export const devTlsLine = (dev: { certFile: string; caFile: string }) =>
+  `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`
 
 /**
  * The network of a command that connects out: the `--ca` files, and https only to public
@@ -196,12 +227,12 @@ export async function networkFlags(values: {
   'allow-private'?: string[]
 }): Promise<Pick<NodeAgentOptions, 'ca' | 'addressPolicy'>> {
   const ca = await readCaFiles(values.ca)
-  const addressPolicy = createAddressPolicy({ allow: allowList(values['allow-private']) })
+  const addressPolicy = createAddressPolicy({ allow: listFlag(values['allow-private']) })
   return ca.length ? { ca, addressPolicy } : { addressPolicy }
 }
 
-/** `--allow-private a,b` (repeatable): the hosts and ranges, trimmed. */
-export function allowList(values: readonly string[] | undefined): string[] {
+/** A repeatable flag that also takes `a,b`: the values, trimmed. */
+export function listFlag(values: readonly string[] | undefined): string[] {
   return (values ?? []).flatMap((v) => v.split(',').map((s) => s.trim())).filter(Boolean)
 }
 

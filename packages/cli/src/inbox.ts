@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { createNodeAgent } from '@agentmsg/client/node'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
-import { command, inputError, portFlag, usageError } from './command.js'
+import { command, devTlsLine, portFlag, tlsFlags, usageError } from './command.js'
 import { RUNNING_FLAGS, runAgentDir } from './running.js'
 
 const INBOX_HELP = `usage: agentmsg inbox --dir D [--port P] [--host H] (--dev-tls | --tls-cert F --tls-key F)
@@ -22,10 +21,6 @@ example:
   agentmsg inbox --dir ./bob --dev-tls --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
 `
 
-/** What a `--dev-tls` server prints: the one file its clients trust (the machine's dev CA). */
-export const devTlsLine = (dev: { certFile: string; caFile: string }) =>
-  `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`
-
 /** `agentmsg inbox`: the agent's HTTPS inbox (and relays), printing what it receives. */
 const INBOX_FLAGS = {
   ...RUNNING_FLAGS,
@@ -38,17 +33,8 @@ const INBOX_FLAGS = {
 
 export const runInbox = command(INBOX_HELP, INBOX_FLAGS, async ({ values }) => {
   const dir = values.dir!
-  const { 'tls-cert': certFile, 'tls-key': keyFile } = values
-  const hasCert = certFile !== undefined || keyFile !== undefined
-  if (Boolean(values['dev-tls']) === hasCert)
-    throw usageError(
-      'inbox',
-      'inbox needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
-    )
-  if (hasCert && !(certFile && keyFile))
-    throw usageError('inbox', '--tls-cert and --tls-key go together')
   let port = values.port === undefined ? undefined : portFlag('inbox', values.port)
-  const tls = hasCert ? { cert: await readPem(certFile!), key: await readPem(keyFile!) } : undefined
+  const tls = await tlsFlags('inbox', values)
   return runAgentDir('inbox', dir, values, async ({ agentId, relays, base }) => {
     // A URL agent at `https://host/agents/bob` serves under `/agents/bob/.well-known/…`.
     const url = agentId.startsWith('https://') ? new URL(agentId) : undefined
@@ -76,11 +62,3 @@ export const runInbox = command(INBOX_HELP, INBOX_FLAGS, async ({ values }) => {
     return { agent, started }
   })
 })
-
-async function readPem(file: string): Promise<string> {
-  try {
-    return await readFile(file, 'utf8')
-  } catch (e) {
-    throw inputError(`${file}: ${(e as Error).message} — pass a PEM file`)
-  }
-}

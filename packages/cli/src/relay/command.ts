@@ -4,7 +4,6 @@
  * per problem of a config file), 1 when the relay cannot start. Once it listens, it logs JSON
  * lines (pino) on stderr.
  */
-import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
@@ -14,6 +13,16 @@ import {
   type ServeRelayOptions,
   serveRelay,
 } from '@agentmsg/relay'
+import {
+  CliError,
+  devTlsLine,
+  errorLine,
+  listFlag,
+  readCaFiles,
+  tlsFlags,
+  untilSignal,
+  usageError,
+} from '../command.js'
 import { loadRelayConfig, RelayConfigError, setPath } from './config.js'
 import { check, RELAY_USAGE, SETTINGS } from './settings.js'
 
@@ -35,34 +44,11 @@ export type RelayCommandOptions = ServeRelayOptions & {
   shutdownTimeoutMs: number
 }
 
-/** A failure of the command: its code and exit code (2: usage or input). */
-export class RelayCommandError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly exitCode: 1 | 2 = 2,
-  ) {
-    super(message)
-  }
-}
-
-const usage = (message: string) =>
-  new RelayCommandError('usage', `${message} — see agentmsg relay --help`)
+const usage = (message: string) => usageError('relay', message)
 
 const FLAGS: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } }
 for (const { flag, boolean, multiple } of SETTINGS) {
   if (flag) FLAGS[flag] = { type: boolean ? 'boolean' : 'string', ...(multiple && { multiple }) }
-}
-
-/** Read a PEM file named by a flag (exit 2 when it cannot be read or is not PEM). */
-async function readPem(flag: string, file: string, marker: string): Promise<string> {
-  const text = await readFile(file, 'utf8').catch((e: Error) => {
-    throw new RelayCommandError('invalid_input', `${flag} ${file}: ${e.message} — pass a PEM file`)
-  })
-  if (text.length > 1_048_576 || !text.includes(marker)) {
-    throw new RelayCommandError('invalid_input', `${flag} ${file}: not a PEM file with ${marker}`)
-  }
-  return text
 }
 
 /** Parsed `relay` flags; undefined for --help. */
@@ -79,25 +65,14 @@ export async function relayOptionsFromArgs(
   if (values.help) return undefined
   const dataDir = values.data as string | undefined
   if (!dataDir) throw usage('relay needs --data DIR')
-  const certFile = values['tls-cert'] as string | undefined
-  const keyFile = values['tls-key'] as string | undefined
-  const hasCert = certFile !== undefined || keyFile !== undefined
-  if (Boolean(values['dev-tls']) === hasCert || (hasCert && !(certFile && keyFile))) {
-    throw usage(
-      'relay needs --dev-tls, or --tls-cert F and --tls-key F (https only, also in development)',
-    )
-  }
+  const tls = await tlsFlags('relay', values)
   if (values['metrics-host'] !== undefined && values['metrics-port'] === undefined) {
     throw usage('--metrics-host needs --metrics-port P')
   }
   if (values['store-schema'] !== undefined && values.store === undefined) {
     throw usage('--store-schema needs --store postgres://…')
   }
-  const list = (flag: string) =>
-    ((values[flag] ?? []) as string[])
-      .flatMap((v) => v.split(','))
-      .map((v) => v.trim())
-      .filter(Boolean)
+  const list = (flag: string) => listFlag(values[flag] as string[] | undefined)
   const given: Array<[string, unknown]> = []
   for (const s of SETTINGS) {
     const text = s.flag && values[s.flag]
@@ -120,25 +95,17 @@ export async function relayOptionsFromArgs(
     ...file,
   }
   for (const [to, value] of given) setPath(options, to, value)
-  if (!hasCert) {
+  if (!tls) {
     // In the data directory, made on first use and kept across restarts (key 0600); the
     // machine's development CA issued it: one file to trust for every dev relay and inbox.
     const dev = await loadDevCertificate(path.join(dataDir, 'dev-tls'))
     options.tls = { cert: dev.cert, key: dev.key }
-    log(
-      `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`,
-    )
-  } else {
-    options.tls = {
-      cert: await readPem('--tls-cert', certFile!, '-----BEGIN'),
-      key: await readPem('--tls-key', keyFile!, '-----BEGIN'),
-    }
-  }
+    log(devTlsLine(dev))
+  } else options.tls = tls
   // Extra CAs for what the relay fetches (identity documents, webhooks): PROFILE §6 verifies
   // every certificate, so a dev inbox's CA is added here, never verification turned off. Read
   // after --dev-tls made the machine's dev CA, so a first dev relay may be told to trust it.
-  const marker = '-----BEGIN CERTIFICATE-----'
-  const ca = await Promise.all(list('ca').map((file) => readPem('--ca', file, marker)))
+  const ca = await readCaFiles(list('ca'))
   if (ca.length > 0) options.ca = ca
   const allowPrivate = list('allow-private')
   if (allowPrivate.length > 0) options.allowPrivate = allowPrivate
@@ -147,25 +114,15 @@ export async function relayOptionsFromArgs(
   return options as unknown as RelayCommandOptions
 }
 
-function signals(): Promise<string> {
-  return new Promise((resolve) => {
-    const stop = (signal: string) => {
-      process.off('SIGTERM', stop).off('SIGINT', stop)
-      resolve(signal)
-    }
-    process.once('SIGTERM', stop).once('SIGINT', stop)
-  })
-}
-
 /**
  * Run `agentmsg relay` with `argv` (the arguments after `relay`). Resolves with the exit code
  * once the relay stopped: 0 after SIGTERM/SIGINT and a graceful close, 2 for usage errors.
  */
 export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): Promise<number> {
   const err = io.stderr ?? ((t: string) => process.stderr.write(t))
-  // One line whatever the error says: `agentmsg: <code>: <message>` (no stack trace).
-  const fail = (code: string, message: string, exitCode: number) => {
-    err(`agentmsg: ${code}: ${message.replace(/\s*\n\s*/g, ' ')}\n`)
+  const fail = (error: unknown) => {
+    const { line, exitCode } = errorLine(error)
+    err(line)
     return exitCode
   }
   // Held until the relay listens, so a failure to start stays one line.
@@ -176,11 +133,11 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   } catch (e) {
     if (e instanceof RelayConfigError) {
       // One line per problem, so all of them are fixed in one go.
-      for (const problem of e.problems) fail('invalid_config', `${e.file}: ${problem}`, 2)
+      for (const problem of e.problems)
+        fail(new CliError('invalid_config', `${e.file}: ${problem}`, 2))
       return 2
     }
-    if (e instanceof RelayCommandError) return fail(e.code, e.message, e.exitCode)
-    return fail('failed', e instanceof Error ? e.message : String(e), 1)
+    return fail(e)
   }
   if (!options) {
     ;(io.stdout ?? ((t: string) => process.stdout.write(t)))(RELAY_USAGE)
@@ -203,13 +160,18 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
     await store?.close().catch(() => undefined)
     const { name, code, message = String(e) } = e as Partial<NodeJS.ErrnoException>
     const inUse = (what: string, flag: string) =>
-      fail('port_in_use', `${what} is in use — stop what holds it, or pass another ${flag}`, 1)
+      fail(
+        new CliError(
+          'port_in_use',
+          `${what} is in use — stop what holds it, or pass another ${flag}`,
+        ),
+      )
     // The metrics listener's error names its port (`metrics port P on H is in use`).
     if (name === 'MetricsListenError' && code === 'EADDRINUSE') {
       return inUse(message.replace(/ is in use$/, ''), '--metrics-port')
     }
     if (code === 'EADDRINUSE') return inUse(`port ${options.port} on ${options.host}`, '--port')
-    return fail('failed', message, 1)
+    return fail(e)
   }
   const logger = server.logger!
   for (const line of early) logger.info(line)
@@ -226,7 +188,7 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
     logger.warn(`metrics listener on ${metrics.host}: plain HTTP without auth, keep it private`)
   }
   io.onListening?.(server)
-  const signal = await (io.stopSignal ?? signals)(server)
+  const signal = await (io.stopSignal ?? untilSignal)(server)
   logger.info(`${signal}: stopping`)
   let timer: ReturnType<typeof setTimeout> | undefined
   const deadline = new Promise<'timeout'>((resolve) => {
