@@ -10,7 +10,7 @@ import { PROFILE } from '@agentmsg/core'
 import { describe, expect, it, vi } from 'vitest'
 import { WebSocket as NodeWebSocket } from 'ws'
 import { STREAM_IDLE_MS as DEFAULT_STREAM_IDLE_MS } from '../src/client/relay-core.js'
-import { SseEventTooLarge, SseParser } from '../src/client/sse-parser.js'
+import { SseParser } from '../src/client/sse-parser.js'
 import { createRelayClient, type RelayClient, type WebSocketConstructor } from '../src/index.js'
 import { endlessServer, giantFrameServer, MiB, sampleMemory } from './attack-servers.js'
 import {
@@ -131,16 +131,17 @@ describe('attack: oversized and endless relay answers', () => {
   })
 
   it('the SSE parser refuses one endless line, or endless comments, at the cap', () => {
-    const parser = new SseParser(1024)
+    const tooLarge = () => new RangeError('over the cap')
+    const parser = new SseParser(1024, tooLarge)
     expect(() => parser.feed(new TextEncoder().encode(`data: ${'x'.repeat(2000)}`))).toThrow(
-      SseEventTooLarge,
+      'over the cap',
     )
-    const comments = new SseParser(1024)
+    const comments = new SseParser(1024, tooLarge)
     expect(() => {
       for (let i = 0; i < 200; i++) comments.feed(new TextEncoder().encode(': keep-alive\n'))
-    }).toThrow(SseEventTooLarge)
+    }).toThrow('over the cap')
     // The same bytes with the blank line that ends each: nothing accumulates.
-    const fine = new SseParser(1024)
+    const fine = new SseParser(1024, tooLarge)
     for (let i = 0; i < 200; i++) fine.feed(new TextEncoder().encode(': keep-alive\n\n'))
     expect(fine.feed(new TextEncoder().encode('id: 7\ndata: {}\n\n'))).toEqual([
       { id: '7', data: new TextEncoder().encode('{}') },

@@ -11,14 +11,6 @@ export interface SseEvent {
   data: Uint8Array
 }
 
-/** Thrown by {@link SseParser.feed} when an event passes the cap. */
-export class SseEventTooLarge extends Error {
-  override readonly name = 'SseEventTooLarge'
-  constructor(readonly maxBytes: number) {
-    super(`an event over ${maxBytes} bytes`)
-  }
-}
-
 const LF = 0x0a
 const CR = 0x0d
 const COLON = 0x3a
@@ -27,7 +19,6 @@ const SPACE = 0x20
 const decoder = new TextDecoder()
 
 export class SseParser {
-  readonly #max: number
   /** The line not finished yet, in pieces. */
   #line: Uint8Array[] = []
   #lineBytes = 0
@@ -40,11 +31,13 @@ export class SseParser {
   #afterCR = false
   #first = true
 
-  constructor(maxEventBytes: number) {
-    this.#max = maxEventBytes
-  }
+  /** `tooLarge` makes what {@link feed} throws when an event passes `maxEventBytes`. */
+  constructor(
+    readonly maxEventBytes: number,
+    readonly tooLarge: () => Error,
+  ) {}
 
-  /** Feed a chunk; returns the events it completed. @throws SseEventTooLarge */
+  /** Feed a chunk; returns the events it completed. */
   feed(chunk: Uint8Array): SseEvent[] {
     const events: SseEvent[] = []
     let start = 0
@@ -69,7 +62,7 @@ export class SseParser {
     if (part.byteLength === 0) return
     this.#line.push(part)
     this.#lineBytes += part.byteLength
-    if (this.#eventBytes + this.#lineBytes > this.#max) throw new SseEventTooLarge(this.#max)
+    if (this.#eventBytes + this.#lineBytes > this.maxEventBytes) throw this.tooLarge()
   }
 
   #endLine(events: SseEvent[]): void {

@@ -7,7 +7,7 @@ import { httpRequest } from '@agentmsg/core/http'
 import { signRequest } from '@agentmsg/core/receive'
 import { readMessage } from './envelope-message.js'
 import { relayEndpoint } from './http.js'
-import { SseEventTooLarge, SseParser } from './sse-parser.js'
+import { SseParser } from './sse-parser.js'
 import { protocolError } from './stream.js'
 import type { Connector } from './stream-types.js'
 
@@ -55,22 +55,18 @@ export function sseConnector(input: SseConnectorInput): Connector {
           await res.body?.cancel().catch(() => {})
           throw protocolError(`expected text/event-stream, got ${type || 'no body type'}`)
         }
-        const parser = new SseParser(PROFILE.eventMaxBytes)
+        // Dropped at the cap: the rest of the event is never read (PROFILE §4).
+        const max = PROFILE.eventMaxBytes
+        const parser = new SseParser(max, () =>
+          protocolError(`${what}: an event over ${max} bytes`),
+        )
         const reader = res.body.getReader()
         try {
           for (;;) {
             const chunk = await reader.read()
             if (chunk.done) return
             watch()
-            let events: ReturnType<SseParser['feed']>
-            try {
-              events = parser.feed(chunk.value)
-            } catch (e) {
-              // Dropped at the cap: the rest of the event is never read (PROFILE §4).
-              if (e instanceof SseEventTooLarge) throw protocolError(`${what}: ${e.message}`)
-              throw e
-            }
-            for (const event of events) {
+            for (const event of parser.feed(chunk.value)) {
               if (event.event !== undefined && event.event !== 'message') continue
               // The handler may take its time: the watchdog waits with it.
               clearTimeout(idle)
