@@ -87,8 +87,10 @@ export function getRequestListener(
     res.end(JSON.stringify({ status: 'error', code, message }))
   }
   return (req, res) => {
-    // A connection already gone has no address and nobody to answer.
-    if (req.socket.destroyed) return
+    // A connection already gone (a TLS socket whose TCP side closed) has no address and nobody
+    // to answer: not an adapter without addresses.
+    const address = req.socket.remoteAddress
+    if (req.socket.destroyed || address === undefined) return void req.socket.destroy()
     bodyDeadline(req, res, bodyTimeoutMs)
     let request: Request
     try {
@@ -96,8 +98,7 @@ export function getRequestListener(
     } catch {
       return fail(res, 400, 'invalid_format', 'the request could not be read')
     }
-    const address = req.socket.remoteAddress
-    const info = address === undefined ? {} : { clientAddress: address }
+    const info = { clientAddress: address }
     const answer = handler[REPLY]
     Promise.resolve()
       .then((): Promise<HttpReply | Response> | Response =>
