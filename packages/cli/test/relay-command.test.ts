@@ -52,13 +52,24 @@ describe('agentmsg relay', () => {
       expect(await runRelayCommand(['--port', '1'], { stderr: (t) => err.push(t) })).toBe(2)
       expect(err.join('')).toContain('--data')
       expect(await runRelayCommand(['--data', dir], { stderr: () => undefined })).toBe(2)
-      // The relay-wide storage cap (PROFILE §9, default 10 GiB).
+      // The relay-wide storage cap (PROFILE §9, default 10 GiB) and one address's share of it.
       const log = () => undefined
       const capped = await relayOptionsFromArgs(
-        ['--data', dir, '--dev-tls', '--max-storage', '512MiB'],
+        [
+          '--data',
+          dir,
+          '--dev-tls',
+          '--max-storage',
+          '512MiB',
+          '--max-storage-per-address',
+          '64MiB',
+        ],
         log,
       )
-      expect(capped?.quota).toEqual({ totalBytes: 512 * 1024 * 1024 })
+      expect(capped?.quota).toEqual({
+        totalBytes: 512 * 1024 * 1024,
+        bucketBytes: 64 * 1024 * 1024,
+      })
       await expect(
         relayOptionsFromArgs(['--data', dir, '--dev-tls', '--max-storage', 'lots'], log),
       ).rejects.toThrow(/not a size/)

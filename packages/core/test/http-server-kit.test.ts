@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { AddressSet, addressBucket, clientAddress, ip16 as parseIp } from '../src/http/address.js'
 import { readBody } from '../src/http/body.js'
-import { TokenBuckets } from '../src/http/client-limits.js'
+import { ClientLimits, TokenBuckets } from '../src/http/client-limits.js'
 import { isJsonContentType } from '../src/http/replies.js'
 
 describe('Content-Type (PROFILE §6)', () => {
@@ -62,6 +62,17 @@ describe('addresses', () => {
     expect(addressBucket('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64')
     expect(addressBucket('::ffff:127.0.0.1')).toBe('127.0.0.1')
     expect(addressBucket('127.0.0.1')).toBe('127.0.0.1')
+  })
+
+  it('charges stored bytes per IPv6 /48 (PROFILE §9), limits on or off, X-Forwarded-For from trusted proxies', () => {
+    expect(addressBucket('2001:db8:1:2::1', 48)).toBe('2001:db8:1::/48')
+    const limits = new ClientLimits({ perAddress: false, trustedProxies: ['10.0.0.0/8'] })
+    const forwarded = () => '2001:db8:5:ff::9'
+    expect(limits.storageBucket('2001:db8:5:1::1', forwarded)).toBe('2001:db8:5::/48')
+    expect(limits.storageBucket('10.0.0.1', forwarded)).toBe('2001:db8:5::/48')
+    expect(limits.storageBucket('192.0.2.1', forwarded)).toBe('192.0.2.1')
+    expect(limits.storageBucket(undefined, forwarded)).toBeUndefined()
+    expect(new ClientLimits().bucket('2001:db8:5:1::1', forwarded)).toBe('2001:db8:5:1::/64')
   })
 
   it('believes X-Forwarded-For only from trusted proxies, right to left', () => {

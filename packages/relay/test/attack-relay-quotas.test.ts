@@ -8,11 +8,11 @@
  * The per-sender rate limit (60 a minute) would stop a sender long before 64 MiB: the test
  * clock moves so that the quota, not the rate, is what refuses.
  */
-import { fixtureAgent } from '@agentmsg/conformance'
-import type { Message } from '@agentmsg/core'
+import { type FixtureAgent, fixtureAgent } from '@agentmsg/conformance'
+import { type Message, PROFILE } from '@agentmsg/core'
 import { canonicalizeToBytes } from '@agentmsg/core/http'
 import { describe, expect, it } from 'vitest'
-import { clockedMessage, testClock } from './attack-relay-helpers.js'
+import { clockedMessage, publishFrom, testClock } from './attack-relay-helpers.js'
 import { relayPerTest } from './helpers.js'
 
 const { start } = relayPerTest()
@@ -79,7 +79,10 @@ describe('attack: fresh mailboxes fill the relay', () => {
   it('a relay-wide cap stops all mailboxes together, names none, and frees as messages expire', async () => {
     const clock = testClock()
     const cap = 3 * MiB
-    const relay = await start({ now: clock.now, clientNow: clock.now, quota: { totalBytes: cap } })
+    // One address may hold the whole cap here, so that the relay-wide cap is what refuses (the
+    // share of one address, PROFILE §9, is the next test's).
+    const quota = { totalBytes: cap, bucketBytes: cap }
+    const relay = await start({ now: clock.now, clientNow: clock.now, quota })
     const victim = await fixtureAgent()
     const friend = await fixtureAgent()
     await relay.client.subscribe(victim)
@@ -111,4 +114,48 @@ describe('attack: fresh mailboxes fill the relay', () => {
     ])
     expect((await relay.store.usage()).bytes).toBe(quotaBytes(later))
   }, 60_000)
+})
+
+describe('attack: one client address fills the relay through throwaway mailboxes', () => {
+  it('with a 512 MiB cap one address stops at its 5% share (503); another address still gets 202; an ack frees the share', async () => {
+    const clock = testClock()
+    const cap = 512 * MiB
+    const relay = await start({ now: clock.now, clientNow: clock.now, quota: { totalBytes: cap } })
+    const share = Math.floor(cap * PROFILE.storageBucketShare)
+    // Fresh did:key agents subscribing and publishing to themselves, all from 127.0.0.1.
+    const accepted: Array<{ agent: FixtureAgent; message: Message }> = []
+    const named = ['127.0.0.1']
+    let refused: Response | undefined
+    for (let i = 0; i < 40 && refused === undefined; i++) {
+      const agent = await fixtureAgent()
+      named.push(agent.id)
+      await relay.client.subscribe(agent)
+      const message = await clockedMessage(agent, agent.id, clock, MiB - 8 * 1024)
+      const res = await relay.client.publish(message)
+      if (res.status === 202) accepted.push({ agent, message })
+      else refused = res
+    }
+    expect(refused).toBeDefined()
+    await expectUnavailable(refused!, named)
+    const held = accepted.reduce((n, a) => n + quotaBytes(a.message), 0)
+    expect((await relay.store.usage()).bytes).toBe(held)
+    expect(held).toBeLessThanOrEqual(share)
+    expect(held + MiB).toBeGreaterThan(share)
+    // Another client address publishes to an unrelated mailbox, small and large: 202.
+    const victim = await fixtureAgent()
+    const friend = await fixtureAgent()
+    await relay.client.subscribe(victim)
+    for (const size of [10, MiB - 8 * 1024]) {
+      const message = await clockedMessage(friend, victim.id, clock, size)
+      const reply = await publishFrom(relay.url, relay.cert.ca, message, '127.0.0.2')
+      expect(reply.status).toBe(202)
+    }
+    // The charge is released once the entry is acknowledged: the first address has room again.
+    const { agent, message } = accepted[0]!
+    const id = encodeURIComponent(agent.id)
+    const path = `/relay/messages/${message.message_id}?agent=${id}&from=${id}`
+    expect((await relay.client.request('DELETE', path, { as: agent })).status).toBe(204)
+    const again = await clockedMessage(agent, agent.id, clock, MiB - 8 * 1024)
+    expect((await relay.client.publish(again)).status).toBe(202)
+  }, 120_000)
 })

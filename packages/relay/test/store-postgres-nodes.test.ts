@@ -69,6 +69,24 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('PostgreSQL relay stores sharing
     expect(await all[0]!.usage()).toEqual({ messages: 30, bytes: size * 30 })
   })
 
+  it('a client address bucket is charged alike on both (one key), its share held; only hashes stored', async () => {
+    const size = message(['x'], { size: 1000 }).bytes
+    const { schema, all } = await nodes(2, { quota: { bucketBytes: size * 10 } })
+    const from = (bucket: string, i: number) => ({ ...message([`m${i}`], { size: 1000 }), bucket })
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 30 }, (_, i) => all[i % 2]!.publish(from('198.51.100.23', i))),
+    )
+    const refused = outcomes.filter((o) => o.status === 'rejected')
+    expect(outcomes.length - refused.length).toBe(10)
+    for (const o of refused) expect(o.reason).toMatchObject({ scope: 'bucket' })
+    await all[1]!.publish(from('198.51.100.24', 99))
+    const rows = await adminQuery(`SELECT bucket, bytes::int AS bytes FROM "${schema}".buckets`)
+    expect(rows.map((r) => r.bytes).sort()).toEqual([size, size * 10])
+    for (const r of rows) expect(r.bucket).toMatch(/^[\w-]{22}$/)
+    const stored = JSON.stringify(await adminQuery(`SELECT * FROM "${schema}".messages`))
+    expect(stored).not.toContain('198.51.100')
+  })
+
   it('watch on one node hears a publish on the other', async () => {
     const { all } = await nodes(2)
     const heard: Array<string | undefined> = []

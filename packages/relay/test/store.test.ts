@@ -1,6 +1,6 @@
 /** The relay stores: the shared contract on both, then SQLite durability and group commit. */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -123,6 +123,26 @@ describe('sqliteRelayStore', () => {
     const [r3] = await store.publish(message(['alice']))
     expect(BigInt(r3!.cursor!) > BigInt(r2!.cursor!)).toBe(true)
     await store.close()
+  })
+
+  it('keeps a keyed hash of the client address bucket, never the address; the charge outlives a restart', async () => {
+    const path = join(tempDir(), 'relay.db')
+    const quota = { bucketBytes: 5000 }
+    const bucket = '2001:db8:77::/48'
+    let store = sqliteRelayStore({ path, quota })
+    await store.publish({ ...message(['alice'], { size: 3000 }), bucket })
+    await store.close()
+    store = sqliteRelayStore({ path, quota })
+    const over = store.publish({ ...message(['bob'], { size: 3000 }), bucket })
+    await expect(over).rejects.toMatchObject({ name: 'RelayStorageFullError', scope: 'bucket' })
+    await store.close()
+    const db = new Database(path, { readonly: true })
+    const both = 'SELECT bucket FROM buckets UNION ALL SELECT bucket FROM messages'
+    const [charged, ofMessage] = db.prepare(both).pluck().all()
+    expect(charged).toMatch(/^[\w-]{22}$/)
+    expect(ofMessage).toBe(charged)
+    db.close()
+    expect(readFileSync(path).includes('2001:db8:77')).toBe(false)
   })
 
   it('close() commits queued writes first; writes after close reject', async () => {

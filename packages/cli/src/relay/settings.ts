@@ -129,6 +129,7 @@ export const SETTINGS: Setting[] = [
   { key: 'quota.senderMessages', kind: whole },
   { key: 'quota.senderBytes', kind: size },
   { flag: 'max-storage', key: 'quota.totalBytes', kind: size },
+  { flag: 'max-storage-per-address', key: 'quota.bucketBytes', kind: size },
   { key: 'timeouts.headersSeconds', to: 'headersTimeoutMs', kind: seconds },
   { key: 'timeouts.bodySeconds', to: 'bodyTimeoutMs', kind: seconds },
   { key: 'retentionDays', to: 'retentionMs', kind: days },
@@ -166,6 +167,9 @@ SIGINT or SIGTERM stop it cleanly (publishes in flight stored, streams told to r
                           request bodies read at once per address (default 8)
   --streams-per-agent N   open SSE and WebSocket streams per agent (default 4)
   --max-storage SIZE      what all mailboxes hold together (bytes, or 512MiB, 10GiB; default 10GiB)
+  --max-storage-per-address SIZE
+                          what is held of one client address's publishes (IPv6: per /48;
+                          default 5% of --max-storage)
   --trusted-proxies LIST  proxies (addresses, CIDR ranges) whose X-Forwarded-For the limits believe
   --config FILE           limits and quotas from a JSON file (see the relay README); flags win
   --metrics-port P        Prometheus metrics at http://<metrics host>:P/metrics (off by default)

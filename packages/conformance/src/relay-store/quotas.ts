@@ -1,11 +1,25 @@
-/** RelayStore contract, PROFILE §9 quotas: mailbox, a sender's share, relay-wide, `skipFull`. */
-import type { MailboxFullError } from '@agentmsg/relay'
+/**
+ * RelayStore contract, PROFILE §9 quotas: mailbox, a sender's share, relay-wide, a client address
+ * bucket's share, `skipFull`.
+ */
+import type { MailboxFullError, PublishInput, RelayStorageFullError } from '@agentmsg/relay'
 import { describe, expect } from 'vitest'
 import { all, duplicate, ids, message, NOW, page, WEEK } from './fixtures.js'
 import type { RelayStoreSuite } from './suite.js'
 
 const A = 'did:key:z6MkSenderA'
 const B = 'did:key:z6MkSenderB'
+/** Client address buckets as the relay passes them (IPv4 per address, IPv6 per /48). */
+const X = '203.0.113.7'
+const Y = '2001:db8:1::/48'
+
+/** A message from bucket `bucket` to `mailboxes`, of about `size` bytes. */
+const charged = (
+  bucket: string,
+  mailboxes: string[],
+  size: number,
+  extra: { receivedAt?: number; expiresAt?: number; skipFull?: boolean } = {},
+): PublishInput => ({ ...message(mailboxes, { size, ...extra }), bucket, ...extra })
 
 export function quotaChecks(suite: RelayStoreSuite): void {
   const { it, full, relayFull } = suite
@@ -127,6 +141,7 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       const err = await s.publish(over).catch((e: unknown) => e)
       expect(err).toBeInstanceOf(suite.relay.RelayStorageFullError)
       expect((err as Error).name).toBe('RelayStorageFullError')
+      expect((err as RelayStorageFullError).scope).toBe('relay')
       expect(await s.usage('erin')).toEqual({ messages: 0, bytes: 0 })
       expect(await sut.storedMessages()).toBe(2)
       // A topic publish cannot pass the cap either.
@@ -147,6 +162,57 @@ export function quotaChecks(suite: RelayStoreSuite): void {
       const later = message(['bob'], { size: 2000, receivedAt: NOW + 10, expiresAt: NOW + WEEK })
       expect(await duplicate(s, later)).toBe(false)
       expect((await s.usage()).bytes).toBe(later.bytes)
+    })
+  })
+
+  describe('one client address bucket’s share of the relay', () => {
+    it('by default 5% of the cap: past it RelayStorageFullError (bucket), nothing stored; other buckets still store', async (open) => {
+      const [s, sut] = await open({ totalBytes: 100_000 })
+      const first = charged(X, ['alice'], 3000)
+      await s.publish(first)
+      const err = await s.publish(charged(X, ['bob'], 2500)).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(suite.relay.RelayStorageFullError)
+      expect((err as RelayStorageFullError).scope).toBe('bucket')
+      expect(await s.usage('bob')).toEqual({ messages: 0, bytes: 0 })
+      expect(await sut.storedMessages()).toBe(1)
+      // Another bucket, and a publish charged to none, are not held back.
+      expect(await duplicate(s, charged(Y, ['bob'], 2500))).toBe(false)
+      expect(await duplicate(s, message(['bob'], { size: 2500 }))).toBe(false)
+      const rest = charged(X, ['carol'], 5000 - first.bytes)
+      expect(rest.bytes).toBe(5000 - first.bytes)
+      await s.publish(rest)
+      await relayFull(s.publish(charged(X, ['carol'], 10)))
+      expect(await duplicate(s, first)).toBe(true)
+      // The charge goes with the entry.
+      await s.ack('alice', first.messageId, first.from)
+      expect(await duplicate(s, charged(X, ['alice'], 2500))).toBe(false)
+    })
+    it('a topic message is charged once (a configured share), until its last mailbox acknowledges', async (open) => {
+      const [s] = await open({ totalBytes: 100_000, bucketBytes: 4000 })
+      const topic = charged(X, ['alice', 'bob', 'carol'], 3000, { skipFull: true })
+      expect((await s.publish(topic)).every((r) => !r.duplicate && !r.full)).toBe(true)
+      const next = charged(X, ['dave'], 1500)
+      for (const agent of ['alice', 'bob']) {
+        await relayFull(s.publish(next))
+        await s.ack(agent, topic.messageId, topic.from)
+      }
+      await relayFull(s.publish(next))
+      await s.ack('carol', topic.messageId, topic.from)
+      expect(await duplicate(s, next)).toBe(false)
+    })
+    it('expired messages do not hold the bucket’s room', async (open) => {
+      const [s] = await open({ totalBytes: 100_000 })
+      await s.publish(charged(X, ['alice'], 3000, { expiresAt: NOW + 10 }))
+      await relayFull(s.publish(charged(X, ['bob'], 3000)))
+      expect(await duplicate(s, charged(X, ['bob'], 3000, { receivedAt: NOW + 10 }))).toBe(false)
+    })
+    it('concurrent publishes of one bucket: as many as fit are stored, the rest refused', async (open) => {
+      const [s, sut] = await open({ totalBytes: 100_000 })
+      const outcomes = await Promise.allSettled(
+        ['a', 'b', 'c', 'd', 'e', 'f'].map((agent) => s.publish(charged(X, [agent], 2000))),
+      )
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(2)
+      expect(await sut.storedMessages()).toBe(2)
     })
   })
 

@@ -128,16 +128,16 @@ export function ip16(text: string): Uint8Array | undefined {
 }
 
 /**
- * The rate-limit bucket of an address: IPv4 itself, IPv6 its /64 (`2001:db8:1:2::/64`), so one
- * host cannot dodge the limit by walking its own prefix; other text is its own bucket.
+ * The bucket of an address: IPv4 itself, IPv6 its /64 (`2001:db8:1:2::/64`; `bits` 48 for the
+ * storage charge of PROFILE §9), so one host cannot dodge a limit by walking its own prefix;
+ * other text is its own bucket.
  */
-export function addressBucket(address: string): string {
+export function addressBucket(address: string, bits: number = PROFILE.ipv6BucketBits): string {
   const b = ip16(address)
   if (!b) return address.toLowerCase()
   const v4 = unmapped(b)
   if (v4) return v4.join('.')
   // The prefix's groups spelled out (`0:0:0:0::/64` for `::1`), as the logs have always shown it.
-  const bits = PROFILE.ipv6BucketBits
   const groups: string[] = []
   for (let i = 0; i < bits / 8; i += 2) groups.push(((b[i]! << 8) | b[i + 1]!).toString(16))
   return `${groups.join(':')}::/${bits}`

@@ -122,8 +122,17 @@ export class ClientLimits {
   bucket(peer: string | undefined, forwardedFor: () => string | null): string | undefined {
     if (this.#rate === undefined) return undefined
     if (!peer) throw new MissingClientAddressError(this.server)
+    return this.#bucket(peer, forwardedFor, PROFILE.ipv6BucketBits)
+  }
+
+  /** The bucket stored bytes are charged to (PROFILE §9: IPv6 per /48); none without `peer`. */
+  storageBucket(peer: string | undefined, forwardedFor: () => string | null): string | undefined {
+    return peer ? this.#bucket(peer, forwardedFor, PROFILE.storageIpv6BucketBits) : undefined
+  }
+
+  #bucket(peer: string, forwardedFor: () => string | null, bits: number): string {
     const forwarded = this.#trusted.size > 0 ? forwardedFor() : null
-    return addressBucket(clientAddress(peer, forwarded, this.#trusted))
+    return addressBucket(clientAddress(peer, forwarded, this.#trusted), bits)
   }
 
   /** Take one request of `bucket`'s rate: 0 to go on, else the seconds to wait (`Retry-After`). */

@@ -29,12 +29,17 @@ export interface RelayContext extends FeedContext {
   claimStream(agent: string, kind?: StreamKind): (() => void) | undefined
 }
 
-/** Each request's client-address bucket (PROFILE §6), for the nonce memory's per-bucket share. */
-const buckets = new WeakMap<Request, string>()
+/**
+ * Each request's client-address buckets: for rates and the nonce memory's share (PROFILE §6),
+ * and the one stored bytes are charged to (§9, IPv6 per /48).
+ */
+const buckets = new WeakMap<Request, { rate: string | undefined; storage: string | undefined }>()
 
-export function setRequestBucket(request: Request, bucket: string | undefined): void {
-  if (bucket !== undefined) buckets.set(request, bucket)
+export function setRequestBucket(request: Request, rate?: string, storage?: string): void {
+  buckets.set(request, { rate, storage })
 }
+
+export const storageBucketOf = (request: Request) => buckets.get(request)?.storage
 
 /** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
 export const overCap = (what: string, max: number, retryAfter: number) =>
@@ -121,7 +126,7 @@ export async function authenticate(
       store.rememberNonce &&
       ((key, nonce, until) => store.rememberNonce!(key, nonce, until, ctx.now())),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
-    bucket: buckets.get(request),
+    bucket: buckets.get(request)?.rate,
     expectedAgent,
     now: ctx.now(),
   })

@@ -13,7 +13,7 @@ import {
 import { type ReceiveContext, ReplayGuard, receive } from '@agentmsg/core/receive'
 import { acceptedReply, errorReply, type HttpReply } from '@agentmsg/core/server'
 import { MailboxFullError, RelayStorageFullError } from '../store/types.js'
-import { jsonBody, type RelayContext } from './context.js'
+import { jsonBody, type RelayContext, storageBucketOf } from './context.js'
 
 /** PROFILE §9: this profile has no relay-to-relay forwarding. */
 function checkNotForwarded(message: Message): void {
@@ -82,7 +82,7 @@ export function publisher(
       return errorReply('not_found', `this relay holds no open mailbox for ${message.to.agent}`)
     }
     if (mailboxes.length === 0) return acceptedReply(message.message_id)
-    return save(message, mailboxes, topic, receivedAt, outcome)
+    return save(message, mailboxes, topic, receivedAt, storageBucketOf(request), outcome)
   }
 
   async function targetsOf(message: Message): Promise<Targets> {
@@ -104,6 +104,7 @@ export function publisher(
     mailboxes: string[],
     topic: boolean,
     receivedAt: number,
+    bucket: string | undefined,
     outcome: { duplicate?: boolean } | undefined,
   ): Promise<HttpReply> {
     const from = message.from.agent
@@ -129,10 +130,12 @@ export function publisher(
         forgetAt: date + PROFILE.relayForgetMs,
         // One subscriber that never reads cannot close a topic: full mailboxes are skipped.
         skipFull: topic,
+        // Charged to the client address it came from (PROFILE §9): one cannot fill the relay.
+        ...(bucket !== undefined && { bucket }),
       })
     } catch (error) {
       if (error instanceof MailboxFullError || error instanceof RelayStorageFullError) {
-        // The error never names a mailbox or its owner (PROFILE §9).
+        // The error never names a mailbox, its owner or the client address (PROFILE §9).
         return errorReply('unavailable', 'the relay cannot store this message now; retry later', {
           retryAfter: ctx.options.mailboxFullRetryAfter ?? 60,
         })

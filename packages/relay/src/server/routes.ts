@@ -72,7 +72,8 @@ export async function dispatch(
     return early(errorReply('method_not_allowed', message, { headers: { allow } }))
   }
   // 2. Per-address limits, before a byte of the body is read.
-  const bucket = limits.bucket(address, () => request.headers.get('x-forwarded-for'))
+  const forwardedFor = () => request.headers.get('x-forwarded-for')
+  const bucket = limits.bucket(address, forwardedFor)
   trace.bucket = bucket
   const wait = limits.take(bucket)
   if (wait > 0) {
@@ -80,7 +81,7 @@ export async function dispatch(
     const message = `too many requests from this address; retry in ${wait} s`
     return early(errorReply('rate_limited', message, { retryAfter: wait }))
   }
-  setRequestBucket(request, bucket)
+  setRequestBucket(request, bucket, limits.storageBucket(address, forwardedFor))
   const run = () => endpoints[name](request, url, id, trace)
   if (request.body === null) return run()
   // A read slot, ended as soon as the endpoint has read or discarded the body (or answered).

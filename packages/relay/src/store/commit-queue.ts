@@ -147,11 +147,13 @@ export function commitQueue<Op>(
 
 /** One write of a queued store (SQLite, PostgreSQL), as its writer runs it. */
 export type WriteOp =
-  | (Required<Omit<PublishInput, 'forgetAt' | 'skipFull'>> & {
+  | (Required<Omit<PublishInput, 'forgetAt' | 'skipFull' | 'bucket'>> & {
       op: 'publish'
       /** Resolved; the mailboxes without repeats. */
       forgetAt: number
       skipFull: boolean
+      /** The keyed hash of the client address bucket (PROFILE §9), never the address. */
+      bucket: string | null
     })
   | { op: 'ack'; mailbox: string; messageId: string; from: string | null }
   | { op: 'expire'; now: number }
@@ -182,10 +184,14 @@ export const storeCall =
       ? Promise.reject(new Error('relay store is closed'))
       : guard(Promise.resolve().then(() => f(...args)))
 
-/** A RelayStore writing through `queue`, reading `reads`; `guard` maps failures for the relay. */
+/**
+ * A RelayStore writing through `queue`, reading `reads`, hashing buckets with `hashBucket` (see
+ * `bucketHasher`) before they leave for the writer; `guard` maps failures for the relay.
+ */
 export function queuedStore(
   queue: CommitQueue<WriteOp>,
   reads: StoreReads,
+  hashBucket: (bucket: string | undefined) => string | null,
   close: () => Promise<void>,
   guard: <T>(call: Promise<T>) => Promise<T> = (call) => call,
 ) {
@@ -217,6 +223,7 @@ export function queuedStore(
         forgetAt,
         mailboxes,
         skipFull: !!input.skipFull,
+        bucket: hashBucket(input.bucket),
       }
       return publishResult(await write<PublishOutcome>(op))
     },

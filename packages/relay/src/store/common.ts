@@ -1,5 +1,5 @@
 /** What the relay stores share: quotas, cursors, pages, input checks, the publish decision. */
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import { PROFILE } from '@agentmsg/core'
 import {
   type MailboxEntry,
@@ -24,6 +24,8 @@ export interface RelayQuota {
   senderBytes?: number
   /** Bytes the relay holds (a topic message once). @default 10 GiB */
   totalBytes?: number
+  /** Bytes charged to one client address bucket (PROFILE §9). @default 5% of `totalBytes` */
+  bucketBytes?: number
 }
 
 export type ResolvedQuota = Required<RelayQuota>
@@ -31,13 +33,15 @@ export type ResolvedQuota = Required<RelayQuota>
 export function resolveQuota(quota: RelayQuota | undefined): ResolvedQuota {
   const messages = quota?.messages ?? PROFILE.mailboxMessages
   const bytes = quota?.bytes ?? PROFILE.mailboxBytes
+  const totalBytes = quota?.totalBytes ?? PROFILE.relayBytes
   const resolved = {
     messages,
     bytes,
     senderMessages:
       quota?.senderMessages ?? Math.max(1, Math.floor(messages * PROFILE.senderShare)),
     senderBytes: quota?.senderBytes ?? Math.floor(bytes * PROFILE.senderShare),
-    totalBytes: quota?.totalBytes ?? PROFILE.relayBytes,
+    totalBytes,
+    bucketBytes: quota?.bucketBytes ?? Math.floor(totalBytes * PROFILE.storageBucketShare),
   }
   for (const value of Object.values(resolved)) {
     if (!(value >= 0)) throw new RangeError('quotas must be non-negative numbers')
@@ -59,6 +63,17 @@ export function noRoomFor(
   if (over(box, quota.messages, quota.bytes)) return 'mailbox'
   return over(sender(), quota.senderMessages, quota.senderBytes) ? 'sender' : undefined
 }
+
+/**
+ * A store's hasher of client address buckets: HMAC-SHA-256 under the store's key, 128 bits, so
+ * the store holds no address (PROFILE §9) while every process sharing it charges alike.
+ */
+export const bucketHasher =
+  (key: Uint8Array) =>
+  (bucket: string | undefined): string | null =>
+    bucket === undefined
+      ? null
+      : createHmac('sha256', key).update(bucket).digest('base64url').slice(0, 22)
 
 /** Until when a publish's triple is remembered after its entry is gone. */
 export const forgetAtOf = (input: PublishInput): number =>
@@ -154,7 +169,7 @@ export function subscriptionOf(row: {
 export type PublishOutcome =
   | StorePublishResult[]
   | { full: string; reason: 'mailbox' | 'sender' }
-  | { relayFull: true }
+  | { relayFull: 'relay' | 'bucket' }
 
 /** A store's side of the publish decision (memory, SQLite). */
 export interface PublishSite {
@@ -164,6 +179,8 @@ export interface PublishSite {
   dropExpired(mailbox: string): number
   /** Relay-wide bytes held plus the message's pass the cap. */
   overCap(): boolean
+  /** The bytes its client address bucket holds plus the message's pass the bucket's share. */
+  overBucket(): boolean
   /** Expire at the publish's receipt. */
   expire(): void
   /** Store the message once, an entry in each of `mailboxes`; their cursors. */
@@ -173,11 +190,11 @@ export interface PublishSite {
 /**
  * The publish decision (PROFILE §9): every mailbox is decided before anything is stored, so a
  * refusal stores nothing. Held or remembered → duplicate; no room → refused, or skipped with
- * `skipFull`; then the relay-wide cap, once for the message.
+ * `skipFull`; then the relay-wide cap and the bucket's share, once for the message.
  */
 export function decidePublish(mailboxes: string[], skipFull: boolean, site: PublishSite) {
-  // Expired messages do not hold room under the relay-wide cap either.
-  if (site.overCap()) site.expire()
+  // Expired messages do not hold room under the relay-wide cap or a bucket's share either.
+  if (site.overCap() || site.overBucket()) site.expire()
   const results: StorePublishResult[] = []
   const fresh: StorePublishResult[] = []
   for (const mailbox of mailboxes) {
@@ -198,7 +215,8 @@ export function decidePublish(mailboxes: string[], skipFull: boolean, site: Publ
     results.push(result)
   }
   if (fresh.length === 0) return results
-  if (site.overCap()) return { relayFull: true as const }
+  if (site.overCap()) return { relayFull: 'relay' as const }
+  if (site.overBucket()) return { relayFull: 'bucket' as const }
   const cursors = site.store(fresh.map((r) => r.mailbox))
   for (const [i, r] of fresh.entries()) r.cursor = cursors[i]
   return results
@@ -208,5 +226,5 @@ export function decidePublish(mailboxes: string[], skipFull: boolean, site: Publ
 export function publishResult(outcome: PublishOutcome): StorePublishResult[] {
   if (Array.isArray(outcome)) return outcome
   if ('full' in outcome) throw new MailboxFullError(outcome.full, outcome.reason)
-  throw new RelayStorageFullError()
+  throw new RelayStorageFullError(outcome.relayFull)
 }

@@ -1,5 +1,7 @@
 /** An in-memory relay store for tests and embedders: the SQLite store's semantics, not durable. */
+import { randomBytes } from 'node:crypto'
 import {
+  bucketHasher,
   decidePublish,
   fillPage,
   forgetAtOf,
@@ -26,6 +28,8 @@ interface StoredMessage {
   jsonBytes: number
   expiresAt: number
   forgetAt: number
+  /** The keyed hash of the client address bucket charged for it. */
+  bucket: string | null
   /** Entries referencing it. */
   refs: number
 }
@@ -106,8 +110,18 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
   const mailboxes = new Map<string, Mailbox>()
   const subscriptions = new Map<string, Subscription>()
   const messages = new Set<StoredMessage>()
-  /** Quota bytes of `messages`. */
+  /** Quota bytes of `messages`, in all and per bucket hash (PROFILE §9). */
   let totalBytes = 0
+  const bucketBytes = new Map<string, number>()
+  // The memory store lives as long as its process: a key of its own is stable enough.
+  const hashBucket = bucketHasher(randomBytes(32))
+  const charge = ({ bucket, bytes }: StoredMessage, sign: 1 | -1) => {
+    totalBytes += sign * bytes
+    if (bucket === null) return
+    const left = (bucketBytes.get(bucket) ?? 0) + sign * bytes
+    if (left > 0) bucketBytes.set(bucket, left)
+    else bucketBytes.delete(bucket)
+  }
   let lastCursor = 0
   let closed = false
 
@@ -119,7 +133,7 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
   const unref = (entry: Entry) => {
     if (--entry.message.refs > 0) return
     messages.delete(entry.message)
-    totalBytes -= entry.message.bytes
+    charge(entry.message, -1)
   }
   const expiredAt = (now: number) => (entry: Entry) => entry.message.expiresAt <= now
   const expire = (now: number) => {
@@ -183,6 +197,7 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
     publish(input) {
       const key = keyOf(input.messageId, input.from)
       const { from, bytes, receivedAt } = input
+      const bucket = hashBucket(input.bucket)
       const outcome = decidePublish(publishMailboxes(input), input.skipFull === true, {
         held(agent) {
           const mailbox = mailboxes.get(agent)
@@ -195,14 +210,17 @@ export function memoryRelayStore(options: { quota?: RelayQuota } = {}): MemoryRe
         },
         dropExpired: (agent) => mailboxOf(agent).removeWhere(expiredAt(receivedAt), unref),
         overCap: () => totalBytes + bytes > quota.totalBytes,
+        overBucket: () =>
+          bucket !== null && (bucketBytes.get(bucket) ?? 0) + bytes > quota.bucketBytes,
         expire: () => expire(receivedAt),
         store(targets) {
           const { json, expiresAt } = input
           const jsonBytes = Buffer.byteLength(json, 'utf8')
           const forgetAt = forgetAtOf(input)
-          const message = { json, bytes, jsonBytes, expiresAt, forgetAt, refs: targets.length }
+          const refs = targets.length
+          const message = { json, bytes, jsonBytes, expiresAt, forgetAt, bucket, refs }
           messages.add(message)
-          totalBytes += bytes
+          charge(message, 1)
           return targets.map((agent) => {
             const cursor = ++lastCursor
             mailboxOf(agent).add({ cursor, from, messageId: input.messageId, message })

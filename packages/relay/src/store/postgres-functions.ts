@@ -26,7 +26,7 @@ $fn$;
 
 ${postgresRemovalFunctions(s)}
 -- Why a mailbox has no room for p_bytes from p_from ('mailbox', 'sender'), or null.
--- q: the quota {messages, bytes, senderMessages, senderBytes, totalBytes}.
+-- q: the quota {messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes}.
 CREATE FUNCTION ${s}.no_room(p_mailbox text, p_from text, p_bytes bigint, q double precision[])
 RETURNS text LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -47,10 +47,18 @@ BEGIN
 END
 $fn$;
 
+-- Would p_bytes more pass the share p_max of the client address bucket (its hash)? Not without one.
+CREATE FUNCTION ${s}.over_bucket(p_bucket text, p_bytes bigint, p_max double precision)
+RETURNS boolean LANGUAGE sql STABLE AS $fn$
+  SELECT p_bucket IS NOT NULL AND
+    coalesce((SELECT bytes FROM ${s}.buckets WHERE bucket = p_bucket), 0) + p_bytes > p_max
+$fn$;
+
 -- Publish (RelayStore.publish): decide every mailbox before writing anything — held or
 -- remembered → duplicate ('d'); no room → refusal, or skipped ('f') with skipFull; else new
 -- ('n') — then store the message once and an entry per new mailbox, and notify each of them
--- (delivered at COMMIT). outcome: {kinds, cursors} per mailbox, {full, reason} or {relayFull}.
+-- (delivered at COMMIT). outcome: {kinds, cursors} per mailbox, {full, reason} or
+-- {relayFull: 'relay' | 'bucket'} (the relay-wide cap, the client address bucket's share).
 CREATE FUNCTION ${s}.publish(p jsonb, q double precision[], INOUT st bigint[], OUT outcome jsonb)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -59,6 +67,7 @@ DECLARE
   p_bytes bigint := (p->>'bytes')::bigint;
   p_received_at double precision := (p->>'receivedAt')::double precision;
   p_expires_at double precision := (p->>'expiresAt')::double precision;
+  p_bucket text := p->>'bucket';
   boxes text[] := ${s}.texts(p->'mailboxes');
   kinds text[] := array_fill(NULL::text, ARRAY[cardinality(boxes)]);
   cursors bigint[] := array_fill(NULL::bigint, ARRAY[cardinality(boxes)]);
@@ -68,8 +77,8 @@ DECLARE
   ref bigint;
   dropped integer;
 BEGIN
-  -- Expired messages do not hold room under the relay-wide cap either.
-  IF st[3] + p_bytes > q[5] THEN
+  -- Expired messages do not hold room under the relay-wide cap or a bucket's share either.
+  IF st[3] + p_bytes > q[5] OR ${s}.over_bucket(p_bucket, p_bytes, q[6]) THEN
     SELECT r.st INTO st FROM ${s}.expire(p_received_at, st) r;
   END IF;
   FOR i IN 1 .. cardinality(boxes) LOOP
@@ -103,15 +112,19 @@ BEGIN
   END LOOP;
   IF fresh > 0 THEN
     IF st[3] + p_bytes > q[5] THEN
-      outcome := '{"relayFull": true}'::jsonb;
+      outcome := '{"relayFull": "relay"}'::jsonb;
+      RETURN;
+    END IF;
+    IF ${s}.over_bucket(p_bucket, p_bytes, q[6]) THEN
+      outcome := '{"relayFull": "bucket"}'::jsonb;
       RETURN;
     END IF;
     st[2] := st[2] + 1;
     st[3] := st[3] + p_bytes;
     INSERT INTO ${s}.messages
-      (from_agent, message_id, json, json_bytes, bytes, received_at, expires_at, forget_at)
+      (from_agent, message_id, json, json_bytes, bytes, received_at, expires_at, forget_at, bucket)
     VALUES (p_from, p_message_id, p->>'json', octet_length(p->>'json'), p_bytes, p_received_at,
-            p_expires_at, (p->>'forgetAt')::double precision)
+            p_expires_at, (p->>'forgetAt')::double precision, p_bucket)
     RETURNING id INTO ref;
     FOR i IN 1 .. cardinality(boxes) LOOP
       -- Cursors come from the state row this transaction holds locked (see apply_writes).

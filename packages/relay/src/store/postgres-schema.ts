@@ -1,6 +1,6 @@
 // The PostgreSQL store's schema. Times are `double precision`: epoch ms read back exactly.
 // Identifiers use the "C" collation: compared byte for byte like SQLite's, cheaper to index.
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import { postgresFunctions } from './postgres-functions.js'
 
@@ -42,9 +42,39 @@ CREATE TABLE ${s}.messages (
   bytes bigint NOT NULL,
   received_at double precision NOT NULL,
   expires_at double precision NOT NULL,
-  forget_at double precision NOT NULL
+  forget_at double precision NOT NULL,
+  bucket text COLLATE "C"
 );
 CREATE INDEX messages_expires ON ${s}.messages (expires_at);
+
+-- Bytes stored per client address bucket, by keyed hash (never the address: PROFILE §9), kept
+-- in step with the messages by these triggers, a statement's rows at once.
+CREATE TABLE ${s}.buckets (bucket text COLLATE "C" PRIMARY KEY, bytes bigint NOT NULL);
+CREATE FUNCTION ${s}.charge_buckets() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO ${s}.buckets AS b (bucket, bytes)
+  SELECT bucket, sum(bytes) FROM added WHERE bucket IS NOT NULL GROUP BY bucket
+  ON CONFLICT (bucket) DO UPDATE SET bytes = b.bytes + EXCLUDED.bytes;
+  RETURN NULL;
+END
+$fn$;
+CREATE FUNCTION ${s}.release_buckets() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  WITH g AS (SELECT bucket, sum(bytes) AS n FROM gone WHERE bucket IS NOT NULL GROUP BY bucket),
+  kept AS (
+    UPDATE ${s}.buckets b SET bytes = b.bytes - g.n FROM g WHERE b.bucket = g.bucket AND b.bytes > g.n
+  )
+  DELETE FROM ${s}.buckets b USING g WHERE b.bucket = g.bucket AND b.bytes <= g.n;
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER messages_charge AFTER INSERT ON ${s}.messages REFERENCING NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.charge_buckets();
+CREATE TRIGGER messages_release AFTER DELETE ON ${s}.messages REFERENCING OLD TABLE AS gone
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.release_buckets();
+
+-- The store's own values: bucket_key, the key of the bucket hashes, shared by every node.
+CREATE TABLE ${s}.meta (name text COLLATE "C" PRIMARY KEY, value bytea NOT NULL);
 
 CREATE TABLE ${s}.entries (
   cursor bigint PRIMARY KEY,
@@ -114,8 +144,11 @@ CREATE TABLE ${s}.nonces (
 CREATE INDEX nonces_expires ON ${s}.nonces (expires_at);
 `
 
-/** Create the schema unless it exists (an advisory lock: concurrent opens take turns). */
-export async function createPostgresSchema(client: pg.ClientBase, schema: string): Promise<void> {
+/**
+ * Create the schema unless it exists (an advisory lock: concurrent opens take turns); resolves
+ * to the key of the store's bucket hashes, made with the schema (see `bucketHasher`).
+ */
+export async function createPostgresSchema(client: pg.ClientBase, schema: string): Promise<Buffer> {
   const s = quoteSchema(schema)
   await client.query('BEGIN')
   try {
@@ -141,13 +174,16 @@ export async function createPostgresSchema(client: pg.ClientBase, schema: string
     }
     if (version < POSTGRES_SCHEMA_VERSION) {
       await client.query(tables(s) + postgresFunctions(s, postgresChannel(schema)))
+      await client.query(`INSERT INTO ${s}.meta VALUES ('bucket_key', $1)`, [randomBytes(32)])
       await client.query(
         `INSERT INTO ${s}.schema_version (id, version) VALUES (1, $1) ` +
           'ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, migrated_at = now()',
         [POSTGRES_SCHEMA_VERSION],
       )
     }
+    const key = await client.query(`SELECT value FROM ${s}.meta WHERE name = 'bucket_key'`)
     await client.query('COMMIT')
+    return key.rows[0].value
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined)
     throw error

@@ -41,8 +41,8 @@ export function postgresBatchRunner(
   quota: ResolvedQuota,
 ): BatchRunner<WriteOp> {
   const apply = `SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r`
-  const { messages, bytes, senderMessages, senderBytes, totalBytes } = quota
-  const limits = [messages, bytes, senderMessages, senderBytes, totalBytes]
+  const { messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes } = quota
+  const limits = [messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes]
 
   /**
    * An error one write raised (rolled back, the connection fine). Not: connection trouble (08),

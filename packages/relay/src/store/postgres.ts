@@ -6,7 +6,7 @@
  */
 import type pg from 'pg'
 import { commitQueue, queuedStore, storeCall, type WriteOp } from './commit-queue.js'
-import { type RelayQuota, resolveQuota } from './common.js'
+import { bucketHasher, type RelayQuota, resolveQuota } from './common.js'
 import { asStoreError } from './postgres-errors.js'
 import { postgresReads } from './postgres-reads.js'
 import { createPostgresSchema, postgresChannel, quoteSchema } from './postgres-schema.js'
@@ -95,10 +95,11 @@ export async function openPostgresRelayStore(
   // pg-pool keeps the password out of enumeration.
   const config: pg.ClientConfig = { ...pool.options, password: pool.options.password }
   let watcher: Awaited<ReturnType<typeof startPostgresWatch>>
+  let bucketKey: Buffer
   try {
     const client = await pool.connect()
     // A connection whose statement failed is dropped, not pooled again.
-    await createPostgresSchema(client, schema).catch((error: unknown) => {
+    bucketKey = await createPostgresSchema(client, schema).catch((error: unknown) => {
       client.release(true)
       throw error
     })
@@ -130,7 +131,7 @@ export async function openPostgresRelayStore(
     await watcher.close()
     if (owned) await pool.end()
   }
-  const store = queuedStore(queue, reads, close, guard)
+  const store = queuedStore(queue, reads, bucketHasher(bucketKey), close, guard)
   const call = storeCall(queue, guard)
   return {
     ...store,

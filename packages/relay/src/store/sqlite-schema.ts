@@ -1,12 +1,15 @@
 /** The SQLite relay store's schema, and the settings of every connection to it. */
+import { randomBytes } from 'node:crypto'
 import type Database from 'better-sqlite3'
 
 /** The schema version this code writes (`PRAGMA user_version`). */
 export const SQLITE_SCHEMA_VERSION = 1
 
 // Counters kept in step with the entries, for the quotas (PROFILE §9): per mailbox, per sender
-// of a mailbox, relay-wide (`totals`, a topic message once). `seen`: the triples remembered
-// after their entries were acknowledged or expired, until their message's `forget_at`.
+// of a mailbox, relay-wide (`totals`, a topic message once), per client address bucket
+// (`buckets`, by keyed hash: never the address; kept by triggers while the message is stored).
+// `seen`: the triples remembered after their entries were acknowledged or expired, until their
+// message's `forget_at`. `meta`: the store's own values (`bucket_key`, the hash's key).
 const SCHEMA = `
 CREATE TABLE messages (
   id INTEGER PRIMARY KEY,
@@ -16,9 +19,22 @@ CREATE TABLE messages (
   bytes INTEGER NOT NULL,
   received_at INTEGER NOT NULL,
   expires_at INTEGER NOT NULL,
-  forget_at INTEGER NOT NULL
+  forget_at INTEGER NOT NULL,
+  bucket TEXT
 );
 CREATE INDEX messages_expires ON messages (expires_at);
+
+CREATE TABLE buckets (bucket TEXT PRIMARY KEY, bytes INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER messages_charge AFTER INSERT ON messages WHEN new.bucket IS NOT NULL BEGIN
+  INSERT INTO buckets (bucket, bytes) VALUES (new.bucket, new.bytes)
+  ON CONFLICT (bucket) DO UPDATE SET bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER messages_release AFTER DELETE ON messages WHEN old.bucket IS NOT NULL BEGIN
+  UPDATE buckets SET bytes = bytes - old.bytes WHERE bucket = old.bucket;
+  DELETE FROM buckets WHERE bucket = old.bucket AND bytes <= 0;
+END;
+
+CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
 
 CREATE TABLE entries (
   cursor INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -100,6 +116,11 @@ export function createSqliteSchema(db: Database.Database): void {
   if (version === SQLITE_SCHEMA_VERSION) return
   db.transaction(() => {
     db.exec(SCHEMA)
+    db.prepare("INSERT INTO meta (name, value) VALUES ('bucket_key', ?)").run(randomBytes(32))
     db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`)
   }).immediate()
 }
+
+/** The key of the store's bucket hashes, made with its schema (see `bucketHasher`). */
+export const sqliteBucketKey = (db: Database.Database): Buffer =>
+  db.prepare("SELECT value FROM meta WHERE name = 'bucket_key'").pluck().get() as Buffer

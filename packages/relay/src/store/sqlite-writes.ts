@@ -98,6 +98,7 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota) {
   const mailboxUsage = usage('mailboxes WHERE agent = ?')
   const senderUsage = usage('senders WHERE mailbox = ? AND from_agent = ?')
   const totalBytes = q('SELECT bytes FROM totals WHERE id = 1').pluck()
+  const bucketBytes = q('SELECT bytes FROM buckets WHERE bucket = ?').pluck()
   const addMailbox = q(
     "INSERT INTO mailboxes (agent, state, messages, bytes) VALUES (?, 'none', 1, ?) " +
       'ON CONFLICT (agent) DO UPDATE SET messages = messages + 1, bytes = bytes + excluded.bytes',
@@ -110,7 +111,8 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota) {
   const addTotals = q('UPDATE totals SET messages = messages + 1, bytes = bytes + ? WHERE id = 1')
   const insertMessage = q(
     'INSERT INTO messages (from_agent, message_id, json, bytes, received_at, expires_at, ' +
-      'forget_at) VALUES (@from, @messageId, @json, @bytes, @receivedAt, @expiresAt, @forgetAt)',
+      'forget_at, bucket) ' +
+      'VALUES (@from, @messageId, @json, @bytes, @receivedAt, @expiresAt, @forgetAt, @bucket)',
   )
   const insertEntry = q(
     'INSERT INTO entries (mailbox, message_ref, from_agent, message_id, bytes) VALUES (?, ?, ?, ?, ?)',
@@ -128,6 +130,9 @@ export function sqliteWrites(db: Database.Database, quota: ResolvedQuota) {
         noRoomFor(quota, bytes, mailboxUsage.get(mailbox), () => senderUsage.get(mailbox, from)),
       dropExpired: (mailbox) => expiredIn(mailbox, receivedAt),
       overCap: () => (totalBytes.get() as number) + bytes > quota.totalBytes,
+      overBucket: () =>
+        p.bucket !== null &&
+        ((bucketBytes.get(p.bucket) as number | undefined) ?? 0) + bytes > quota.bucketBytes,
       expire: () => expire(receivedAt),
       store(mailboxes) {
         const ref = insertMessage.run(p)

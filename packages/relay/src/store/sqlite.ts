@@ -9,9 +9,9 @@ import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import { commitQueue, queuedStore, type Settlement, type WriteOp } from './commit-queue.js'
-import { type RelayQuota, resolveQuota } from './common.js'
+import { bucketHasher, type RelayQuota, resolveQuota } from './common.js'
 import { sqliteReads } from './sqlite-reads.js'
-import { configureSqliteConnection, createSqliteSchema } from './sqlite-schema.js'
+import { configureSqliteConnection, createSqliteSchema, sqliteBucketKey } from './sqlite-schema.js'
 import type { FromWriter, SqliteCommitInfo, SqliteWriterData, WireError } from './sqlite-writer.js'
 import type { RelayStore } from './types.js'
 
@@ -128,7 +128,7 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
   worker.on('error', gone)
   worker.on('exit', (code) => gone(new Error(`relay store writer exited (code ${code})`)))
 
-  return queuedStore(queue, sqliteReads(db), async () => {
+  return queuedStore(queue, sqliteReads(db), bucketHasher(sqliteBucketKey(db)), async () => {
     await queue.close()
     if (failed) await worker.terminate()
     else {

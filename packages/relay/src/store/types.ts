@@ -34,6 +34,12 @@ export interface PublishInput {
   forgetAt?: number
   /** A topic publish: a mailbox without room is skipped (`full`) instead of failing the call. */
   skipFull?: boolean
+  /**
+   * The client address bucket the publish came from (PROFILE §9: IPv6 per /48): `bytes` are
+   * charged to it, once however many mailboxes, until the message is gone from all. The store
+   * keeps only a keyed hash of it (a key stable for the store). None: charged to no bucket.
+   */
+  bucket?: string
 }
 
 /** The outcome of a publish per distinct mailbox, in the order given. */
@@ -81,10 +87,15 @@ export class MailboxFullError extends Error {
   }
 }
 
-/** `publish` would pass the relay-wide storage cap. */
+/** `publish` would pass the relay-wide storage cap, or its client address bucket's share. */
 export class RelayStorageFullError extends Error {
   override readonly name = 'RelayStorageFullError'
-  constructor(message = 'the relay storage is full') {
+  constructor(
+    readonly scope: 'relay' | 'bucket' = 'relay',
+    message = scope === 'bucket'
+      ? 'the client address bucket holds its share of the relay storage'
+      : 'the relay storage is full',
+  ) {
     super(message)
   }
 }
@@ -118,8 +129,9 @@ export interface RelayStore {
   /**
    * Store a message once per (mailbox, from, messageId); a triple held or remembered (until
    * `forgetAt`) is a duplicate. Quotas (PROFILE §9) count held entries, expired or not: per
-   * mailbox, per sender of a mailbox, relay-wide (a topic message once). No room: a
-   * {@link MailboxFullError}, nothing stored, unless `skipFull`; {@link RelayStorageFullError}.
+   * mailbox, per sender of a mailbox, relay-wide and per client address bucket (a topic message
+   * once). No room: a {@link MailboxFullError}, nothing stored, unless `skipFull`;
+   * {@link RelayStorageFullError} (`scope` relay or bucket), whatever `skipFull`.
    */
   publish(input: PublishInput): Promise<StorePublishResult[]>
   /** Every one of `mailboxes` (at least one) holds or remembers the triple. */
