@@ -11,7 +11,7 @@ import {
   verifyRequest,
 } from '@agentmsg/core/server'
 import type { FeedContext } from './feed.js'
-import type { RelayHandlerOptions, StreamKind } from './types.js'
+import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
 
 /** The relay's state, as its endpoints see it (its feeds' context too). */
 export interface RelayContext extends FeedContext {
@@ -26,7 +26,7 @@ export interface RelayContext extends FeedContext {
   closing(): boolean
   /** As RelayServerHandler's. */
   track(closer: () => void): () => void
-  claimStream(agent: string, kind?: StreamKind): (() => void) | undefined
+  claimStream: RelayServerHandler['claimStream']
 }
 
 /** Each request's client-address bucket (PROFILE §6), for the nonce memory's per-bucket share. */
@@ -35,6 +35,8 @@ const buckets = new WeakMap<Request, string>()
 export function setRequestBucket(request: Request, bucket: string | undefined): void {
   if (bucket !== undefined) buckets.set(request, bucket)
 }
+
+export const requestBucket = (request: Request): string | undefined => buckets.get(request)
 
 /** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
 export const overCap = (what: string, max: number, retryAfter: number) =>
@@ -121,7 +123,7 @@ export async function authenticate(
       store.rememberNonce &&
       ((key, nonce, until) => store.rememberNonce!(key, nonce, until, ctx.now())),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
-    bucket: buckets.get(request),
+    bucket: requestBucket(request),
     expectedAgent,
     now: ctx.now(),
   })
