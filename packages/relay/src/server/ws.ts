@@ -12,7 +12,6 @@ import type { Duplex } from 'node:stream'
 import { isAgentMsgError, PROFILE, parseAgentId } from '@agentmsg/core'
 import { createChallenge, verifyWsAuth } from '@agentmsg/core/server'
 import { WebSocket, WebSocketServer } from 'ws'
-import type { MailboxEntry } from '../store/types.js'
 import type { Feed, FeedSink } from './feed.js'
 import { within } from './health.js'
 import { codeStatus, knownCode, reportRefused } from './relay-report.js'
@@ -50,18 +49,21 @@ const TRY_AGAIN_LATER = 1013
  * write callbacks came), so a stream holds at most a page unsent; cut when frames wait
  * `stallTimeoutMs` without one of them being taken.
  */
-function wsSink(ws: WebSocket, stallTimeoutMs: number, slot: StreamSlot) {
+function wsSink(ws: WebSocket, stallTimeoutMs: number, slot: StreamSlot): FeedSink {
   let pending = 0
   let stall: ReturnType<typeof setTimeout> | undefined
-  let wake: ((ok: boolean) => void) | undefined
+  let wake = (_ok: boolean) => {}
   const open = () => ws.readyState === WebSocket.OPEN
+  // A frame taken, or the socket gone: the stall timer restarts while frames still wait.
   const progress = () => {
     clearTimeout(stall)
-    stall = pending > 0 ? setTimeout(() => ws.terminate(), stallTimeoutMs) : undefined
-    stall?.unref()
+    const waits = pending > 0 && open()
+    stall = waits ? setTimeout(() => ws.terminate(), stallTimeoutMs).unref() : undefined
+    if (!waits) wake(open())
   }
-  const sink = {
-    send(entry: MailboxEntry) {
+  ws.once('close', progress)
+  return {
+    send(entry) {
       if (!open()) return
       const frame = `{"type":"message","cursor":${JSON.stringify(entry.cursor)},"message":${entry.json}}`
       const bytes = Buffer.byteLength(frame)
@@ -72,22 +74,13 @@ function wsSink(ws: WebSocket, stallTimeoutMs: number, slot: StreamSlot) {
         pending -= bytes
         slot.unsent(-bytes)
         progress()
-        if (pending === 0) sink.end(open())
       })
     },
     ready: () =>
       pending === 0 || !open()
         ? Promise.resolve(open())
         : new Promise<boolean>((resolve) => (wake = resolve)),
-    /** Wake the feed (false: the socket is gone). */
-    end(ok = false) {
-      if (!ok) clearTimeout(stall)
-      const w = wake
-      wake = undefined
-      w?.(ok)
-    },
   }
-  return sink satisfies FeedSink
 }
 
 /** The WebSocket endpoint for `handler`. */
@@ -114,7 +107,6 @@ export function createRelayWebSocket(
       reportRefused(observer, { ...refused, ...(bucket !== undefined && { bucket }) }, scope)
     }
     let feed: Feed | undefined
-    let sink: ReturnType<typeof wsSink> | undefined
     let release: (() => void) | undefined
     let agent: string | undefined
     let state: 'auth' | 'checking' | 'open' = 'auth'
@@ -151,7 +143,7 @@ export function createRelayWebSocket(
       release = slot.release
       agent = verified.agent
       state = 'open'
-      sink = wsSink(ws, stallTimeoutMs, slot)
+      const sink = wsSink(ws, stallTimeoutMs, slot)
       feed = handler.openFeed(agent, verified.after, sink, (error) => {
         if (error instanceof RangeError) {
           refuse('invalid_format', 'after: is not a cursor of this relay')
@@ -194,7 +186,6 @@ export function createRelayWebSocket(
     ws.on('close', () => {
       clearTimeout(timer)
       feed?.close()
-      sink?.end()
       release?.()
       untrack()
     })
