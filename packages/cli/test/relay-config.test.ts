@@ -59,6 +59,8 @@ describe('relay --config', () => {
         maxReadsPerAddress: 16,
         maxConcurrentReads: 256,
         streamsPerAgent: 8,
+        streamsPerAddress: 16,
+        maxUnsentBytes: '64MiB',
         subscriptionsPerAgent: 32,
       },
       quota: {
@@ -69,7 +71,7 @@ describe('relay --config', () => {
         totalBytes: '20GiB',
         bucketBytes: '512MiB',
       },
-      timeouts: { headersSeconds: 5, bodySeconds: 20 },
+      timeouts: { headersSeconds: 5, bodySeconds: 20, streamStallSeconds: 30 },
       retentionDays: 14,
       mailboxFullRetryAfter: 30,
     })
@@ -81,6 +83,8 @@ describe('relay --config', () => {
         maxReadsPerAddress: 16,
         maxConcurrentReads: 256,
         streamsPerAgent: 8,
+        streamsPerAddress: 16,
+        maxUnsentBytes: 64 * 1024 ** 2,
         subscriptionsPerAgent: 32,
       },
       quota: {
@@ -93,6 +97,7 @@ describe('relay --config', () => {
       },
       headersTimeoutMs: 5_000,
       bodyTimeoutMs: 20_000,
+      stallTimeoutMs: 30_000,
       retentionMs: 14 * 86_400_000,
       mailboxFullRetryAfter: 30,
       shutdownTimeoutMs: 10_000,
@@ -113,6 +118,8 @@ describe('relay --config', () => {
         maxConcurrentReads: 128,
         maxTrackedKeys: 100_000,
         streamsPerAgent: DEFAULT_STREAMS_PER_AGENT,
+        streamsPerAddress: PROFILE.streamsPerAddress,
+        maxUnsentBytes: PROFILE.relayUnsentBytes,
         subscriptionsPerAgent: DEFAULT_SUBSCRIPTIONS_PER_AGENT,
       },
       quota: {
@@ -124,6 +131,7 @@ describe('relay --config', () => {
       },
       headersTimeoutMs: 10_000,
       bodyTimeoutMs: 30_000,
+      stallTimeoutMs: PROFILE.streamStallMs,
       retentionMs: DEFAULT_RETENTION_MS,
       mailboxFullRetryAfter: 60,
     })
@@ -150,7 +158,7 @@ describe('relay --config', () => {
       `${at} limits.perSender.burst: must be a positive whole number`,
       `${at} limits.perAddress.rate: must be a positive number or "unlimited"`,
       `${at} limits.streamsPerAgent: must be a positive whole number`,
-      `${at} limits.maxReads: unknown key (expected one of perAddress, perSender, maxReadsPerAddress, maxConcurrentReads, maxTrackedKeys, streamsPerAgent, subscriptionsPerAgent)`,
+      `${at} limits.maxReads: unknown key (expected one of perAddress, perSender, maxReadsPerAddress, maxConcurrentReads, maxTrackedKeys, streamsPerAgent, streamsPerAddress, maxUnsentBytes, subscriptionsPerAgent)`,
       `${at} quota.bytes: must be a positive number of bytes, or a size such as "256MiB" (KiB, MiB, GiB)`,
       `${at} quota.totalBytes: must be a positive number of bytes, or a size such as "256MiB" (KiB, MiB, GiB)`,
       `${at} timeouts: must be a JSON object`,

@@ -1,5 +1,6 @@
 /** Units of the relay server: feeds (no gap, no duplicate) and the SSE channel's bounds. */
-import { describe, expect, it } from 'vitest'
+import { PROFILE } from '@agentmsg/core'
+import { describe, expect, it, vi } from 'vitest'
 import { Notifier, startFeed } from '../src/server/feed.js'
 import { SseChannel } from '../src/server/sse.js'
 import { memoryRelayStore } from '../src/store/memory.js'
@@ -83,8 +84,6 @@ describe('SseChannel', () => {
     let ended = 0
     const ch = new SseChannel({
       heartbeatMs: 10_000,
-      maxBytes: 1 << 20,
-      stallTimeoutMs: 60_000,
       onEnd: () => ended++,
     })
     ch.send(entry('7'))
@@ -99,41 +98,56 @@ describe('SseChannel', () => {
     expect(await ch.ready()).toBe(false)
   })
 
-  it('drops a client that reads nothing past the buffer bound', async () => {
-    let ended = 0
-    const ch = new SseChannel({
-      heartbeatMs: 10_000,
-      maxBytes: 200,
-      stallTimeoutMs: 60_000,
-      onEnd: () => ended++,
-    })
-    for (let i = 0; i < 10; i++) ch.send(entry(String(i)))
-    expect(ended).toBe(1)
-    const { error } = await readAll(ch.stream)
-    expect(String(error)).toContain('slow consumer')
+  it('asks the feed for more only once the client took everything sent, and counts it unsent', async () => {
+    let unsent = 0
+    const ch = new SseChannel({ unsent: (n) => void (unsent += n), onEnd: () => undefined })
+    const reader = ch.stream.getReader()
+    let ready = false
+    void ch.ready().then((r) => (ready = r))
+    ch.send(entry('1'))
+    await new Promise((r) => setTimeout(r, 20))
+    // Nothing taken yet: the greeting and the entry wait, the feed too (PROFILE §9).
+    expect(ready).toBe(false)
+    expect(unsent).toBeGreaterThan(0)
+    // The adapter takes the first chunk (the greeting) and the entry after it...
+    await reader.read()
+    await reader.read()
+    await new Promise((r) => setTimeout(r, 20))
+    expect(ready).toBe(false)
+    // ...and asks again: the socket took them.
+    void reader.read()
+    await new Promise((r) => setTimeout(r, 20))
+    expect(ready).toBe(true)
+    expect(unsent).toBe(0)
+    ch.close()
   })
 
-  it('drops a stalled client at a heartbeat, and holds the feed while the buffer is full', async () => {
-    let ended = 0
-    const ch = new SseChannel({
-      heartbeatMs: 20,
-      maxBytes: 1000,
-      stallTimeoutMs: 60,
-      onEnd: () => ended++,
-    })
-    for (let i = 0; i < 10; i++) ch.send(entry(String(i)))
-    let ready: boolean | undefined
-    void ch.ready().then((r) => (ready = r))
-    await new Promise((r) => setTimeout(r, 200))
-    expect(ended).toBe(1)
-    expect(ready).toBe(false)
+  it('drops a client that takes nothing for PROFILE.streamStallMs (60 s) while data waits', async () => {
+    expect(PROFILE.streamStallMs).toBe(60_000)
+    vi.useFakeTimers()
+    try {
+      let ended = 0
+      // The defaults: the stall timeout is PROFILE's.
+      const ch = new SseChannel({ onEnd: () => ended++ })
+      const reader = ch.stream.getReader()
+      await reader.read()
+      ch.send(entry('1'))
+      let ready: boolean | undefined
+      void ch.ready().then((r) => (ready = r))
+      await vi.advanceTimersByTimeAsync(59_000)
+      expect(ended).toBe(0)
+      await vi.advanceTimersByTimeAsync(1_500)
+      expect(ended).toBe(1)
+      expect(ready).toBe(false)
+      await expect(reader.read()).rejects.toThrow(/slow consumer/)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('sends a comment line every heartbeat', async () => {
     const ch = new SseChannel({
       heartbeatMs: 20,
-      maxBytes: 1 << 20,
-      stallTimeoutMs: 60_000,
       onEnd: () => undefined,
     })
     const reader = ch.stream.getReader()

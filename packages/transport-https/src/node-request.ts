@@ -219,9 +219,15 @@ export async function writeAnswer(
   // cancelling the reader ends a pending read, and nothing waits for a 'close' already past.
   const onClose = () => void reader.cancel().catch(() => {})
   res.once('close', onClose)
+  // A body that errors after the headers is the handler cutting the connection (an SSE stream
+  // the client stopped taking, PROFILE §9): at once, also while a write waits for 'drain'.
+  const cut = () => void res.destroy()
+  reader.closed.catch(cut)
   try {
     for (;;) {
-      const { done, value } = await reader.read()
+      const { done, value } = await reader
+        .read()
+        .catch(() => (cut(), { done: true as const, value: undefined }))
       if (done || res.destroyed) break
       if (!res.write(value) && !res.destroyed) {
         // Both listeners go once either fires: a long stream (SSE) waits for drain many times.

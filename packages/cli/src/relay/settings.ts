@@ -123,6 +123,8 @@ export const SETTINGS: Setting[] = [
   { key: 'limits.maxConcurrentReads', kind: whole },
   { key: 'limits.maxTrackedKeys', kind: whole },
   { flag: 'streams-per-agent', key: 'limits.streamsPerAgent', kind: whole },
+  { flag: 'streams-per-address', key: 'limits.streamsPerAddress', kind: whole },
+  { key: 'limits.maxUnsentBytes', kind: size },
   { key: 'limits.subscriptionsPerAgent', kind: whole },
   { key: 'quota.messages', kind: whole },
   { key: 'quota.bytes', kind: size },
@@ -132,6 +134,7 @@ export const SETTINGS: Setting[] = [
   { flag: 'max-storage-per-address', key: 'quota.bucketBytes', kind: size },
   { key: 'timeouts.headersSeconds', to: 'headersTimeoutMs', kind: seconds },
   { key: 'timeouts.bodySeconds', to: 'bodyTimeoutMs', kind: seconds },
+  { key: 'timeouts.streamStallSeconds', to: 'stallTimeoutMs', kind: seconds },
   { key: 'retentionDays', to: 'retentionMs', kind: days },
   { key: 'mailboxFullRetryAfter', kind: whole },
   { flag: 'trusted-proxies', multiple: true, key: 'trustedProxies', kind: proxies },
@@ -166,6 +169,7 @@ SIGINT or SIGTERM stop it cleanly (publishes in flight stored, streams told to r
   --max-reads-per-address N
                           request bodies read at once per address (default 8)
   --streams-per-agent N   open SSE and WebSocket streams per agent (default 4)
+  --streams-per-address N open streams per client address, whatever their agents (default 64)
   --max-storage SIZE      what all mailboxes hold together (bytes, or 512MiB, 10GiB; default 10GiB)
   --max-storage-per-address SIZE
                           what is held of one client address's publishes (IPv6: per /48;

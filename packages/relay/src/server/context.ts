@@ -11,7 +11,7 @@ import {
   verifyRequest,
 } from '@agentmsg/core/server'
 import type { FeedContext } from './feed.js'
-import type { RelayHandlerOptions, StreamKind } from './types.js'
+import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
 
 /** The relay's state, as its endpoints see it (its feeds' context too). */
 export interface RelayContext extends FeedContext {
@@ -26,7 +26,7 @@ export interface RelayContext extends FeedContext {
   closing(): boolean
   /** As RelayServerHandler's. */
   track(closer: () => void): () => void
-  claimStream(agent: string, kind?: StreamKind): (() => void) | undefined
+  claimStream: RelayServerHandler['claimStream']
 }
 
 /**
@@ -40,6 +40,7 @@ export function setRequestBucket(request: Request, rate?: string, storage?: stri
 }
 
 export const storageBucketOf = (request: Request) => buckets.get(request)?.storage
+export const requestBucket = (request: Request): string | undefined => buckets.get(request)?.rate
 
 /** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
 export const overCap = (what: string, max: number, retryAfter: number) =>
@@ -126,7 +127,7 @@ export async function authenticate(
       store.rememberNonce &&
       ((key, nonce, until) => store.rememberNonce!(key, nonce, until, ctx.now())),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
-    bucket: buckets.get(request)?.rate,
+    bucket: requestBucket(request),
     expectedAgent,
     now: ctx.now(),
   })

@@ -23,8 +23,9 @@ import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages }
 import { publisher } from './publish.js'
 import { type RequestTrace, reportRefused, reportReply, timedStore } from './relay-report.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
+import { streamCaps } from './streams.js'
 import { relaySubscriptions } from './subscriptions.js'
-import type { RelayHandlerOptions, RelayServerHandler, StreamKind } from './types.js'
+import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
 
 /**
  * Create the relay's HTTP handler, webhook push included.
@@ -51,10 +52,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
   const fetchIdentity = createIdentityFetcher({ fetch: nodeFetch })
   const resolver = o.resolver ?? createKeyResolver({ fetchIdentity, now })
   const limits = o.limits ?? {}
-  const maxStreams = limits.streamsPerAgent ?? PROFILE.streamsPerAgent
   const connections = new Set<() => void>()
-  /** Open streams per agent (PROFILE §9 stream cap). */
-  const streams = new Map<string, number>()
+  const streams = streamCaps(limits, observer)
   let inFlight = 0
   let idle: (() => void) | undefined
   let closing = false
@@ -63,21 +62,6 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
   const track = (closer: () => void) => {
     connections.add(closer)
     return () => connections.delete(closer)
-  }
-  const claimStream = (agent: string, kind?: StreamKind) => {
-    const open = streams.get(agent) ?? 0
-    if (open >= maxStreams) return undefined
-    streams.set(agent, open + 1)
-    if (kind !== undefined) observer?.streamOpened?.(kind)
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      if (kind !== undefined) observer?.streamClosed?.(kind)
-      const left = (streams.get(agent) ?? 1) - 1
-      if (left > 0) streams.set(agent, left)
-      else streams.delete(agent)
-    }
   }
   const notifier = new Notifier()
   const ctx: RelayContext = {
@@ -92,7 +76,7 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     onError,
     closing: () => closing,
     track,
-    claimStream,
+    claimStream: streams.claim,
   }
   // A store shared by several relay processes signals entries another process added, so a
   // stream here gets a message published there without polling.
@@ -195,11 +179,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
       const delivered = (n: number) => observer?.delivered?.('ws', n)
       return startFeed({ ...ctx, delivered }, agent, after, sink, onClose)
     },
-    claimStream,
-    openStreams: (agent) =>
-      agent !== undefined
-        ? (streams.get(agent) ?? 0)
-        : [...streams.values()].reduce((a, n) => a + n, 0),
+    claimStream: streams.claim,
+    openStreams: streams.open,
     // A WebSocket ack frame gets no answer: it may ride with the next commit (AckOptions.lazy).
     ack: (agent, messageId, from) => store.ack(agent, messageId, from, { lazy: true }),
     track,

@@ -10,17 +10,15 @@ import {
   jsonObject,
   mailboxAgent,
   noContent,
-  overCap,
   type RelayContext,
   type RelayReply,
+  requestBucket,
 } from './context.js'
 import { type Feed, startFeed } from './feed.js'
 import { SseChannel } from './sse.js'
 
 /** Largest `POST /relay/ack` body: 500 entries of a long agent URL and a 128-character id. */
 const MAX_ACK_BYTES = PROFILE.maxMessageBytes
-/** `Retry-After` of a stream refused at the cap: a slot frees when a stream ends. */
-const STREAM_CAP_RETRY_AFTER = 15
 
 function pageLimit(given: string | null): number {
   if (given === null) return PROFILE.pageLimit
@@ -104,8 +102,8 @@ export const acknowledgeMany: Endpoint = async (ctx, request, url) => {
 }
 
 /**
- * `GET /relay/stream?agent=&after=`: held, then live messages as SSE; at most
- * `limits.streamsPerAgent` streams per agent with WebSockets, bounding what one agent holds.
+ * `GET /relay/stream?agent=&after=`: held, then live messages as SSE, under the stream caps of
+ * PROFILE §9 (per agent and per client address, with WebSockets; the relay's unsent bytes).
  */
 export const streamMessages: Endpoint = async (ctx, request, url) => {
   const agent = queryAgent(url)
@@ -119,22 +117,19 @@ export const streamMessages: Endpoint = async (ctx, request, url) => {
     return errorReply('unavailable', 'the relay is shutting down', { retryAfter: 5 })
   // A bad cursor is a 400 now, not a stream that ends at once.
   await read(ctx, agent, after, 1)
-  const release = ctx.claimStream(agent, 'sse')
-  if (release === undefined) {
-    const max = ctx.options.limits?.streamsPerAgent ?? PROFILE.streamsPerAgent
-    return overCap('open streams', max, STREAM_CAP_RETRY_AFTER)
-  }
+  const slot = ctx.claimStream(agent, 'sse', requestBucket(request))
+  if (!('release' in slot)) return errorReply(slot.code, slot.message, slot)
   const o = ctx.options
   let feed: Feed | undefined
   let untrack: (() => void) | undefined
   const channel = new SseChannel({
-    heartbeatMs: o.heartbeatMs ?? PROFILE.streamCommentMs,
-    maxBytes: o.maxStreamBufferBytes ?? 4 * 1024 * 1024,
-    stallTimeoutMs: o.stallTimeoutMs ?? PROFILE.streamStallMs,
+    heartbeatMs: o.heartbeatMs,
+    stallTimeoutMs: o.stallTimeoutMs,
+    unsent: slot.unsent,
     onEnd: () => {
       feed?.close()
       untrack?.()
-      release()
+      slot.release()
     },
   })
   untrack = ctx.track(() => channel.close())

@@ -131,7 +131,8 @@ export async function serveRelay(options: ServeRelayOptions): Promise<RelayServe
     relay = handler
     const metricsListener =
       metrics && (await metricsModule.listenMetrics(metrics, options.metrics!))
-    const wss = createRelayWebSocket(handler, { onError, observer, ...options.ws })
+    const { stallTimeoutMs } = options
+    const wss = createRelayWebSocket(handler, { onError, observer, stallTimeoutMs, ...options.ws })
     const basePath = new URL(url).pathname.replace(/\/$/, '')
     const { intercept } = options
     started({

@@ -2,20 +2,25 @@
  * The Server-Sent Events body of `GET /relay/stream` (PROFILE §9): `id: <cursor>`,
  * `event: message`, `data: <message JSON>`, and a comment line at least every heartbeat.
  *
- * The stream is pull-driven (high-water mark 0): bytes leave our buffer only when the server
- * adapter reads them, so the buffer is exactly what the client has not taken yet. The feed
- * waits while it is above a quarter of `maxBytes`; past `maxBytes`, or when the client read
- * nothing for `stallTimeoutMs` while data waited, the connection is dropped (the client resumes
- * from its last `id`).
+ * The stream is pull-driven (high-water mark 0): the server adapter asks for more only once the
+ * socket took what it was handed (Node: after 'drain'), so the bytes queued here and those
+ * handed over since the last ask are what the client has not taken. The feed reads on only when
+ * that is nothing: a stream holds at most a page unsent (PROFILE §9: 1 MiB + 64 KiB). When the
+ * adapter asks for nothing for `stallTimeoutMs` while data waits, the stream errors, which the
+ * adapter answers by cutting the connection (the client resumes from its last `id`).
  */
+import { PROFILE } from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/http'
 import type { MailboxEntry } from '../store/types.js'
 import type { FeedSink } from './feed.js'
 
 export interface SseChannelOptions {
-  heartbeatMs: number
-  maxBytes: number
-  stallTimeoutMs: number
+  /** @default PROFILE.streamCommentMs */
+  heartbeatMs?: number | undefined
+  /** @default PROFILE.streamStallMs */
+  stallTimeoutMs?: number | undefined
+  /** Told of bytes queued (+n) and taken by the client (−n), for the relay-wide bound. */
+  unsent?: (delta: number) => void
   /** Called once when the channel ends (client gone, dropped, or closed by the relay). */
   onEnd: () => void
 }
@@ -23,12 +28,14 @@ export interface SseChannelOptions {
 export class SseChannel implements FeedSink {
   readonly stream: ReadableStream<Uint8Array>
   readonly #o: SseChannelOptions
-  #chunks: string[] = []
-  #bytes = 0
+  #chunks: Uint8Array[] = []
+  /** Bytes queued here, and bytes handed to the adapter since it last asked. */
+  #queued = 0
+  #handed = 0
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined
   #pendingPull: (() => void) | undefined
   #readyWaiters: Array<(ok: boolean) => void> = []
-  #lastPull = Date.now()
+  #stall: ReturnType<typeof setTimeout> | undefined
   #ended = false
   readonly #timer: ReturnType<typeof setInterval>
 
@@ -40,13 +47,18 @@ export class SseChannel implements FeedSink {
           this.#controller = controller
         },
         pull: (controller) => {
-          this.#lastPull = Date.now()
+          // Asked for more: the socket took all it was handed, which is progress.
+          this.#o.unsent?.(-this.#handed)
+          this.#handed = 0
+          clearTimeout(this.#stall)
+          this.#stall = undefined
           if (this.#ended) return
-          if (this.#chunks.length > 0) return this.#flush(controller)
+          if (this.#queued > 0) return this.#flush(controller, true)
+          for (const w of this.#readyWaiters.splice(0)) w(true)
           return new Promise<void>((resolve) => {
             this.#pendingPull = () => {
               this.#pendingPull = undefined
-              if (!this.#ended && this.#chunks.length > 0) this.#flush(controller)
+              if (!this.#ended && this.#queued > 0) this.#flush(controller)
               resolve()
             }
           })
@@ -57,21 +69,22 @@ export class SseChannel implements FeedSink {
     )
     // A first comment so headers and something readable go out at once.
     this.push(': agentmsg relay stream\n\n')
-    this.#timer = setInterval(() => {
-      if (this.#ended) return
-      if (this.#bytes > 0 && Date.now() - this.#lastPull > this.#o.stallTimeoutMs) this.#end('drop')
-      else this.push(': keep-alive\n\n')
-    }, options.heartbeatMs)
+    this.#timer = setInterval(
+      () => this.push(': keep-alive\n\n'),
+      options.heartbeatMs ?? PROFILE.streamCommentMs,
+    )
     this.#timer.unref?.()
   }
 
-  /** Queue text for the client; drops the connection when over the bound. */
+  /** Queue text for the client. */
   push(text: string): void {
     if (this.#ended) return
-    this.#chunks.push(text)
-    this.#bytes += text.length
-    if (this.#bytes > this.#o.maxBytes) this.#end('drop')
-    else this.#pendingPull?.()
+    const bytes = utf8Encode(text)
+    this.#chunks.push(bytes)
+    this.#queued += bytes.length
+    this.#o.unsent?.(bytes.length)
+    this.#armStall()
+    this.#pendingPull?.()
   }
 
   send(entry: MailboxEntry): void {
@@ -79,9 +92,10 @@ export class SseChannel implements FeedSink {
     this.push(`id: ${entry.cursor}\nevent: message\ndata: ${entry.json}\n\n`)
   }
 
+  /** True once the client took everything sent (PROFILE §9); false when the stream ended. */
   ready(): Promise<boolean> {
     if (this.#ended) return Promise.resolve(false)
-    if (this.#bytes <= this.#o.maxBytes / 4) return Promise.resolve(true)
+    if (this.#pendingPull !== undefined && this.#queued === 0) return Promise.resolve(true)
     return new Promise((resolve) => this.#readyWaiters.push(resolve))
   }
 
@@ -95,12 +109,20 @@ export class SseChannel implements FeedSink {
     this.#end('close')
   }
 
-  #flush(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    const text = this.#chunks.join('')
+  /** Hand the queued chunks over; they count as unsent until the adapter asks again. */
+  #flush(controller: ReadableStreamDefaultController<Uint8Array>, arm = false): void {
+    for (const chunk of this.#chunks) controller.enqueue(chunk)
     this.#chunks = []
-    this.#bytes = 0
-    controller.enqueue(utf8Encode(text))
-    for (const w of this.#readyWaiters.splice(0)) w(true)
+    this.#handed += this.#queued
+    this.#queued = 0
+    if (arm) this.#armStall()
+  }
+
+  /** Data waits: unless the adapter asks again within the stall timeout, drop the stream. */
+  #armStall(): void {
+    const stallMs = this.#o.stallTimeoutMs ?? PROFILE.streamStallMs
+    this.#stall ??= setTimeout(() => this.#end('drop'), stallMs)
+    this.#stall.unref?.()
   }
 
   /** `close`: hand over what is queued, then end; `drop`: error the stream; else cancelled. */
@@ -108,6 +130,7 @@ export class SseChannel implements FeedSink {
     if (this.#ended) return
     this.#ended = true
     clearInterval(this.#timer)
+    clearTimeout(this.#stall)
     for (const w of this.#readyWaiters.splice(0)) w(false)
     this.#o.onEnd()
     const controller = this.#controller

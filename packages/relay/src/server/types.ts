@@ -2,6 +2,7 @@ import type { KeyResolver } from '@agentmsg/core'
 import type { AddressPolicy, RateLimit } from '@agentmsg/core/server'
 import type { RelayStore } from '../store/types.js'
 import type { Feed, FeedSink } from './feed.js'
+import type { StreamRefusal, StreamSlot } from './streams.js'
 import type { RelayWebhookOptions } from './webhook.js'
 
 /** The levels of the relay's logger (pino's), `silent` turning logs off. */
@@ -26,6 +27,10 @@ export interface RelayLimits {
   maxTrackedKeys?: number
   /** Open SSE and WebSocket streams per agent; beyond → 429 or close 1013. @default 4 */
   streamsPerAgent?: number
+  /** Open streams per client address bucket, whatever their agents; beyond → 429 or 1013. @default 64 */
+  streamsPerAddress?: number
+  /** Unsent bytes of all streams together; beyond, new streams → 503 (or 1013). @default 256 MiB */
+  maxUnsentBytes?: number
   /** Subscriptions per agent; beyond → 429. @default 16 */
   subscriptionsPerAgent?: number
 }
@@ -56,9 +61,10 @@ export interface RelayHandlerOptions {
   heartbeatMs?: number
   /** How often expired entries are deleted. @default 60_000 */
   expireIntervalMs?: number
-  /** Bytes a stream may have waiting before it is dropped. @default 4 MiB */
-  maxStreamBufferBytes?: number
-  /** A stream whose client took nothing for this long while data waits is dropped. @default 60_000 */
+  /**
+   * An SSE or WebSocket stream whose client took nothing for this long while data waits is
+   * dropped (PROFILE §9). @default 60_000
+   */
   stallTimeoutMs?: number
   /** `Retry-After` seconds when a mailbox, a sender's share or the relay is full. @default 60 */
   mailboxFullRetryAfter?: number
@@ -120,8 +126,8 @@ export interface RelayServerHandler {
     sink: FeedSink,
     onClose?: (error?: unknown) => void,
   ): Feed
-  /** One of the agent's stream slots (the release), or undefined at the cap. */
-  claimStream(agent: string, kind?: StreamKind): (() => void) | undefined
+  /** A place for a stream of `agent` from the client-address `bucket`, or why not (PROFILE §9). */
+  claimStream(agent: string, kind?: StreamKind, bucket?: string): StreamSlot | StreamRefusal
   /** Open streams of one agent, or of all. */
   openStreams(agent?: string): number
   /** Acknowledge, without an answer to wait for (a WebSocket ack frame). */

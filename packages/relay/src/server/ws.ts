@@ -2,27 +2,26 @@
  * `GET /relay/ws` (PROFILE §9) over the `ws` package, on the HTTPS server's `upgrade` event.
  * Relay → `{type:"challenge",nonce}`; the client's first frame must be a valid `{type:"auth",…}`
  * within `authTimeoutMs`; then the mailbox after `after` as `{type:"message",cursor,message}`;
- * `{type:"ack",message_id,from}` frames delete. An agent with every stream slot open is closed
- * after authentication with 1013 (try again later). A connection whose send buffer passes
- * `maxBufferedBytes`, or stays full for `stallTimeoutMs`, is dropped; the client resumes.
+ * `{type:"ack",message_id,from}` frames delete. A stream over a cap of PROFILE §9 (per agent,
+ * per client address, the relay's unsent bytes) is closed after authentication with 1013 (try
+ * again later). A connection whose frames make no progress for `stallTimeoutMs` is dropped;
+ * the client resumes.
  */
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { isAgentMsgError, PROFILE, parseAgentId } from '@agentmsg/core'
 import { createChallenge, verifyWsAuth } from '@agentmsg/core/server'
 import { WebSocket, WebSocketServer } from 'ws'
-import type { MailboxEntry } from '../store/types.js'
 import type { Feed, FeedSink } from './feed.js'
 import { within } from './health.js'
 import { codeStatus, knownCode, reportRefused } from './relay-report.js'
+import type { StreamSlot } from './streams.js'
 import type { RelayObserver, RelayServerHandler } from './types.js'
 
 export interface RelayWebSocketOptions {
   /** Time for the client's auth frame. @default 10_000 */
   authTimeoutMs?: number
-  /** Send buffer bound per connection. @default 4 MiB */
-  maxBufferedBytes?: number
-  /** A connection whose buffer does not drain for this long is dropped. @default 60_000 */
+  /** A connection whose frames wait this long without progress is dropped. @default 60_000 */
   stallTimeoutMs?: number
   /** Largest frame accepted from a client. @default 64 KiB */
   maxPayload?: number
@@ -45,27 +44,42 @@ const INTERNAL = 1011
 const SERVICE_RESTART = 1012
 const TRY_AGAIN_LATER = 1013
 
-/** A feed's sink on a socket: dropped past `maxBuffered`, or when it stalls. */
-function wsSink(ws: WebSocket, maxBuffered: number, stallTimeoutMs: number): FeedSink {
+/**
+ * A feed's sink on a socket (PROFILE §9): ready once the socket took every frame sent (their
+ * write callbacks came), so a stream holds at most a page unsent; cut when frames wait
+ * `stallTimeoutMs` without one of them being taken.
+ */
+function wsSink(ws: WebSocket, stallTimeoutMs: number, slot: StreamSlot): FeedSink {
+  let pending = 0
+  let stall: ReturnType<typeof setTimeout> | undefined
+  let wake = (_ok: boolean) => {}
   const open = () => ws.readyState === WebSocket.OPEN
+  // A frame taken, or the socket gone: the stall timer restarts while frames still wait.
+  const progress = () => {
+    clearTimeout(stall)
+    const waits = pending > 0 && open()
+    stall = waits ? setTimeout(() => ws.terminate(), stallTimeoutMs).unref() : undefined
+    if (!waits) wake(open())
+  }
+  ws.once('close', progress)
   return {
-    send(entry: MailboxEntry) {
+    send(entry) {
       if (!open()) return
-      const cursor = JSON.stringify(entry.cursor)
-      ws.send(`{"type":"message","cursor":${cursor},"message":${entry.json}}`)
-      if (ws.bufferedAmount > maxBuffered) ws.terminate()
+      const frame = `{"type":"message","cursor":${JSON.stringify(entry.cursor)},"message":${entry.json}}`
+      const bytes = Buffer.byteLength(frame)
+      pending += bytes
+      slot.unsent(bytes)
+      if (stall === undefined) progress()
+      ws.send(frame, () => {
+        pending -= bytes
+        slot.unsent(-bytes)
+        progress()
+      })
     },
-    async ready() {
-      const started = Date.now()
-      while (open() && ws.bufferedAmount > maxBuffered / 4) {
-        if (Date.now() - started > stallTimeoutMs) {
-          ws.terminate()
-          return false
-        }
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-      return open()
-    },
+    ready: () =>
+      pending === 0 || !open()
+        ? Promise.resolve(open())
+        : new Promise<boolean>((resolve) => (wake = resolve)),
   }
 }
 
@@ -79,7 +93,6 @@ export function createRelayWebSocket(
   const onError =
     options.onError ?? ((error: unknown) => console.error('agentmsg relay ws:', error))
   const now = options.now ?? Date.now
-  const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024
   const stallTimeoutMs = options.stallTimeoutMs ?? PROFILE.streamStallMs
   const closeGraceMs = options.closeGraceMs ?? 1000
   const { observer } = options
@@ -121,16 +134,16 @@ export function createRelayWebSocket(
       if (kind !== 'did:key' && kind !== 'url') {
         return refuse('invalid_format', 'mailboxes exist only for did:key and URL agents')
       }
-      release = handler.claimStream(verified.agent, 'ws')
-      if (release === undefined) {
-        report('rate_limited', 'streams')
-        const message = 'this agent has the most streams open; retry later'
-        send(ws, { type: 'error', code: 'rate_limited', message })
-        return ws.close(TRY_AGAIN_LATER, 'rate_limited')
+      const slot = handler.claimStream(verified.agent, 'ws', bucket)
+      if (!('release' in slot)) {
+        report(slot.code, 'streams')
+        send(ws, { type: 'error', code: slot.code, message: slot.message })
+        return ws.close(TRY_AGAIN_LATER, slot.code)
       }
+      release = slot.release
       agent = verified.agent
       state = 'open'
-      const sink = wsSink(ws, maxBuffered, stallTimeoutMs)
+      const sink = wsSink(ws, stallTimeoutMs, slot)
       feed = handler.openFeed(agent, verified.after, sink, (error) => {
         if (error instanceof RangeError) {
           refuse('invalid_format', 'after: is not a cursor of this relay')
