@@ -50,8 +50,12 @@ function requireId(v: unknown, field: string): void {
   if (!ID_RE.test(requireString(v, field))) throw invalidFormat(ID_RULE, field)
 }
 
-function validateParts(body: Obj): void {
-  const parts = requireArray(body.parts, 'body.parts')
+/**
+ * PROFILE §2's body rule. `opened`: a body out of a sealed part, which holds no sealed part
+ * (PROFILE §8): it is validated as if the message had arrived with it.
+ */
+export function validateBody(input: unknown, opened = false): void {
+  const parts = requireArray(requireObject(input, 'body').parts, 'body.parts')
   for (let i = 0; i < parts.length; i++) {
     const field = `body.parts[${i}]`
     const part = requireObject(parts[i], field)
@@ -64,6 +68,7 @@ function validateParts(body: Obj): void {
         if (!('data' in part)) throw invalidFormat('is required for a data part', `${field}.data`)
         break
       case 'sealed':
+        if (opened) throw invalidFormat('a sealed body holds no sealed part', `${field}.type`)
         parseAgentId(part.recipient, `${field}.recipient`)
         requireString(part.key_id, `${field}.key_id`)
         base64urlDecode(
@@ -137,7 +142,7 @@ export function validateMessage(input: unknown): ValidationResult {
   if (m.ttl_seconds !== undefined) requireInt(m.ttl_seconds, 'ttl_seconds', 1, MAX_INT)
   if (m.auth_level !== undefined) requireInt(m.auth_level, 'auth_level', 0, 3)
 
-  validateParts(requireObject(m.body, 'body'))
+  validateBody(m.body)
   if (m.security !== undefined) validateSecurity(m.security)
   if (m.trace !== undefined) {
     const received = requireArray(requireObject(m.trace, 'trace').received, 'trace.received')
