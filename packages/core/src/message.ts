@@ -46,8 +46,10 @@ function requireInt(v: unknown, field: string, min: number, max: number): void {
   }
 }
 
-function requireId(v: unknown, field: string): void {
+/** A `message_id` (or `conversation_id`) of PROFILE §2's grammar. */
+export function parseMessageId(v: unknown, field = 'message_id'): string {
   if (!ID_RE.test(requireString(v, field))) throw invalidFormat(ID_RULE, field)
+  return v as string
 }
 
 /**
@@ -109,7 +111,7 @@ export function validateMessage(input: unknown): ValidationResult {
     protocolError = { code: 'version_mismatch', message }
   }
 
-  requireId(m.message_id, 'message_id')
+  parseMessageId(m.message_id)
   parseTimestamp(requireString(m.date, 'date'), 'date')
 
   const from = requireObject(m.from, 'from')
@@ -129,7 +131,7 @@ export function validateMessage(input: unknown): ValidationResult {
     throw invalidFormat('must be 1–128 characters of [a-z0-9._/-]', 'to.topic')
   }
 
-  requireId(m.conversation_id, 'conversation_id')
+  parseMessageId(m.conversation_id, 'conversation_id')
   requireInt(m.sequence, 'sequence', 0, MAX_INT)
 
   const phase = requireString(m.phase, 'phase')

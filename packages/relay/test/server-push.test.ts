@@ -195,6 +195,20 @@ describe('WebSocket', () => {
   })
 })
 
+describe('WebSocket ack frames', () => {
+  it('an ack off §9’s rule (U+0000 in message_id) closes 1008 before the store sees it', async () => {
+    const r = await start()
+    const { alice, bob } = await aliceAndBob(r)
+    await publishN(r, alice, bob, 1)
+    const c = await wsConnect(r, bob)
+    await until(() => c.messages.length === 1)
+    const { message_id, from } = c.messages[0]!.message
+    c.ws.send(JSON.stringify({ type: 'ack', message_id: `${message_id}\u0000`, from: from.agent }))
+    expect(await c.closed).toBe(1008)
+    expect((await r.store.usage(bob.id)).messages).toBe(1)
+  })
+})
+
 describe('WebSocket cursors', () => {
   it('refuses an after that is not a cursor of this relay', async () => {
     const relay = await start()
