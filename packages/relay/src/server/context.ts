@@ -36,6 +36,9 @@ export function setRequestBucket(request: Request, bucket: string | undefined): 
   if (bucket !== undefined) buckets.set(request, bucket)
 }
 
+/** The client-address bucket of `request`; undefined while per-address limiting is off. */
+export const requestBucket = (request: Request) => buckets.get(request)
+
 /** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
 export const overCap = (what: string, max: number, retryAfter: number) =>
   errorReply('rate_limited', `at most ${max} ${what} per agent; retry later`, { retryAfter })
@@ -131,7 +134,7 @@ export async function authenticate(
       store.rememberNonce &&
       ((key, nonce, until) => store.rememberNonce!(key, nonce, until, ctx.now())),
     // The nonce counts against the client-address bucket's share (PROFILE §6).
-    bucket: buckets.get(request),
+    bucket: requestBucket(request),
     expectedAgent,
     now: ctx.now(),
   })
