@@ -1,7 +1,8 @@
 /**
  * Sealed bodies arriving at an agent (PROFILE §8): the agent opens them with its own key and
  * says so (`sealed: true`, `text` of the opened body); a part it cannot open is a coded refusal
- * reported as an error event, never a crash. Two agents on the in-process memory transport; the
+ * reported as an error event, never a crash, and so is an opened body that §2 would refuse in the
+ * clear (the application never sees it). Two agents on the in-process memory transport; the
  * sealed message is built by hand (`sealedMessage`: sealBody, then signMessage).
  */
 import {
@@ -10,7 +11,7 @@ import {
   memoryTransport,
   sealedMessage,
 } from '@agentmsg/conformance'
-import type { Message } from '@agentmsg/core'
+import type { BodyPart, Message } from '@agentmsg/core'
 import { utf8Encode } from '@agentmsg/core/http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Agent, createAgent } from '../src/index.js'
@@ -50,7 +51,7 @@ async function setup() {
     if (!receive) throw new Error('bob is not listening')
     return receive({ body: utf8Encode(JSON.stringify(m)), transport: 'memory' })
   }
-  return { alice, bob, carolKeys, sealedToBob, deliver }
+  return { alice, bob, aliceKeys, bobKeys, carolKeys, sealedToBob, deliver }
 }
 
 describe('agent: receiving sealed bodies', () => {
@@ -83,5 +84,29 @@ describe('agent: receiving sealed bodies', () => {
     }
     await errors.nth(1)
     expect(messages.seen).toHaveLength(0)
+  })
+
+  it('refuses, coded, an opened body §2 refuses in the clear; the application never sees it', async () => {
+    const { bob, aliceKeys, bobKeys, deliver } = await setup()
+    const messages = collect(bob, 'message')
+    const bodies = [
+      [{ type: 'text', text: 42 }],
+      [{ type: 'evil', payload: '<script>alert(1)</script>' }],
+      [{ type: 'text' }],
+      [{ type: 'sealed', recipient: bob.id, key_id: bobKeys.signer.keyId, ciphertext: 'AA' }],
+    ]
+    for (const parts of bodies) {
+      const m = await sealedMessage(aliceKeys, bob.id, [bobKeys], { parts: parts as BodyPart[] })
+      const outcome = await deliver(m)
+      expect(outcome, JSON.stringify(parts)).toMatchObject({
+        status: 'refused',
+        error: { code: 'invalid_format' },
+        retry: false,
+      })
+    }
+    const fine = await sealedMessage(aliceKeys, bob.id, [bobKeys], { text: 'fine' })
+    expect(await deliver(fine)).toEqual({ status: 'accepted', messageId: fine.message_id })
+    expect((await messages.nth(1)).text).toBe('fine')
+    expect(messages.seen).toHaveLength(1)
   })
 })

@@ -46,12 +46,18 @@ function requireInt(v: unknown, field: string, min: number, max: number): void {
   }
 }
 
-function requireId(v: unknown, field: string): void {
+/** A `message_id` (or `conversation_id`) of PROFILE §2's grammar. */
+export function parseMessageId(v: unknown, field = 'message_id'): string {
   if (!ID_RE.test(requireString(v, field))) throw invalidFormat(ID_RULE, field)
+  return v as string
 }
 
-function validateParts(body: Obj): void {
-  const parts = requireArray(body.parts, 'body.parts')
+/**
+ * PROFILE §2's body rule. `opened`: a body out of a sealed part, which holds no sealed part
+ * (PROFILE §8): it is validated as if the message had arrived with it.
+ */
+export function validateBody(input: unknown, opened = false): void {
+  const parts = requireArray(requireObject(input, 'body').parts, 'body.parts')
   for (let i = 0; i < parts.length; i++) {
     const field = `body.parts[${i}]`
     const part = requireObject(parts[i], field)
@@ -64,6 +70,7 @@ function validateParts(body: Obj): void {
         if (!('data' in part)) throw invalidFormat('is required for a data part', `${field}.data`)
         break
       case 'sealed':
+        if (opened) throw invalidFormat('a sealed body holds no sealed part', `${field}.type`)
         parseAgentId(part.recipient, `${field}.recipient`)
         requireString(part.key_id, `${field}.key_id`)
         base64urlDecode(
@@ -104,7 +111,7 @@ export function validateMessage(input: unknown): ValidationResult {
     protocolError = { code: 'version_mismatch', message }
   }
 
-  requireId(m.message_id, 'message_id')
+  parseMessageId(m.message_id)
   parseTimestamp(requireString(m.date, 'date'), 'date')
 
   const from = requireObject(m.from, 'from')
@@ -124,7 +131,7 @@ export function validateMessage(input: unknown): ValidationResult {
     throw invalidFormat('must be 1–128 characters of [a-z0-9._/-]', 'to.topic')
   }
 
-  requireId(m.conversation_id, 'conversation_id')
+  parseMessageId(m.conversation_id, 'conversation_id')
   requireInt(m.sequence, 'sequence', 0, MAX_INT)
 
   const phase = requireString(m.phase, 'phase')
@@ -137,7 +144,7 @@ export function validateMessage(input: unknown): ValidationResult {
   if (m.ttl_seconds !== undefined) requireInt(m.ttl_seconds, 'ttl_seconds', 1, MAX_INT)
   if (m.auth_level !== undefined) requireInt(m.auth_level, 'auth_level', 0, 3)
 
-  validateParts(requireObject(m.body, 'body'))
+  validateBody(m.body)
   if (m.security !== undefined) validateSecurity(m.security)
   if (m.trace !== undefined) {
     const received = requireArray(requireObject(m.trace, 'trace').received, 'trace.received')

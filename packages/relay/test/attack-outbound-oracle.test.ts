@@ -7,6 +7,7 @@
  * failed fetch still says only that it failed, never socket or TLS text. Loopback listeners
  * count every TCP connection they accept.
  */
+import type http from 'node:http'
 import https from 'node:https'
 import net from 'node:net'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
@@ -14,7 +15,8 @@ import { ed25519Signer, generateKeyPair } from '@agentmsg/core'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { afterEach, describe, expect, it } from 'vitest'
 import { socketDetail } from '../../conformance/test/support/socket-detail.js'
-import { relayPerTest, type TestRelay } from './helpers.js'
+import { testClock } from './attack-relay-helpers.js'
+import { relayPerTest, type TestRelay, testCertificate } from './helpers.js'
 
 const relays = relayPerTest()
 const closers: Array<() => Promise<void>> = []
@@ -22,11 +24,22 @@ afterEach(async () => {
   for (const c of closers.splice(0)) await c()
 })
 
-/** A listener on 127.0.0.1 counting accepted TCP connections: raw TCP, or HTTPS with `tls`. */
-async function listener(tls?: { cert: string; key: string }) {
-  const state = { connections: 0 }
+type Answer = (req: http.IncomingMessage, res: http.ServerResponse) => void
+
+/**
+ * A listener on 127.0.0.1 counting accepted TCP connections and requests: raw TCP, or HTTPS
+ * with `tls` answering `answer` (200 `{}` by default).
+ */
+async function listener(
+  tls?: { cert: string; key: string },
+  answer: Answer = (_q, r) => r.end('{}'),
+) {
+  const state = { connections: 0, requests: 0 }
   const server: net.Server = tls
-    ? https.createServer(tls, (_req, res) => res.end('{}'))
+    ? https.createServer(tls, (req, res) => {
+        state.requests++
+        answer(req, res)
+      })
     : // A plain-text service: answers anything with an HTTP/1.1 error and hangs up.
       net.createServer((s) => {
         s.on('error', () => {})
@@ -67,6 +80,33 @@ async function publishFrom(relay: TestRelay, origin: string) {
   return { status: res.status, body: (await res.json()) as { code: string; message: string } }
 }
 
+/** Failed verifications are answered at the verify timeout: short here, and no limit hit. */
+const QUICK = {
+  webhook: { verifyTimeoutMs: 1000 },
+  limits: { webhookVerifications: { burst: 100 } },
+}
+
+/** Subscribe a fresh did:key with a webhook at `url`: status, Retry-After and body text. */
+async function subscribeHook(relay: TestRelay, url: string) {
+  const bob = await fixtureAgent()
+  const res = await relay.client.request('POST', '/relay/subscribe', {
+    as: bob,
+    body: { subscribe: { agent: bob.id }, push: { mode: 'webhook', url } },
+  })
+  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.text() }
+}
+
+/** A webhook answering the challenge as PROFILE §9 asks. */
+const echo: Answer = (req, res) => {
+  let text = ''
+  req.on('data', (c: Buffer) => (text += c))
+  req.on('end', () => {
+    const { challenge } = JSON.parse(text) as { challenge: string }
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ challenge }))
+  })
+}
+
 const LITERALS = (port: number) => [
   `https://127.0.0.1:${port}`,
   `https://[::ffff:7f00:1]:${port}`,
@@ -96,17 +136,10 @@ describe('attack: the relay as a port scanner, default settings', () => {
   })
 
   it('a webhook at a loopback literal: no connection, the same answer open or closed', async () => {
-    const relay = await relays.start({ allowPrivate: [] })
+    const relay = await relays.start({ allowPrivate: [], ...QUICK })
     const open = await listener()
     const closed = await closedPort()
-    const subscribe = async (url: string) => {
-      const bob = await fixtureAgent()
-      const res = await relay.client.request('POST', '/relay/subscribe', {
-        as: bob,
-        body: { subscribe: { agent: bob.id }, push: { mode: 'webhook', url } },
-      })
-      return { status: res.status, body: await res.text() }
-    }
+    const subscribe = (url: string) => subscribeHook(relay, url)
     for (const [i, origin] of LITERALS(open.port).entries()) {
       const a = await subscribe(`${origin}/hook`)
       const b = await subscribe(`${LITERALS(closed)[i]}/hook`)
@@ -137,25 +170,59 @@ describe('attack: the relay as a port scanner, an operator allowing 127.0.0.1', 
     expect(new Set(bodies).size).toBe(1)
   })
 
-  it('a webhook at a closed port, a plain TCP port, an untrusted TLS server: one 400 without detail', async () => {
-    const relay = await relays.start()
-    const plain = await listener()
-    const stranger = await listener(await createDevCertificate())
-    const bodies = new Set<string>()
-    for (const port of [await closedPort(), plain.port, stranger.port]) {
-      const bob = await fixtureAgent()
-      const res = await relay.client.request('POST', '/relay/subscribe', {
-        as: bob,
-        body: {
-          subscribe: { agent: bob.id },
-          push: { mode: 'webhook', url: `https://127.0.0.1:${port}/hook` },
-        },
-      })
-      expect(res.status).toBe(400)
-      const text = await res.text()
-      expect(socketDetail(text)).toBeUndefined()
-      bodies.add(text.replaceAll(String(port), 'P'))
+  it('a webhook at a closed port, plain TCP, untrusted TLS, or an HTTPS service answering wrong, late or not 200: one 400', async () => {
+    const relay = await relays.start(QUICK) // the relay trusts testCertificate()
+    const trusted = await testCertificate()
+    const ports = [
+      await closedPort(),
+      (await listener()).port,
+      (await listener(await createDevCertificate())).port,
+      (await listener(trusted)).port, // 200 without the challenge
+      (await listener(trusted, (_q, r) => r.end('{"challenge":"guess"}'))).port,
+      (await listener(trusted, (_q, r) => ((r.statusCode = 500), r.end('{}')))).port,
+      (await listener(trusted, () => {})).port, // never answers: the verify timeout
+    ]
+    const answers = new Set<string>()
+    for (const port of ports) {
+      const { status, body } = await subscribeHook(relay, `https://127.0.0.1:${port}/hook`)
+      expect(socketDetail(body)).toBeUndefined()
+      answers.add(JSON.stringify({ status, body: body.replaceAll(String(port), 'P') }))
     }
-    expect(bodies.size).toBe(1)
+    expect([...answers]).toEqual([
+      JSON.stringify({
+        status: 400,
+        body: '{"status":"error","code":"invalid_format","message":"push.url: webhook verification failed"}',
+      }),
+    ])
+    // The control: a webhook that echoes the challenge is verified.
+    const hook = await listener(trusted, echo)
+    expect((await subscribeHook(relay, `https://127.0.0.1:${hook.port}/hook`)).status).toBe(201)
+  })
+})
+
+describe('attack: throwaway did:keys making the relay dial webhooks', () => {
+  it('past the per-address burst, a webhook subscribe is 429 with Retry-After, and nothing is dialled', async () => {
+    const clock = testClock() // stands still: no token comes back during the test
+    const relay = await relays.start({ now: clock.now, clientNow: clock.now })
+    const hook = await listener(await testCertificate(), echo)
+    const url = `https://127.0.0.1:${hook.port}/hook`
+    // The default: a burst of 5 verifications per address, each a fresh agent.
+    for (let i = 0; i < 5; i++) expect((await subscribeHook(relay, url)).status).toBe(201)
+    expect(hook.requests).toBe(5)
+    const connections = hook.connections
+    for (let i = 0; i < 25; i++) {
+      const refused = await subscribeHook(relay, url)
+      expect(refused.status).toBe(429)
+      expect(JSON.parse(refused.body).code).toBe('rate_limited')
+      expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1)
+    }
+    expect([hook.requests, hook.connections]).toEqual([5, connections])
+    // Subscribing without a webhook dials nothing and is not limited by it.
+    const carol = await fixtureAgent()
+    await relay.client.subscribe(carol)
+    // A minute later the bucket has refilled: verifications go on.
+    clock.advance(60_000)
+    expect((await subscribeHook(relay, url)).status).toBe(201)
+    expect(hook.requests).toBe(6)
   })
 })

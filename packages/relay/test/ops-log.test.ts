@@ -1,13 +1,22 @@
 /**
  * Issue 14: the relay's JSON logs (pino). A refused request is one line with its PROFILE code,
  * status, endpoint name and client-address bucket, and nothing of the request itself: no body,
- * no signature, no path (paths name agents). Levels filter; `onError` goes to the logger.
+ * no signature, no path (paths name agents). Levels filter; `onError` goes to the logger, and
+ * a PostgreSQL error reaches it without the context PostgreSQL quotes values (ids) in.
  */
 import { request as httpsRequest } from 'node:https'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createRelayLogger } from '../src/server/relay-log.js'
+import { openPostgresRelayStore } from '../src/store/postgres.js'
 import { relayPerTest, startRelay } from './helpers.js'
+import {
+  adminQuery,
+  closeAdmin,
+  dropPostgresSchema,
+  freshPostgresSchema,
+  POSTGRES_TEST_URL,
+} from './postgres-helpers.js'
 
 const { start, defer } = relayPerTest()
 
@@ -138,5 +147,60 @@ describe('logs', () => {
       [40, 'refused', 'internal_error'],
     ])
     expect((loud.lines[0]!.err as { message: string }).message).toBe('relay store is closed')
+  })
+})
+
+/** Whether `text` holds 8 characters in a row of `id`'s random part (PROFILE §9: no ids). */
+const holdsPartOf = (text: string, id: string) =>
+  [...id.slice('did:key:'.length)].some((_, i, all) => {
+    const window = all.slice(i, i + 8).join('')
+    return window.length === 8 && text.includes(window)
+  })
+
+/** A trigger that fails every new mailbox entry with PostgreSQL quoting its ids. */
+const FORCED: Array<[string, string]> = [
+  // The JSON parser's context (`where`) quotes the text before the bad escape: the mailbox id.
+  ['where', `PERFORM ('{"m":"' || NEW.mailbox || '\\u0000"}')::jsonb;`],
+  [
+    'detail and hint',
+    `RAISE EXCEPTION 'forced for "%"', NEW.mailbox USING DETAIL = NEW.mailbox, HINT = NEW.from_agent;`,
+  ],
+]
+
+describe.runIf(POSTGRES_TEST_URL !== undefined)('logs of a PostgreSQL error', () => {
+  afterAll(closeAdmin)
+
+  it.each(FORCED)('carry no id quoted in its %s', async (_, statement) => {
+    const { logger, lines, raw } = capture()
+    const schema = freshPostgresSchema()
+    const store = await openPostgresRelayStore({ connectionString: POSTGRES_TEST_URL!, schema })
+    const r = await startRelay({ store, logger, onError: undefined })
+    defer(() => dropPostgresSchema(POSTGRES_TEST_URL!, schema))
+    defer(() => r.stop())
+    const alice = await fixtureAgent()
+    const bob = await fixtureAgent()
+    await r.client.subscribe(bob)
+    await adminQuery(
+      `CREATE FUNCTION "${schema}".forced() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${statement} RETURN NEW; END $$;
+       CREATE TRIGGER forced BEFORE INSERT ON "${schema}".entries FOR EACH ROW EXECUTE FUNCTION "${schema}".forced()`,
+    )
+    // The control: PostgreSQL itself does quote the id in that error.
+    const direct = await adminQuery(
+      `INSERT INTO "${schema}".entries SELECT 0, $1, 0, $2, 'm', 0, 0`,
+      [bob.id, alice.id],
+    ).catch((e: Record<string, unknown>) => JSON.stringify({ ...e, message: e.message }))
+    expect(holdsPartOf(String(direct), bob.id)).toBe(true)
+
+    expect((await r.client.publish(await signedMessage(alice, bob.id))).status).toBe(500)
+    expect(lines.map((l) => [l.level, l.msg, l.code])).toEqual([
+      [50, 'relay error', undefined],
+      [40, 'refused', 'internal_error'],
+    ])
+    expect(holdsPartOf(raw.join(''), bob.id)).toBe(false)
+    expect(holdsPartOf(raw.join(''), alice.id)).toBe(false)
+    const err = lines[0]!.err as Record<string, unknown>
+    expect(err.message).toMatch(/^PostgreSQL ERROR (22P05|P0001): /)
+    for (const key of ['where', 'detail', 'hint', 'internalQuery'])
+      expect(err).not.toHaveProperty(key)
   })
 })

@@ -195,6 +195,20 @@ describe('WebSocket', () => {
   })
 })
 
+describe('WebSocket ack frames', () => {
+  it('an ack off §9’s rule (U+0000 in message_id) closes 1008 before the store sees it', async () => {
+    const r = await start()
+    const { alice, bob } = await aliceAndBob(r)
+    await publishN(r, alice, bob, 1)
+    const c = await wsConnect(r, bob)
+    await until(() => c.messages.length === 1)
+    const { message_id, from } = c.messages[0]!.message
+    c.ws.send(JSON.stringify({ type: 'ack', message_id: `${message_id}\u0000`, from: from.agent }))
+    expect(await c.closed).toBe(1008)
+    expect((await r.store.usage(bob.id)).messages).toBe(1)
+  })
+})
+
 describe('WebSocket cursors', () => {
   it('refuses an after that is not a cursor of this relay', async () => {
     const relay = await start()
@@ -253,7 +267,8 @@ describe('webhook', () => {
   })
 
   it('refuses a webhook that does not echo the challenge', async () => {
-    const r = await start()
+    // A failed verification is answered at the verify timeout (webhook.ts): short here.
+    const r = await start({ webhook: { verifyTimeoutMs: 1000 } })
     const cert = await testCertificate()
     const bob = await fixtureAgent()
     const hook = createServer({ cert: cert.cert, key: cert.key }, (_req, res) => {
@@ -279,7 +294,7 @@ describe('webhook', () => {
 
 describe('webhook address policy', () => {
   it('refuses a private webhook address the operator did not allow', async () => {
-    const relay = await start({ allowPrivate: [] })
+    const relay = await start({ allowPrivate: [], webhook: { verifyTimeoutMs: 1000 } })
     const bob = await fixtureAgent()
     const res = await relay.client.request('POST', '/relay/subscribe', {
       as: bob,

@@ -22,6 +22,11 @@ import type {
 const CANONICAL_CHECK_ABOVE = PROFILE.maxMessageBytes / 4
 const UNPROVEN = {}
 
+/** PROFILE §6: the size of `JCS(message without trace)`. */
+function canonicalSize({ trace: _trace, ...signed }: Message): number {
+  return canonicalizeToBytes(signed).byteLength
+}
+
 class Refused {
   constructor(readonly refusal: ReceiveRefusal) {}
 }
@@ -102,8 +107,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
   }
   if (!(body instanceof Uint8Array && body.byteLength <= CANONICAL_CHECK_ABOVE)) {
     at('size', () => {
-      const { trace: _trace, ...signed } = valid
-      const size = canonicalizeToBytes(signed).byteLength
+      const size = canonicalSize(valid)
       if (size > PROFILE.maxMessageBytes) {
         throw new AgentMsgError(
           'payload_too_large',
@@ -170,7 +174,12 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
         if (!addressee) return undefined // a relay keeps it as signed
         throw invalidFormat('this receiver cannot open sealed bodies', 'body.parts')
       }
-      return (await import('../sealed-box/body.js')).openForReceiver(valid, ctx.opener)
+      const m = (await import('../sealed-box/body.js')).openForReceiver(valid, ctx.opener)
+      // PROFILE §8: within §2's size too, as if the message had arrived with that body.
+      if (canonicalSize(m) > PROFILE.maxMessageBytes) {
+        throw invalidFormat(`opened, the message exceeds ${PROFILE.maxMessageBytes} bytes`, 'body')
+      }
+      return m
     })
     if (opened) {
       ok.message = opened

@@ -5,6 +5,7 @@ import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { utf8Decode } from '../bytes.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
 import { canonicalize, canonicalizeToBytes } from '../jcs.js'
+import { validateBody } from '../message.js'
 import type { ReceiveOpener } from '../receive/types.js'
 import { parseStrictJson } from '../strict-json.js'
 import { type BodyPart, isObject, type JsonValue, type Message } from '../types.js'
@@ -123,11 +124,10 @@ export function openSealedBody(
   if (sealed.recipient !== me.agent) {
     throw invalidFormat(`sealed recipient is not ${me.agent} (lifted part)`, field)
   }
-  const body = sealed.body
-  if (!isObject(body) || !Array.isArray(body.parts)) {
-    throw invalidFormat('sealed body has no parts array', field)
-  }
-  return body as { parts: BodyPart[]; [k: string]: JsonValue }
+  // PROFILE §8: the opened body is validated as §2 validates any body (the plaintext's parse
+  // kept §1's depth: body sits at the same depth in the plaintext as in the message).
+  validateBody(sealed.body, true)
+  return sealed.body as { parts: BodyPart[]; [k: string]: JsonValue }
 }
 
 /** `message` with its body opened for `opener.agent`, with the seed of the key its part names. */

@@ -1,5 +1,5 @@
 /** The relay's state as its endpoints see it, and the request helpers they share. */
-import { type KeyResolver, parseAgentId } from '@agentmsg/core'
+import { type KeyResolver, parseAgentId, parseMessageId } from '@agentmsg/core'
 import { invalidFormat, readBody } from '@agentmsg/core/http'
 import {
   discardBody,
@@ -40,7 +40,8 @@ export function setRequestBucket(request: Request, rate?: string, storage?: stri
 }
 
 export const storageBucketOf = (request: Request) => buckets.get(request)?.storage
-export const requestBucket = (request: Request): string | undefined => buckets.get(request)?.rate
+/** The client-address bucket of `request`; undefined while per-address limiting is off. */
+export const requestBucket = (request: Request) => buckets.get(request)?.rate
 
 /** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
 export const overCap = (what: string, max: number, retryAfter: number) =>
@@ -86,6 +87,16 @@ export function mailboxAgent(value: unknown, field: string): string {
     throw invalidFormat('mailboxes exist only for did:key and URL agents', field)
   }
   return value
+}
+
+/**
+ * One acknowledgement (PROFILE §9): a `message_id` of §2's grammar and `from` an agent id (a
+ * `DELETE` may leave it out), checked before the store sees them, so every store answers alike.
+ */
+export function ackEntry(messageId: unknown, from: unknown, field = '', fromOptional = false) {
+  const id = parseMessageId(messageId, `${field}message_id`)
+  if (from === undefined && fromOptional) return { messageId: id, from }
+  return { messageId: id, from: parseAgentId(from, `${field}from`).id }
 }
 
 /** An `after` / `Last-Event-ID` cursor as given, or undefined when absent or empty. */

@@ -1,9 +1,10 @@
 /** A mailbox's owner reading it (PROFILE §9): pages, acknowledgements, SSE; each authenticated. */
-import { PROFILE, parseAgentId } from '@agentmsg/core'
+import { PROFILE } from '@agentmsg/core'
 import { invalidFormat } from '@agentmsg/core/http'
 import { parseStrictJson } from '@agentmsg/core/receive'
 import { discardBody, errorReply, jsonReply } from '@agentmsg/core/server'
 import {
+  ackEntry,
   authenticate,
   cursorParam,
   jsonBody,
@@ -69,7 +70,7 @@ export const retrieveMessages: Endpoint = async (ctx, request, url) => {
 export const acknowledgeMessage: Endpoint = async (ctx, request, url, messageId) => {
   discardBody(request.body)
   const agent = queryAgent(url)
-  const from = url.searchParams.get('from') ?? undefined
+  const { from } = ackEntry(messageId, url.searchParams.get('from') ?? undefined, '', true)
   await authenticate(ctx, request, url, agent)
   const removed = await ctx.store.ack(agent, messageId, from)
   if (removed === 0) return errorReply('not_found', 'no such message in this mailbox')
@@ -87,12 +88,8 @@ export const acknowledgeMany: Endpoint = async (ctx, request, url) => {
   }
   const acks = body.acks.map((entry: unknown, i) => {
     const field = `acks[${i}]`
-    const { message_id: messageId, from } = jsonObject(entry, field)
-    if (typeof messageId !== 'string' || messageId === '') {
-      throw invalidFormat('must be a string', `${field}.message_id`)
-    }
-    parseAgentId(from, `${field}.from`)
-    return { messageId, from: from as string }
+    const { message_id, from } = jsonObject(entry, field)
+    return ackEntry(message_id, from, `${field}.`)
   })
   await authenticate(ctx, request, url, agent, bytes)
   // One call per entry: a store that commits in groups (SQLite) writes them together.

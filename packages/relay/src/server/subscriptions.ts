@@ -5,7 +5,13 @@
 import { PROFILE } from '@agentmsg/core'
 import { invalidFormat } from '@agentmsg/core/http'
 import { parseStrictJson } from '@agentmsg/core/receive'
-import { discardBody, errorReply, type HttpReply, jsonReply } from '@agentmsg/core/server'
+import {
+  discardBody,
+  errorReply,
+  type HttpReply,
+  jsonReply,
+  TokenBuckets,
+} from '@agentmsg/core/server'
 import type { Subscription } from '../store/types.js'
 import {
   authenticate,
@@ -15,6 +21,7 @@ import {
   noContent,
   overCap,
   type RelayContext,
+  requestBucket,
 } from './context.js'
 import { type Feed, startFeed } from './feed.js'
 import { checkWebhookUrl, verifyWebhook, WebhookSink } from './webhook.js'
@@ -26,6 +33,8 @@ const TOPIC_RE = /^[a-z0-9._/-]{1,128}$/
 const MAX_TOPICS = 100
 /** `Retry-After` of a subscribe beyond the cap: room comes only when the agent deletes one. */
 const SUBSCRIPTION_CAP_RETRY_AFTER = 60
+/** `limits.webhookVerifications` by default (types.ts). */
+const WEBHOOK_VERIFICATIONS = { perMinute: 10, burst: 5 }
 /** How often the process leading webhook pushes on a shared store re-reads the subscriptions. */
 const WEBHOOK_RESYNC_MS = 5_000
 
@@ -45,6 +54,9 @@ function topicsOf(value: unknown): string[] {
 /** Subscriptions of one relay and the webhook feeds they started. */
 export function relaySubscriptions(ctx: RelayContext, fetchFn: typeof fetch, max: number) {
   const { store } = ctx
+  const limits = ctx.options.limits
+  const rate = { ...WEBHOOK_VERIFICATIONS, ...limits?.webhookVerifications }
+  const verifications = new TokenBuckets(rate, ctx.now, limits?.maxTrackedKeys)
   /** Webhook feeds by subscription id. */
   const webhooks = new Map<string, { feed: Feed; sink: WebhookSink }>()
   /** Per agent, the last subscribe in progress: an agent's subscribes run one at a time. */
@@ -141,6 +153,13 @@ export function relaySubscriptions(ctx: RelayContext, fetchFn: typeof fetch, max
         webhookUrl = checkWebhookUrl(push.url)
       }
       await authenticate(ctx, request, url, agent, bytes)
+      // Per client address, not per agent: an agent costs nothing to make.
+      const bucket = requestBucket(request)
+      const wait = webhookUrl === undefined || bucket === undefined ? 0 : verifications.take(bucket)
+      if (wait > 0) {
+        const message = `too many webhook verifications from this address; retry in ${wait} s`
+        return errorReply('rate_limited', message, { retryAfter: wait })
+      }
       // One at a time per agent, so that concurrent subscribes cannot pass the cap together.
       return serially(agent, () => add(agent, topics, webhookUrl))
     },

@@ -33,6 +33,12 @@ export interface RelayLimits {
   maxUnsentBytes?: number
   /** Subscriptions per agent; beyond → 429. @default 16 */
   subscriptionsPerAgent?: number
+  /**
+   * Webhook verifications per client address bucket: each dials a URL the client chose, so
+   * throwaway did:keys must not make the relay dial at will; beyond → 429 before any dial.
+   * PROFILE names no number. @default 10/min, burst 5
+   */
+  webhookVerifications?: Partial<RateLimit>
 }
 
 /** Options of {@link createRelayHandler}. */

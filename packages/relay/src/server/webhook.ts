@@ -3,7 +3,7 @@
  * policy; each message POSTed as §6 delivery with retries, deleted once taken (2xx), else left
  * in the mailbox for retrieval.
  */
-import { AgentMsgError, isAgentMsgError, PROFILE } from '@agentmsg/core'
+import { isAgentMsgError, PROFILE } from '@agentmsg/core'
 import {
   Backoff,
   base64urlEncode,
@@ -19,7 +19,7 @@ import type { FeedSink } from './feed.js'
 
 /** Webhook push settings. */
 export interface RelayWebhookOptions {
-  /** Timeout of the `webhook_verify` round trip. @default 10_000 */
+  /** Timeout of the `webhook_verify` round trip, and when a failed one is answered. @default 10_000 */
   verifyTimeoutMs?: number
   /** Timeout of one delivery attempt. @default PROFILE.attemptTimeoutMs (30 s) */
   attemptTimeoutMs?: number
@@ -45,34 +45,25 @@ export function checkWebhookUrl(value: unknown): string {
   return url.href
 }
 
-/** POST `{type:"webhook_verify",challenge}` and require 200 with the challenge echoed. */
+/**
+ * POST `{type:"webhook_verify",challenge}` and require 200 with the challenge echoed. Every
+ * failure (no connection, TLS, another status, a wrong answer, the timeout) is one answer, given
+ * once `timeoutMs` has passed: neither its words nor its time tell a closed port from a service,
+ * so the relay is no port scanner for its subscribers (PROFILE §4).
+ */
 export async function verifyWebhook(fetchFn: typeof fetch, url: string, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs
   const challenge = base64urlEncode(randomBytes(24))
-  let echoed: unknown
-  try {
-    const body = JSON.stringify({ type: 'webhook_verify', challenge })
-    const options = { fetch: fetchFn, method: 'POST', headers: JSON_HEADERS, body, timeoutMs }
-    echoed = await httpRequest(url, options, async (response, signal) => {
-      if (response.status !== 200) return discardBody(response.body)
-      const answer = await readJson(response, signal).catch(() => undefined)
-      return (answer as { challenge?: unknown } | undefined)?.challenge
-    })
-  } catch (error) {
-    // No answer: never the socket, TLS or address detail, which would make the relay a port
-    // scanner for its subscribers (PROFILE §4).
-    if (!isAgentMsgError(error) || error.peerStatus === undefined) {
-      throw new AgentMsgError('invalid_format', 'push.url: webhook verification failed', {
-        cause: error,
-        field: 'push.url',
-      })
-    }
-  }
-  if (echoed !== challenge) {
-    throw invalidFormat(
-      'webhook verification failed: expected 200 with the challenge echoed',
-      'push.url',
-    )
-  }
+  const body = JSON.stringify({ type: 'webhook_verify', challenge })
+  const options = { fetch: fetchFn, method: 'POST', headers: JSON_HEADERS, body, timeoutMs }
+  const echoed = await httpRequest(url, options, async (response, signal) => {
+    if (response.status !== 200) return discardBody(response.body)
+    const answer = await readJson(response, signal).catch(() => undefined)
+    return (answer as { challenge?: unknown } | undefined)?.challenge
+  }).catch(() => undefined)
+  if (echoed === challenge) return
+  await sleep(deadline - Date.now())
+  throw invalidFormat('webhook verification failed', 'push.url')
 }
 
 /** What a {@link WebhookSink} delivers to and tells. */

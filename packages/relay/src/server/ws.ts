@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream'
 import { isAgentMsgError, PROFILE, parseAgentId } from '@agentmsg/core'
 import { createChallenge, verifyWsAuth } from '@agentmsg/core/server'
 import { WebSocket, WebSocketServer } from 'ws'
+import { ackEntry } from './context.js'
 import type { Feed, FeedSink } from './feed.js'
 import { within } from './health.js'
 import { codeStatus, knownCode, reportRefused } from './relay-report.js'
@@ -176,11 +177,13 @@ export function createRelayWebSocket(
         return refuse('invalid_format', 'frames are JSON objects')
       }
       if (f?.type !== 'ack') return
-      const { message_id: id, from } = f
-      if (typeof id !== 'string' || (from !== undefined && typeof from !== 'string')) {
-        return refuse('invalid_format', 'an ack carries message_id and from')
+      let ack: ReturnType<typeof ackEntry>
+      try {
+        ack = ackEntry(f.message_id, f.from, '', true)
+      } catch {
+        return refuse('invalid_format', 'an ack carries a message_id and from (PROFILE §9)')
       }
-      handler.ack(agent!, id, from).catch(onError)
+      handler.ack(agent!, ack.messageId, ack.from).catch(onError)
     })
     ws.on('error', () => undefined)
     ws.on('close', () => {

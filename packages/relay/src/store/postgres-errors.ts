@@ -30,8 +30,23 @@ export function isPostgresUnavailable(error: unknown): boolean {
   return DRIVER_MESSAGES.test(error.message)
 }
 
+/**
+ * A server error without what may quote a statement's values (agent and message ids, which
+ * the relay's logs never carry, relay-log.ts): `where`, `detail`, `hint`, `internalQuery` and the
+ * message past its first quote or colon are dropped; `code` (SQLSTATE), `severity` and `routine`
+ * remain. Every error out of the store, and to its `onError`, passes here.
+ */
+export function redactPostgresError(error: unknown): unknown {
+  const e = error as { severity?: unknown; code?: string; routine?: string }
+  if (!(error instanceof Error) || typeof e.severity !== 'string') return error
+  const what = error.message.split(/["':]/, 1)[0]?.trim()
+  const { code, routine } = e
+  return Object.assign(new Error(`PostgreSQL ${e.severity} ${code}: ${what}`), { code, routine })
+}
+
 /** `error` as the relay should see it: `unavailable` when the database is unreachable. */
-export function asStoreError(error: unknown, onError: (error: unknown) => void): unknown {
+export function asStoreError(raw: unknown, onError: (error: unknown) => void): unknown {
+  const error = redactPostgresError(raw)
   if (!isPostgresUnavailable(error)) return error
   onError(error)
   return new AgentMsgError('unavailable', 'the relay store is unavailable; retry later', {

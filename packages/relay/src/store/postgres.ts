@@ -7,7 +7,7 @@
 import type pg from 'pg'
 import { commitQueue, queuedStore, storeCall, type WriteOp } from './commit-queue.js'
 import { bucketHasher, type RelayQuota, resolveQuota } from './common.js'
-import { asStoreError } from './postgres-errors.js'
+import { asStoreError, redactPostgresError } from './postgres-errors.js'
 import { postgresReads } from './postgres-reads.js'
 import { createPostgresSchema, postgresChannel, quoteSchema } from './postgres-schema.js'
 import { KEEPALIVE_SETTINGS, postgresLead, startPostgresWatch } from './postgres-session.js'
@@ -65,8 +65,9 @@ export async function openPostgresRelayStore(
   const schema = options.schema ?? 'agentmsg_relay'
   const s = quoteSchema(schema)
   const quota = resolveQuota(options.quota)
-  const onError =
+  const report =
     options.onError ?? ((error: unknown) => console.error('agentmsg relay store:', error))
+  const onError = (error: unknown) => report(redactPostgresError(error))
   const owned = options.pool === undefined
   let pool: pg.Pool
   if (options.pool !== undefined) pool = options.pool
