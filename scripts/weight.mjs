@@ -13,8 +13,11 @@ import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+// Lines: 24,000 after the consolidation (from 34,154); raised to 24,600 with the per-address
+// relay bounds, ack checks, webhook limit and the CLI's one file reader (~ +450). Raise it only
+// with a capability that needs it, and say so in the commit.
 export const LIMITS = {
-  lines: 24_000,
+  lines: 24_600,
   fileLines: 300,
   names: 250,
   coreRootNames: 60,
