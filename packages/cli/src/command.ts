@@ -8,7 +8,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
-import { createAddressPolicy, type NodeAgentOptions } from '@agentmsg/client/node'
+import { createAddressPolicy, type NodeAgentOptions, safeText } from '@agentmsg/client/node'
 
 /** A failure a command reports as one line, with its exit code. */
 export class CliError extends Error {
@@ -153,19 +153,8 @@ export function oneLine(text: string): string {
   return safeText(text.replace(/\s*[\r\n]+\s*/g, ' '))
 }
 
-/**
- * Text from peers, safe to print on one terminal line: C0/C1 controls (escape sequences, line
- * breaks) and bidirectional overrides escaped as `\uXXXX`.
- */
-export function safeText(text: string): string {
-  return text.replace(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-    /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
-    (c) =>
-      ({ '\n': '\\n', '\r': '\\r', '\t': '\\t' })[c] ??
-      `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  )
-}
+/** `value` as JSON on one line, peer strings escaped as for {@link oneLine} (the same value). */
+export const safeJson = (value: unknown): string => safeText(JSON.stringify(value))
 
 /** The largest PEM file read: a CA bundle is a few KiB, a system bundle a few hundred. */
 const MAX_PEM_FILE_BYTES = 1024 * 1024

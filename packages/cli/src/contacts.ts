@@ -1,6 +1,6 @@
-import type { Contact } from '@agentmsg/client/node'
+import { type Contact, safeText } from '@agentmsg/client/node'
 import { onAgent } from './agent-ops.js'
-import { commandWithArgs, inputError, relayFlags, safeText, usageError } from './command.js'
+import { commandWithArgs, inputError, relayFlags, safeJson, usageError } from './command.js'
 
 const HELP = `usage: agentmsg contacts --dir D list [--json]
        agentmsg contacts --dir D pin ID PUBLICKEY [--key-id K] [--relay URL ...]
@@ -53,7 +53,7 @@ export const runContacts = commandWithArgs(HELP, FLAGS, async ({ values, positio
   switch (action) {
     case 'list': {
       const list = (await onAgent(dir, { op: 'contacts.list' })) as Contact[]
-      if (values.json) out = JSON.stringify(list)
+      if (values.json) out = safeJson(list)
       else if (list.length) out = list.map(contactLine).join('\n')
       else out = `no contacts in ${dir} (agentmsg contacts pin adds one)`
       break
