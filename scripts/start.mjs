@@ -76,10 +76,12 @@ if (!process.argv.includes('--no-build') && !process.env.AGENTMSG_SKIP_BUILD) {
 }
 
 // Imported only now: they are the built packages.
+const { safeText } = await import('@agentmsg/client')
 const { startDemo } = await import('../demo/node/serve.mjs')
 const { runTerminalDemo } = await import('../demo/node/terminal-demo.mjs')
 const step = (s) => console.log(`\n▶ ${s}`)
-const log = (line) => console.log(line)
+// Log lines carry what strangers sent Echo: escaped, so they cannot drive the terminal.
+const log = (line) => console.log(safeText(line))
 
 step('the relay (SQLite), the demo page on its origin, and Echo, a Node agent')
 let demo
@@ -88,7 +90,7 @@ try {
 } catch (error) {
   const problem = portProblem(error, port)
   if (problem) fail('port_unavailable', problem, 1)
-  fail('start_failed', `${error?.message ?? error} (data in ${dataDir})`, 1)
+  fail('start_failed', safeText(`${error?.message ?? error} (data in ${dataDir})`), 1)
 }
 console.log(`  relay listening on ${demo.relayUrl} (SQLite in ${dataDir})`)
 console.log(`  Echo answers every message: ${demo.echoId}`)
@@ -98,7 +100,7 @@ try {
   await runTerminalDemo({ relayUrl: demo.relayUrl, ca: demo.ca, log })
 } catch (error) {
   await demo.close()
-  fail('start_failed', `the terminal demo failed: ${error?.message ?? error}`, 1)
+  fail('start_failed', safeText(`the terminal demo failed: ${error?.message ?? error}`), 1)
 }
 console.log('  (the authentication-level walk-through: node scripts/demo-levels.mjs)')
 

@@ -1,8 +1,9 @@
 /**
  * "Echo", the Node agent of the demo page: a relay-only did:key agent kept on disk (so the page
  * finds the same id after a restart) that answers every message with its text, in the same
- * conversation, through the relays the sender named (its verified `from.relays`), sealed as any
- * send through an untrusted relay is (PROFILE §8).
+ * conversation, through the demo's own relay, sealed as any send through an untrusted relay is
+ * (PROFILE §8). Anyone who knows its id may write to it: it never dials what a sender names
+ * (./network.mjs), and the start script escapes what it logs.
  */
 import path from 'node:path'
 import { createNodeAgent } from '@agentmsg/client/node'
@@ -22,7 +23,7 @@ export async function startEchoAgent(o) {
     agent = await createNodeAgent({
       storage,
       relays: [o.relayUrl],
-      ...localNetwork(o.ca),
+      ...localNetwork(o.relayUrl, o.ca),
       onError: (e) => o.log(`echo: ${e?.message ?? e}`),
     })
   } catch (error) {
@@ -33,7 +34,7 @@ export async function startEchoAgent(o) {
   agent.on('message', async (m) => {
     const text = m.text.length > MAX_ECHO ? `${m.text.slice(0, MAX_ECHO)}…` : m.text
     try {
-      const r = await agent.reply(m, `echo: ${text}`)
+      const r = await agent.reply(m, `echo: ${text}`, { route: 'relay', relays: [o.relayUrl] })
       o.log(
         `echo: "${text.slice(0, 60)}" from ${m.from.slice(0, 24)}… (level ${m.level}, ${m.sealed ? 'sealed' : 'plaintext'}) → answered via ${r.relayUrl ?? r.route}`,
       )

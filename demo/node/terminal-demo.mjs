@@ -13,7 +13,7 @@ export async function runTerminalDemo(o) {
     const a = await createNodeAgent({
       relays: [o.relayUrl],
       mode,
-      ...localNetwork(o.ca),
+      ...localNetwork(o.relayUrl, o.ca),
       onError: (e) => o.log(`  ${name}: ${e?.message ?? e}`),
     })
     a.on('error', (e) => o.log(`  ${name} error: ${e.error?.message ?? e.error}`))

@@ -1,14 +1,15 @@
 /**
  * What every `agentmsg` command shares: flag parsing, `--help`, the one-line error format and
- * its exit codes, reading `--ca` files, and output that is safe to show in a terminal.
+ * its exit codes, reading the files users name, and output that is safe to show in a terminal.
  *
  * Errors: exactly one line on stderr, `agentmsg: <code>: <message — what to do>`, never a stack
  * trace. Exit codes: 0 done, 1 runtime failure (network, refused, state of the directory),
  * 2 usage or input error (bad flags, unreadable or invalid input files; nothing was done).
  */
-import { readFile } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { type FileHandle, open } from 'node:fs/promises'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
-import { createAddressPolicy, type NodeAgentOptions } from '@agentmsg/client/node'
+import { createAddressPolicy, type NodeAgentOptions, safeText } from '@agentmsg/client/node'
 
 /** A failure a command reports as one line, with its exit code. */
 export class CliError extends Error {
@@ -153,22 +154,54 @@ export function oneLine(text: string): string {
   return safeText(text.replace(/\s*[\r\n]+\s*/g, ' '))
 }
 
+/** `value` as JSON on one line, peer strings escaped as for {@link oneLine} (the same value). */
+export const safeJson = (value: unknown): string => safeText(JSON.stringify(value))
+
+/** Caps of the files a user names: a PEM file or a config is a few KiB (the system roots are
+ * always trusted, so no system bundle is passed); JSON input is at most what a message holds. */
+export const MAX_SMALL_FILE_BYTES = 64 * 1024
+export const MAX_JSON_FILE_BYTES = 1024 * 1024
+
 /**
- * Text from peers, safe to print on one terminal line: C0/C1 controls (escape sequences, line
- * breaks) and bidirectional overrides escaped as `\uXXXX`.
+ * The text of a file the user named (`label`: its flag and name, for errors): a regular file
+ * only, checked on the opened descriptor (a FIFO is opened non-blocking, so it is refused, not
+ * waited on), and never more than `cap` + 1 bytes read. Exit 2 otherwise; errors never quote
+ * the content (a secrets file passed by mistake stays unprinted).
  */
-export function safeText(text: string): string {
-  return text.replace(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-    /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
-    (c) =>
-      ({ '\n': '\\n', '\r': '\\r', '\t': '\\t' })[c] ??
-      `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  )
+export async function readUserFile(label: string, file: string, cap: number): Promise<string> {
+  const problem = (why: string) => inputError(`${label}: ${why}`)
+  let handle: FileHandle | undefined
+  try {
+    handle = await open(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0))
+    if (!(await handle.stat()).isFile())
+      throw problem('not a regular file (a FIFO, device or directory) — pass a file')
+    const bytes = Buffer.alloc(cap + 1)
+    let length = 0
+    while (length < bytes.length) {
+      const { bytesRead } = await handle.read(bytes, length, bytes.length - length)
+      if (bytesRead === 0) break
+      length += bytesRead
+    }
+    if (length > cap) throw problem(`larger than ${cap} bytes`)
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, length))
+  } catch (error) {
+    throw error instanceof CliError ? error : problem(`cannot be read: ${(error as Error).message}`)
+  } finally {
+    await handle?.close()
+  }
 }
 
-/** The largest PEM file read: a CA bundle is a few KiB, a system bundle a few hundred. */
-const MAX_PEM_FILE_BYTES = 1024 * 1024
+/** The JSON value of a file the user named ({@link readUserFile}); an error gives at most a
+ * position, never the text (JSON.parse's messages quote it). */
+export async function readJsonFile(label: string, file: string, cap: number): Promise<unknown> {
+  const text = await readUserFile(label, file, cap)
+  try {
+    return JSON.parse(text)
+  } catch (e) {
+    const at = /at position (\d+)/.exec((e as Error).message)?.[1]
+    throw inputError(`${label}: is not JSON${at ? ` (at position ${at})` : ''}`)
+  }
+}
 
 /** The text of the PEM file a flag names (exit 2 when it cannot be read or lacks `marker`). */
 export async function readPemFlag(
@@ -176,11 +209,8 @@ export async function readPemFlag(
   file: string,
   marker = '-----BEGIN',
 ): Promise<string> {
-  const text = await readFile(file, 'utf8').catch((e: Error) => {
-    throw inputError(`${flag} ${file}: ${e.message} — pass a PEM file`)
-  })
-  if (text.length > MAX_PEM_FILE_BYTES || !text.includes(marker))
-    throw inputError(`${flag} ${file}: not a PEM file with ${marker}`)
+  const text = await readUserFile(`${flag} ${file}`, file, MAX_SMALL_FILE_BYTES)
+  if (!text.includes(marker)) throw inputError(`${flag} ${file}: not a PEM file with ${marker}`)
   return text
 }
 

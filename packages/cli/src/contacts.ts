@@ -1,10 +1,17 @@
-import type { Contact } from '@agentmsg/client/node'
+import { type Contact, safeText } from '@agentmsg/client/node'
 import { onAgent } from './agent-ops.js'
-import { commandWithArgs, inputError, relayFlags, safeText, usageError } from './command.js'
+import {
+  commandWithArgs,
+  inputError,
+  readUserFile,
+  relayFlags,
+  safeJson,
+  usageError,
+} from './command.js'
 
 const HELP = `usage: agentmsg contacts --dir D list [--json]
        agentmsg contacts --dir D pin ID PUBLICKEY [--key-id K] [--relay URL ...]
-       agentmsg contacts --dir D introduce TOKEN [--agent ID]
+       agentmsg contacts --dir D introduce --token-file F [--agent ID]
        agentmsg contacts --dir D remove ID
 
 The agents D knows (PROFILE §5).
@@ -13,14 +20,19 @@ The agents D knows (PROFILE §5).
               fingerprints out of band: ID's messages then verify at level 2. --key-id: the
               key's fragment (after #); --relay: where ID can be reached
   introduce   hold an introduction token (base64url of 32 random bytes) for ID (--agent) or
-              the first sender it verifies: its greeting verifies at level 0. Prints its key id
+              the first sender it verifies: its greeting verifies at level 0. Prints its key id.
+              The token is a secret: read from file F, or from stdin with --token-file -.
+              On the command line (introduce TOKEN) other users see it (ps), so that is
+              refused unless --token-on-argv is given
   remove      forget ID's keys, relays and known-contact mark
 
-example (PUBLIC_KEY and KEY_FRAGMENT as "agentmsg identity --dir ./bob" prints them):
+examples (PUBLIC_KEY and KEY_FRAGMENT as "agentmsg identity --dir ./bob" prints them):
   agentmsg contacts --dir ./alice pin https://127.0.0.1:8444 PUBLIC_KEY --key-id KEY_FRAGMENT
+  agentmsg contacts --dir ./alice introduce --token-file - --agent https://127.0.0.1:8444 < token
 `
 
 const KEY = /^[A-Za-z0-9_-]{43}$/ // 32 bytes, base64url without padding
+const MAX_TOKEN_BYTES = 1024
 
 function contactLine(c: Contact): string {
   const keys = c.keys.length
@@ -36,14 +48,25 @@ const FLAGS = {
   'key-id': { type: 'string' },
   relay: { type: 'string', multiple: true },
   agent: { type: 'string' },
+  'token-file': { type: 'string' },
+  'token-on-argv': { type: 'boolean' },
 } as const
 
 export const runContacts = commandWithArgs(HELP, FLAGS, async ({ values, positionals }) => {
   const [action, ...args] = positionals
   const dir = values.dir!
-  const arity = { list: 0, pin: 2, introduce: 1, remove: 1 }[action ?? '']
+  // introduce takes its token from --token-file, or (with --token-on-argv) as its argument.
+  const onArgv = action === 'introduce' && values['token-file'] === undefined
+  const arity = { list: 0, pin: 2, introduce: onArgv ? 1 : 0, remove: 1 }[action ?? '']
   if (arity === undefined)
     throw usageError('contacts', 'contacts needs list, pin, introduce or remove')
+  if (onArgv && args.length > 0 && !values['token-on-argv'])
+    throw usageError(
+      'contacts',
+      'a token on the command line is visible to other users (ps) and kept in shell history: pass --token-file F, or --token-file - to read it from stdin (--token-on-argv to accept the risk)',
+    )
+  if (onArgv && args.length === 0)
+    throw usageError('contacts', 'contacts introduce needs --token-file F (- reads stdin)')
   if (args.length !== arity)
     throw usageError(
       'contacts',
@@ -53,7 +76,7 @@ export const runContacts = commandWithArgs(HELP, FLAGS, async ({ values, positio
   switch (action) {
     case 'list': {
       const list = (await onAgent(dir, { op: 'contacts.list' })) as Contact[]
-      if (values.json) out = JSON.stringify(list)
+      if (values.json) out = safeJson(list)
       else if (list.length) out = list.map(contactLine).join('\n')
       else out = `no contacts in ${dir} (agentmsg contacts pin adds one)`
       break
@@ -70,7 +93,8 @@ export const runContacts = commandWithArgs(HELP, FLAGS, async ({ values, positio
       break
     }
     case 'introduce': {
-      const [token] = args as [string]
+      const file = values['token-file']
+      const token = (file === undefined ? args[0]! : await readToken(file)).trim()
       // Never echoed: the token is a shared secret.
       if (!KEY.test(token))
         throw inputError(
@@ -91,3 +115,17 @@ export const runContacts = commandWithArgs(HELP, FLAGS, async ({ values, positio
   process.stdout.write(`${out}\n`)
   return 0
 })
+
+/** The token in `file`, or on stdin for `-` (read up to a cap: a token is 43 characters). */
+async function readToken(file: string): Promise<string> {
+  if (file !== '-') return readUserFile(`--token-file ${file}`, file, MAX_TOKEN_BYTES)
+  const chunks: Buffer[] = []
+  let length = 0
+  for await (const chunk of process.stdin) {
+    chunks.push(chunk as Buffer)
+    length += (chunk as Buffer).length
+    if (length > MAX_TOKEN_BYTES)
+      throw inputError(`--token-file -: more than ${MAX_TOKEN_BYTES} bytes on stdin`)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}

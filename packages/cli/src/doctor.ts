@@ -11,6 +11,7 @@ import {
   networkFlags,
   oneLine,
   relayFlags,
+  safeJson,
   usageError,
   writeOut,
 } from './command.js'
@@ -63,9 +64,7 @@ export const runDoctor = commandWithArgs(HELP, FLAGS, async ({ values, positiona
     ? await diagnoseDidKey(probe, relays)
     : await diagnoseUrl(probe, urlTarget(target), relays)
   const allOk = checks.every((c) => c.status === 'ok')
-  await writeOut(
-    values.json ? `${JSON.stringify({ target, ok: allOk, checks })}\n` : report(checks),
-  )
+  await writeOut(values.json ? `${safeJson({ target, ok: allOk, checks })}\n` : report(checks))
   return allOk ? 0 : 1
 })
 

@@ -3,7 +3,12 @@
  * line, or one JSON object per line with `--json`), take other commands' requests on the
  * control socket, stop cleanly on SIGINT/SIGTERM.
  */
-import type { NodeAgent, NodeAgentOptions, ReceivedMessage } from '@agentmsg/client/node'
+import {
+  type NodeAgent,
+  type NodeAgentOptions,
+  type ReceivedMessage,
+  safeText,
+} from '@agentmsg/client/node'
 import { openAgentDir, rememberRelays, storedRelays } from './agent-dir.js'
 import { type AgentRequest, perform } from './agent-ops.js'
 import {
@@ -11,7 +16,7 @@ import {
   info,
   networkFlags,
   relayFlags,
-  safeText,
+  safeJson,
   untilSignal,
   writeOut,
 } from './command.js'
@@ -114,7 +119,7 @@ function messageLine(m: ReceivedMessage, json: boolean): string {
   if (json) {
     const { message, from, conversationId: conversation, level, source, sealed, transport } = m
     const line = { message, from, sender: from, conversation, level, source }
-    return `${JSON.stringify({ ...line, known_contact: m.knownContact, sealed, transport })}\n`
+    return `${safeJson({ ...line, known_contact: m.knownContact, sealed, transport })}\n`
   }
   const time = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
   const contact = m.knownContact ? 'contact' : 'new'

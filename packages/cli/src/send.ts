@@ -1,8 +1,13 @@
-import { createReadStream } from 'node:fs'
 import type { Content, SendOptions, SendResult } from '@agentmsg/client/node'
-import { PROFILE } from '@agentmsg/core'
 import { onAgent } from './agent-ops.js'
-import { command, inputError, networkFlags, relayFlags, usageError } from './command.js'
+import {
+  command,
+  MAX_JSON_FILE_BYTES as MAX_JSON,
+  networkFlags,
+  readJsonFile,
+  relayFlags,
+  usageError,
+} from './command.js'
 
 const SEND_HELP = `usage: agentmsg send --dir D --to ID (--text T | --json FILE) [--relay URL ...]
                      [--conversation C] [--route auto|direct|relay] [--seal | --plaintext]
@@ -29,9 +34,6 @@ example:
 
 /** A JSON value, as a data part carries it. */
 type JsonValue = Extract<Exclude<Content, string>['parts'][number], { type: 'data' }>['data']
-
-/** The largest `--json` file read: a bigger one cannot fit a message (PROFILE §6). */
-const MAX_JSON_FILE_BYTES = PROFILE.maxMessageBytes
 
 const usage = (message: string) => usageError('send', message)
 
@@ -62,8 +64,11 @@ export const runSendCommand = command(SEND_HELP, SEND_FLAGS, async ({ values }) 
   if (values.seal && values.plaintext)
     throw usage('--seal and --plaintext contradict each other: pass one')
   if (format !== 'text' && format !== 'json') throw usage(`--format ${format}: use text or json`)
-  const content: Content =
-    text ?? ({ parts: [{ type: 'data', data: await readJsonFile(json!) }] } as const)
+  const content: Content = text ?? {
+    parts: [
+      { type: 'data', data: (await readJsonFile(`--json ${json}`, json!, MAX_JSON)) as JsonValue },
+    ],
+  }
   const relays = relayFlags('send', values.relay)
   const options: SendOptions = {
     route,
@@ -79,29 +84,6 @@ export const runSendCommand = command(SEND_HELP, SEND_FLAGS, async ({ values }) 
   process.stdout.write(`${format === 'json' ? asJson(r) : asText(r, dir)}\n`)
   return 0
 })
-
-/**
- * The one JSON value in `file`: read up to the cap (a FIFO or a device has no size to check
- * first), strict UTF-8, parsed as a whole.
- */
-async function readJsonFile(file: string): Promise<JsonValue> {
-  const chunks: Buffer[] = []
-  try {
-    for await (const chunk of createReadStream(file, { end: MAX_JSON_FILE_BYTES })) {
-      chunks.push(chunk as Buffer)
-    }
-  } catch (e) {
-    throw inputError(`--json ${file}: ${(e as Error).message}`)
-  }
-  const bytes = Buffer.concat(chunks)
-  if (bytes.length > MAX_JSON_FILE_BYTES)
-    throw inputError(`--json ${file}: over ${MAX_JSON_FILE_BYTES} bytes (what a message holds)`)
-  try {
-    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as JsonValue
-  } catch (e) {
-    throw inputError(`--json ${file}: not JSON (${(e as Error).message})`)
-  }
-}
 
 function asText(r: SendResult, dir: string): string {
   const via = r.route === 'relay' ? `via relay ${r.relayUrl ?? '(unknown)'}` : 'direct'

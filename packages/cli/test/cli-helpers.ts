@@ -34,10 +34,14 @@ export const cliBuilt = () => FROM_SOURCE || existsSync(CLI)
 // The dev CA lives in $AGENTMSG_HOME: the test runners set a temporary one (test/setup/).
 if (!process.env.AGENTMSG_HOME) throw new Error('AGENTMSG_HOME is not set (test/setup/ sets it)')
 
-/** Spawn `agentmsg <args>` with `env` added to the environment. */
-export function spawnCli(args: string[], env: Record<string, string> = {}): ChildProcess {
+/** Spawn `agentmsg <args>` with `env` added to the environment (stdin piped with `stdin`). */
+export function spawnCli(
+  args: string[],
+  env: Record<string, string> = {},
+  stdin: 'ignore' | 'pipe' = 'ignore',
+): ChildProcess {
   return spawn(process.execPath, [...CLI_ARGS, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [stdin, 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   })
 }
@@ -48,9 +52,15 @@ export interface RunResult {
   stderr: string
 }
 
-export function run(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
+/** Run `agentmsg <args>` to its end; `input`, when given, is its stdin. */
+export function run(
+  args: string[],
+  env: Record<string, string> = {},
+  input?: string,
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawnCli(args, env)
+    const child = spawnCli(args, env, input === undefined ? 'ignore' : 'pipe')
+    child.stdin?.end(input)
     let stdout = ''
     let stderr = ''
     child.stdout!.on('data', (d) => (stdout += d))

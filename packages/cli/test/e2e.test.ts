@@ -246,6 +246,17 @@ describe('agentmsg end to end', () => {
     await stop(p)
   })
 
+  it('listen --json: controls JSON leaves raw (C1, bidirectional overrides) escaped, same value', async () => {
+    const p = await listen()
+    const text = 'c1 \u009b2J bidi \u202eevil'
+    const id = await bobSends(text)
+    const got = await eventually(() => p.messages().find((m) => m.message.message_id === id))
+    expect(got.message.body.parts).toEqual([{ type: 'text', text }])
+    expect(p.stdout()).toContain('c1 \\u009b2J bidi \\u202eevil')
+    for (const raw of ['\u009b', '\u202e']) expect(p.stdout()).not.toContain(raw)
+    await stop(p)
+  })
+
   it('a listen whose stdout closes ends (exit 0); the message it could not print comes again', async () => {
     const p = await listen()
     const first = await bobSends('before the reader left')

@@ -1,9 +1,13 @@
 /**
  * Every error path of the CLI, in real processes: exactly one line on stderr,
  * `agentmsg: <code>: <message>`, nothing on stdout, no stack trace, and the documented exit code
- * (2: usage or input error, nothing done; 1: the command failed).
+ * (2: usage or input error, nothing done; 1: the command failed). Files a user names are read as
+ * regular files only, up to a cap, never quoted; an introduction token stays off argv (`ps`).
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+
+import { execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -15,6 +19,7 @@ let dir: string
 let didKey: string
 let didKeyId: string
 let notPem: string
+let secrets: string
 const missing = () => path.join(dir, 'missing.pem')
 
 /** `agentmsg args` fails with `code` and `exit`, one stderr line; the line. */
@@ -34,6 +39,8 @@ beforeAll(async () => {
   didKeyId = JSON.parse(r.stdout).agent_id
   notPem = path.join(dir, 'not.pem')
   await writeFile(notPem, 'hello\n')
+  secrets = path.join(dir, 'secrets.env')
+  await writeFile(secrets, 'password=hunter2-very-secret\napi_key=sk-live-0123\n')
 })
 
 afterAll(async () => {
@@ -106,13 +113,100 @@ describe('input errors exit 2', () => {
   it('contacts pin with a bad key and introduce with a bad token (never echoed)', async () => {
     await fails(['contacts', '--dir', didKey, 'pin', didKeyId, 'not-a-key'], 'invalid_input', 2)
     const token = 'secret-token-that-is-too-short'
-    const line = await fails(['contacts', '--dir', didKey, 'introduce', token], 'invalid_input', 2)
+    const introduce = ['contacts', '--dir', didKey, 'introduce', token, '--token-on-argv']
+    const line = await fails(introduce, 'invalid_input', 2)
     expect(line).not.toContain(token)
   })
 
   it('rotate on a did:key: cannot rotate, make a new identity', async () => {
     const line = await fails(['rotate', '--dir', didKey], 'not_rotatable', 2)
     expect(line).toMatch(/did:key.*agentmsg init/)
+  })
+})
+
+describe('files the user names: regular files only, capped, never quoted', () => {
+  const send = (...flags: string[]) => ['send', '--dir', didKey, '--to', didKeyId, ...flags]
+  const relay = (...flags: string[]) => ['relay', '--data', path.join(dir, 'relay'), ...flags]
+
+  it('send --json on a FIFO fails at once, never waiting for a writer', async () => {
+    const fifo = path.join(dir, 'fifo')
+    execFileSync('mkfifo', [fifo])
+    expect(await fails(send('--json', fifo), 'invalid_input', 2)).toBe(
+      `agentmsg: invalid_input: --json ${fifo}: not a regular file (a FIFO, device or directory) — pass a file`,
+    )
+  })
+
+  it('/dev/zero as --config, --ca or --tls-key is refused before any read', async () => {
+    const notFile = '/dev/zero: not a regular file'
+    const refused = (args: string[]) => fails(args, 'invalid_input', 2)
+    expect(await refused(relay('--dev-tls', '--config', '/dev/zero'))).toContain(
+      `--config ${notFile}`,
+    )
+    expect(await refused(relay('--dev-tls', '--ca', '/dev/zero'))).toContain(`--ca ${notFile}`)
+    expect(await refused(send('--text', 'x', '--ca', '/dev/zero'))).toContain(`--ca ${notFile}`)
+    // The certificate is read first: one that passes, so the key is read next.
+    const cert = path.join(dir, 'cert.pem')
+    await writeFile(cert, '-----BEGIN CERTIFICATE-----\n')
+    const tls = relay('--tls-cert', cert, '--tls-key', '/dev/zero')
+    expect(await refused(tls)).toContain(`--tls-key ${notFile}`)
+  })
+
+  it('a file over the cap is refused after reading one byte past it, whatever its size', async () => {
+    // Sparse: 4 GiB no one could read whole, and never read whole here.
+    const huge = path.join(dir, 'huge.json')
+    await writeFile(huge, '')
+    await truncate(huge, 4 * 1024 ** 3)
+    expect(await fails(relay('--dev-tls', '--config', huge), 'invalid_input', 2)).toBe(
+      `agentmsg: invalid_input: --config ${huge}: larger than 65536 bytes`,
+    )
+    expect(await fails(send('--json', huge), 'invalid_input', 2)).toBe(
+      `agentmsg: invalid_input: --json ${huge}: larger than 1048576 bytes`,
+    )
+  })
+
+  it('a file that is not JSON (or PEM) is said to be so, its content never quoted', async () => {
+    for (const args of [send('--json', secrets), relay('--dev-tls', '--config', secrets)]) {
+      const line = await fails(args, 'invalid_input', 2)
+      expect(line).toMatch(/: is not JSON( \(at position \d+\))?$/)
+      for (const part of ['password', 'hunter2', 'api_key', 'sk-live', '"p', "'p'"])
+        expect(line).not.toContain(part)
+    }
+    const ca = await fails(relay('--dev-tls', '--ca', secrets), 'invalid_input', 2)
+    expect(ca).not.toContain('hunter2')
+  })
+})
+
+describe('contacts introduce keeps the token off the command line', () => {
+  const introduce = (...flags: string[]) => ['contacts', '--dir', didKey, 'introduce', ...flags]
+  const token = () => randomBytes(32).toString('base64url')
+  const holding = /^holding introduction intro-\S+ for the first sender/
+
+  it('a token on argv is refused (usage) and never echoed; --token-on-argv takes it', async () => {
+    const secret = token()
+    const line = await fails(introduce(secret), 'usage', 2)
+    expect(line).toContain('visible to other users (ps)')
+    expect(line).toContain('--token-file')
+    expect(line).not.toContain(secret)
+    expect(await fails(introduce(), 'usage', 2)).toContain('needs --token-file F')
+    const r = await run(introduce(secret, '--token-on-argv'))
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(holding)
+    expect(r.stdout).not.toContain(secret)
+  })
+
+  it('reads the token from --token-file F, or from stdin with --token-file -', async () => {
+    const file = path.join(dir, 'token')
+    await writeFile(file, `${token()}\n`, { mode: 0o600 })
+    const agent = 'https://127.0.0.1:8444'
+    const fromFile = await run(introduce('--token-file', file, '--agent', agent))
+    expect(fromFile.code, fromFile.stderr).toBe(0)
+    expect(fromFile.stdout).toMatch(new RegExp(`^holding introduction intro-\\S+ for ${agent}\\n$`))
+    const fromStdin = await run(introduce('--token-file', '-'), {}, `${token()}\n`)
+    expect(fromStdin.code, fromStdin.stderr).toBe(0)
+    expect(fromStdin.stdout).toMatch(holding)
+    // A file that holds no token is refused, and not echoed.
+    const line = await fails(introduce('--token-file', secrets), 'invalid_input', 2)
+    expect(line).not.toContain('hunter2')
   })
 })
 

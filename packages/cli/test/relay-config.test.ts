@@ -173,15 +173,13 @@ describe('relay --config', () => {
     expect(read.code).toBe(2)
     expect(read.lines).toHaveLength(1)
     expect(read.lines[0]).toMatch(
-      new RegExp(`^agentmsg: invalid_config: ${missing}: cannot be read: ENOENT`),
+      new RegExp(`^agentmsg: invalid_input: --config ${missing}: cannot be read: ENOENT`),
     )
     const notJson = await configFile('{"limits": ')
     const parsed = await run('--config', notJson)
     expect(parsed.code).toBe(2)
     expect(parsed.lines).toHaveLength(1)
-    expect(parsed.lines[0]).toMatch(
-      new RegExp(`^agentmsg: invalid_config: ${notJson}: is not JSON: `),
-    )
+    expect(parsed.lines).toEqual([`agentmsg: invalid_input: --config ${notJson}: is not JSON`])
     const array = await run('--config', await configFile([1, 2]))
     expect(array.lines).toEqual([expect.stringMatching(/: must be a JSON object$/)])
   })

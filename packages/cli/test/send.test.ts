@@ -298,7 +298,7 @@ describe('agentmsg send errors: one line, a documented exit code', () => {
     await writeFile(huge, JSON.stringify('x'.repeat(1_048_576)))
     const tooBig = await send(['--to', carolId, '--json', huge])
     expect(tooBig.code).toBe(2)
-    expect(expectOneErrorLine(tooBig, 'invalid_input')).toMatch(/over 1048576 bytes/)
+    expect(expectOneErrorLine(tooBig, 'invalid_input')).toMatch(/larger than 1048576 bytes/)
   })
 
   it('an unreachable relay and a directory without identity exit 1', async () => {

@@ -4,7 +4,10 @@ import { request } from 'node:https'
 import { createServer, type Server } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { createAddressPolicy, createNodeAgent } from '@agentmsg/client/node'
 import { afterEach, describe, expect, it } from 'vitest'
+// @ts-expect-error: a plain ESM module of the demo, no declarations
+import { localNetwork } from '../../../demo/node/network.mjs'
 
 // `npm start` is scripts/start.mjs: the incremental build, then a relay on SQLite serving the
 // browser demo at /demo/ plus the terminal demo. Run it the same way, on the built packages
@@ -201,4 +204,83 @@ describe('the demo page on the relay origin', () => {
     expect(relay.status).toBeGreaterThanOrEqual(400)
     expect(JSON.parse(relay.body)).toMatchObject({ status: 'error' })
   }, 60_000)
+})
+
+/** A plain TCP listener on loopback that counts the connections it gets. */
+async function countingListener() {
+  let connections = 0
+  const server = createServer((socket) => {
+    connections++
+    socket.destroy()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `https://127.0.0.1:${(server.address() as { port: number }).port}`,
+    connections: () => connections,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  }
+}
+
+describe('Echo and strangers', () => {
+  it('a stranger’s escape sequences are logged escaped; its from.relays are never dialled, the answer goes through the demo relay', async () => {
+    const port = await freePort()
+    const s = start({ PORT: String(port) })
+    const [, echoId] = await s.waitFor(/Echo answers every message: (\S+)\n/)
+    const [, caFile] = await s.waitFor(/trust once\s+(\S+)\n/)
+    const ca = await readFile(caFile!, 'utf8')
+    const relayUrl = `https://127.0.0.1:${port}`
+    // The stranger names a loopback port of its choosing first as where it can be reached. It
+    // listens on the demo relay as a twin with the same key, which never connects to the trap.
+    const trap = await countingListener()
+    const network = { ca, addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }) }
+    const identity = { seed: crypto.getRandomValues(new Uint8Array(32)) }
+    const inbox = await createNodeAgent({ identity, relays: [relayUrl], ...network })
+    const stranger = await createNodeAgent({
+      identity,
+      relays: [trap.url, relayUrl],
+      sendOnly: true,
+      ...network,
+    })
+    const answers = inbox.messages()[Symbol.asyncIterator]()
+    try {
+      const text = 'hi \x1b]0;pwned\x07 \x1b[2J\x9b31m there'
+      await stranger.send(echoId!, text, { relays: [relayUrl] })
+      const [line, via] = await s.waitFor(/echo: (?:"hi .*answered via (\S+)|could not answer.*)\n/)
+      expect(via, line).toBe(relayUrl)
+      expect(trap.connections()).toBe(0)
+      expect(line).toContain('hi \\u001b]0;pwned\\u0007 \\u001b[2J\\u009b31m there')
+      for (const raw of ['\x1b', '\x07', '\x9b']) expect(s.out.stdout).not.toContain(raw)
+      const { value: answer } = await answers.next()
+      expect([answer.from, answer.text, answer.transport]).toEqual([
+        echoId,
+        `echo: ${text}`,
+        'relay',
+      ])
+    } finally {
+      await stranger.close()
+      await inbox.close()
+      await trap.close()
+    }
+  }, 60_000)
+
+  it('the demo agents’ network connects to the demo relay only, whatever else is on loopback', async () => {
+    const trap = await countingListener()
+    try {
+      const network = localNetwork('https://127.0.0.1:9', '')
+      for (const f of [network.fetch, network.streamFetch]) {
+        await expect(f(`${trap.url}/relay/publish`, { method: 'POST' })).rejects.toThrow(
+          /connect to https:\/\/127\.0\.0\.1:9 only, not https:\/\/127\.0\.0\.1:\d+/,
+        )
+      }
+      expect(await network.resolveIdentity(`${trap.url}/agents/x`)).toMatchObject({
+        status: 'unavailable',
+      })
+      expect(() => new network.WebSocket(`${trap.url.replace('https', 'wss')}/relay/ws`)).toThrow(
+        /connect to https:\/\/127\.0\.0\.1:9 only/,
+      )
+      expect(trap.connections()).toBe(0)
+    } finally {
+      await trap.close()
+    }
+  })
 })

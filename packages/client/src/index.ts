@@ -29,3 +29,4 @@ export type {
   SendResult,
   TransportKind,
 } from './agent/types.js'
+export { safeText } from './safe-text.js'

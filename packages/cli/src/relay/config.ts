@@ -1,5 +1,5 @@
 /** `agentmsg relay --config FILE`: every unknown key and bad value is one problem. */
-import { readFile } from 'node:fs/promises'
+import { MAX_SMALL_FILE_BYTES, readJsonFile } from '../command.js'
 import { check, SETTINGS, type Setting } from './settings.js'
 
 /** A config file that cannot be used: one problem per line, `<path>: <what is wrong>`. */
@@ -57,17 +57,7 @@ export function relayConfigFrom(file: string, json: unknown): Record<string, unk
   return config
 }
 
-/** Read and check a config file (JSON, at most 1 MiB). */
+/** Read and check a config file (JSON, at most 64 KiB; exit 2 when it cannot be used). */
 export async function loadRelayConfig(file: string): Promise<Record<string, unknown>> {
-  const text = await readFile(file, 'utf8').catch((e: Error) => {
-    throw new RelayConfigError(file, [`cannot be read: ${e.message}`])
-  })
-  if (text.length > 1_048_576) throw new RelayConfigError(file, ['is larger than 1 MiB'])
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (e) {
-    throw new RelayConfigError(file, [`is not JSON: ${(e as Error).message}`])
-  }
-  return relayConfigFrom(file, json)
+  return relayConfigFrom(file, await readJsonFile(`--config ${file}`, file, MAX_SMALL_FILE_BYTES))
 }
