@@ -198,13 +198,16 @@ export function createRelayWebSocket(
     handleUpgrade(req, socket, head) {
       const v = req.headers['x-forwarded-for']
       const forwarded = v === undefined ? null : Array.isArray(v) ? v.join(', ') : v
-      const wait = handler.admit(req.socket.remoteAddress, forwarded)
+      const address = req.socket.remoteAddress
+      // A connection already gone has no address: nobody to answer (PROFILE §6 buckets need one).
+      if (address === undefined) return void socket.destroy()
+      const wait = handler.admit(address, forwarded)
       if (wait > 0) {
         const head429 = `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${wait}\r\n`
         return void socket.end(`${head429}Content-Length: 0\r\nConnection: close\r\n\r\n`)
       }
       wss.handleUpgrade(req, socket, head, (ws) =>
-        connection(ws, handler.bucketOf(req.socket.remoteAddress, forwarded)),
+        connection(ws, handler.bucketOf(address, forwarded)),
       )
     },
     async close() {
