@@ -178,7 +178,11 @@ describe('files the user names: regular files only, capped, never quoted', () =>
 
 describe('contacts introduce keeps the token off the command line', () => {
   const introduce = (...flags: string[]) => ['contacts', '--dir', didKey, 'introduce', ...flags]
-  const token = () => randomBytes(32).toString('base64url')
+  // A token passed on argv must not start with '-' (it would be read as a flag: one in 64 do).
+  const token = (): string => {
+    const t = randomBytes(32).toString('base64url')
+    return t.startsWith('-') ? token() : t
+  }
   const holding = /^holding introduction intro-\S+ for the first sender/
 
   it('a token on argv is refused (usage) and never echoed; --token-on-argv takes it', async () => {
