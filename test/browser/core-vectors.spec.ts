@@ -6,7 +6,7 @@ import { expect, type Page, test } from '@playwright/test'
 import type { CoreVectorResults, VectorCheckResult } from './entries/core-vectors.js'
 import { runEntry } from './harness.js'
 
-// Published case counts (shared/vectors/README.md): a check that silently skipped cases would
+// Published case counts (test/vectors/README.md): a check that silently skipped cases would
 // otherwise pass.
 const PUBLISHED_TOTALS: Record<string, number> = {
   'ed25519-rfc8032-7.1.json': 5,

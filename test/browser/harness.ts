@@ -7,7 +7,7 @@
  *   `src`), and `#…` platform imports pick their browser files.
  * - The page lives at `https://agentmsg.test/`: an https origin is a secure context, so
  *   `crypto.subtle` exists. Every other origin is refused and recorded as a failure.
- * - Published vectors are served read-only from `../shared/vectors` (beside the repository) at
+ * - Published vectors are served read-only from `test/vectors` at
  *   `/vectors/<file>`, so entries `fetch()` them instead of inlining half a megabyte of data.
  * - An entry publishes its results with `publishResults()` (`entries/_page.ts`); `runEntry`
  *   waits for them, and fails on any page error, console error or refused request.
@@ -19,7 +19,7 @@ import type { Page, Route } from '@playwright/test'
 import { type BuildOptions, build, type Metafile } from 'esbuild'
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-export const vectorsDir = path.resolve(repoRoot, '../shared/vectors')
+export const vectorsDir = path.resolve(repoRoot, 'test/vectors')
 export const ORIGIN = 'https://agentmsg.test'
 
 const entriesDir = path.join(repoRoot, 'test/browser/entries')

@@ -3,7 +3,7 @@
  * packages as each runtime resolves them: which platform files the package conditions chose,
  * the published vectors (RFC 8032 and Wycheproof Ed25519 on every provider the runtime can
  * use, RFC 8785, did:key) and a sign/verify round trip. Web APIs only; the vector files are read
- * in place from ../shared/vectors by the runtime's `loadVector`.
+ * in place from test/vectors by the runtime's `loadVector`.
  */
 import * as core from '@agentmsg/core'
 import { loadNobleCryptoProvider } from '@agentmsg/core'
@@ -20,7 +20,7 @@ import {
 } from '../../.tmp/runtimes/vector-checks.mjs'
 import { conditions } from './conditions/probe.mjs'
 
-// Published case counts (shared/vectors/README.md): a check that skipped cases must fail.
+// Published case counts (test/vectors/README.md): a check that skipped cases must fail.
 const PUBLISHED = {
   'ed25519-rfc8032-7.1.json': 5,
   'wycheproof-ed25519_test.json': 151,

@@ -14,7 +14,7 @@ import { build } from 'esbuild'
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url))
 export const here = path.join(repoRoot, 'test/runtimes')
-export const vectorsDir = path.resolve(repoRoot, '../shared/vectors')
+export const vectorsDir = path.resolve(repoRoot, 'test/vectors')
 
 /** How long a runtime may take to start listening. */
 const START_MS = 30_000

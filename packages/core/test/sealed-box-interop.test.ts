@@ -163,7 +163,7 @@ describe('sealed box refusals (PROFILE §8)', () => {
   })
 })
 
-describe('published vectors (../shared/vectors)', () => {
+describe('published vectors (test/vectors)', () => {
   it('sealed-box-pynacl.json and ed25519-to-x25519-*.json all pass', () => {
     const results = checkSealedBoxVectors(
       { cryptoBoxSeal, cryptoBoxSealOpen, ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey },

@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 /**
- * Published test vectors live beside the repository, at `../shared/vectors` from its root
- * (never copied into the repo). Tests read them from there.
+ * Published test vectors, copied unchanged into `test/vectors` with their provenance
+ * (test/vectors/README.md: source, licence, how each file was obtained).
  */
-export const VECTORS_DIR = fileURLToPath(new URL('../../../../shared/vectors/', import.meta.url))
+export const VECTORS_DIR = fileURLToPath(new URL('../../../test/vectors/', import.meta.url))
 
 /** Read a vector file as text. */
 export function readVectorText(name: string): string {

@@ -13,7 +13,7 @@ export function publishResults<T>(checks: () => Promise<T>): void {
   globalThis.__agentmsgResults = checks()
 }
 
-/** Fetch a published vector file served by the harness from `../shared/vectors`. */
+/** Fetch a published vector file served by the harness from `test/vectors`. */
 export async function fetchVector(name: string): Promise<Response> {
   const res = await fetch(`/vectors/${name}`)
   if (!res.ok) throw new Error(`vector ${name}: HTTP ${res.status}`)

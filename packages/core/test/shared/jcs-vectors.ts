@@ -1,7 +1,7 @@
 /**
  * RFC 8785 vector checks that run anywhere: under vitest on Node and, bundled, in Chromium
  * against the built package. No file access here; the runner loads the three files of
- * `shared/vectors` (README §2) and passes their contents in.
+ * `test/vectors` (README §2) and passes their contents in.
  */
 
 /** The vector files' contents, as loaded by the runner. */

@@ -1,7 +1,7 @@
 /**
  * Sealed-box and Ed25519 → X25519 known-answer checks (PROFILE §8), runtime-agnostic (no `node:`
  * imports), shared by the Node and browser suites. The functions under test and the parsed
- * vector files (../shared/vectors, never copied) are passed in.
+ * vector files (test/vectors) are passed in.
  */
 import type { VectorCheckResult } from './ed25519-vectors.js'
 
