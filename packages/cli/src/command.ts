@@ -10,6 +10,7 @@ import { constants } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { createAddressPolicy, type NodeAgentOptions, safeText } from '@agentmsg/client/node'
+import { PROFILE } from '@agentmsg/core'
 
 /** A failure a command reports as one line, with its exit code. */
 export class CliError extends Error {
@@ -160,7 +161,7 @@ export const safeJson = (value: unknown): string => safeText(JSON.stringify(valu
 /** Caps of the files a user names: a PEM file or a config is a few KiB (the system roots are
  * always trusted, so no system bundle is passed); JSON input is at most what a message holds. */
 export const MAX_SMALL_FILE_BYTES = 64 * 1024
-export const MAX_JSON_FILE_BYTES = 1024 * 1024
+export const MAX_JSON_FILE_BYTES = PROFILE.maxMessageBytes
 
 /**
  * The text of a file the user named (`label`: its flag and name, for errors): a regular file

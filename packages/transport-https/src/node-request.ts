@@ -225,9 +225,10 @@ export async function writeAnswer(
   reader.closed.catch(cut)
   try {
     for (;;) {
+      // The error itself is handled by `cut` above.
       const { done, value } = await reader
         .read()
-        .catch(() => (cut(), { done: true as const, value: undefined }))
+        .catch(() => ({ done: true as const, value: undefined }))
       if (done || res.destroyed) break
       if (!res.write(value) && !res.destroyed) {
         // Both listeners go once either fires: a long stream (SSE) waits for drain many times.

@@ -33,17 +33,25 @@ export interface RelayContext extends FeedContext {
  * Each request's client-address buckets: for rates and the nonce memory's share (PROFILE §6),
  * and the one stored bytes are charged to (§9, IPv6 per /48).
  */
-const buckets = new WeakMap<Request, { rate: string | undefined; storage: string | undefined }>()
+const buckets = new WeakMap<
+  Request,
+  { rate: string | undefined; storage: () => string | undefined }
+>()
 
-export function setRequestBucket(request: Request, rate?: string, storage?: string): void {
+/** `storage` is worked out only when asked for: publishes alone are charged. */
+export function setRequestBucket(
+  request: Request,
+  rate: string | undefined,
+  storage: () => string | undefined,
+): void {
   buckets.set(request, { rate, storage })
 }
 
-export const storageBucketOf = (request: Request) => buckets.get(request)?.storage
+export const storageBucketOf = (request: Request) => buckets.get(request)?.storage()
 /** The client-address bucket of `request`; undefined while per-address limiting is off. */
 export const requestBucket = (request: Request) => buckets.get(request)?.rate
 
-/** 429 for a stream or subscription beyond the per-agent cap (PROFILE §9). */
+/** 429 for a subscription beyond the per-agent cap (PROFILE §9; streams: streams.ts). */
 export const overCap = (what: string, max: number, retryAfter: number) =>
   errorReply('rate_limited', `at most ${max} ${what} per agent; retry later`, { retryAfter })
 

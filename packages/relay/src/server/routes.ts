@@ -81,7 +81,7 @@ export async function dispatch(
     const message = `too many requests from this address; retry in ${wait} s`
     return early(errorReply('rate_limited', message, { retryAfter: wait }))
   }
-  setRequestBucket(request, bucket, limits.storageBucket(address, forwardedFor))
+  setRequestBucket(request, bucket, () => limits.storageBucket(address, forwardedFor))
   const run = () => endpoints[name](request, url, id, trace)
   if (request.body === null) return run()
   // A read slot, ended as soon as the endpoint has read or discarded the body (or answered).
