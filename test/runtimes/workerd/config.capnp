@@ -6,7 +6,7 @@ using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "main", worker = .matrixWorker),
-    # ../shared/vectors, read in place: --directory-path vectors=<dir>.
+    # test/vectors, read in place: --directory-path vectors=<dir>.
     (name = "vectors", disk = (writable = false)),
     # fetch() and WebSocket reach the Node side on loopback only, trusting the run's dev CA.
     (name = "loopback", network = (
