@@ -6,6 +6,8 @@
  */
 export { createRelayHandler } from './server/handler.js'
 export { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
+// The WebSocket endpoint for a relay handler mounted in a server of the application's own.
+export { createRelayWebSocket } from './server/ws.js'
 export {
   RELAY_LOG_LEVELS,
   type RelayHandlerOptions,
