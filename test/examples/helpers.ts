@@ -17,7 +17,7 @@ import {
   generateKeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { createDevCertificate, type DevCertificate } from '@agentmsg/dev-tls'
+import { createDevCertificate, type DevCertificate, loadDevCa } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 
 export interface ExampleEnv {
@@ -28,7 +28,9 @@ export interface ExampleEnv {
 }
 
 export async function exampleEnv(): Promise<ExampleEnv> {
-  const tls = await createDevCertificate()
+  // The machine's development CA ($AGENTMSG_HOME, a temporary one in tests): a server the test
+  // starts as a process of its own issues its certificate from it too.
+  const tls = await createDevCertificate({ ca: await loadDevCa() })
   const addressPolicy = createAddressPolicy({ allow: ['127.0.0.1'] })
   return { tls, addressPolicy, fetch: createNodeFetch({ ca: tls.ca, addressPolicy }) }
 }

@@ -9,7 +9,7 @@ import { once } from 'node:events'
 import { createServer } from 'node:https'
 import { fileURLToPath } from 'node:url'
 import { type AddressPolicy, createNodeAgent, safeText } from '@agentmsg/client/node'
-import { createDevCertificate } from '@agentmsg/dev-tls'
+import { createDevCertificate, loadDevCa } from '@agentmsg/dev-tls'
 import {
   getRequestListener,
   httpsTransport,
@@ -41,9 +41,7 @@ export async function startServer(options: ServerOptions) {
   const agent = await createNodeAgent({
     identity: { agentId: agentUrl },
     ...network,
-    transports: [
-      httpsTransport({ ...network, webInbox: { basePath, mount: (h) => (inbox = h) } }),
-    ],
+    transports: [httpsTransport({ ...network, webInbox: { basePath, mount: (h) => (inbox = h) } })],
   })
 
   const app = express()
@@ -68,10 +66,14 @@ export async function startServer(options: ServerOptions) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  // A certificate from this machine's development CA, which clients trust by its file.
+  const ca = await loadDevCa()
   const { agent } = await startServer({
     port: Number(process.env.PORT ?? 8450),
-    tls: await createDevCertificate(),
+    tls: await createDevCertificate({ ca }),
   })
-  agent.on('message', (m) => console.log(`message ${m.level} ${safeText(m.from)}: ${safeText(m.text)}`))
-  console.log(`${agent.id} is listening`)
+  agent.on('message', (m) =>
+    console.log(`message ${m.level} ${safeText(m.from)}: ${safeText(m.text)}`),
+  )
+  console.log(`${agent.id} is listening; clients trust ${ca.certFile}`)
 }

@@ -6,8 +6,6 @@
  */
 export { createRelayHandler } from './server/handler.js'
 export { type RelayServer, type ServeRelayOptions, serveRelay } from './server/serve.js'
-// The WebSocket endpoint for a relay handler mounted in a server of the application's own.
-export { createRelayWebSocket } from './server/ws.js'
 export {
   RELAY_LOG_LEVELS,
   type RelayHandlerOptions,
@@ -15,6 +13,8 @@ export {
   type RelayObserver,
   type RelayServerHandler,
 } from './server/types.js'
+// The WebSocket endpoint for a relay handler mounted in a server of the application's own.
+export { createRelayWebSocket } from './server/ws.js'
 export type { RelayQuota } from './store/common.js'
 export { type MemoryRelayStore, memoryRelayStore } from './store/memory.js'
 export {
