@@ -34,5 +34,6 @@ createServer(options, (req, res) => {
   req.headers['x-forwarded-for'] = req.socket.remoteAddress
   handle(req, res)
 }).listen(port, host, () => {
-  console.log(`https://${host}:${port}/agents/bob is listening`)
+  const origin = process.env.PUBLIC_ORIGIN ?? `https://${host}:${port}`
+  console.log(`${origin}/agents/bob is listening`)
 })

@@ -8,7 +8,8 @@ import { httpsTransport, type InboxHandler } from '@agentmsg/transport-https/nod
 
 /** Where app/agents/bob/[...agentmsg]/route.ts serves him. */
 const BASE_PATH = '/agents/bob'
-const origin = process.env.PUBLIC_ORIGIN ?? `https://127.0.0.1:${process.env.PORT ?? 8453}`
+const { PUBLIC_ORIGIN, HOST = '127.0.0.1', PORT = '8453' } = process.env
+const origin = PUBLIC_ORIGIN ?? `https://${HOST}:${PORT}`
 
 async function start(): Promise<InboxHandler> {
   let inbox: InboxHandler | undefined
