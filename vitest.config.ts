@@ -39,6 +39,7 @@ export default defineConfig({
             'packages/*/test/**/*.test.ts',
             'test/tooling/**/*.test.ts',
             'test/docs/**/*.test.ts',
+            'test/examples/**/*.test.ts',
           ],
         },
       },

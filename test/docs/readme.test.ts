@@ -47,6 +47,11 @@ const PRINTS: Record<string, string[]> = {
   'packages/transport-https/README.md#0': [
     'true',
     '3 false {"parts":[{"text":"hi bob","type":"text"}]}',
+    '202 202 202 202',
+    '3 {"parts":[{"text":"via express","type":"text"}]}',
+    '3 {"parts":[{"text":"via fastify","type":"text"}]}',
+    '3 {"parts":[{"text":"via hono","type":"text"}]}',
+    '3 {"parts":[{"text":"via next","type":"text"}]}',
   ],
   'packages/transport-relay/README.md#0': ['true', 'true'],
   'packages/relay/README.md#0': ['true', '401 true'],

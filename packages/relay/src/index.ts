@@ -13,6 +13,8 @@ export {
   type RelayObserver,
   type RelayServerHandler,
 } from './server/types.js'
+// The WebSocket endpoint for a relay handler mounted in a server of the application's own.
+export { createRelayWebSocket } from './server/ws.js'
 export type { RelayQuota } from './store/common.js'
 export { type MemoryRelayStore, memoryRelayStore } from './store/memory.js'
 export {

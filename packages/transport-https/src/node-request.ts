@@ -176,7 +176,9 @@ function urlOf(req: IncomingMessage, scheme: string): string {
     origin = new URL(key).origin
     if (origins.size < 64) origins.set(key, origin)
   }
-  const target = req.url ?? '/'
+  // Express's `app.use(path, …)` strips the mount path from `req.url`; the handler routes on
+  // the whole path (its `basePath`), which Express keeps as `originalUrl`.
+  const target = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/'
   if (PLAIN.test(target) && !DOT_SEGMENT.test(target)) return origin + target
   return new URL(target, origin).href
 }

@@ -68,10 +68,13 @@ function bodyDeadline(req: IncomingMessage, res: ServerResponse, timeoutMs: numb
  * TLS proxy, frameworks); `clientAddress` is the socket's. An answer given before the body was
  * all in closes the connection after it, and so does a body late by `bodyTimeoutMs`. Give the
  * server the headers and handshake timeouts too, or use {@link serveHttps}, which does.
+ * In Express it is middleware, mounted before any body parser; in Fastify, an `onRequest` hook
+ * that calls `reply.hijack()` passes it `request.raw, reply.raw` before Fastify parses a body.
  *
  * @example
  * import { createServer } from 'node:https'
  * createServer({ cert, key, minVersion: 'TLSv1.2' }, getRequestListener(inbox)).listen(8443)
+ * // Express: app.use('/agents/bob', getRequestListener(inbox)) // basePath '/agents/bob'
  */
 export function getRequestListener(
   handler: FetchHandler,
@@ -91,6 +94,12 @@ export function getRequestListener(
     // to answer: not an adapter without addresses.
     const address = req.socket.remoteAddress
     if (req.socket.destroyed || address === undefined) return void req.socket.destroy()
+    // A framework's body parser (`express.json()`) that ran first took the bytes the signature
+    // covers: a misconfiguration, reported as one rather than answered as a bad signature.
+    if (req.readableEnded) {
+      onError(new Error('agentmsg: the request body was already read; mount before body parsers'))
+      return fail(res, 500, 'internal_error', 'internal error')
+    }
     bodyDeadline(req, res, bodyTimeoutMs)
     let request: Request
     try {

@@ -84,7 +84,10 @@ function wsSink(ws: WebSocket, stallTimeoutMs: number, slot: StreamSlot): FeedSi
   }
 }
 
-/** The WebSocket endpoint for `handler`. */
+/**
+ * The WebSocket endpoint for `handler`: pass it the server's `upgrade` events for
+ * `{basePath}/relay/ws` (`serveRelay` does; so does an application mounting the handler).
+ */
 export function createRelayWebSocket(
   handler: RelayServerHandler,
   options: RelayWebSocketOptions = {},
