@@ -6,11 +6,15 @@
  * `dist/*.d.ts`, and cannot map `dist/receive.d.ts` back to `src/receive-entry.ts`; each entry's
  * `@agentmsg/source` condition (tsup.config.ts) names its source directly. The packages are read
  * from `packages/*` of the working directory, so a fixture tree gets the same treatment, and
- * every exported declaration of theirs must carry a doc comment (`validation.notDocumented`).
+ * every exported declaration of theirs must carry a doc comment (`validation.notDocumented`),
+ * as must the members of their interfaces and classes. A member of an inline object type
+ * (`tls: { cert; key }`, a return type `{ messageId }`) is described by the comment of the
+ * declaration whose type it is: documenting each would turn every such one-line type into a
+ * block. Those are passed to TypeDoc as `intentionallyNotDocumented`, when that owner has one.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import { Application, Converter, ReflectionKind } from 'typedoc'
+import { Application, Converter, ReflectionKind as Kind } from 'typedoc'
 
 const SOURCE = '@agentmsg/source'
 
@@ -55,11 +59,40 @@ export function load(app) {
   })
   // Name each entry's module by its import path (`@agentmsg/core/receive`), not by its file.
   app.converter.on(Converter.EVENT_CREATE_DECLARATION, (context, reflection) => {
-    if (!reflection.kindOf(ReflectionKind.Module)) return
+    if (!reflection.kindOf(Kind.Module)) return
     const file = context
       .getSymbolFromReflection(reflection)
       ?.declarations?.[0]?.getSourceFile().fileName
     const importPath = file && byFile.get(path.normalize(file))
     if (importPath) reflection.name = importPath
   })
+  app.converter.on(Converter.EVENT_RESOLVE_END, (context) => {
+    const project = context.project
+    const required = new Set(app.options.getValue('packagesRequiringDocumentation'))
+    const covered = project
+      .getReflectionsByKind(Kind.Property | Kind.Method | Kind.Accessor)
+      .filter((r) => r.parent?.kindOf(Kind.TypeLiteral) && !documented(r))
+      .filter((r) => required.has(project.getSymbolIdFromReflection(r)?.packageName))
+      .filter((r) => ownerOf(r) && documented(ownerOf(r)))
+      .map((r) => r.getFriendlyFullName())
+    app.options.setValue('intentionallyNotDocumented', [...new Set(covered)])
+  })
+}
+
+/** A comment on the reflection or on one of its signatures (methods, accessors). */
+const documented = (r) =>
+  r.hasComment() || (r.getNonIndexSignatures?.() ?? []).some((s) => s.hasComment())
+
+/**
+ * The declaration whose inline type holds `member`, past nested type literals and the
+ * undocumented members holding them; none inside a parameter's type (TypeDoc never asks for
+ * those, and would warn about an unused exemption).
+ */
+function ownerOf(member) {
+  const inline = (r) => r.parent?.kindOf(Kind.TypeLiteral) && !documented(r)
+  let r = member.parent
+  while (r?.kindOf(Kind.TypeLiteral) || (r && inline(r))) r = r.parent
+  for (let a = r; a; a = a.parent) if (a.kindOf(Kind.Parameter)) return undefined
+  // A return type's literal hangs off the signature; the method or function carries the comment.
+  return r?.kindOf(Kind.SomeSignature) && !r.hasComment() ? r.parent : r
 }

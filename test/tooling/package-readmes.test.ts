@@ -21,7 +21,8 @@ const markdown = new MarkdownIt({ html: true })
 function linkTargets(text: string): string[] {
   const targets: string[] = []
   const fromHtml = (html: string) => {
-    for (const m of html.matchAll(/\b(?:href|src)\s*=\s*["']([^"']+)["']/gi)) targets.push(m[1])
+    for (const m of html.matchAll(/\b(?:href|src)\s*=\s*["']([^"']+)["']/gi))
+      targets.push(m[1] ?? '')
   }
   const walk = (tokens: Token[]) => {
     for (const t of tokens) {
@@ -45,9 +46,9 @@ function brokenLinks(text: string, pkgDir: string, files: string[]): string[] {
   return linkTargets(text).filter((target) => {
     if (target.startsWith('#')) return false
     const inRepo = REPO_URL.exec(target)
-    if (inRepo) return !existsSync(path.join(root, decodeURIComponent(inRepo[1])))
+    if (inRepo) return !existsSync(path.join(root, decodeURIComponent(inRepo[1] ?? '')))
     if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//')) return false
-    const file = path.resolve(pkgDir, decodeURIComponent(target.split(/[#?]/)[0]))
+    const file = path.resolve(pkgDir, decodeURIComponent(target.replace(/[#?].*$/s, '')))
     const inside = published.some((p) => file === p || file.startsWith(`${p}${path.sep}`))
     return !inside || !existsSync(file)
   })
