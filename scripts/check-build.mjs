@@ -345,28 +345,30 @@ async function packAll() {
 const ATTW_IGNORED = new Set(['node10', 'node16-cjs'])
 const ATTW_CHECKED = ['node16-esm', 'bundler']
 
-function attwProblems(packed) {
-  return checkPackage(packed).then((result) => {
-    // A package without `exports`/`types` (the CLI: a bin only) offers nothing to import.
-    if (!result.types) return { skipped: true, problems: [] }
-    const problems = result.problems.filter((p) =>
-      p.resolutionKind
-        ? !ATTW_IGNORED.has(p.resolutionKind)
-        : ATTW_CHECKED.some((kind) => problemAffectsResolutionKind(p, kind, result)),
-    )
-    return {
-      skipped: false,
-      problems: problems.map(
-        (p) =>
-          `${problemKindInfo[p.kind].title} (${p.kind})${p.entrypoint ? ` at ${p.entrypoint}` : ''}${p.resolutionKind ? ` under ${p.resolutionKind}` : ''}`,
-      ),
-    }
-  })
+async function attwProblems(packed, pkg) {
+  // A package with neither `exports` nor `main` (the CLI: a bin only) offers nothing to import.
+  if (pkg.exports === undefined && pkg.main === undefined) return { skipped: true, problems: [] }
+  const result = await checkPackage(packed)
+  if (!result.types) return { skipped: false, problems: ['no type declarations in the package'] }
+  const problems = result.problems.filter((p) =>
+    p.resolutionKind
+      ? !ATTW_IGNORED.has(p.resolutionKind)
+      : ATTW_CHECKED.some((kind) => problemAffectsResolutionKind(p, kind, result)),
+  )
+  return {
+    skipped: false,
+    problems: problems.map(
+      (p) =>
+        `${problemKindInfo[p.kind].title} (${p.kind})${p.entrypoint ? ` at ${p.entrypoint}` : ''}${p.resolutionKind ? ` under ${p.resolutionKind}` : ''}`,
+    ),
+  }
 }
 
 /**
  * publint and are-the-types-wrong on each package's tarball, so both judge exactly what
- * `npm publish` uploads (src/ and the `@agentmsg/source` condition's targets are not in it).
+ * `npm publish` uploads. src/, where every entry's `@agentmsg/source` condition points, is not
+ * in it: neither tool resolves that condition (attw tries `types`, `import`/`require`, `node`),
+ * so a consumer's resolution never reaches it either.
  */
 async function checkPackages() {
   const started = performance.now()
@@ -383,7 +385,7 @@ async function checkPackages() {
     const errors = messages.filter((m) => m.type === 'error')
     // publint checks `exports` targets but not `imports` ones (`#crypto-default` branches).
     const missing = missingTargets(pkg, packed)
-    const attw = await attwProblems(packed)
+    const attw = await attwProblems(packed, pkg)
     const nErrors = errors.length + missing.length + attw.problems.length
     if (nErrors > 0) failed = true
     console.log(
