@@ -368,7 +368,7 @@ async function attwProblems(packed, pkg) {
  * publint and are-the-types-wrong on each package's tarball, so both judge exactly what
  * `npm publish` uploads. src/, where every entry's `@agentmsg/source` condition points, is not
  * in it: neither tool resolves that condition (attw tries `types`, `import`/`require`, `node`),
- * so a consumer's resolution never reaches it either.
+ * as no consumer does unless its own tooling names it (tsup.config.ts).
  */
 async function checkPackages() {
   const started = performance.now()
