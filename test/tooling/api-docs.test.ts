@@ -1,8 +1,9 @@
 /**
  * `npm run docs` (TypeDoc with typedoc.json) documents every public entry of every published
  * package and fails on an exported declaration without a doc comment. It runs here on the
- * repository, and on a fixture workspace (fixtures/undocumented-export: one package, one
- * undocumented export) given the very same typedoc.json and entry-point plugin.
+ * repository, and on a fixture workspace (fixtures/undocumented-export: one package with an
+ * undocumented export and an undocumented interface member) given the very same typedoc.json
+ * and entry-point plugin.
  */
 import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
