@@ -1,4 +1,11 @@
 #!/usr/bin/env node
+import { execFile } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { builtinModules } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { gzipSync } from 'node:zlib'
 /**
  * Post-build guard, run by `npm run build` after tsup: checks only the built output can answer.
  *
@@ -12,16 +19,15 @@
  *    chunks it loads only in some situations (the sealed box on the first seal or open, …; see
  *    ./bundle-groups.mjs), and fails if a group's code is loaded up front or in normal use. The
  *    table is also written to `.tmp/bundle-sizes.json` for the bench.
- * 3. Run publint on every package; errors fail, warnings and suggestions are printed.
+ * 3. Pack every package (`npm pack`, as publish does) and run publint and are-the-types-wrong on
+ *    each tarball: publint errors and attw problems fail, publint warnings and suggestions are
+ *    printed. attw uses its `esm-only` profile (see ATTW_IGNORED).
  *
  * Add a row to BROWSER_ENTRIES (./browser-entries.mjs) when a package gains a browser-facing
  * entry.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { builtinModules } from 'node:module'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { gzipSync } from 'node:zlib'
+import { checkPackage, createPackageFromTarballData } from '@arethetypeswrong/core'
+import { problemAffectsResolutionKind, problemKindInfo } from '@arethetypeswrong/core/problems'
 import { build } from 'esbuild'
 import { publint } from 'publint'
 import { formatMessage } from 'publint/utils'
@@ -30,6 +36,9 @@ import { groupLazyChunks, lazyTargets, staticClosure } from './bundle-groups.mjs
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const KB = 1024
+const execFileAsync = promisify(execFile)
+/** The condition that points exports and imports at src/ in the repository (tsup.config.ts). */
+const SOURCE_CONDITION = '@agentmsg/source'
 
 const NODE_BUILTINS = new Set(builtinModules)
 
@@ -288,53 +297,115 @@ async function checkSizes() {
   return !failed
 }
 
-/** `imports` file targets (no globs) of the package that are not on disk. */
-function missingTargets(pkgDir) {
-  const pkg = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8'))
+/** `imports` file targets (no globs) of the package that its tarball lacks. */
+function missingTargets(pkg, packed) {
   const targets = []
   const walk = (node, where) => {
     if (typeof node === 'string') {
       if (node.startsWith('./') && !node.includes('*')) targets.push([node, where])
     } else if (node && typeof node === 'object') {
-      for (const [k, v] of Object.entries(node)) walk(v, `${where}[${JSON.stringify(k)}]`)
+      for (const [k, v] of Object.entries(node)) {
+        // The source condition points at src/, which is never published.
+        if (k !== SOURCE_CONDITION) walk(v, `${where}[${JSON.stringify(k)}]`)
+      }
     }
   }
   walk(pkg.imports, 'pkg.imports')
   return targets
-    .filter(([file]) => !existsSync(path.join(pkgDir, file)))
-    .map(([file, where]) => `${where} = ${file}`)
+    .filter(([file]) => !packed.fileExists(`/node_modules/${pkg.name}/${file.slice(2)}`))
+    .map(([file, where]) => `${where} = ${file} is not in the tarball`)
 }
 
-async function checkPublint() {
+/**
+ * Pack every package as `npm publish` would (prepack included) into .tmp/pack. One
+ * `npm pack --workspaces` rather than one npm per package: on a small machine the ten npm
+ * start-ups, not the packing, are the cost.
+ */
+async function packAll() {
+  const dest = path.join(root, '.tmp', 'pack')
+  rmSync(dest, { recursive: true, force: true })
+  mkdirSync(dest, { recursive: true })
+  const { stdout } = await execFileAsync(
+    'npm',
+    ['pack', '--workspaces', '--json', '--loglevel=error', '--pack-destination', dest],
+    { cwd: root, maxBuffer: 64 * 1024 * 1024 },
+  )
+  return JSON.parse(stdout).map((t) => ({
+    name: t.name,
+    tarball: new Uint8Array(readFileSync(path.join(dest, t.filename))),
+  }))
+}
+
+/**
+ * are-the-types-wrong with the `esm-only` profile of its CLI (`attw --profile esm-only`): a
+ * problem counts only if it shows under `node16-esm` or `bundler` resolution. Every package is
+ * ESM only ("type": "module", exports with `types` + `default`/`node`, no `require`), so `require`
+ * from CJS (`node16-cjs`) and the pre-exports `node10` resolution fail by design.
+ */
+const ATTW_IGNORED = new Set(['node10', 'node16-cjs'])
+const ATTW_CHECKED = ['node16-esm', 'bundler']
+
+async function attwProblems(packed, pkg) {
+  // A package with neither `exports` nor `main` (the CLI: a bin only) offers nothing to import.
+  if (pkg.exports === undefined && pkg.main === undefined) return { skipped: true, problems: [] }
+  const result = await checkPackage(packed)
+  if (!result.types) return { skipped: false, problems: ['no type declarations in the package'] }
+  const problems = result.problems.filter((p) =>
+    p.resolutionKind
+      ? !ATTW_IGNORED.has(p.resolutionKind)
+      : ATTW_CHECKED.some((kind) => problemAffectsResolutionKind(p, kind, result)),
+  )
+  return {
+    skipped: false,
+    problems: problems.map(
+      (p) =>
+        `${problemKindInfo[p.kind].title} (${p.kind})${p.entrypoint ? ` at ${p.entrypoint}` : ''}${p.resolutionKind ? ` under ${p.resolutionKind}` : ''}`,
+    ),
+  }
+}
+
+/**
+ * publint and are-the-types-wrong on each package's tarball, so both judge exactly what
+ * `npm publish` uploads. src/, where every entry's `@agentmsg/source` condition points, is not
+ * in it: neither tool resolves that condition (attw tries `types`, `import`/`require`, `node`),
+ * as no consumer does unless its own tooling names it (tsup.config.ts).
+ */
+async function checkPackages() {
+  const started = performance.now()
+  const tarballs = await packAll()
+  const packedMs = performance.now() - started
   let failed = false
-  const dirs = readdirSync(path.join(root, 'packages'), { withFileTypes: true })
-    .filter(
-      (d) => d.isDirectory() && existsSync(path.join(root, 'packages', d.name, 'package.json')),
-    )
-    .map((d) => path.join(root, 'packages', d.name))
-  console.log('\npublint')
-  for (const pkgDir of dirs) {
-    const rel = path.relative(root, pkgDir)
-    const { messages, pkg } = await publint({ pkgDir, level: 'suggestion', pack: 'npm' })
+  console.log('\npublint + are-the-types-wrong (esm-only profile) on the packed tarballs')
+  for (const { name, tarball } of tarballs) {
+    const packed = createPackageFromTarballData(tarball)
+    const { messages, pkg } = await publint({
+      pack: { tarball: tarball.buffer },
+      level: 'suggestion',
+    })
     const errors = messages.filter((m) => m.type === 'error')
     // publint checks `exports` targets but not `imports` ones (`#crypto-default` branches).
-    const missing = missingTargets(pkgDir)
-    const nErrors = errors.length + missing.length
+    const missing = missingTargets(pkg, packed)
+    const attw = await attwProblems(packed, pkg)
+    const nErrors = errors.length + missing.length + attw.problems.length
     if (nErrors > 0) failed = true
     console.log(
-      `  ${nErrors > 0 ? '✗' : '✓'} ${rel}: ${nErrors} error(s), ${messages.length - errors.length} warning(s)/suggestion(s)`,
+      `  ${nErrors > 0 ? '✗' : '✓'} ${name}: ${nErrors} error(s), ${messages.length - errors.length} warning(s)/suggestion(s)${attw.skipped ? ' (attw: no types to check, bin only)' : ''}`,
     )
-    for (const t of missing) console.log(`      error: ${t} does not exist`)
+    for (const t of missing) console.log(`      error: ${t}`)
     for (const m of messages) {
       console.log(`      ${m.type}: ${formatMessage(m, pkg, { color: false }) ?? m.code}`)
     }
+    for (const p of attw.problems) console.log(`      attw: ${p}`)
   }
+  console.log(
+    `  (packed in ${(packedMs / 1000).toFixed(1)} s, checked in ${((performance.now() - started - packedMs) / 1000).toFixed(1)} s)`,
+  )
   return !failed
 }
 
 const sizesOk = await checkSizes()
-const publintOk = await checkPublint()
-if (!sizesOk || !publintOk) {
+const packagesOk = await checkPackages()
+if (!sizesOk || !packagesOk) {
   console.error('\ncheck-build: FAILED (see ✗ above)')
   process.exit(1)
 }

@@ -175,10 +175,12 @@ export class AuthLevelTracker {
     await this.#storage.put(CONTACT + encodeURIComponent(agent), { how, since: this.#now() })
   }
 
+  /** Whether `agent` was marked a known contact. */
   async isKnownContact(agent: string): Promise<boolean> {
     return (await this.knownContact(agent)) !== undefined
   }
 
+  /** How and since when `agent` is a known contact, if it is. */
   async knownContact(agent: string): Promise<KnownContact | undefined> {
     const value = await this.#storage.get(CONTACT + encodeURIComponent(agent))
     if (!isObject(value)) return undefined

@@ -4,6 +4,7 @@ import { invalidFormat } from './errors.js'
 
 const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 
+/** Bytes as base58btc (Bitcoin alphabet), leading zero bytes as `1`s. */
 export function base58btcEncode(bytes: Uint8Array): string {
   let zeros = 0
   while (zeros < bytes.length && bytes[zeros] === 0) zeros++
@@ -28,6 +29,7 @@ export function base58btcEncode(bytes: Uint8Array): string {
   return out
 }
 
+/** base58btc back to bytes; anything off the alphabet is `invalid_format` naming `field`. */
 export function base58btcDecode(text: string, field?: string): Uint8Array {
   let zeros = 0
   while (zeros < text.length && text[zeros] === '1') zeros++

@@ -59,7 +59,7 @@ export class IdentityDocumentCache implements KeyResolver {
     this.#entries = new Lru(options.maxEntries ?? 10_000)
   }
 
-  async document(
+  /** The agent's document, fetched or cached, or why there is none (for now). */ async document(
     agentId: string,
     options?: AbortOptions,
   ): Promise<IdentityDocument | KeyResolution> {
@@ -67,6 +67,7 @@ export class IdentityDocumentCache implements KeyResolver {
     return 'status' in res ? res : (res.entry.document ?? noDocument(res.entry))
   }
 
+  /** The key from the signer's document; an unknown `key_id` refetches it (PROFILE §4). */
   async resolve(lookup: KeyLookup, options?: AbortOptions): Promise<KeyResolution> {
     const refused = nonDocumentLookup(lookup)
     if (refused) return refused
@@ -176,6 +177,7 @@ function findKey(entry: Entry, fragment: string): KeyResolution | undefined {
   }
 }
 
+/** A new {@link IdentityDocumentCache}. */
 export function identityDocumentResolver(
   options: IdentityDocumentResolverOptions,
 ): IdentityDocumentCache {

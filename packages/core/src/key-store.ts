@@ -78,7 +78,7 @@ export class KeyStore implements KeyResolver {
     return dropped
   }
 
-  async keysOf(agent: string): Promise<StoredKey[]> {
+  /** Every key kept for `agent`. */ async keysOf(agent: string): Promise<StoredKey[]> {
     return (await this.#storage.list(keyName(agent, ''))).map(([, v]) => v as unknown as StoredKey)
   }
 
@@ -137,6 +137,7 @@ export class KeyStore implements KeyResolver {
     return run
   }
 
+  /** The kept key a signature names, if any (a {@link KeyResolver}). */
   async resolve(lookup: KeyLookup): Promise<KeyResolution> {
     if (lookup.alg === 'hmac-sha256') {
       const token = await this.#storage.get(SECRET_PREFIX + lookup.fragment)

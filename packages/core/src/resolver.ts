@@ -53,6 +53,7 @@ export type KeyResolution =
 
 /** Finds the key behind a signature's key_id; applications may plug their own in. */
 export interface KeyResolver {
+  /** The key `lookup` names, or why there is none (for now). */
   resolve(lookup: KeyLookup, options?: AbortOptions): Promise<KeyResolution>
 }
 

@@ -31,7 +31,7 @@ export class NonceMemory {
     )
   }
 
-  get size(): number {
+  /** Pairs remembered now. */ get size(): number {
     return this.#entries.size
   }
 

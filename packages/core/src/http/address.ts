@@ -160,7 +160,7 @@ export class AddressSet {
     }
   }
 
-  get size(): number {
+  /** How many addresses and ranges it holds. */ get size(): number {
     return this.#ranges.length
   }
 

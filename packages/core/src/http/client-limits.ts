@@ -11,8 +11,8 @@ import { errorReply, type HttpReply } from './replies.js'
 
 /** One limit: requests refilled per minute (`Infinity`: no limit), and how many at once. */
 export interface RateLimit {
-  perMinute: number
-  burst: number
+  /** Refill rate, a minute. */ perMinute: number
+  /** The bucket's size: how many at once. */ burst: number
 }
 
 /**
@@ -117,7 +117,7 @@ export class ClientLimits {
   /**
    * The bucket of a request from `peer` (its connection's address; `forwardedFor` is read only
    * when proxies are trusted), `undefined` when per-address limiting is off. Without `peer`
-   * while it is on: {@link MissingClientAddressError}.
+   * while it is on: `MissingClientAddressError`.
    */
   bucket(peer: string | undefined, forwardedFor: () => string | null): string | undefined {
     if (this.#rate === undefined) return undefined

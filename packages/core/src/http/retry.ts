@@ -47,7 +47,7 @@ export class Backoff {
     this.#options = options
   }
 
-  next(): number {
+  /** The delay before the next attempt, ms. */ next(): number {
     return backoffDelay(++this.#attempt, this.#options)
   }
 

@@ -5,29 +5,30 @@
 
 /** A webhook push target of a subscription; only verified ones receive messages (PROFILE §9). */
 export interface WebhookTarget {
-  url: string
-  verified: boolean
+  /** Where messages are POSTed. */ url: string
+  /** Whether it answered the verification challenge. */ verified: boolean
 }
 
+/** An agent's subscription: it opens the agent's mailbox, and its topics' messages go there. */
 export interface Subscription {
-  id: string
-  agent: string
-  topics: string[]
-  webhook?: WebhookTarget
-  created: number
+  /** Its id, `subscription_id` on the wire. */ id: string
+  /** The subscribing agent, whose mailbox it is. */ agent: string
+  /** The topics subscribed to. */ topics: string[]
+  /** Push to a webhook as well. */ webhook?: WebhookTarget
+  /** When it was made, epoch ms. */ created: number
 }
 
 /** One message for one or more mailboxes (a direct message has one, a topic message each subscriber). */
 export interface PublishInput {
-  mailboxes: string[]
+  /** The mailboxes (agent ids) to store it in. */ mailboxes: string[]
   /** `from.agent` of the message. */
   from: string
-  messageId: string
+  /** The message's `message_id`. */ messageId: string
   /** The message as JSON, trace entry appended; stored once however many mailboxes. */
   json: string
   /** Quota bytes: `JCS(message without trace)` (PROFILE §9). Pages count the UTF-8 of `json`. */
   bytes: number
-  receivedAt: number
+  /** When the relay received it, epoch ms. */ receivedAt: number
   /** min(receivedAt + retention, date + ttl_seconds). */
   expiresAt: number
   /** Remembered until then once gone. @default receivedAt + PROFILE.relayForgetAfterReceiptMs */
@@ -44,7 +45,7 @@ export interface PublishInput {
 
 /** The outcome of a publish per distinct mailbox, in the order given. */
 export interface StorePublishResult {
-  mailbox: string
+  /** The mailbox this result is for. */ mailbox: string
   /** The entry's cursor (a duplicate's: the held one); none when nothing is held there. */
   cursor?: string
   /** The triple is held or remembered: nothing written. */
@@ -53,21 +54,24 @@ export interface StorePublishResult {
   full?: boolean
 }
 
+/** A message held in a mailbox. */
 export interface MailboxEntry {
-  cursor: string
-  from: string
-  messageId: string
-  json: string
+  /** Its position in the mailbox; later entries have greater cursors. */ cursor: string
+  /** `from.agent` of the message. */ from: string
+  /** The message's `message_id`. */ messageId: string
+  /** The message as JSON, trace entry appended. */ json: string
 }
 
+/** One page of a retrieve. */
 export interface MailboxPage {
-  entries: MailboxEntry[]
+  /** The entries, oldest first. */ entries: MailboxEntry[]
   /** The last entry's cursor, or the `after` given when the page is empty. */
   cursor: string | undefined
   /** Optional: every entry due after `after` is in the page, so a feed need not read again until notified. */
   complete?: boolean
 }
 
+/** Options of {@link RelayStore.ack}. */
 export interface AckOptions {
   /** Nobody waits for the answer (a WebSocket ack frame): it may ride with the next commit. */
   lazy?: boolean
@@ -75,9 +79,10 @@ export interface AckOptions {
 
 /** `publish` found no room in a mailbox (`mailbox`), or for this sender's share of it (`sender`). */
 export class MailboxFullError extends Error {
-  override readonly name = 'MailboxFullError'
+  /** The class name, for logs. */ override readonly name = 'MailboxFullError'
   constructor(
-    readonly mailbox: string,
+    /** The full mailbox. */ readonly mailbox: string,
+    /** Whether the mailbox is full, or only this sender's share. */
     readonly reason: 'mailbox' | 'sender' = 'mailbox',
     message = reason === 'sender'
       ? `the sender holds its share of mailbox ${mailbox}`
@@ -89,8 +94,9 @@ export class MailboxFullError extends Error {
 
 /** `publish` would pass the relay-wide storage cap, or its client address bucket's share. */
 export class RelayStorageFullError extends Error {
-  override readonly name = 'RelayStorageFullError'
+  /** The class name, for logs. */ override readonly name = 'RelayStorageFullError'
   constructor(
+    /** The relay-wide cap, or the client address bucket's share. */
     readonly scope: 'relay' | 'bucket' = 'relay',
     message = scope === 'bucket'
       ? 'the client address bucket holds its share of the relay storage'
@@ -100,10 +106,11 @@ export class RelayStorageFullError extends Error {
   }
 }
 
+/** A (mailboxes, from, messageId) triple to look for, {@link RelayStore.isDuplicate}. */
 export interface DuplicateQuery {
-  mailboxes: string[]
-  from: string
-  messageId: string
+  /** Each must hold or remember it. */ mailboxes: string[]
+  /** `from.agent` of the message. */ from: string
+  /** The message's `message_id`. */ messageId: string
   /** Remembered triples whose `forgetAt` has passed are forgotten. */
   now: number
 }
@@ -125,7 +132,7 @@ export interface RelayStore {
   subscriptions(agent?: string): Promise<Subscription[]>
   /** `open`: subscribed; `closed`: its last subscription deleted (keeps what it holds); `none`. */
   mailboxState(agent: string): Promise<'open' | 'closed' | 'none'>
-  topicSubscribers(topic: string): Promise<string[]>
+  /** The agents subscribed to `topic`. */ topicSubscribers(topic: string): Promise<string[]>
   /**
    * Store a message once per (mailbox, from, messageId); a triple held or remembered (until
    * `forgetAt`) is a duplicate. Quotas (PROFILE §9) count held entries, expired or not: per
@@ -167,5 +174,5 @@ export interface RelayStore {
   checkWritable?(): Promise<void>
   /** Optional, for metrics: mailboxes opened by a subscription. */
   countMailboxes?(): Promise<number>
-  close(): Promise<void>
+  /** Release connections and handles; pending writes settle first. */ close(): Promise<void>
 }

@@ -84,7 +84,7 @@ export interface InboxHandlerOptions {
   onMessage?: (message: Message, info: ReceivedInfo) => Promise<void>
   /** Failures nobody else sees (`onMessage` rejections, answers 500, …). @default console.error */
   onError?: (error: unknown) => void
-  /** Rate limits and queue bound. @default see {@link InboxLimits} */
+  /** Rate limits and queue bound. @default see `InboxLimits` */
   limits?: InboxLimits
   /** Reverse proxies (addresses, CIDR) whose `X-Forwarded-For` is believed. @default [] */
   trustedProxies?: readonly string[]

@@ -39,8 +39,8 @@ export interface RetrieveResult {
 
 /** A client of one relay, acting for one agent. */
 export interface RelayClient {
-  readonly relayUrl: string
-  readonly agent: string
+  /** The relay's base URL. */ readonly relayUrl: string
+  /** The agent it acts for. */ readonly agent: string
   /** Publish a signed message, here or to `relayUrl` (no agent auth: the signature is the auth). */
   publish(
     message: Message,
@@ -48,6 +48,7 @@ export interface RelayClient {
   ): Promise<{ messageId: string }>
   /** Open the agent's mailbox and/or subscribe to topics, or have a `webhook` pushed to. */
   subscribe(options?: SubscribeOptions): Promise<{ subscriptionId: string }>
+  /** Delete a subscription of the agent. */
   unsubscribe(subscriptionId: string, options?: AbortOptions): Promise<void>
   /** Read a page of the mailbox from `after` (`limit`: the relay clamps to 500), unchecked; nothing is acknowledged. */
   retrieve(options?: AbortOptions & { after?: string; limit?: number }): Promise<RetrieveResult>
