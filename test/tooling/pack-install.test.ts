@@ -134,7 +134,7 @@ describe('the packed packages, installed outside the repository', () => {
     })
   }
 
-  it('npm install -g of the CLI puts a working agentmsg on PATH', { timeout: 60_000 }, async () => {
+  it('npm install -g of the CLI puts a working agentmsg on PATH', { timeout: 90_000 }, async () => {
     const bin = path.join(globalPrefix, 'bin')
     // Installed, not linked: the global package is a copy of the tarball.
     const installed = await realpath(path.join(bin, 'agentmsg'))
