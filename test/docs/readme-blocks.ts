@@ -16,6 +16,31 @@ import { fileURLToPath } from 'node:url'
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
+/**
+ * What a program must print (lines of its stdout, others may come between), by
+ * `<readme>#<index of its first block>`: what the examples' comments promise. readme.test.ts holds
+ * the programs to it, and so does test/tooling/pack-install.test.ts, for the root README's
+ * quick starts run from installed tarballs.
+ */
+export const PRINTS: Record<string, string[]> = {
+  'README.md#0': ['3 false true hello', 'got it'],
+  'README.md#3': ['3 {"parts":[{"type":"text","text":"note to self"}]}'],
+  'README.md#4': ['3 hello', 'true'],
+  'README.md#5': ['true true the meeting is at 10', 'sealed false'],
+  'packages/client/README.md#0': ['true 3 false hello', 'direct relay got: hello'],
+  'packages/transport-https/README.md#0': [
+    'true',
+    '3 false {"parts":[{"text":"hi bob","type":"text"}]}',
+    '202 202 202 202',
+    '3 {"parts":[{"text":"via express","type":"text"}]}',
+    '3 {"parts":[{"text":"via fastify","type":"text"}]}',
+    '3 {"parts":[{"text":"via hono","type":"text"}]}',
+    '3 {"parts":[{"text":"via next","type":"text"}]}',
+  ],
+  'packages/transport-relay/README.md#0': ['true', 'true'],
+  'packages/relay/README.md#0': ['true', '401 true'],
+}
+
 /** READMEs whose code blocks another suite runs. */
 const ELSEWHERE = new Set(['packages/cli/README.md'])
 

@@ -9,16 +9,30 @@
  * `https://relay.example`. What an example's comments promise is checked against what it
  * printed, where a comment promises something.
  */
-import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { pathToFileURL } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as core from '../../packages/core/src/index.js'
+import { npmShell, readmeLinkCommand } from '../tooling/packed.js'
 import {
   allBlocks,
   fences,
+  PRINTS,
   type ReadmeBlock,
   readmeBlocks,
+  readmes,
   repoRoot,
   testedReadmes,
 } from './readme-blocks.js'
@@ -32,29 +46,6 @@ import {
 const PROGRAMS: Record<string, 'one' | 'each' | 'vitest'> = {
   'README.md': 'each',
   'packages/conformance/README.md': 'vitest',
-}
-
-/**
- * What a program must print (lines of its stdout, others may come between), by
- * `<readme>#<index of its first block>`: what the examples' comments promise.
- */
-const PRINTS: Record<string, string[]> = {
-  'README.md#0': ['3 false true hello', 'got it'],
-  'README.md#3': ['3 {"parts":[{"type":"text","text":"note to self"}]}'],
-  'README.md#4': ['3 hello', 'true'],
-  'README.md#5': ['true true the meeting is at 10', 'sealed false'],
-  'packages/client/README.md#0': ['true 3 false hello', 'direct relay got: hello'],
-  'packages/transport-https/README.md#0': [
-    'true',
-    '3 false {"parts":[{"text":"hi bob","type":"text"}]}',
-    '202 202 202 202',
-    '3 {"parts":[{"text":"via express","type":"text"}]}',
-    '3 {"parts":[{"text":"via fastify","type":"text"}]}',
-    '3 {"parts":[{"text":"via hono","type":"text"}]}',
-    '3 {"parts":[{"text":"via next","type":"text"}]}',
-  ],
-  'packages/transport-relay/README.md#0': ['true', 'true'],
-  'packages/relay/README.md#0': ['true', '401 true'],
 }
 
 const DONE = 'readme example: done'
@@ -156,26 +147,71 @@ describe('README examples', () => {
   }
 })
 
-/** Run the CLI from its sources; resolves with its exit code. */
-async function cli(args: string[]): Promise<number | null> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@agentmsg/source', 'packages/cli/src/cli.ts', ...args],
-    { cwd: repoRoot, env: process.env, stdio: 'ignore' },
-  )
-  return new Promise((resolve) => child.on('close', resolve))
+/**
+ * `agentmsg` made a command the way the root README says for a clone (its `npm link` line), with
+ * npm's global prefix in a temporary directory whose bin goes first on PATH; commands run from
+ * a directory outside the repository, as a reader's would.
+ */
+const linked = {
+  prefix: '',
+  cwd: '',
+  env: {} as NodeJS.ProcessEnv,
 }
 
-describe('README shell blocks', () => {
-  // Not run (they start servers and write files), but what they name must exist.
-  const lines = testedReadmes().flatMap((readme) =>
+/** Run `agentmsg <args>` from PATH (`env` added); its exit code, stdout and stderr. */
+async function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn('agentmsg', args, { cwd: linked.cwd, env: { ...linked.env, ...env } })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, stdout, stderr }
+}
+
+/** The shell lines of `readmes` (continuations joined, comments removed). */
+function shellLines(readmes: string[]): Array<{ readme: string; section: string; line: string }> {
+  return readmes.flatMap((readme) =>
     fences(readme)
       .filter((f) => f.lang === 'sh' || f.lang === 'bash')
       .flatMap((f) =>
-        f.code.split('\n').map((line) => ({ readme, line: line.replace(/#.*/, '').trim() })),
+        f.code
+          .replace(/\\\n\s*/g, ' ')
+          .split('\n')
+          .map((line) => ({ readme, section: f.section, line: line.replace(/#.*/, '').trim() })),
       )
       .filter((l) => l.line !== ''),
   )
+}
+
+/** Each `agentmsg <command> …` of a line, with the flags it gives (up to a pipe or `)`). */
+function agentmsgCalls(line: string): Array<{ command: string; flags: string[] }> {
+  return [...line.matchAll(/\bagentmsg (--help|[a-z]+)([^|;&)]*)/g)].map((m) => ({
+    command: m[1]!,
+    flags: [...m[2]!.matchAll(/(?<=\s)--[a-z][a-z-]*/g)].map((f) => f[0]),
+  }))
+}
+
+describe('README shell blocks', () => {
+  // What they name must exist: npm scripts, agentmsg commands and their flags (the CLI README's
+  // too). The root README's CLI block runs as written, all but its servers.
+  const lines = shellLines(readmes())
+
+  beforeAll(async () => {
+    linked.prefix = await mkdtemp(path.join(tmpdir(), 'agentmsg-link-'))
+    linked.cwd = await mkdtemp(path.join(tmpdir(), 'agentmsg-cli-blocks-'))
+    const bin = path.join(linked.prefix, 'bin')
+    linked.env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH}` }
+    await npmShell(readmeLinkCommand(), repoRoot, { npm_config_prefix: linked.prefix })
+  }, 120_000)
+
+  afterAll(async () => {
+    for (const dir of [linked.prefix, linked.cwd])
+      if (dir) await rm(dir, { recursive: true, force: true })
+  })
 
   it('names npm scripts that package.json has', () => {
     const scripts = Object.keys(
@@ -192,19 +228,76 @@ describe('README shell blocks', () => {
       expect(scripts, `${readme}: npm run ${script}`).toContain(script)
   })
 
-  it('names agentmsg commands that the CLI has (each answers --help)', {
+  it("the README's npm link puts this clone's agentmsg on PATH", { timeout: 30_000 }, async () => {
+    const which = spawnSync('sh', ['-c', 'command -v agentmsg'], {
+      cwd: linked.cwd,
+      env: linked.env,
+      encoding: 'utf8',
+    })
+    expect(which.stdout.trim()).toBe(path.join(linked.prefix, 'bin', 'agentmsg'))
+    expect(realpathSync(which.stdout.trim())).toBe(
+      path.join(realpathSync(repoRoot), 'packages/cli/bin/agentmsg.js'),
+    )
+    const version = JSON.parse(
+      readFileSync(path.join(repoRoot, 'packages/cli/package.json'), 'utf8'),
+    ).version
+    expect(await cli(['--version'])).toMatchObject({ code: 0, stdout: `${version}\n` })
+
+    // What it runs is the build once there is one (npm test builds first), else the sources:
+    // a module hook names the CLI modules Node resolves.
+    const hooks = path.join(linked.cwd, 'hooks.mjs')
+    writeFileSync(
+      hooks,
+      'export async function resolve(s, c, next) { const r = await next(s, c);' +
+        " if (r.url.includes('/packages/cli/')) process.stderr.write('cli module ' + r.url + '\\n'); return r }",
+    )
+    const register = path.join(linked.cwd, 'register.mjs')
+    writeFileSync(
+      register,
+      `import { register } from 'node:module'\nregister(${JSON.stringify(pathToFileURL(hooks).href)})\n`,
+    )
+    const traced = await cli(['--version'], { NODE_OPTIONS: `--import=${register}` })
+    const built = existsSync(path.join(repoRoot, 'packages/cli/dist/cli.js'))
+    const entry = built ? 'packages/cli/dist/cli.js' : 'packages/cli/src/cli.ts'
+    const url = pathToFileURL(path.join(realpathSync(repoRoot), entry)).href
+    expect(traced.stderr).toContain(`cli module ${url}`)
+  })
+
+  it('names agentmsg commands that the CLI has, with flags it takes', {
     timeout: 60_000,
   }, async () => {
-    const commands = new Set(
-      lines.flatMap(({ line }) =>
-        [...line.matchAll(/\bagentmsg (--help|[a-z]+)/g)].map((m) => m[1]!),
-      ),
+    const calls = lines.flatMap(({ readme, line }) =>
+      agentmsgCalls(line).map((call) => ({ readme, line, ...call })),
     )
-    expect(commands.size).toBeGreaterThan(0)
-    for (const command of commands) {
-      const args = command === '--help' ? ['--help'] : [command, '--help']
-      expect(await cli(args), `agentmsg ${args.join(' ')}`).toBe(0)
+    expect(calls.length).toBeGreaterThan(0)
+    const help = new Map<string, string>()
+    for (const { readme, line, command, flags } of calls) {
+      let usage = help.get(command)
+      if (usage === undefined) {
+        const r = await cli(command === '--help' ? ['--help'] : [command, '--help'])
+        expect(r.code, `${readme}: agentmsg ${command} --help`).toBe(0)
+        help.set(command, (usage = r.stdout))
+      }
+      for (const flag of flags) expect(usage, `${readme}: ${line}: ${flag}`).toContain(flag)
     }
+  })
+
+  it("runs the root README's CLI block as written, but for its servers", {
+    timeout: 30_000,
+  }, async () => {
+    const block = lines.filter((l) => l.readme === 'README.md' && l.section === 'CLI')
+    const SERVERS = new Set(['relay', 'listen', 'inbox'])
+    const run = block.filter((l) => !SERVERS.has(agentmsgCalls(l.line)[0]?.command ?? ''))
+    expect(run.map((l) => l.line)).toEqual(['agentmsg init  --dir ./alice', 'agentmsg --help'])
+    for (const { line } of run) {
+      const r = spawnSync('sh', ['-c', line], {
+        cwd: linked.cwd,
+        env: linked.env,
+        encoding: 'utf8',
+      })
+      expect(r.status, `${line}: ${r.stderr}`).toBe(0)
+    }
+    expect(existsSync(path.join(linked.cwd, 'alice'))).toBe(true)
   })
 })
 
