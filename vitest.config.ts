@@ -26,6 +26,9 @@ const RELAY_HTTP_TESTS = [
   'packages/relay/test/serve-intercept.test.ts',
 ]
 
+/** Tests with the OpenTelemetry SDK registered. */
+const TRACING_TESTS = 'packages/*/test/tracing*.test.ts'
+
 export default defineConfig({
   resolve: { conditions: [SOURCE, 'module', 'browser', 'development|production'] },
   ssr: { resolve: { conditions: [SOURCE, 'module', 'node', 'development|production'] } },
@@ -40,6 +43,22 @@ export default defineConfig({
             'test/tooling/**/*.test.ts',
             'test/docs/**/*.test.ts',
           ],
+          exclude: [TRACING_TESTS],
+        },
+      },
+      {
+        // OpenTelemetry's SDK packages are CommonJS that `require` the API, whose `module`
+        // build imports without file extensions: Node, which vitest gives these conditions,
+        // cannot load it under `module`. These tests run without it (not `extends`: that would
+        // add the root's conditions back).
+        ssr: { resolve: { conditions: [SOURCE, 'node', 'development|production'] } },
+        test: {
+          name: 'tracing',
+          include: [TRACING_TESTS],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+          pool: 'forks',
+          globalSetup: ['test/setup/agentmsg-home.ts'],
         },
       },
       ...(postgres

@@ -13,6 +13,7 @@ import {
   parseAgentId,
   type Transport,
 } from '@agentmsg/core'
+import { type TraceSpan, traced } from '@agentmsg/core/http'
 import type { OutboxEntry } from './outbox.js'
 import type { SendContext } from './send.js'
 
@@ -98,10 +99,14 @@ export async function tryTargets(
   let last: unknown = new AgentMsgError('not_found', 'no delivery target')
   let retry = false
   let retryAfterMs: number | undefined
-  for (const [i, { target, transport }] of targets.entries()) {
+  for (const [i, planned] of targets.entries()) {
+    const { target, transport } = planned
     try {
       const message = await copy(target, i)
-      const receipt = await transport.send(message, target, signal ? { signal } : {})
+      const receipt = await traced('agentmsg.deliver', 'CLIENT', undefined, attempt, planned, {
+        message,
+        signal,
+      })
       return { ok: true, receipt, transport: transport.protocol }
     } catch (error) {
       if (signal?.aborted) throw error
@@ -115,6 +120,18 @@ export async function tryTargets(
     }
   }
   return { ok: false, error: last, retry, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
+}
+
+/** One try of one target, in a span of its own (a failure is recorded by `traced`). */
+async function attempt(
+  span: TraceSpan | undefined,
+  { target, transport }: PlannedTarget,
+  { message, signal }: { message: Message; signal: AbortSignal | undefined },
+): Promise<DeliveryReceipt> {
+  span?.setAttributes({ 'agentmsg.route': target.route, 'agentmsg.transport': transport.protocol })
+  const receipt = await transport.send(message, target, signal ? { signal } : {})
+  span?.setAttributes({ 'url.full': receipt.url })
+  return receipt
 }
 
 /** One round over a stored entry's targets, with the transports this agent has. */

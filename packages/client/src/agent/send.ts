@@ -14,6 +14,7 @@ import {
   type Message,
   type Transport,
 } from '@agentmsg/core'
+import { type TraceSpan, traced } from '@agentmsg/core/http'
 import type { KeyStore } from '@agentmsg/core/receive'
 import type { AgentShared } from './create.js'
 import type { AgentEmitter } from './events.js'
@@ -37,7 +38,38 @@ export interface SendContext extends AgentShared {
 }
 
 /** Send to `recipient` (a parsed agent id) with `options.relays` checked (./agent.ts). */
-export async function sendMessage(
+export function sendMessage(
+  c: SendContext,
+  recipient: string,
+  content: Content,
+  options: SendOptions,
+): Promise<SendResult> {
+  return traced('agentmsg.send', 'PRODUCER', undefined, tracedSend, c, {
+    recipient,
+    content,
+    options,
+  })
+}
+
+/** The send in its span, which is told what came of it. */
+async function tracedSend(
+  span: TraceSpan | undefined,
+  c: SendContext,
+  send: { recipient: string; content: Content; options: SendOptions },
+): Promise<SendResult> {
+  const sent = await compose(c, send.recipient, send.content, send.options)
+  span?.setAttributes({
+    'messaging.system': 'agentmsg',
+    'messaging.message.id': sent.messageId,
+    'messaging.message.conversation_id': sent.conversationId,
+    'agentmsg.route': sent.route,
+    'agentmsg.transport': sent.transport,
+    'agentmsg.pending': sent.pending === true,
+  })
+  return sent
+}
+
+async function compose(
   c: SendContext,
   recipient: string,
   content: Content,

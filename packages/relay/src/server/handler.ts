@@ -4,6 +4,7 @@
  * This file holds the relay's state and lifecycle. `serveRelay` adds the WebSocket endpoint.
  */
 import { isAgentMsgError, normalizeAgentUrl, PROFILE } from '@agentmsg/core'
+import { type TraceSpan, traced } from '@agentmsg/core/http'
 import { createKeyResolver } from '@agentmsg/core/identity'
 import {
   ClientLimits,
@@ -21,7 +22,14 @@ import { Notifier, startFeed } from './feed.js'
 import { healthPath, healthReply, readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
 import { publisher } from './publish.js'
-import { type RequestTrace, reportRefused, reportReply, timedStore } from './relay-report.js'
+import {
+  limitScope,
+  type RequestTrace,
+  replyLabel,
+  reportRefused,
+  reportReply,
+  timedStore,
+} from './relay-report.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
 import { streamCaps } from './streams.js'
 import { relaySubscriptions } from './subscriptions.js'
@@ -125,6 +133,44 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     }
   }
 
+  /** One request in its span (`span` undefined when not tracing), labelled as the metrics are. */
+  const answer = async (
+    span: TraceSpan | undefined,
+    request: Request,
+    info: { clientAddress?: string },
+  ) => {
+    const trace: RequestTrace = { route: 'unknown' }
+    let reply: RelayReply
+    try {
+      const address = info.clientAddress
+      reply = await dispatch(request, basePath, endpoints, clients, address, trace)
+    } catch (error) {
+      if (isAgentMsgError(error) && error.code !== 'internal_error') {
+        reply = errorReply(error.code, error.message, { retryAfter: error.retryAfter })
+      } else {
+        onError(error)
+        reply = errorReply('internal_error', 'internal error')
+      }
+    }
+    const { route } = trace
+    span?.updateName(`agentmsg.relay.${route}`)
+    if (reply instanceof Response) return reply
+    const code = replyLabel(request.method, trace, reply)
+    span?.setAttributes({
+      'agentmsg.relay.route': route,
+      'agentmsg.relay.code': code,
+      'agentmsg.relay.scope': code === 'rate_limited' ? limitScope(route, trace.scope) : undefined,
+      'http.response.status_code': reply.status,
+    })
+    if (observer !== undefined) {
+      if (reply.status >= 400 && trace.bucket === undefined) {
+        trace.bucket = bucketOf(info.clientAddress, request.headers.get('x-forwarded-for'))
+      }
+      reportReply(observer, request.method, trace, reply, code)
+    }
+    return toResponse(reply)
+  }
+
   return {
     baseUrl,
     resolver,
@@ -136,27 +182,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
         discardBody(request.body)
         return toResponse(healthReply(probe === 'healthz' || (await isReady()), request.method))
       }
-      const trace: RequestTrace = { route: 'unknown' }
-      let reply: RelayReply
-      try {
-        const address = info.clientAddress
-        reply = await dispatch(request, basePath, endpoints, clients, address, trace)
-      } catch (error) {
-        if (isAgentMsgError(error) && error.code !== 'internal_error') {
-          reply = errorReply(error.code, error.message, { retryAfter: error.retryAfter })
-        } else {
-          onError(error)
-          reply = errorReply('internal_error', 'internal error')
-        }
-      }
-      if (reply instanceof Response) return reply
-      if (observer !== undefined) {
-        if (reply.status >= 400 && trace.bucket === undefined) {
-          trace.bucket = bucketOf(info.clientAddress, request.headers.get('x-forwarded-for'))
-        }
-        reportReply(observer, request.method, trace, reply)
-      }
-      return toResponse(reply)
+      // Joins the client's trace when its request carries one (traceparent).
+      return traced('agentmsg.relay', 'SERVER', request, answer, request, info)
     },
     admit(address, forwardedFor = null) {
       let bucket: string | undefined

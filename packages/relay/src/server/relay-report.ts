@@ -36,29 +36,40 @@ export const replyCode = (body: string | null | undefined): string =>
 /** A known code, or `other`: label values stay within the PROFILE's set. */
 export const knownCode = (code: string) => (codeStatus(code) !== undefined ? code : 'other')
 
+/** The limit a 429 of `route` hit (the `scope` label of `rate_limited_total`). */
+export const limitScope = (route: string, scope?: RateLimitScope) => scope ?? ROUTE_SCOPE[route]
+
 /** Report a refusal: the log line, an auth failure (401/403), a rate-limit hit. */
 export function reportRefused(o: RelayObserver, refused: RefusedRequest, scope?: RateLimitScope) {
   o.refused?.(refused)
   if (refused.status === 401 || refused.status === 403) o.authFailed?.(refused.code)
   if (refused.code === 'rate_limited') {
-    const by = scope ?? ROUTE_SCOPE[refused.route]
+    const by = limitScope(refused.route, scope)
     if (by !== undefined) o.rateLimited?.(by)
   }
 }
 
-/** Report the answer `reply` to one HTTP request. */
+/**
+ * The `code` label of an answer, as the metrics and the request's span have it: a refusal's
+ * code; a publish's `accepted` or `duplicate` (`publishes_total`); none for another success.
+ */
+export function replyLabel(method: string, trace: RequestTrace, reply: HttpReply) {
+  if (reply.status >= 400) return replyCode(reply.body)
+  const publish = trace.route === 'publish' && method === 'POST'
+  return publish ? (trace.duplicate ? 'duplicate' : 'accepted') : undefined
+}
+
+/** Report the answer `reply` to one HTTP request, `code` its {@link replyLabel}. */
 export function reportReply(
   observer: RelayObserver,
   method: string,
   trace: RequestTrace,
   reply: HttpReply,
+  code: string | undefined,
 ): void {
   const { status } = reply
-  const code = status >= 400 ? replyCode(reply.body) : undefined
-  if (trace.route === 'publish' && method === 'POST') {
-    observer.published?.(code ?? (trace.duplicate ? 'duplicate' : 'accepted'))
-  }
-  if (code === undefined) return
+  if (trace.route === 'publish' && method === 'POST') observer.published?.(code ?? 'accepted')
+  if (status < 400 || code === undefined) return
   const { route, bucket } = trace
   const refused = { code, status, route, method, ...(bucket !== undefined && { bucket }) }
   reportRefused(observer, refused, trace.scope)

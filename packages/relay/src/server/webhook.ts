@@ -12,6 +12,8 @@ import {
   randomBytes,
   readJson,
   sleep,
+  type TraceSpan,
+  traced,
 } from '@agentmsg/core/http'
 import { discardBody } from '@agentmsg/core/server'
 import type { MailboxEntry } from '../store/types.js'
@@ -64,6 +66,22 @@ export async function verifyWebhook(fetchFn: typeof fetch, url: string, timeoutM
   if (echoed === challenge) return
   await sleep(deadline - Date.now())
   throw invalidFormat('webhook verification failed', 'push.url')
+}
+
+/**
+ * One push attempt, in a trace of its own: the feed that runs it serves the mailbox, not the
+ * publish that stored the message, so whatever context is active here is not its parent.
+ */
+async function pushOnce(
+  span: TraceSpan | undefined,
+  url: string,
+  request: Parameters<typeof httpRequest>[1],
+) {
+  span?.setAttributes({ 'agentmsg.relay.mode': 'webhook' })
+  await httpRequest(url, request, async (response) => {
+    span?.setAttributes({ 'http.response.status_code': response.status })
+    discardBody(response.body)
+  })
 }
 
 /** What a {@link WebhookSink} delivers to and tells. */
@@ -128,7 +146,7 @@ export class WebhookSink implements FeedSink {
     }
     for (;;) {
       try {
-        await httpRequest(this.o.url, request, async (response) => discardBody(response.body))
+        await traced('agentmsg.relay.push', 'CLIENT', 'root', pushOnce, this.o.url, request)
         return true
       } catch (error) {
         if (signal.aborted) return false

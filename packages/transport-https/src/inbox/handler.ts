@@ -13,7 +13,7 @@ import {
   parseAgentId,
   type Receiver,
 } from '@agentmsg/core'
-import { readBody } from '@agentmsg/core/http'
+import { readBody, type TraceSpan, traced } from '@agentmsg/core/http'
 import { createReceiver } from '@agentmsg/core/receive'
 import {
   acceptedReply,
@@ -145,7 +145,10 @@ class Inbox implements InboxHandler {
     const clientAddress = info?.clientAddress
     try {
       const path = pathOf(request.url)
-      if (path === this.#paths.inbox) return await this.#inbox(request, clientAddress)
+      if (path === this.#paths.inbox) {
+        // Joins the sender's trace when its request carries one (traceparent).
+        return await traced('agentmsg.inbox', 'SERVER', request, this.#post, request, clientAddress)
+      }
       if (path === this.#paths.identity) {
         return this.#document(request, () => {
           const doc = this.#o.identityDocument
@@ -173,6 +176,12 @@ class Inbox implements InboxHandler {
     if (this.#receiver) return this.#receiver.close(options)
     if (options.drain === false || this.#delivering === 0) return
     await new Promise<void>((resolve) => this.#idle.push(resolve))
+  }
+
+  readonly #post = async (span: TraceSpan | undefined, request: Request, address?: string) => {
+    const reply = await this.#inbox(request, address)
+    span?.setAttributes({ 'http.response.status_code': reply.status })
+    return reply
   }
 
   async #inbox(request: Request, clientAddress: string | undefined): Promise<HttpReply> {
