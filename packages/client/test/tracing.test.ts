@@ -134,7 +134,6 @@ describe('OpenTelemetry across the HTTP hop', () => {
     expect(publish.kind).toBe(SpanKind.SERVER)
     expect(parentOf(publish)).toBe(idOf(deliver))
     expect(publish.attributes).toMatchObject({
-      'agentmsg.relay.route': 'publish',
       'agentmsg.relay.code': 'accepted',
       'http.response.status_code': 202,
     })
@@ -162,8 +161,9 @@ describe('OpenTelemetry across the HTTP hop', () => {
     expect(sent).toMatchObject({ route: 'direct', transport: 'https' })
     expect((await atBob.nth(1)).text).toBe('straight to the inbox')
 
-    const { send, deliver, traceId } = sendSpans(sent.messageId)
-    expect(send.attributes).toMatchObject({ 'agentmsg.route': 'direct', 'agentmsg.pending': false })
+    const { deliver, traceId } = sendSpans(sent.messageId)
+    const inboxUrl = `${bob.id}/.well-known/agentmsg/inbox`
+    expect(deliver.attributes).toMatchObject({ 'agentmsg.route': 'direct', 'url.full': inboxUrl })
     const inbox = await ended('agentmsg.inbox', traceId)
     expect(inbox.kind).toBe(SpanKind.SERVER)
     expect(parentOf(inbox)).toBe(idOf(deliver))

@@ -99,14 +99,10 @@ export async function tryTargets(
   let last: unknown = new AgentMsgError('not_found', 'no delivery target')
   let retry = false
   let retryAfterMs: number | undefined
-  for (const [i, planned] of targets.entries()) {
-    const { target, transport } = planned
+  for (const [i, { target, transport }] of targets.entries()) {
     try {
-      const message = await copy(target, i)
-      const receipt = await traced('agentmsg.deliver', 'CLIENT', undefined, attempt, planned, {
-        message,
-        signal,
-      })
+      const out = { target, transport, message: await copy(target, i) }
+      const receipt = await traced('agentmsg.deliver', 'CLIENT', undefined, attempt, out, signal)
       return { ok: true, receipt, transport: transport.protocol }
     } catch (error) {
       if (signal?.aborted) throw error
@@ -122,11 +118,11 @@ export async function tryTargets(
   return { ok: false, error: last, retry, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
 }
 
-/** One try of one target, in a span of its own (a failure is recorded by `traced`). */
+/** One try of one target, in its span (`traced` records a failure). */
 async function attempt(
   span: TraceSpan | undefined,
-  { target, transport }: PlannedTarget,
-  { message, signal }: { message: Message; signal: AbortSignal | undefined },
+  { target, transport, message }: PlannedTarget & { message: Message },
+  signal: AbortSignal | undefined,
 ): Promise<DeliveryReceipt> {
   span?.setAttributes({ 'agentmsg.route': target.route, 'agentmsg.transport': transport.protocol })
   const receipt = await transport.send(message, target, signal ? { signal } : {})

@@ -38,42 +38,14 @@ export interface SendContext extends AgentShared {
 }
 
 /** Send to `recipient` (a parsed agent id) with `options.relays` checked (./agent.ts). */
-export function sendMessage(
-  c: SendContext,
-  recipient: string,
-  content: Content,
-  options: SendOptions,
-): Promise<SendResult> {
-  return traced('agentmsg.send', 'PRODUCER', undefined, tracedSend, c, {
-    recipient,
-    content,
-    options,
-  })
+export function sendMessage(c: SendContext, recipient: string, content: Content, o: SendOptions) {
+  return traced('agentmsg.send', 'PRODUCER', undefined, send, c, [recipient, content, o] as const)
 }
 
-/** The send in its span, which is told what came of it. */
-async function tracedSend(
+async function send(
   span: TraceSpan | undefined,
   c: SendContext,
-  send: { recipient: string; content: Content; options: SendOptions },
-): Promise<SendResult> {
-  const sent = await compose(c, send.recipient, send.content, send.options)
-  span?.setAttributes({
-    'messaging.system': 'agentmsg',
-    'messaging.message.id': sent.messageId,
-    'messaging.message.conversation_id': sent.conversationId,
-    'agentmsg.route': sent.route,
-    'agentmsg.transport': sent.transport,
-    'agentmsg.pending': sent.pending === true,
-  })
-  return sent
-}
-
-async function compose(
-  c: SendContext,
-  recipient: string,
-  content: Content,
-  options: SendOptions,
+  [recipient, content, options]: readonly [string, Content, SendOptions],
 ): Promise<SendResult> {
   const given = options.relays ?? []
   if (given.length) await c.peers.remember(recipient, given)
@@ -111,6 +83,7 @@ async function compose(
   const sealing = await planSealing(c, planned, recipient, options)
   const copy = copies(unsigned, c.keys.signer, hmac, sealing)
   const ids = { messageId: unsigned.message_id, conversationId }
+  span?.setAttributes({ 'messaging.message.id': ids.messageId, 'messaging.system': 'agentmsg' })
   const targets = sealing.targets
   // Decided once, before anything goes out (PROFILE §6).
   const durable = targets.find((t) => t.target.durable)

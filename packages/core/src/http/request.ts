@@ -41,7 +41,6 @@ export async function httpRequest<T>(
   try {
     let response: Response
     try {
-      // The trace context goes in headers, never in a message (telemetry.ts).
       const headers = withTraceContext(init.headers)
       response = await fetch(url, { redirect: 'manual', ...init, headers, signal: d.signal })
     } catch (error) {

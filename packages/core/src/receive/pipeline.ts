@@ -40,11 +40,7 @@ export function receive(input: ReceiveInput, ctx: ReceiveContext): Promise<Recei
   return traced('agentmsg.receive', 'INTERNAL', undefined, receiveIn, input, ctx)
 }
 
-async function receiveIn(
-  span: TraceSpan | undefined,
-  input: ReceiveInput,
-  ctx: ReceiveContext,
-): Promise<ReceiveResult> {
+async function receiveIn(span: TraceSpan | undefined, input: ReceiveInput, ctx: ReceiveContext) {
   let result: ReceiveResult
   try {
     result = await run(input, ctx)
@@ -54,9 +50,7 @@ async function receiveIn(
   }
   span?.setAttributes({
     'agentmsg.receive.outcome': result.status,
-    'agentmsg.receive.step': result.status === 'refused' ? result.step : undefined,
     'error.type': result.status === 'refused' ? result.error.code : undefined,
-    'messaging.message.id': result.message?.message_id,
   })
   return result
 }

@@ -22,14 +22,7 @@ import { Notifier, startFeed } from './feed.js'
 import { healthPath, healthReply, readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
 import { publisher } from './publish.js'
-import {
-  limitScope,
-  type RequestTrace,
-  replyLabel,
-  reportRefused,
-  reportReply,
-  timedStore,
-} from './relay-report.js'
+import { type RequestTrace, reportRefused, reportReply, timedStore } from './relay-report.js'
 import { dispatch, type RelayEndpoints } from './routes.js'
 import { streamCaps } from './streams.js'
 import { relaySubscriptions } from './subscriptions.js'
@@ -133,16 +126,11 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     }
   }
 
-  /** One request in its span (`span` undefined when not tracing), labelled as the metrics are. */
-  const answer = async (
-    span: TraceSpan | undefined,
-    request: Request,
-    info: { clientAddress?: string },
-  ) => {
+  /** One request, in its span when tracing: named by route, labelled as the metrics are. */
+  const answer = async (span: TraceSpan | undefined, request: Request, address?: string) => {
     const trace: RequestTrace = { route: 'unknown' }
     let reply: RelayReply
     try {
-      const address = info.clientAddress
       reply = await dispatch(request, basePath, endpoints, clients, address, trace)
     } catch (error) {
       if (isAgentMsgError(error) && error.code !== 'internal_error') {
@@ -152,22 +140,13 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
         reply = errorReply('internal_error', 'internal error')
       }
     }
-    const { route } = trace
-    span?.updateName(`agentmsg.relay.${route}`)
+    span?.updateName(`agentmsg.relay.${trace.route}`)
     if (reply instanceof Response) return reply
-    const code = replyLabel(request.method, trace, reply)
-    span?.setAttributes({
-      'agentmsg.relay.route': route,
-      'agentmsg.relay.code': code,
-      'agentmsg.relay.scope': code === 'rate_limited' ? limitScope(route, trace.scope) : undefined,
-      'http.response.status_code': reply.status,
-    })
-    if (observer !== undefined) {
-      if (reply.status >= 400 && trace.bucket === undefined) {
-        trace.bucket = bucketOf(info.clientAddress, request.headers.get('x-forwarded-for'))
-      }
-      reportReply(observer, request.method, trace, reply, code)
+    if (observer !== undefined && reply.status >= 400 && trace.bucket === undefined) {
+      trace.bucket = bucketOf(address, request.headers.get('x-forwarded-for'))
     }
+    const code = reportReply(observer, request.method, trace, reply)
+    span?.setAttributes({ 'agentmsg.relay.code': code })
     return toResponse(reply)
   }
 
@@ -182,8 +161,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
         discardBody(request.body)
         return toResponse(healthReply(probe === 'healthz' || (await isReady()), request.method))
       }
-      // Joins the client's trace when its request carries one (traceparent).
-      return traced('agentmsg.relay', 'SERVER', request, answer, request, info)
+      // A request that carries a trace context (traceparent) joins that trace.
+      return traced('agentmsg.relay', 'SERVER', request, answer, request, info.clientAddress)
     },
     admit(address, forwardedFor = null) {
       let bucket: string | undefined

@@ -36,43 +36,33 @@ export const replyCode = (body: string | null | undefined): string =>
 /** A known code, or `other`: label values stay within the PROFILE's set. */
 export const knownCode = (code: string) => (codeStatus(code) !== undefined ? code : 'other')
 
-/** The limit a 429 of `route` hit (the `scope` label of `rate_limited_total`). */
-export const limitScope = (route: string, scope?: RateLimitScope) => scope ?? ROUTE_SCOPE[route]
-
 /** Report a refusal: the log line, an auth failure (401/403), a rate-limit hit. */
 export function reportRefused(o: RelayObserver, refused: RefusedRequest, scope?: RateLimitScope) {
   o.refused?.(refused)
   if (refused.status === 401 || refused.status === 403) o.authFailed?.(refused.code)
   if (refused.code === 'rate_limited') {
-    const by = limitScope(refused.route, scope)
+    const by = scope ?? ROUTE_SCOPE[refused.route]
     if (by !== undefined) o.rateLimited?.(by)
   }
 }
 
-/**
- * The `code` label of an answer, as the metrics and the request's span have it: a refusal's
- * code; a publish's `accepted` or `duplicate` (`publishes_total`); none for another success.
- */
-export function replyLabel(method: string, trace: RequestTrace, reply: HttpReply) {
-  if (reply.status >= 400) return replyCode(reply.body)
-  const publish = trace.route === 'publish' && method === 'POST'
-  return publish ? (trace.duplicate ? 'duplicate' : 'accepted') : undefined
-}
-
-/** Report the answer `reply` to one HTTP request, `code` its {@link replyLabel}. */
+/** Report the answer `reply` to one HTTP request; its `code` label, the request span's too. */
 export function reportReply(
-  observer: RelayObserver,
+  observer: RelayObserver | undefined,
   method: string,
   trace: RequestTrace,
   reply: HttpReply,
-  code: string | undefined,
-): void {
+): string | undefined {
   const { status } = reply
-  if (trace.route === 'publish' && method === 'POST') observer.published?.(code ?? 'accepted')
-  if (status < 400 || code === undefined) return
+  const publish = trace.route === 'publish' && method === 'POST'
+  const code = status >= 400 ? replyCode(reply.body) : undefined
+  const label = publish ? (code ?? (trace.duplicate ? 'duplicate' : 'accepted')) : code
+  if (publish) observer?.published?.(label!)
+  if (code === undefined || observer === undefined) return label
   const { route, bucket } = trace
   const refused = { code, status, route, method, ...(bucket !== undefined && { bucket }) }
   reportRefused(observer, refused, trace.scope)
+  return label
 }
 
 const OBSERVER_KEYS =

@@ -33,6 +33,7 @@ export interface RelayWebhookOptions {
   maxInFlight?: number
 }
 
+type HttpRequestOptions = Parameters<typeof httpRequest>[1]
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' }
 
 /** The form of a webhook URL: https, no userinfo, no fragment. Returns it serialised. */
@@ -68,20 +69,10 @@ export async function verifyWebhook(fetchFn: typeof fetch, url: string, timeoutM
   throw invalidFormat('webhook verification failed', 'push.url')
 }
 
-/**
- * One push attempt, in a trace of its own: the feed that runs it serves the mailbox, not the
- * publish that stored the message, so whatever context is active here is not its parent.
- */
-async function pushOnce(
-  span: TraceSpan | undefined,
-  url: string,
-  request: Parameters<typeof httpRequest>[1],
-) {
+/** One push attempt, a trace of its own: the feed running it serves a mailbox, not a publish. */
+async function push(span: TraceSpan | undefined, url: string, request: HttpRequestOptions) {
   span?.setAttributes({ 'agentmsg.relay.mode': 'webhook' })
-  await httpRequest(url, request, async (response) => {
-    span?.setAttributes({ 'http.response.status_code': response.status })
-    discardBody(response.body)
-  })
+  await httpRequest(url, request, async (response) => discardBody(response.body))
 }
 
 /** What a {@link WebhookSink} delivers to and tells. */
@@ -146,7 +137,7 @@ export class WebhookSink implements FeedSink {
     }
     for (;;) {
       try {
-        await traced('agentmsg.relay.push', 'CLIENT', 'root', pushOnce, this.o.url, request)
+        await traced('agentmsg.relay.push', 'CLIENT', 'root', push, this.o.url, request)
         return true
       } catch (error) {
         if (signal.aborted) return false

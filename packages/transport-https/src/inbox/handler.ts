@@ -13,7 +13,7 @@ import {
   parseAgentId,
   type Receiver,
 } from '@agentmsg/core'
-import { readBody, type TraceSpan, traced } from '@agentmsg/core/http'
+import { readBody, traced } from '@agentmsg/core/http'
 import { createReceiver } from '@agentmsg/core/receive'
 import {
   acceptedReply,
@@ -146,7 +146,6 @@ class Inbox implements InboxHandler {
     try {
       const path = pathOf(request.url)
       if (path === this.#paths.inbox) {
-        // Joins the sender's trace when its request carries one (traceparent).
         return await traced('agentmsg.inbox', 'SERVER', request, this.#post, request, clientAddress)
       }
       if (path === this.#paths.identity) {
@@ -178,12 +177,7 @@ class Inbox implements InboxHandler {
     await new Promise<void>((resolve) => this.#idle.push(resolve))
   }
 
-  readonly #post = async (span: TraceSpan | undefined, request: Request, address?: string) => {
-    const reply = await this.#inbox(request, address)
-    span?.setAttributes({ 'http.response.status_code': reply.status })
-    return reply
-  }
-
+  readonly #post = (_: unknown, request: Request, address?: string) => this.#inbox(request, address)
   async #inbox(request: Request, clientAddress: string | undefined): Promise<HttpReply> {
     const { method, headers } = request
     // 1. Method.
