@@ -128,7 +128,7 @@ describe('OpenTelemetry across the HTTP hop', () => {
     expect((await atBob.nth(1)).text).toBe('through the relay')
 
     const { deliver, traceId } = sendSpans(sent.messageId)
-    expect(deliver.attributes).toMatchObject({ 'agentmsg.route': 'relay', 'url.full': relay.url })
+    expect(deliver.attributes['agentmsg.route']).toBe('relay')
     // The relay's span continues the attempt's: its parent is the span the traceparent named.
     const publish = await ended('agentmsg.relay.publish', traceId)
     expect(publish.kind).toBe(SpanKind.SERVER)
@@ -140,10 +140,7 @@ describe('OpenTelemetry across the HTTP hop', () => {
     // Core's receive pipeline, run by the relay, inside it.
     const received = span('agentmsg.receive', traceId)
     expect(parentOf(received)).toBe(idOf(publish))
-    expect(received.attributes).toMatchObject({
-      'agentmsg.receive.outcome': 'accepted',
-      'messaging.message.id': sent.messageId,
-    })
+    expect(received.attributes['agentmsg.receive.outcome']).toBe('accepted')
     checkHop(requests, sent.messageId, traceId, deliver)
   })
 
@@ -162,18 +159,14 @@ describe('OpenTelemetry across the HTTP hop', () => {
     expect((await atBob.nth(1)).text).toBe('straight to the inbox')
 
     const { deliver, traceId } = sendSpans(sent.messageId)
-    const inboxUrl = `${bob.id}/.well-known/agentmsg/inbox`
-    expect(deliver.attributes).toMatchObject({ 'agentmsg.route': 'direct', 'url.full': inboxUrl })
+    expect(deliver.attributes['agentmsg.route']).toBe('direct')
     const inbox = await ended('agentmsg.inbox', traceId)
     expect(inbox.kind).toBe(SpanKind.SERVER)
     expect(parentOf(inbox)).toBe(idOf(deliver))
     expect(inbox.attributes['http.response.status_code']).toBe(202)
     const received = span('agentmsg.receive', traceId)
     expect(parentOf(received)).toBe(idOf(inbox))
-    expect(received.attributes).toMatchObject({
-      'agentmsg.receive.outcome': 'accepted',
-      'messaging.message.id': sent.messageId,
-    })
+    expect(received.attributes['agentmsg.receive.outcome']).toBe('accepted')
     checkHop(requests, sent.messageId, traceId, deliver)
   })
 })

@@ -21,10 +21,11 @@ const GET = { get: (h: Headers, k: string) => h.get(k) ?? undefined, keys: () =>
 
 export function tracing(otel: typeof OpenTelemetry) {
   const { context, propagation, trace } = otel
+  const tracer = trace.getTracer('agentmsg')
   const traced: Traced = (name, kind, parent, fn, a, b) => {
     let base = parent === 'root' ? otel.ROOT_CONTEXT : context.active()
     if (typeof parent === 'object') base = propagation.extract(base, parent.headers, GET)
-    const span = trace.getTracer('agentmsg').startSpan(name, { kind: otel.SpanKind[kind] }, base)
+    const span = tracer.startSpan(name, { kind: otel.SpanKind[kind] }, base)
     const ended = <T>(value: T) => (span.end(), value)
     const ran = context.with(trace.setSpan(base, span), async () => fn(span, a, b))
     return ran.then(

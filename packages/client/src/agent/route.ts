@@ -118,16 +118,14 @@ export async function tryTargets(
   return { ok: false, error: last, retry, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
 }
 
-/** One try of one target, in its span (`traced` records a failure). */
+/** One try of one target, in its span (`traced` records a failure, whose message names the URL). */
 async function attempt(
   span: TraceSpan | undefined,
   { target, transport, message }: PlannedTarget & { message: Message },
   signal: AbortSignal | undefined,
 ): Promise<DeliveryReceipt> {
-  span?.setAttributes({ 'agentmsg.route': target.route, 'agentmsg.transport': transport.protocol })
-  const receipt = await transport.send(message, target, signal ? { signal } : {})
-  span?.setAttributes({ 'url.full': receipt.url })
-  return receipt
+  span?.setAttributes({ 'agentmsg.route': target.route })
+  return transport.send(message, target, signal ? { signal } : {})
 }
 
 /** One round over a stored entry's targets, with the transports this agent has. */

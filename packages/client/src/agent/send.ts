@@ -83,7 +83,7 @@ async function send(
   const sealing = await planSealing(c, planned, recipient, options)
   const copy = copies(unsigned, c.keys.signer, hmac, sealing)
   const ids = { messageId: unsigned.message_id, conversationId }
-  span?.setAttributes({ 'messaging.message.id': ids.messageId, 'messaging.system': 'agentmsg' })
+  span?.setAttributes({ 'messaging.message.id': ids.messageId })
   const targets = sealing.targets
   // Decided once, before anything goes out (PROFILE §6).
   const durable = targets.find((t) => t.target.durable)

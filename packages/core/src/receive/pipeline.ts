@@ -47,11 +47,9 @@ async function receiveIn(span: TraceSpan | undefined, input: ReceiveInput, ctx: 
   } catch (error) {
     if (!(error instanceof Refused)) throw error
     result = error.refusal
+    span?.setAttributes({ 'error.type': result.error.code })
   }
-  span?.setAttributes({
-    'agentmsg.receive.outcome': result.status,
-    'error.type': result.status === 'refused' ? result.error.code : undefined,
-  })
+  span?.setAttributes({ 'agentmsg.receive.outcome': result.status })
   return result
 }
 
