@@ -6,7 +6,10 @@ import { defineConfig } from 'vitest/config'
  * all the aliasing there is. Node tests run in Vite's server environment, where `node` picks
  * the Node variant of the `#…` platform imports; the browser variants are exercised by the
  * Playwright suite against `dist/`. The lists repeat Vite's defaults (`defaultServerConditions`,
- * `defaultClientConditions`), which setting the option replaces.
+ * `defaultClientConditions`), which setting the option replaces, but for `module` on the server:
+ * vitest hands these conditions to Node itself, and a package whose `module` build only a
+ * bundler can load (`@opentelemetry/api` 1.9, extensionless imports) breaks every CommonJS
+ * `require` of it there (prom-client's, the OpenTelemetry SDK's).
  */
 const SOURCE = '@agentmsg/source'
 
@@ -26,12 +29,9 @@ const RELAY_HTTP_TESTS = [
   'packages/relay/test/serve-intercept.test.ts',
 ]
 
-/** Tests with the OpenTelemetry SDK registered. */
-const TRACING_TESTS = 'packages/*/test/tracing*.test.ts'
-
 export default defineConfig({
   resolve: { conditions: [SOURCE, 'module', 'browser', 'development|production'] },
-  ssr: { resolve: { conditions: [SOURCE, 'module', 'node', 'development|production'] } },
+  ssr: { resolve: { conditions: [SOURCE, 'node', 'development|production'] } },
   test: {
     projects: [
       {
@@ -43,22 +43,6 @@ export default defineConfig({
             'test/tooling/**/*.test.ts',
             'test/docs/**/*.test.ts',
           ],
-          exclude: [TRACING_TESTS],
-        },
-      },
-      {
-        // OpenTelemetry's SDK packages are CommonJS that `require` the API, whose `module`
-        // build imports without file extensions: Node, which vitest gives these conditions,
-        // cannot load it under `module`. These tests run without it (not `extends`: that would
-        // add the root's conditions back).
-        ssr: { resolve: { conditions: [SOURCE, 'node', 'development|production'] } },
-        test: {
-          name: 'tracing',
-          include: [TRACING_TESTS],
-          testTimeout: 30_000,
-          hookTimeout: 30_000,
-          pool: 'forks',
-          globalSetup: ['test/setup/agentmsg-home.ts'],
         },
       },
       ...(postgres
