@@ -26,6 +26,8 @@ export function tracing(otel: typeof OpenTelemetry) {
     let base = parent === 'root' ? otel.ROOT_CONTEXT : context.active()
     if (typeof parent === 'object') base = propagation.extract(base, parent.headers, GET)
     const span = tracer.startSpan(name, { kind: otel.SpanKind[kind] }, base)
+    // No SDK: the no-op tracer's span, with no trace to record or propagate; nothing more to pay.
+    if (span.spanContext() === otel.INVALID_SPAN_CONTEXT) return fn(undefined, a, b)
     const ended = <T>(value: T) => (span.end(), value)
     const ran = context.with(trace.setSpan(base, span), async () => fn(span, a, b))
     return ran.then(
