@@ -142,6 +142,7 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     }
     span?.updateName(`agentmsg.relay.${trace.route}`)
     if (reply instanceof Response) return reply
+    if (observer === undefined && span === undefined) return toResponse(reply)
     if (observer !== undefined && reply.status >= 400 && trace.bucket === undefined) {
       trace.bucket = bucketOf(address, request.headers.get('x-forwarded-for'))
     }
