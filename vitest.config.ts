@@ -6,7 +6,10 @@ import { defineConfig } from 'vitest/config'
  * all the aliasing there is. Node tests run in Vite's server environment, where `node` picks
  * the Node variant of the `#…` platform imports; the browser variants are exercised by the
  * Playwright suite against `dist/`. The lists repeat Vite's defaults (`defaultServerConditions`,
- * `defaultClientConditions`), which setting the option replaces.
+ * `defaultClientConditions`), which setting the option replaces, but for `module` on the server:
+ * vitest hands these conditions to Node itself, and a package whose `module` build only a
+ * bundler can load (`@opentelemetry/api` 1.9, extensionless imports) breaks every CommonJS
+ * `require` of it there (prom-client's, the OpenTelemetry SDK's).
  */
 const SOURCE = '@agentmsg/source'
 
@@ -28,7 +31,7 @@ const RELAY_HTTP_TESTS = [
 
 export default defineConfig({
   resolve: { conditions: [SOURCE, 'module', 'browser', 'development|production'] },
-  ssr: { resolve: { conditions: [SOURCE, 'module', 'node', 'development|production'] } },
+  ssr: { resolve: { conditions: [SOURCE, 'node', 'development|production'] } },
   test: {
     projects: [
       {

@@ -168,6 +168,13 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
         required: true,
       },
       {
+        // What traces (core's telemetry-on.ts): loaded once OpenTelemetry's API is found or
+        // handed in (`useOpenTelemetry`), never otherwise in a browser.
+        what: 'OpenTelemetry tracing (an app that hands in the API)',
+        marker: /^packages\/core\/dist\/telemetry-on-/,
+        required: true,
+      },
+      {
         what: 'in-memory storage (no storage given)',
         marker: /^packages\/client\/dist\/memory-/,
         required: true,

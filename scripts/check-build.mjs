@@ -77,6 +77,9 @@ function forbidNodeBuiltins(found) {
 
 const isBuiltin = (spec) => spec.startsWith('node:') || NODE_BUILTINS.has(spec)
 
+/** Bundles checked to hold no `@opentelemetry/*` module. */
+let withoutOtel = 0
+
 const fmt = (n) => (n >= KB ? `${(n / KB).toFixed(2)} KB` : `${n} B`)
 
 async function checkEntry(entry) {
@@ -125,6 +128,11 @@ async function checkEntry(entry) {
   if (fromSrc.length > 0) {
     return { error: `bundle reached package sources instead of dist/: ${fromSrc.join(', ')}` }
   }
+  // OpenTelemetry is an optional peer that core looks for at run time (packages/core/src/
+  // telemetry.ts): no browser bundle may carry any of it, installed or not.
+  const otel = Object.keys(result.metafile.inputs).filter((p) => p.includes('@opentelemetry/'))
+  if (otel.length > 0) return { error: `bundles OpenTelemetry code: ${otel.join(', ')}` }
+  withoutOtel++
   // An import marked external elsewhere would not pass through onResolve; check the graph too.
   const leaked = Object.values(result.metafile.inputs)
     .flatMap((input) => input.imports)
@@ -286,6 +294,9 @@ async function checkSizes() {
   }
 
   for (const note of notes) console.log(`  ${note}`)
+  console.log(
+    `  ✓ ${withoutOtel} bundles hold no OpenTelemetry code (@opentelemetry/api is optional)`,
+  )
 
   const outDir = path.join(root, '.tmp')
   mkdirSync(outDir, { recursive: true })

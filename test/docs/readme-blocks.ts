@@ -27,6 +27,10 @@ export const PRINTS: Record<string, string[]> = {
   'README.md#3': ['3 {"parts":[{"type":"text","text":"note to self"}]}'],
   'README.md#4': ['3 hello', 'true'],
   'README.md#5': ['true true the meeting is at 10', 'sealed false'],
+  'README.md#9': [
+    'agentmsg.deliver agentmsg.receive agentmsg.relay.publish agentmsg.send',
+    'accepted',
+  ],
   'packages/client/README.md#0': ['true 3 false hello', 'direct relay got: hello'],
   'packages/transport-https/README.md#0': [
     'true',

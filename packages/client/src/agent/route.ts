@@ -13,6 +13,7 @@ import {
   parseAgentId,
   type Transport,
 } from '@agentmsg/core'
+import { type TraceSpan, traced } from '@agentmsg/core/http'
 import type { OutboxEntry } from './outbox.js'
 import type { SendContext } from './send.js'
 
@@ -100,8 +101,8 @@ export async function tryTargets(
   let retryAfterMs: number | undefined
   for (const [i, { target, transport }] of targets.entries()) {
     try {
-      const message = await copy(target, i)
-      const receipt = await transport.send(message, target, signal ? { signal } : {})
+      const out = { target, transport, message: await copy(target, i) }
+      const receipt = await traced('agentmsg.deliver', 'CLIENT', undefined, attempt, out, signal)
       return { ok: true, receipt, transport: transport.protocol }
     } catch (error) {
       if (signal?.aborted) throw error
@@ -115,6 +116,16 @@ export async function tryTargets(
     }
   }
   return { ok: false, error: last, retry, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
+}
+
+/** One try of one target, in its span (`traced` records a failure, whose message names the URL). */
+async function attempt(
+  span: TraceSpan | undefined,
+  { target, transport, message }: PlannedTarget & { message: Message },
+  signal: AbortSignal | undefined,
+): Promise<DeliveryReceipt> {
+  span?.setAttributes({ 'agentmsg.route': target.route })
+  return transport.send(message, target, signal ? { signal } : {})
 }
 
 /** One round over a stored entry's targets, with the transports this agent has. */

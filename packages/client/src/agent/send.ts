@@ -14,6 +14,7 @@ import {
   type Message,
   type Transport,
 } from '@agentmsg/core'
+import { type TraceSpan, traced } from '@agentmsg/core/http'
 import type { KeyStore } from '@agentmsg/core/receive'
 import type { AgentShared } from './create.js'
 import type { AgentEmitter } from './events.js'
@@ -37,11 +38,14 @@ export interface SendContext extends AgentShared {
 }
 
 /** Send to `recipient` (a parsed agent id) with `options.relays` checked (./agent.ts). */
-export async function sendMessage(
+export function sendMessage(c: SendContext, recipient: string, content: Content, o: SendOptions) {
+  return traced('agentmsg.send', 'PRODUCER', undefined, send, c, [recipient, content, o] as const)
+}
+
+async function send(
+  span: TraceSpan | undefined,
   c: SendContext,
-  recipient: string,
-  content: Content,
-  options: SendOptions,
+  [recipient, content, options]: readonly [string, Content, SendOptions],
 ): Promise<SendResult> {
   const given = options.relays ?? []
   if (given.length) await c.peers.remember(recipient, given)
@@ -79,6 +83,7 @@ export async function sendMessage(
   const sealing = await planSealing(c, planned, recipient, options)
   const copy = copies(unsigned, c.keys.signer, hmac, sealing)
   const ids = { messageId: unsigned.message_id, conversationId }
+  span?.setAttributes({ 'messaging.message.id': ids.messageId })
   const targets = sealing.targets
   // Decided once, before anything goes out (PROFILE §6).
   const durable = targets.find((t) => t.target.durable)

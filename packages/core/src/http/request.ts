@@ -8,6 +8,7 @@ import {
   isAgentMsgError,
 } from '../errors.js'
 import { PROFILE } from '../profile.js'
+import { withTraceContext } from '../telemetry.js'
 import { readBody } from './body.js'
 import { parseRetryAfter } from './retry.js'
 
@@ -40,7 +41,8 @@ export async function httpRequest<T>(
   try {
     let response: Response
     try {
-      response = await fetch(url, { redirect: 'manual', ...init, signal: d.signal })
+      const headers = withTraceContext(init.headers)
+      response = await fetch(url, { redirect: 'manual', ...init, headers, signal: d.signal })
     } catch (error) {
       if (d.signal.aborted || isAgentMsgError(error)) throw error
       throw networkError(error, what)

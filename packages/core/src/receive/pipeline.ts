@@ -6,6 +6,7 @@ import { PROFILE } from '../profile.js'
 import { nonIntegerLiteral } from '../strict-json/integers.js'
 import { INTEGER_MEMBERS } from '../strict-json/prepare.js'
 import { parseStrictJsonExact, parseStrictJsonFast } from '../strict-json-async.js'
+import { type TraceSpan, traced } from '../telemetry.js'
 import type { Message } from '../types.js'
 import { verifyMessage } from '../verify.js'
 import type {
@@ -35,13 +36,21 @@ class Refused {
  * Receive one message: PROFILE §6's steps, then opening (§8) and the auth level. Nothing is
  * remembered or committed: a caller that accepts the message does that (`createReceiver`).
  */
-export async function receive(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveResult> {
+export function receive(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveResult> {
+  return traced('agentmsg.receive', 'INTERNAL', undefined, receiveIn, input, ctx)
+}
+
+async function receiveIn(span: TraceSpan | undefined, input: ReceiveInput, ctx: ReceiveContext) {
+  let result: ReceiveResult
   try {
-    return await run(input, ctx)
+    result = await run(input, ctx)
   } catch (error) {
-    if (error instanceof Refused) return error.refusal
-    throw error
+    if (!(error instanceof Refused)) throw error
+    result = error.refusal
+    span?.setAttributes({ 'error.type': result.error.code })
   }
+  span?.setAttributes({ 'agentmsg.receive.outcome': result.status })
+  return result
 }
 
 async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveResult> {

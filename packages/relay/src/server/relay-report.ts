@@ -46,22 +46,23 @@ export function reportRefused(o: RelayObserver, refused: RefusedRequest, scope?:
   }
 }
 
-/** Report the answer `reply` to one HTTP request. */
+/** Report the answer `reply` to one HTTP request; its `code` label, the request span's too. */
 export function reportReply(
-  observer: RelayObserver,
+  observer: RelayObserver | undefined,
   method: string,
   trace: RequestTrace,
   reply: HttpReply,
-): void {
+): string | undefined {
   const { status } = reply
+  const publish = trace.route === 'publish' && method === 'POST'
   const code = status >= 400 ? replyCode(reply.body) : undefined
-  if (trace.route === 'publish' && method === 'POST') {
-    observer.published?.(code ?? (trace.duplicate ? 'duplicate' : 'accepted'))
-  }
-  if (code === undefined) return
+  const label = publish ? (code ?? (trace.duplicate ? 'duplicate' : 'accepted')) : code
+  if (publish) observer?.published?.(label!)
+  if (code === undefined || observer === undefined) return label
   const { route, bucket } = trace
   const refused = { code, status, route, method, ...(bucket !== undefined && { bucket }) }
   reportRefused(observer, refused, trace.scope)
+  return label
 }
 
 const OBSERVER_KEYS =

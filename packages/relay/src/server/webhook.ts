@@ -12,6 +12,8 @@ import {
   randomBytes,
   readJson,
   sleep,
+  type TraceSpan,
+  traced,
 } from '@agentmsg/core/http'
 import { discardBody } from '@agentmsg/core/server'
 import type { MailboxEntry } from '../store/types.js'
@@ -31,6 +33,7 @@ export interface RelayWebhookOptions {
   maxInFlight?: number
 }
 
+type HttpRequestOptions = Parameters<typeof httpRequest>[1]
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' }
 
 /** The form of a webhook URL: https, no userinfo, no fragment. Returns it serialised. */
@@ -64,6 +67,12 @@ export async function verifyWebhook(fetchFn: typeof fetch, url: string, timeoutM
   if (echoed === challenge) return
   await sleep(deadline - Date.now())
   throw invalidFormat('webhook verification failed', 'push.url')
+}
+
+/** One push attempt, a trace of its own: the feed running it serves a mailbox, not a publish. */
+async function push(span: TraceSpan | undefined, url: string, request: HttpRequestOptions) {
+  span?.setAttributes({ 'agentmsg.relay.mode': 'webhook' })
+  await httpRequest(url, request, async (response) => discardBody(response.body))
 }
 
 /** What a {@link WebhookSink} delivers to and tells. */
@@ -128,7 +137,7 @@ export class WebhookSink implements FeedSink {
     }
     for (;;) {
       try {
-        await httpRequest(this.o.url, request, async (response) => discardBody(response.body))
+        await traced('agentmsg.relay.push', 'CLIENT', 'root', push, this.o.url, request)
         return true
       } catch (error) {
         if (signal.aborted) return false

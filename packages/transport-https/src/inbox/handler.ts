@@ -13,7 +13,7 @@ import {
   parseAgentId,
   type Receiver,
 } from '@agentmsg/core'
-import { readBody } from '@agentmsg/core/http'
+import { readBody, traced } from '@agentmsg/core/http'
 import { createReceiver } from '@agentmsg/core/receive'
 import {
   acceptedReply,
@@ -145,7 +145,9 @@ class Inbox implements InboxHandler {
     const clientAddress = info?.clientAddress
     try {
       const path = pathOf(request.url)
-      if (path === this.#paths.inbox) return await this.#inbox(request, clientAddress)
+      if (path === this.#paths.inbox) {
+        return await traced('agentmsg.inbox', 'SERVER', request, this.#post, request, clientAddress)
+      }
       if (path === this.#paths.identity) {
         return this.#document(request, () => {
           const doc = this.#o.identityDocument
@@ -175,6 +177,7 @@ class Inbox implements InboxHandler {
     await new Promise<void>((resolve) => this.#idle.push(resolve))
   }
 
+  readonly #post = (_: unknown, request: Request, address?: string) => this.#inbox(request, address)
   async #inbox(request: Request, clientAddress: string | undefined): Promise<HttpReply> {
     const { method, headers } = request
     // 1. Method.
