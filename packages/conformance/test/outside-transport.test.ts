@@ -35,6 +35,9 @@ async function pack(name: string, options: Options, tarballs: string): Promise<s
   await mkdir(stage, { recursive: true })
   for (const file of ['package.json', 'README.md'])
     await cp(path.join(dir, file), path.join(stage, file))
+  // The staging copy is outside the repository, where the prepack script cannot run: copy the
+  // LICENSE it would have copied, and pack without scripts.
+  await cp(path.join(ROOT, 'LICENSE'), path.join(stage, 'LICENSE'))
   const entry = Object.fromEntries(
     Object.entries(options.entry as Record<string, string>).map(([k, v]) => [
       k,
@@ -50,7 +53,11 @@ async function pack(name: string, options: Options, tarballs: string): Promise<s
     config: false,
     silent: true,
   })
-  const { stdout } = await run('npm', ['pack', '--pack-destination', tarballs, stage], { cwd: box })
+  const { stdout } = await run(
+    'npm',
+    ['pack', '--ignore-scripts', '--pack-destination', tarballs, stage],
+    { cwd: box },
+  )
   return path.join(tarballs, stdout.trim().split('\n').at(-1)!)
 }
 
@@ -95,7 +102,7 @@ it('the example transport passes testTransport from the packed, installed packag
   // What was installed is the package as published: its built files, no sources.
   const installed = path.join(project, 'node_modules/@agentmsg/conformance')
   const files = JSON.parse(await readFile(path.join(installed, 'package.json'), 'utf8')).files
-  expect(files).toEqual(['dist', 'README.md'])
+  expect(files).toEqual(['dist', 'README.md', 'LICENSE'])
   await expect(readFile(path.join(installed, 'src/index.ts'))).rejects.toThrow()
 
   const report = path.join(box, 'report.json')
