@@ -13,16 +13,28 @@ import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-// Lines: 24,000 after the consolidation (from 34,154); raised to 24,600 with the per-address
-// relay bounds, ack checks, webhook limit and the CLI's one file reader (~ +450). Raise it only
-// with a capability that needs it, and say so in the commit.
+// Lines: 24,000 after the consolidation (from 34,154); 24,600 with the per-address relay
+// bounds, ack checks, webhook limit and the CLI's one file reader. Code lines (neither blank nor
+// comment) are the weight proper: 24,704 before the consolidation, 19,277 after the hardening.
+// The API reference requires a doc comment on every export and member, so `lines` grew by those
+// (~ +300) and by the framework route handlers and optional tracing (~ +200): 24,915 lines,
+// 19,403 code lines. Raise a limit only with a capability that needs it, and say so in the
+// commit.
 export const LIMITS = {
-  lines: 24_600,
+  lines: 25_000,
+  codeLines: 19_500,
   fileLines: 300,
-  names: 250,
+  names: 255,
   coreRootNames: 60,
   coreEntries: 6,
 }
+
+/**
+ * Lines of `text` that are neither blank nor comment: a line starting with `//`, `/*` or `*` is a
+ * comment line (a code line starting with `*` is rare enough not to matter here).
+ */
+const countCodeLines = (text) =>
+  text.split('\n').filter((line) => !/^\s*($|\/\/|\/\*|\*)/.test(line)).length
 
 export function measure() {
   const files = execFileSync('git', ['ls-files', 'packages/*/src/*.ts'], {
@@ -32,10 +44,13 @@ export function measure() {
     .split('\n')
     .filter((f) => f !== '' && existsSync(path.join(root, f)))
   let lines = 0
+  let codeLines = 0
   const long = []
   for (const f of files) {
-    const n = readFileSync(path.join(root, f), 'utf8').split('\n').length - 1
+    const text = readFileSync(path.join(root, f), 'utf8')
+    const n = text.split('\n').length - 1
     lines += n
+    codeLines += countCodeLines(text)
     if (n > LIMITS.fileLines) long.push(`${f} (${n})`)
   }
   const entries = []
@@ -70,6 +85,7 @@ export function measure() {
   return {
     files: files.length,
     lines,
+    codeLines,
     long,
     names: total,
     perPackage,
@@ -82,6 +98,8 @@ export function problems(w) {
   const out = []
   if (w.lines > LIMITS.lines)
     out.push(`${w.lines} lines under packages/*/src (limit ${LIMITS.lines})`)
+  if (w.codeLines > LIMITS.codeLines)
+    out.push(`${w.codeLines} code lines under packages/*/src (limit ${LIMITS.codeLines})`)
   for (const f of w.long) out.push(`${f}: over ${LIMITS.fileLines} lines`)
   if (w.names > LIMITS.names) out.push(`${w.names} exported names (limit ${LIMITS.names})`)
   if (w.coreRootNames > LIMITS.coreRootNames)

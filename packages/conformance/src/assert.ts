@@ -59,9 +59,12 @@ export function show(value: unknown): string {
 
 /** The outcome of one check. */
 export interface CheckResult {
-  /** What was checked. */ name: string
-  /** Whether it held. */ ok: boolean
-  /** What went wrong, when it did not. */ error?: string
+  /** What was checked. */
+  name: string
+  /** Whether it held. */
+  ok: boolean
+  /** What went wrong, when it did not. */
+  error?: string
 }
 
 /** A list of named checks, and the `it` that adds one (the order of adding is the order run). */

@@ -15,9 +15,12 @@ import { sealBody } from '@agentmsg/core/sealed-box'
 
 /** A did:key agent (its id) with its key pair and signer. */
 export interface FixtureAgent {
-  /** Its did:key. */ id: string
-  /** Its Ed25519 key pair. */ keys: KeyPair
-  /** Signs as it, with its did:key key id. */ signer: Signer
+  /** Its did:key. */
+  id: string
+  /** Its Ed25519 key pair. */
+  keys: KeyPair
+  /** Signs as it, with its did:key key id. */
+  signer: Signer
 }
 
 /**

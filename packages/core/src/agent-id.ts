@@ -128,9 +128,12 @@ export function normalizeAgentUrl(input: string): string {
 
 /** The well-known endpoints of a URL agent (SPEC §4.1, PROFILE §4). */
 export function agentEndpoints(urlAgentId: string): {
-  /** `{agent_id}/.well-known/agentmsg/inbox` */ inbox: string
-  /** `{agent_id}/.well-known/agentmsg/identity` */ identity: string
-  /** `{agent_id}/.well-known/agentmsg/capabilities` */ capabilities: string
+  /** `{agent_id}/.well-known/agentmsg/inbox` */
+  inbox: string
+  /** `{agent_id}/.well-known/agentmsg/identity` */
+  identity: string
+  /** `{agent_id}/.well-known/agentmsg/capabilities` */
+  capabilities: string
 } {
   if (parseAgentId(urlAgentId, 'agent_id').kind !== 'url') {
     throw invalidFormat('only URL agents have well-known endpoints', 'agent_id')

@@ -29,20 +29,28 @@ export function createMessageId(now: number = Date.now()): string {
 
 /** Options for {@link createMessage}. */
 export interface CreateMessageOptions {
-  /** The sender's agent id. */ from: string
-  /** An agent id, or `{ topic }` for a relay topic. */ to: string | { topic: string }
-  /** `conversation_id`. */ conversationId: string
-  /** Per sender per conversation, from 0. */ sequence: number
-  /** The conversation phase. */ phase: Phase
+  /** The sender's agent id. */
+  from: string
+  /** An agent id, or `{ topic }` for a relay topic. */
+  to: string | { topic: string }
+  /** `conversation_id`. */
+  conversationId: string
+  /** Per sender per conversation, from 0. */
+  sequence: number
+  /** The conversation phase. */
+  phase: Phase
   /** One text part; or `parts`. */
   text?: string
-  /** The body parts; or `text`. */ parts?: BodyPart[]
+  /** The body parts; or `text`. */
+  parts?: BodyPart[]
   /** @default 'application/json' */
   contentType?: string
   /** `from.relays`. */
   relays?: string[]
-  /** `ttl_seconds`: expires that long after `date`. */ ttlSeconds?: number
-  /** `auth_level`: the level asked for (PROFILE §5). */ authLevel?: number
+  /** `ttl_seconds`: expires that long after `date`. */
+  ttlSeconds?: number
+  /** `auth_level`: the level asked for (PROFILE §5). */
+  authLevel?: number
   /** @default now */
   date?: number
   /** @default a new ULID */

@@ -1,20 +1,35 @@
 /** Every wire error code of PROFILE §6 and its HTTP status: the one status ↔ code table. */
 export const ERROR_STATUS = {
-  /** Malformed: not I-JSON, a field missing or of the wrong type. */ invalid_format: 400,
-  /** `date` outside the window, or the TTL has passed. */ stale_message: 400,
-  /** No usable signature verifies. */ invalid_signature: 401,
-  /** The sender's key cannot be found. */ unknown_sender: 401,
-  /** Signed below the conversation's level. */ insufficient_auth_level: 401,
-  /** Signed with a revoked or long-retired key. */ key_revoked: 401,
-  /** Relay agent auth missing. */ unauthorized: 401,
-  /** Not allowed. */ forbidden: 403,
-  /** No such resource (e.g. mailbox). */ not_found: 404,
-  /** Wrong method for the path. */ method_not_allowed: 405,
-  /** Over a size cap. */ payload_too_large: 413,
-  /** Not `application/json`. */ unsupported_media_type: 415,
-  /** Over a limit; retry after `Retry-After`. */ rate_limited: 429,
-  /** The server failed. */ internal_error: 500,
-  /** Not now (a quota, a failed lookup); retry after `Retry-After`. */ unavailable: 503,
+  /** Malformed: not I-JSON, a field missing or of the wrong type. */
+  invalid_format: 400,
+  /** `date` outside the window, or the TTL has passed. */
+  stale_message: 400,
+  /** No usable signature verifies. */
+  invalid_signature: 401,
+  /** The sender's key cannot be found. */
+  unknown_sender: 401,
+  /** Signed below the conversation's level. */
+  insufficient_auth_level: 401,
+  /** Signed with a revoked or long-retired key. */
+  key_revoked: 401,
+  /** Relay agent auth missing. */
+  unauthorized: 401,
+  /** Not allowed. */
+  forbidden: 403,
+  /** No such resource (e.g. mailbox). */
+  not_found: 404,
+  /** Wrong method for the path. */
+  method_not_allowed: 405,
+  /** Over a size cap. */
+  payload_too_large: 413,
+  /** Not `application/json`. */
+  unsupported_media_type: 415,
+  /** Over a limit; retry after `Retry-After`. */
+  rate_limited: 429,
+  /** The server failed. */
+  internal_error: 500,
+  /** Not now (a quota, a failed lookup); retry after `Retry-After`. */
+  unavailable: 503,
 } as const
 
 /** A wire error code (PROFILE §6). */
@@ -46,14 +61,22 @@ export interface AgentMsgErrorOptions {
 
 /** The SDK's error; test with {@link isAgentMsgError}: errors may cross bundles or realms. */
 export class AgentMsgError extends Error {
-  /** The class name, for logs. */ override readonly name = 'AgentMsgError'
-  /** The wire code (PROFILE §6). */ readonly code: ErrorCode
-  /** The HTTP status of `code`. */ readonly status: number
-  /** Seconds to wait before retrying (429, 503). */ readonly retryAfter: number | undefined
-  /** The message field at fault. */ readonly field: string | undefined
-  /** The status a peer answered. */ readonly peerStatus: number | undefined
-  /** The peer's body `code`, verbatim. */ readonly peerCode: string | undefined
-  /** @internal The brand {@link isAgentMsgError} tests. */ readonly [BRAND] = true
+  /** The class name, for logs. */
+  override readonly name = 'AgentMsgError'
+  /** The wire code (PROFILE §6). */
+  readonly code: ErrorCode
+  /** The HTTP status of `code`. */
+  readonly status: number
+  /** Seconds to wait before retrying (429, 503). */
+  readonly retryAfter: number | undefined
+  /** The message field at fault. */
+  readonly field: string | undefined
+  /** The status a peer answered. */
+  readonly peerStatus: number | undefined
+  /** The peer's body `code`, verbatim. */
+  readonly peerCode: string | undefined
+  /** @internal The brand {@link isAgentMsgError} tests. */
+  readonly [BRAND] = true
 
   constructor(code: ErrorCode, message: string, options: AgentMsgErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })

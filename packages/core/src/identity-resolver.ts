@@ -59,7 +59,8 @@ export class IdentityDocumentCache implements KeyResolver {
     this.#entries = new Lru(options.maxEntries ?? 10_000)
   }
 
-  /** The agent's document, fetched or cached, or why there is none (for now). */ async document(
+  /** The agent's document, fetched or cached, or why there is none (for now). */
+  async document(
     agentId: string,
     options?: AbortOptions,
   ): Promise<IdentityDocument | KeyResolution> {

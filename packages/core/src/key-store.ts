@@ -78,7 +78,8 @@ export class KeyStore implements KeyResolver {
     return dropped
   }
 
-  /** Every key kept for `agent`. */ async keysOf(agent: string): Promise<StoredKey[]> {
+  /** Every key kept for `agent`. */
+  async keysOf(agent: string): Promise<StoredKey[]> {
     return (await this.#storage.list(keyName(agent, ''))).map(([, v]) => v as unknown as StoredKey)
   }
 

@@ -8,15 +8,18 @@ import { x25519SecretFromSha512 } from './x25519-scalar.js'
 
 /** An Ed25519 key pair. `secretKey` is the 32-byte RFC 8032 secret (seed). */
 export interface KeyPair {
-  /** 32 bytes. */ publicKey: Uint8Array
-  /** The 32-byte seed; keep it secret. */ secretKey: Uint8Array
+  /** 32 bytes. */
+  publicKey: Uint8Array
+  /** The 32-byte seed; keep it secret. */
+  secretKey: Uint8Array
   /** Derived from the seed (libsodium's conversion), so sealed-box decryption needs no rederivation. */
   x25519SecretKey: Uint8Array
 }
 
 /** Signs a signing input; implement it to keep keys elsewhere (WebCrypto, a token, a process). */
 export interface Signer {
-  /** The signature algorithm. */ readonly alg: SignatureAlg
+  /** The signature algorithm. */
+  readonly alg: SignatureAlg
   /** The full key id. */
   readonly keyId: string
   /** `mode`: where the work may run (see `CryptoMode`); a signer without a choice ignores it. */

@@ -84,7 +84,8 @@ export interface SendOptions {
   authLevel?: AuthLevel
   /** The introduction token for `authLevel: 0`. @default the only one held (see `introduce`) */
   introduction?: string
-  /** `ttl_seconds`: it expires that long after it was written. */ ttlSeconds?: number
+  /** `ttl_seconds`: it expires that long after it was written. */
+  ttlSeconds?: number
   /**
    * Seal the body (PROFILE §8): `true` on every route (`not_found` when the key is unknown).
    * @default sealed unless the target is confidential (an inbox, relays trusted in `relayTrust`)
@@ -92,13 +93,16 @@ export interface SendOptions {
   seal?: boolean
   /** Send plaintext rather than drop targets when the key is unknown. @default false */
   allowPlaintext?: boolean
-  /** Abort the send; the promise rejects with the signal's reason. */ signal?: AbortSignal
+  /** Abort the send; the promise rejects with the signal's reason. */
+  signal?: AbortSignal
 }
 
 /** What `Agent.send` resolved with. */
 export interface SendResult {
-  /** The sent message's `message_id`. */ messageId: string
-  /** Its conversation: pass it on to continue. */ conversationId: string
+  /** The sent message's `message_id`. */
+  messageId: string
+  /** Its conversation: pass it on to continue. */
+  conversationId: string
   /** The route of the target that took it (after any fallback). */
   route: Route
   /** The transport that took it (`https`, `relay`, or a custom one's protocol). */
@@ -113,15 +117,18 @@ export interface SendResult {
 
 /** A message delivered to the application. */
 export interface ReceivedMessage {
-  /** The message, verified (a sealed body opened). */ message: Message
+  /** The message, verified (a sealed body opened). */
+  message: Message
   /** The authentication level it was verified at (PROFILE §5). */
   level: AuthLevel
   /** Where the verifying key came from. */
   source: ReceivedInfo['source']
   /** Pinned, introduced or accepted before (PROFILE §5). */
   knownContact: boolean
-  /** The transport it came by. */ transport: TransportKind
-  /** Its `conversation_id`. */ conversationId: string
+  /** The transport it came by. */
+  transport: TransportKind
+  /** Its `conversation_id`. */
+  conversationId: string
   /** `from.agent`. */
   from: string
   /** Plain text of the text parts, joined by LF (of the opened body, when it was sealed). */
@@ -132,34 +139,46 @@ export interface ReceivedMessage {
 
 /** Payload of `error` events. */
 export interface AgentErrorEvent {
-  /** What went wrong. */ error: unknown
+  /** What went wrong. */
+  error: unknown
   /** The message concerned, when there is one. */
   message?: Message
   /** `from.agent` of a refused message. */
   from?: string
-  /** The transport concerned, when there is one. */ transport?: TransportKind
+  /** The transport concerned, when there is one. */
+  transport?: TransportKind
 }
 
 /** Payload of `delivered` events. */
 export interface AgentDeliveredEvent {
-  /** The message's `message_id`. */ messageId: string
-  /** The recipient's agent id. */ to: string
-  /** Direct or through a relay. */ route: Route
-  /** The relay that accepted it, for `route: 'relay'`. */ relayUrl?: string
+  /** The message's `message_id`. */
+  messageId: string
+  /** The recipient's agent id. */
+  to: string
+  /** Direct or through a relay. */
+  route: Route
+  /** The relay that accepted it, for `route: 'relay'`. */
+  relayUrl?: string
 }
 
 /** Payload of `undeliverable` events (refused, or retries ran out: tell the human, SPEC §8). */
 export interface AgentUndeliverableEvent extends Omit<AgentDeliveredEvent, 'relayUrl'> {
-  /** Why, for the human. */ reason: string
-  /** The wire error code, when a peer refused it. */ code?: string
+  /** Why, for the human. */
+  reason: string
+  /** The wire error code, when a peer refused it. */
+  code?: string
 }
 
 /** Event name → payload. */
 export interface AgentEvents {
-  /** A message was received. */ message: ReceivedMessage
-  /** An error nobody awaited. */ error: AgentErrorEvent
-  /** A target accepted a message. */ delivered: AgentDeliveredEvent
-  /** A send was refused, or its retries ran out. */ undeliverable: AgentUndeliverableEvent
+  /** A message was received. */
+  message: ReceivedMessage
+  /** An error nobody awaited. */
+  error: AgentErrorEvent
+  /** A target accepted a message. */
+  delivered: AgentDeliveredEvent
+  /** A send was refused, or its retries ran out. */
+  undeliverable: AgentUndeliverableEvent
 }
 
 /** Listener of an agent event; a `message` listener's promise is awaited before handled. */
@@ -169,11 +188,14 @@ export type AgentListener<K extends keyof AgentEvents> = (
 
 /** A contact as stored. */
 export interface Contact {
-  /** Its agent id. */ agent: string
+  /** Its agent id. */
+  agent: string
   /** The keys kept for it (pinned or introduced), with their fingerprints. */
   keys: Array<{ keyId: string; source: 'pinned' | 'introduction'; fingerprint: string }>
-  /** Relays it can be reached at. */ relays: string[]
-  /** Pinned, introduced or accepted before (PROFILE §5). */ knownContact: boolean
+  /** Relays it can be reached at. */
+  relays: string[]
+  /** Pinned, introduced or accepted before (PROFILE §5). */
+  knownContact: boolean
 }
 
 /** Options for `Contacts.pin`. */
@@ -204,7 +226,8 @@ export interface IntroduceOptions {
 
 /** This agent's own identity. */
 export interface OwnIdentity {
-  /** The agent's id. */ agentId: string
+  /** The agent's id. */
+  agentId: string
   /** The active key. */
   publicKey: Uint8Array
   /** Its full key id. */
@@ -215,9 +238,12 @@ export interface OwnIdentity {
 
 /** An agent: send, reply, receive; the route is chosen for you. */
 export interface Agent {
-  /** Its agent id: a did:key or an https URL. */ readonly id: string
-  /** Its id, active key and (URL agents) identity document. */ readonly identity: OwnIdentity
-  /** Pinned keys, introductions and known contacts. */ readonly contacts: Contacts
+  /** Its agent id: a did:key or an https URL. */
+  readonly id: string
+  /** Its id, active key and (URL agents) identity document. */
+  readonly identity: OwnIdentity
+  /** Pinned keys, introductions and known contacts. */
+  readonly contacts: Contacts
   /** Send to the agent `to` over the best route; resolves once taken or kept in the outbox. */
   send(to: string, content: Content, options?: SendOptions): Promise<SendResult>
   /** Answer `message` in its conversation (phase `response` by default). */

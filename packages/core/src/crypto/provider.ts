@@ -29,7 +29,8 @@ export interface CryptoProvider {
   utf8?(text: string): Uint8Array
   /** HMAC-SHA-256 (level 0 signatures). */
   hmacSha256(key: Uint8Array, data: Uint8Array): Promise<Uint8Array>
-  /** SHA-256. */ sha256(data: Uint8Array): Promise<Uint8Array>
+  /** SHA-256. */
+  sha256(data: Uint8Array): Promise<Uint8Array>
   /** SHA-512 (derives the X25519 secret of an Ed25519 key). */
   sha512(data: Uint8Array): Promise<Uint8Array>
 }

@@ -31,7 +31,8 @@ export class NonceMemory {
     )
   }
 
-  /** Pairs remembered now. */ get size(): number {
+  /** Pairs remembered now. */
+  get size(): number {
     return this.#entries.size
   }
 

@@ -64,12 +64,15 @@ const BRAND = Symbol.for('agentmsg.address-refused')
  * fetched because of it is not found, PROFILE §4). See {@link isAddressRefusedError}.
  */
 export class AddressRefusedError extends AgentMsgError {
-  /** @internal The brand `isAddressRefusedError` tests. */ readonly [BRAND] = true
+  /** @internal The brand `isAddressRefusedError` tests. */
+  readonly [BRAND] = true
 
   /** `address` refused, connecting to `hostname` when known. */
   constructor(
-    /** The refused IP address. */ readonly address: string,
-    /** The host name it was connected for, when known. */ readonly hostname?: string,
+    /** The refused IP address. */
+    readonly address: string,
+    /** The host name it was connected for, when known. */
+    readonly hostname?: string,
   ) {
     const host = hostname !== undefined && hostname !== address ? ` of host ${hostname}` : ''
     super(

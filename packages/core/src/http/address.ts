@@ -160,7 +160,8 @@ export class AddressSet {
     }
   }
 
-  /** How many addresses and ranges it holds. */ get size(): number {
+  /** How many addresses and ranges it holds. */
+  get size(): number {
     return this.#ranges.length
   }
 

@@ -11,8 +11,10 @@ import { errorReply, type HttpReply } from './replies.js'
 
 /** One limit: requests refilled per minute (`Infinity`: no limit), and how many at once. */
 export interface RateLimit {
-  /** Refill rate, a minute. */ perMinute: number
-  /** The bucket's size: how many at once. */ burst: number
+  /** Refill rate, a minute. */
+  perMinute: number
+  /** The bucket's size: how many at once. */
+  burst: number
 }
 
 /**

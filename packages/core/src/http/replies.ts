@@ -6,9 +6,12 @@ import { ERROR_STATUS, type ErrorCode } from '../errors.js'
 
 /** One HTTP answer (inbox or relay) before it becomes a `Response`; lower-case header names. */
 export type HttpReply = {
-  /** The HTTP status. */ status: number
-  /** Lower-case names. */ headers: Record<string, string>
-  /** The body text, or none. */ body: string | null
+  /** The HTTP status. */
+  status: number
+  /** Lower-case names. */
+  headers: Record<string, string>
+  /** The body text, or none. */
+  body: string | null
 }
 
 /** Headers on every response (PROFILE §6 CORS): any origin, `Retry-After` readable. */

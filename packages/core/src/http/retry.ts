@@ -47,7 +47,8 @@ export class Backoff {
     this.#options = options
   }
 
-  /** The delay before the next attempt, ms. */ next(): number {
+  /** The delay before the next attempt, ms. */
+  next(): number {
     return backoffDelay(++this.#attempt, this.#options)
   }
 

@@ -35,11 +35,16 @@ export type RelayPreference = 'any' | 'ordered'
 
 /** An identity document (SPEC §2.2, PROFILE §4). */
 export interface IdentityDocument {
-  /** The document format's version. */ agentmsg: 5
-  /** Whose document it is; fetched from a URL agent, it must equal that id. */ agent_id: string
-  /** A human-readable name. */ display: string
-  /** Its keys with their status; `key_id` is the bare fragment. */ keys: IdentityKey[]
-  /** Where its inbox and capabilities are. */ endpoints: IdentityEndpoints
+  /** The document format's version. */
+  agentmsg: 5
+  /** Whose document it is; fetched from a URL agent, it must equal that id. */
+  agent_id: string
+  /** A human-readable name. */
+  display: string
+  /** Its keys with their status; `key_id` is the bare fragment. */
+  keys: IdentityKey[]
+  /** Where its inbox and capabilities are. */
+  endpoints: IdentityEndpoints
   /** The relays it listens on (`urls`), tried in order or any (`preference`). */
   relay?: { urls: string[]; preference: RelayPreference; [extension: string]: unknown }
   [extension: string]: unknown

@@ -15,12 +15,14 @@ export type StorageOp =
 export interface StorageListOptions extends AbortOptions {
   /** Only keys strictly greater (paging). */
   after?: string
-  /** At most this many entries. */ limit?: number
+  /** At most this many entries. */
+  limit?: number
 }
 
 /** The storage contract: JSON values under string keys, listed in UTF-16 code unit order. */
 export interface Storage {
-  /** Names the backend: `memory`, `fs`, `indexeddb`, … */ readonly name: string
+  /** Names the backend: `memory`, `fs`, `indexeddb`, … */
+  readonly name: string
   /** The value under `key`, or `undefined`. */
   get(key: string, options?: AbortOptions): Promise<JsonValue | undefined>
   /** Store `value` under `key`, replacing what was there. Durable when the promise resolves. */
@@ -29,7 +31,8 @@ export interface Storage {
   delete(key: string, options?: AbortOptions): Promise<void>
   /** Apply every op or none (atomic); durable when the promise resolves. */
   batch(ops: StorageOp[], options?: AbortOptions): Promise<void>
-  /** The entries whose key starts with `prefix`, in key order. */ list(
+  /** The entries whose key starts with `prefix`, in key order. */
+  list(
     prefix: string,
     options?: StorageListOptions,
   ): Promise<Array<[key: string, value: JsonValue]>>

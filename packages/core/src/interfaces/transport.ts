@@ -7,7 +7,8 @@ import type { AbortOptions, Storage } from './storage.js'
 
 /** What an agent knows of a peer: each transport turns it into its {@link Transport.targets}. */
 export interface PeerRoute {
-  /** The peer's agent id. */ agent: string
+  /** The peer's agent id. */
+  agent: string
   /** Its identity document, when it is a URL agent and it was fetched. */
   document?: IdentityDocument | undefined
   /** Relays given to this send, then remembered ones; the document's come on top. */
@@ -20,8 +21,10 @@ export interface PeerRoute {
 export interface DeliveryTarget {
   /** The transport's own name for it: `inbox`, `relay`, … */
   kind: string
-  /** The peer it reaches. */ agent: string
-  /** Where to send: an inbox, or relays. */ urls: readonly string[]
+  /** The peer it reaches. */
+  agent: string
+  /** Where to send: an inbox, or relays. */
+  urls: readonly string[]
   /** `direct`: to the peer itself; `relay`: kept for it by intermediaries (PROFILE §9). */
   route: 'direct' | 'relay'
   /** Only the peer (or trusted intermediaries) reads it; else bodies are sealed (§8). @default false */
@@ -34,16 +37,20 @@ export interface DeliveryTarget {
 
 /** What a transport reports after the peer (or a relay for it) accepted a message. */
 export interface DeliveryReceipt {
-  /** The message's `message_id`. */ messageId: string
-  /** The target it went to. */ target: DeliveryTarget
-  /** The URL that accepted it (of the target's `urls`), when the transport knows. */ url?: string
+  /** The message's `message_id`. */
+  messageId: string
+  /** The target it went to. */
+  target: DeliveryTarget
+  /** The URL that accepted it (of the target's `urls`), when the transport knows. */
+  url?: string
 }
 
 /** A message as a transport received it; the receive pipeline checks it, for every transport. */
 export interface InboundDelivery {
   /** Raw JSON bytes, or the JSON value from an envelope. */
   body: Uint8Array | unknown
-  /** The protocol of the transport that received it. */ transport: string
+  /** The protocol of the transport that received it. */
+  transport: string
   /** The HTTP `Idempotency-Key` (PROFILE §6). */
   idempotencyKey?: string | null
   /** The per-sender limit to charge instead of the receiver's: seconds to wait, 0 to go on. */
@@ -57,9 +64,12 @@ export type DeliveryOutcome =
   | { status: 'accepted'; messageId: string }
   | { status: 'duplicate'; messageId: string }
   | {
-      /** Refused by a check of the pipeline. */ status: 'refused'
-      /** Why, with its wire code. */ error: AgentMsgError
-      /** Whether the same message may be accepted later (keep it). */ retry: boolean
+      /** Refused by a check of the pipeline. */
+      status: 'refused'
+      /** Why, with its wire code. */
+      error: AgentMsgError
+      /** Whether the same message may be accepted later (keep it). */
+      retry: boolean
     }
 
 /** The receive side, as transports see it: one call per inbound message. */
@@ -75,15 +85,18 @@ export interface Transport {
   send(message: Message, target: DeliveryTarget, options?: AbortOptions): Promise<DeliveryReceipt>
   /** Start receiving: each inbound message goes to `receive`. */
   listen?(receive: DeliveryHandler, options?: AbortOptions): Promise<void>
-  /** Stop listening and release connections. */ close(): Promise<void>
+  /** Stop listening and release connections. */
+  close(): Promise<void>
 }
 
 /** What an agent gives each of its transports when it creates them. */
 export interface TransportComponents {
-  /** The agent's id. */ readonly agentId: string
+  /** The agent's id. */
+  readonly agentId: string
   /** Signs as the agent with its current key; for relay agent auth. */
   readonly signer: Signer
-  /** The agent's key resolver. */ readonly resolver: KeyResolver
+  /** The agent's key resolver. */
+  readonly resolver: KeyResolver
   /** Its own state, namespaced per transport. */
   readonly storage: Storage
   /** The agent's relays (its `from.relays`). */
@@ -94,24 +107,32 @@ export interface TransportComponents {
   identityDocument(): IdentityDocument | undefined
   /** The encryption schemes the receiver opens (PROFILE §8). @default none */
   readonly encryption?: readonly string[]
-  /** The agent's clock, epoch ms. */ now(): number
-  /** Reports an error nobody awaits (the agent's `error` event). */ onError(error: unknown): void
+  /** The agent's clock, epoch ms. */
+  now(): number
+  /** Reports an error nobody awaits (the agent's `error` event). */
+  onError(error: unknown): void
 }
 
 /** A later outcome of a send that was still pending (kept in the outbox). */
 export type DeliveryEvent =
   | { type: 'delivered'; messageId: string; target: DeliveryTarget }
   | {
-      /** Refused, or retries ran out. */ type: 'undeliverable'
-      /** The message's `message_id`. */ messageId: string
-      /** The target last tried. */ target: DeliveryTarget
-      /** Why, for the human. */ reason: string
-      /** The wire error code, when there was one. */ code?: string
+      /** Refused, or retries ran out. */
+      type: 'undeliverable'
+      /** The message's `message_id`. */
+      messageId: string
+      /** The target last tried. */
+      target: DeliveryTarget
+      /** Why, for the human. */
+      reason: string
+      /** The wire error code, when there was one. */
+      code?: string
     }
 
 /** Builds a transport for one agent: what `createAgent({ transports: [...] })` takes. */
 export interface TransportFactory {
-  /** The protocol of the transports it creates. */ readonly protocol: string
+  /** The protocol of the transports it creates. */
+  readonly protocol: string
   /** Creates the transport for one agent. */
   create(components: TransportComponents): Transport | Promise<Transport>
 }

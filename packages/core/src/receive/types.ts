@@ -13,12 +13,14 @@ import type { VerifyResult } from '../verify.js'
 
 /** Everything `receive` needs besides the message: the receiver's state and its own rules. */
 export interface ReceiveContext {
-  /** Finds the signing keys (PROFILE §4). */ resolver: KeyResolver
+  /** Finds the signing keys (PROFILE §4). */
+  resolver: KeyResolver
   /** Date window and TTL; duplicate ids unless {@link isDuplicate} is given. */
   replay: ReplayGuard
   /** Auth levels (PROFILE §5). Absent at a relay, which takes no part in conversations. */
   levels?: AuthLevelTracker
-  /** The clock, epoch ms. */ now: () => number
+  /** The clock, epoch ms. */
+  now: () => number
   /** @default PROFILE.keyTransitionMs */
   transitionMs?: number
   /** Where Ed25519 verification runs: the pool verifies deliveries in parallel. @default 'pool' */
@@ -97,9 +99,12 @@ export type ReceiveStep =
 
 /** What the application learns about an accepted message besides the message. */
 export interface ReceivedInfo {
-  /** The level it verified at (PROFILE §5). */ level: AuthLevel
-  /** Where the verifying key came from. */ source: KeySource
-  /** The verifying key's full id. */ keyId: string
+  /** The level it verified at (PROFILE §5). */
+  level: AuthLevel
+  /** Where the verifying key came from. */
+  source: KeySource
+  /** The verifying key's full id. */
+  keyId: string
   /** Pinned, introduced or accepted before: a level does not say whether you know the sender. */
   knownContact: boolean
   /** The transport that delivered it (`https`, `relay`, a custom one's protocol). */
@@ -159,8 +164,10 @@ export interface ReceiverOptions {
 export interface Receiver {
   /** Run the pipeline for one delivery, persist and queue it; the transport acts on the outcome. */
   readonly receive: DeliveryHandler
-  /** The date window and duplicate memory it checks with. */ readonly replayGuard: ReplayGuard
-  /** The conversation levels it keeps (PROFILE §5). */ readonly authLevels: AuthLevelTracker
+  /** The date window and duplicate memory it checks with. */
+  readonly replayGuard: ReplayGuard
+  /** The conversation levels it keeps (PROFILE §5). */
+  readonly authLevels: AuthLevelTracker
   /** Accepted messages not yet processed. */
   readonly pending: number
   /** Resolves once no accepted message waits for or is in `onMessage`. */

@@ -20,10 +20,12 @@ export type SealableMessage = Pick<
 
 /** One recipient of a sealed body: its agent id and active Ed25519 key (PROFILE §8). */
 export interface SealRecipient {
-  /** Its agent id. */ agent: string
+  /** Its agent id. */
+  agent: string
   /** Its full key id. */
   keyId: string
-  /** The Ed25519 public key, converted to X25519 to seal. */ publicKey: Uint8Array
+  /** The Ed25519 public key, converted to X25519 to seal. */
+  publicKey: Uint8Array
 }
 
 /** The sealed body and the advisory `security.encryption` object (PROFILE §8). */

@@ -42,7 +42,8 @@ export interface ServeRelayOptions
   store?: RelayStore
   /** On close, connections still open after this many ms are cut. @default 10_000 */
   closeTimeoutMs?: number
-  /** The WebSocket endpoint: auth timeout, stall timeout, frame cap. */ ws?: RelayWebSocketOptions
+  /** The WebSocket endpoint: auth timeout, stall timeout, frame cap. */
+  ws?: RelayWebSocketOptions
   /**
    * Answers requests before the relay (e.g. a demo page); `undefined` passes one on, its body
    * unread. Sees no WebSocket upgrades, is not rate limited: keep it to cheap, fixed answers.
@@ -62,9 +63,12 @@ export interface ServeRelayOptions
 export interface RelayServer {
   /** The public base URL. */
   url: string
-  /** The port it listens on (the one picked, for `port: 0`). */ port: number
-  /** The web-standard handler it serves. */ handler: RelayServerHandler
-  /** The store it keeps messages in. */ store: RelayStore
+  /** The port it listens on (the one picked, for `port: 0`). */
+  port: number
+  /** The web-standard handler it serves. */
+  handler: RelayServerHandler
+  /** The store it keeps messages in. */
+  store: RelayStore
   /** The metrics listener (`url`, `host`, `port`), when `metrics` was given. */
   metrics?: MetricsListener
   /** The logger, when one was given or `logLevel` asked for one. */

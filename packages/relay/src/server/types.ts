@@ -45,7 +45,8 @@ export interface RelayLimits {
 export interface RelayHandlerOptions {
   /** The public base URL (trace `by`, agent auth's `@target-uri`); never a request's `Host`. */
   baseUrl: string
-  /** Where mailboxes and subscriptions are kept. */ store: RelayStore
+  /** Where mailboxes and subscriptions are kept. */
+  store: RelayStore
   /** @default createKeyResolver with a Node identity fetcher bound by `addressPolicy` and `ca` */
   resolver?: KeyResolver
   /** Outbound address rules for identity documents and webhooks. @default public unicast only */
@@ -54,7 +55,8 @@ export interface RelayHandlerOptions {
   ca?: string | string[]
   /** The fetch of webhooks. @default createNodeFetch({ ca, addressPolicy }) */
   fetch?: typeof fetch
-  /** The PROFILE §6 and §9 limits, each configurable. @default PROFILE's */ limits?: RelayLimits
+  /** The PROFILE §6 and §9 limits, each configurable. @default PROFILE's */
+  limits?: RelayLimits
   /** Proxies whose `X-Forwarded-For` is believed (addresses or CIDR ranges). */
   trustedProxies?: string[]
   /** How long an unacknowledged message is kept; at least (and by default) 7 days. */
@@ -74,7 +76,8 @@ export interface RelayHandlerOptions {
   stallTimeoutMs?: number
   /** `Retry-After` seconds when a mailbox, a sender's share or the relay is full. @default 60 */
   mailboxFullRetryAfter?: number
-  /** Webhook delivery: timeouts, deadline, concurrency. */ webhook?: RelayWebhookOptions
+  /** Webhook delivery: timeouts, deadline, concurrency. */
+  webhook?: RelayWebhookOptions
   /** Told what the relay refuses, stores and delivers (metrics, logs). */
   observer?: RelayObserver
   /** `GET /readyz`: a store check slower than `timeoutMs` fails, kept `cacheMs`. @default 2000, 1000 */
@@ -104,11 +107,14 @@ export interface RelayObserver {
   published?(outcome: string): void
   /** Agent auth or a message signature refused (a 401 or 403 code). */
   authFailed?(code: string): void
-  /** A request refused with 429, by which limit. */ rateLimited?(scope: RateLimitScope): void
+  /** A request refused with 429, by which limit. */
+  rateLimited?(scope: RateLimitScope): void
   /** Messages handed to a stream or webhook, or returned by a retrieve. */
   delivered?(mode: DeliveryMode, count: number): void
-  /** An SSE or WebSocket stream opened. */ streamOpened?(kind: StreamKind): void
-  /** A stream closed. */ streamClosed?(kind: StreamKind): void
+  /** An SSE or WebSocket stream opened. */
+  streamOpened?(kind: StreamKind): void
+  /** A stream closed. */
+  streamClosed?(kind: StreamKind): void
   /** A store write, from request to durable commit. */
   storeWrite?(op: 'publish' | 'ack', seconds: number): void
 }
@@ -117,8 +123,10 @@ export interface RelayObserver {
 export interface RelayServerHandler {
   /** Every HTTP endpoint of PROFILE §9; bound. `clientAddress`: the peer, for the limits. */
   readonly fetch: (request: Request, info?: { clientAddress?: string }) => Promise<Response>
-  /** The relay's public base URL. */ readonly baseUrl: string
-  /** Resolves the keys of senders and subscribers. */ readonly resolver: KeyResolver
+  /** The relay's public base URL. */
+  readonly baseUrl: string
+  /** Resolves the keys of senders and subscribers. */
+  readonly resolver: KeyResolver
   /** Resolves once webhook subscriptions are loaded. */
   readonly ready: Promise<void>
   /** Take one token of the per-address limit: 0, or the seconds to wait. */

@@ -17,7 +17,8 @@ import type { RelayStore, Subscription } from './types.js'
 
 /** A memory store, with a count of the messages it holds (a topic message once). */
 export interface MemoryRelayStore extends RelayStore {
-  /** Messages held, a topic message once. */ storedMessages(): number
+  /** Messages held, a topic message once. */
+  storedMessages(): number
 }
 
 /** A message as stored once, however many mailboxes reference it. */

@@ -23,7 +23,8 @@ export interface SqliteRelayStoreOptions {
   path: string
   /** @default PROFILE §9: 10,000 messages or 256 MiB per mailbox, a quarter per sender, 10 GiB */
   quota?: RelayQuota
-  /** How queued writes are committed together (on the writer thread). */ groupCommit?: {
+  /** How queued writes are committed together (on the writer thread). */
+  groupCommit?: {
     /** Flush as soon as this many writes are queued. @default 1024 */
     maxBatch?: number
     /** Wait at most this long for more writes (ms); 0 flushes on the next macrotask. @default 0 */

@@ -5,30 +5,40 @@
 
 /** A webhook push target of a subscription; only verified ones receive messages (PROFILE §9). */
 export interface WebhookTarget {
-  /** Where messages are POSTed. */ url: string
-  /** Whether it answered the verification challenge. */ verified: boolean
+  /** Where messages are POSTed. */
+  url: string
+  /** Whether it answered the verification challenge. */
+  verified: boolean
 }
 
 /** An agent's subscription: it opens the agent's mailbox, and its topics' messages go there. */
 export interface Subscription {
-  /** Its id, `subscription_id` on the wire. */ id: string
-  /** The subscribing agent, whose mailbox it is. */ agent: string
-  /** The topics subscribed to. */ topics: string[]
-  /** Push to a webhook as well. */ webhook?: WebhookTarget
-  /** When it was made, epoch ms. */ created: number
+  /** Its id, `subscription_id` on the wire. */
+  id: string
+  /** The subscribing agent, whose mailbox it is. */
+  agent: string
+  /** The topics subscribed to. */
+  topics: string[]
+  /** Push to a webhook as well. */
+  webhook?: WebhookTarget
+  /** When it was made, epoch ms. */
+  created: number
 }
 
 /** One message for one or more mailboxes (a direct message has one, a topic message each subscriber). */
 export interface PublishInput {
-  /** The mailboxes (agent ids) to store it in. */ mailboxes: string[]
+  /** The mailboxes (agent ids) to store it in. */
+  mailboxes: string[]
   /** `from.agent` of the message. */
   from: string
-  /** The message's `message_id`. */ messageId: string
+  /** The message's `message_id`. */
+  messageId: string
   /** The message as JSON, trace entry appended; stored once however many mailboxes. */
   json: string
   /** Quota bytes: `JCS(message without trace)` (PROFILE §9). Pages count the UTF-8 of `json`. */
   bytes: number
-  /** When the relay received it, epoch ms. */ receivedAt: number
+  /** When the relay received it, epoch ms. */
+  receivedAt: number
   /** min(receivedAt + retention, date + ttl_seconds). */
   expiresAt: number
   /** Remembered until then once gone. @default receivedAt + PROFILE.relayForgetAfterReceiptMs */
@@ -45,7 +55,8 @@ export interface PublishInput {
 
 /** The outcome of a publish per distinct mailbox, in the order given. */
 export interface StorePublishResult {
-  /** The mailbox this result is for. */ mailbox: string
+  /** The mailbox this result is for. */
+  mailbox: string
   /** The entry's cursor (a duplicate's: the held one); none when nothing is held there. */
   cursor?: string
   /** The triple is held or remembered: nothing written. */
@@ -56,15 +67,20 @@ export interface StorePublishResult {
 
 /** A message held in a mailbox. */
 export interface MailboxEntry {
-  /** Its position in the mailbox; later entries have greater cursors. */ cursor: string
-  /** `from.agent` of the message. */ from: string
-  /** The message's `message_id`. */ messageId: string
-  /** The message as JSON, trace entry appended. */ json: string
+  /** Its position in the mailbox; later entries have greater cursors. */
+  cursor: string
+  /** `from.agent` of the message. */
+  from: string
+  /** The message's `message_id`. */
+  messageId: string
+  /** The message as JSON, trace entry appended. */
+  json: string
 }
 
 /** One page of a retrieve. */
 export interface MailboxPage {
-  /** The entries, oldest first. */ entries: MailboxEntry[]
+  /** The entries, oldest first. */
+  entries: MailboxEntry[]
   /** The last entry's cursor, or the `after` given when the page is empty. */
   cursor: string | undefined
   /** Optional: every entry due after `after` is in the page, so a feed need not read again until notified. */
@@ -79,9 +95,11 @@ export interface AckOptions {
 
 /** `publish` found no room in a mailbox (`mailbox`), or for this sender's share of it (`sender`). */
 export class MailboxFullError extends Error {
-  /** The class name, for logs. */ override readonly name = 'MailboxFullError'
+  /** The class name, for logs. */
+  override readonly name = 'MailboxFullError'
   constructor(
-    /** The full mailbox. */ readonly mailbox: string,
+    /** The full mailbox. */
+    readonly mailbox: string,
     /** Whether the mailbox is full, or only this sender's share. */
     readonly reason: 'mailbox' | 'sender' = 'mailbox',
     message = reason === 'sender'
@@ -94,7 +112,8 @@ export class MailboxFullError extends Error {
 
 /** `publish` would pass the relay-wide storage cap, or its client address bucket's share. */
 export class RelayStorageFullError extends Error {
-  /** The class name, for logs. */ override readonly name = 'RelayStorageFullError'
+  /** The class name, for logs. */
+  override readonly name = 'RelayStorageFullError'
   constructor(
     /** The relay-wide cap, or the client address bucket's share. */
     readonly scope: 'relay' | 'bucket' = 'relay',
@@ -108,9 +127,12 @@ export class RelayStorageFullError extends Error {
 
 /** A (mailboxes, from, messageId) triple to look for, {@link RelayStore.isDuplicate}. */
 export interface DuplicateQuery {
-  /** Each must hold or remember it. */ mailboxes: string[]
-  /** `from.agent` of the message. */ from: string
-  /** The message's `message_id`. */ messageId: string
+  /** Each must hold or remember it. */
+  mailboxes: string[]
+  /** `from.agent` of the message. */
+  from: string
+  /** The message's `message_id`. */
+  messageId: string
   /** Remembered triples whose `forgetAt` has passed are forgotten. */
   now: number
 }
@@ -132,7 +154,8 @@ export interface RelayStore {
   subscriptions(agent?: string): Promise<Subscription[]>
   /** `open`: subscribed; `closed`: its last subscription deleted (keeps what it holds); `none`. */
   mailboxState(agent: string): Promise<'open' | 'closed' | 'none'>
-  /** The agents subscribed to `topic`. */ topicSubscribers(topic: string): Promise<string[]>
+  /** The agents subscribed to `topic`. */
+  topicSubscribers(topic: string): Promise<string[]>
   /**
    * Store a message once per (mailbox, from, messageId); a triple held or remembered (until
    * `forgetAt`) is a duplicate. Quotas (PROFILE §9) count held entries, expired or not: per
@@ -174,5 +197,6 @@ export interface RelayStore {
   checkWritable?(): Promise<void>
   /** Optional, for metrics: mailboxes opened by a subscription. */
   countMailboxes?(): Promise<number>
-  /** Release connections and handles; pending writes settle first. */ close(): Promise<void>
+  /** Release connections and handles; pending writes settle first. */
+  close(): Promise<void>
 }

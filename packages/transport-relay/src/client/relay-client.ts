@@ -39,8 +39,10 @@ export interface RetrieveResult {
 
 /** A client of one relay, acting for one agent. */
 export interface RelayClient {
-  /** The relay's base URL. */ readonly relayUrl: string
-  /** The agent it acts for. */ readonly agent: string
+  /** The relay's base URL. */
+  readonly relayUrl: string
+  /** The agent it acts for. */
+  readonly agent: string
   /** Publish a signed message, here or to `relayUrl` (no agent auth: the signature is the auth). */
   publish(
     message: Message,

@@ -5,7 +5,8 @@ import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
  * `retryAfter`, `field`, `peerStatus`, and `relayUrl`; `cause` the original error.
  */
 export class RelayError extends AgentMsgError {
-  /** The relay that failed. */ readonly relayUrl: string
+  /** The relay that failed. */
+  readonly relayUrl: string
 
   constructor(relayUrl: string, error: unknown) {
     const e = isAgentMsgError(error) ? error : undefined

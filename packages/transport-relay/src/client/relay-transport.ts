@@ -36,7 +36,8 @@ export interface RelayTransportOptions
 
 /** The relay {@link Transport}: relay targets for peers, and listening on the agent's relays. */
 export interface RelayTransport extends Transport {
-  /** Always `relay`. */ readonly protocol: 'relay'
+  /** Always `relay`. */
+  readonly protocol: 'relay'
   targets(peer: PeerRoute): DeliveryTarget[]
   listen(receive: DeliveryHandler, options?: AbortOptions): Promise<void>
 }
@@ -52,8 +53,10 @@ export interface RelayTransport extends Transport {
  * const agent = await createAgent({ transports: [httpsTransport(), relayTransport({ mode: 'ws' })] })
  */
 export function relayTransport(options: RelayTransportOptions = {}): {
-  /** Always `relay`. */ readonly protocol: 'relay'
-  /** The transport for one agent. */ create(components: TransportComponents): RelayTransport
+  /** Always `relay`. */
+  readonly protocol: 'relay'
+  /** The transport for one agent. */
+  create(components: TransportComponents): RelayTransport
 } {
   return { protocol: 'relay', create: (components) => createRelayTransport(options, components) }
 }

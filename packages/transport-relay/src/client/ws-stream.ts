@@ -25,7 +25,8 @@ export interface WebSocketLike {
 
 /** What the client asks of a WebSocket constructor beyond the URL: the largest frame (`ws` takes it). */
 export interface WebSocketClientOptions {
-  /** Bytes: one event plus its envelope (PROFILE §4). */ maxPayload: number
+  /** Bytes: one event plus its envelope (PROFILE §4). */
+  maxPayload: number
 }
 
 /**
