@@ -29,7 +29,7 @@ import { buildSigningInput } from '@agentmsg/core/http'
 import { didKeyResolver } from '@agentmsg/core/receive'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { createInboxHandler } from '@agentmsg/transport-https'
-import { serveInbox } from '@agentmsg/transport-https/node'
+import { serveHttps } from '@agentmsg/transport-https/node'
 import { percentile, printTable } from './lib.mjs'
 
 const SENDERS = 200
@@ -134,7 +134,7 @@ async function drive(url, items, ca) {
   return result
 }
 
-/** A node:https server with the same TLS setup as serveInbox, running `answer(body)`. */
+/** A node:https server with the same TLS setup as serveHttps, running `answer(body)`. */
 async function baselineServer(tls, answer) {
   const server = createServer({ ...tls, minVersion: 'TLSv1.2' }, (req, res) => {
     const chunks = []
@@ -154,7 +154,7 @@ async function baselineServer(tls, answer) {
   }
 }
 
-/** One measured run of the full inbox over serveInbox. */
+/** One measured run of the full inbox over serveHttps. */
 async function inboxRun(tls, agentId, items) {
   let processed = 0
   const inbox = createInboxHandler({
@@ -170,7 +170,7 @@ async function inboxRun(tls, agentId, items) {
       maxQueue: 100_000,
     },
   })
-  const server = await serveInbox(inbox, { tls })
+  const server = await serveHttps(inbox, { tls })
   const result = await drive(server.url + INBOX_PATH, items, tls.ca)
   await server.close()
   if (processed !== items.length) throw new Error(`inbox processed ${processed} of ${items.length}`)

@@ -1,6 +1,6 @@
 /**
  * Inbox over HTTPS, server and load generator in separate processes (issue 12): the full
- * PROFILE §6 inbox (`serveInbox` + `createInboxHandler`, limits lifted) against a bare
+ * PROFILE §6 inbox (`serveHttps` + `createInboxHandler`, limits lifted) against a bare
  * node:https server doing `JSON.parse` + one raw node:crypto verify per request with a reused
  * KeyObject. `CONCURRENCY` requests in flight from `SENDERS` did:key senders, ~1 KB messages.
  * Per run: req/s at the publisher, and the server process's CPU µs per request (all threads).

@@ -7,7 +7,7 @@
  *   verify, then an INSERT into SQLite (WAL, synchronous=FULL) group-committed per event-loop
  *   turn (setImmediate: BEGIN, the inserts queued since the last commit, COMMIT), then 202.
  * - `push-bare`: node:https POST → `ws` push to every connected socket, 202 (relay-common.mjs).
- * - `inbox`: `serveInbox(createInboxHandler(…))`, limits lifted.
+ * - `inbox`: `serveHttps(createInboxHandler(…))`, limits lifted.
  * - `inbox-bare`: node:https, `JSON.parse` + one raw node:crypto verify, 202.
  * The baselines look each message's signing input up by `message_id` in `config.workload`.
  */
@@ -16,7 +16,7 @@ import { createServer } from 'node:https'
 import { join } from 'node:path'
 import { didKeyResolver } from '@agentmsg/core/receive'
 import { createInboxHandler } from '@agentmsg/transport-https'
-import { serveInbox } from '@agentmsg/transport-https/node'
+import { serveHttps } from '@agentmsg/transport-https/node'
 import Database from 'better-sqlite3'
 import { startBare } from '../relay-common.mjs'
 import { scratch, serveCommands } from './harness.mjs'
@@ -204,7 +204,7 @@ async function start(config) {
         limits: { ...LIFTED, maxQueue: 100_000 },
         ...config.options,
       })
-      const server = await serveInbox(inbox, { tls })
+      const server = await serveHttps(inbox, { tls })
       return { url: server.url, counts, close: () => server.close() }
     }
     case 'inbox-bare': {
