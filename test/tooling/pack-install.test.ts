@@ -30,6 +30,7 @@ import {
   resolveFrom,
   type ScopeRegistry,
   scratchOutside,
+  sectionInstalls,
   serveScope,
 } from './packed.js'
 
@@ -103,6 +104,9 @@ describe('the packed packages, installed outside the repository', () => {
     it(`${name} (${block.section}) runs on plain Node from the installed tarballs`, {
       timeout: 90_000,
     }, async () => {
+      // What the block's own section says to install beside the quick start's packages.
+      const extra = sectionInstalls(block.section)
+      if (extra.length > 0) await npm([...NPM_INSTALL, registry!.flag, ...extra], project)
       const { code } = await transform(`${block.code}\nconsole.log(${JSON.stringify(DONE)})\n`, {
         loader: 'ts',
         format: 'esm',

@@ -231,10 +231,10 @@ export async function resolveFrom(dir: string, specifier: string): Promise<strin
   }
 }
 
-/** The shell lines of the root README's "Install, run, test" section, comments removed. */
-function installSectionLines(): string[] {
+/** The shell lines of a section of the root README, comments removed. */
+function sectionShellLines(section = 'Install, run, test'): string[] {
   return fences('README.md')
-    .filter((f) => f.section === 'Install, run, test' && (f.lang === 'sh' || f.lang === 'bash'))
+    .filter((f) => f.section === section && (f.lang === 'sh' || f.lang === 'bash'))
     .flatMap((f) => f.code.split('\n'))
     .map((line) => line.replace(/#.*/, '').trim())
     .filter((line) => line !== '')
@@ -245,7 +245,7 @@ function installSectionLines(): string[] {
  * browser quick start's bundle) and `global` (the CLI), each a list of package names.
  */
 export function readmeInstalls(): { node: string[]; browser: string[]; global: string[] } {
-  const installs = installSectionLines()
+  const installs = sectionShellLines()
     .filter((line) => /^npm install \S/.test(line))
     .map((line) => line.split(/\s+/).slice(2))
   const global = installs.find((args) => args.includes('-g'))?.filter((a) => a !== '-g')
@@ -257,9 +257,16 @@ export function readmeInstalls(): { node: string[]; browser: string[]; global: s
   return { node, browser, global }
 }
 
+/** What a section of the root README adds to the install (its own `npm install` lines). */
+export function sectionInstalls(section: string): string[] {
+  return sectionShellLines(section)
+    .filter((line) => /^npm install \S/.test(line))
+    .flatMap((line) => line.split(/\s+/).slice(2))
+}
+
 /** The root README's command that puts `agentmsg` on PATH in a clone (`npm link …`). */
 export function readmeLinkCommand(): string {
-  const link = installSectionLines().find((line) => /^npm link\b/.test(line))
+  const link = sectionShellLines().find((line) => /^npm link\b/.test(line))
   if (!link) throw new Error('README.md "Install, run, test" must say how agentmsg gets on PATH')
   return link
 }

@@ -9,7 +9,9 @@ import type { Traced, tracing } from './telemetry-on.js'
 
 /** A span as call sites use it: OpenTelemetry's `Span` is one (no type here needs the package). */
 export interface TraceSpan {
+  /** Adds attributes; `undefined` values are left out. */
   setAttributes(attributes: Record<string, string | number | boolean | undefined>): unknown
+  /** Renames the span, once what it was for is known (the relay's route). */
   updateName(name: string): unknown
 }
 
