@@ -351,7 +351,8 @@ async function packAll() {
  * are-the-types-wrong with the `esm-only` profile of its CLI (`attw --profile esm-only`): a
  * problem counts only if it shows under `node16-esm` or `bundler` resolution. Every package is
  * ESM only ("type": "module", exports with `types` + `default`/`node`, no `require`), so `require`
- * from CJS (`node16-cjs`) and the pre-exports `node10` resolution fail by design.
+ * from CJS (`node16-cjs`) and the pre-exports `node10` resolution fail by design. The root
+ * `.attw.json` gives the CLI the same profile, so `npx attw --pack packages/<name>` agrees.
  */
 const ATTW_IGNORED = new Set(['node10', 'node16-cjs'])
 const ATTW_CHECKED = ['node16-esm', 'bundler']
