@@ -3,8 +3,8 @@
  * browser spec (test/browser/readme-quickstart.spec.ts), so a block added to any README is run
  * by one of them: a README cannot hold an example nobody executes.
  *
- * Every ```ts / ```js block of README.md and packages/*\/README.md (packages/cli/README.md's
- * examples are shell commands, run by the CLI's own tests) is one {@link ReadmeBlock}. A block
+ * Every ```ts / ```js block of README.md and packages/*\/README.md is one {@link ReadmeBlock}
+ * (shell blocks, the CLI's, are checked by readme.test.ts and the CLI's own tests). A block
  * that imports `@agentmsg/storage-indexeddb` runs in a browser (IndexedDB); a block whose first
  * line is a comment naming another runtime (`// deno …`, `// bun …`, `// workerd …`) is a file
  * of test/runtimes/examples, run there by the runtime matrix (test/runtimes/examples.mjs checks
@@ -45,9 +45,6 @@ export const PRINTS: Record<string, string[]> = {
   'packages/relay/README.md#0': ['true', '401 true'],
 }
 
-/** READMEs whose code blocks another suite runs. */
-const ELSEWHERE = new Set(['packages/cli/README.md'])
-
 /** Languages whose blocks are executed; other fences (sh, text, diagrams) are not. */
 const CODE = new Set(['ts', 'typescript', 'js', 'javascript', 'mjs'])
 
@@ -82,9 +79,9 @@ export function readmes(): string[] {
   return ['README.md', ...packages]
 }
 
-/** The README files whose blocks run here (all but {@link ELSEWHERE}). */
+/** The README files whose blocks run here: every one. */
 export function testedReadmes(): string[] {
-  return readmes().filter((file) => !ELSEWHERE.has(file))
+  return readmes()
 }
 
 /** The fenced blocks of one README, with their language. */
