@@ -7,28 +7,18 @@
  * the request's headers only: the signed message bytes carry none of it.
  */
 import { memoryStorage } from '@agentmsg/core'
-import { context, propagation, SpanKind, trace } from '@opentelemetry/api'
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
-import { W3CTraceContextPropagator } from '@opentelemetry/core'
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base'
+import { SpanKind } from '@opentelemetry/api'
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { traceToMemory } from '../../../test/setup/trace-to-memory.js'
 import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '../src/node.js'
 import { collect, createEnv, type Env, freePort, removeTempDirs, startRelay } from './helpers.js'
 
-const exporter = new InMemorySpanExporter()
+const exporter = traceToMemory()
 let env: Env
 const open: Array<{ close(): Promise<void> }> = []
 
 beforeAll(async () => {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator())
-  const processor = new SimpleSpanProcessor(exporter)
-  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [processor] }))
   env = await createEnv()
 })
 afterEach(async () => {
@@ -36,9 +26,6 @@ afterEach(async () => {
   exporter.reset()
 })
 afterAll(async () => {
-  trace.disable()
-  propagation.disable()
-  context.disable()
   await removeTempDirs()
 })
 

@@ -9,32 +9,14 @@ import { randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api'
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
-import { W3CTraceContextPropagator } from '@opentelemetry/core'
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SpanStatusCode } from '@opentelemetry/api'
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
+import { describe, expect, it } from 'vitest'
+import { traceToMemory } from '../../../test/setup/trace-to-memory.js'
 import { relayPerTest, testCertificate, until } from './helpers.js'
 
-const exporter = new InMemorySpanExporter()
+const exporter = traceToMemory()
 const { start, defer } = relayPerTest()
-
-beforeAll(() => {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator())
-  const processor = new SimpleSpanProcessor(exporter)
-  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [processor] }))
-})
-afterAll(() => {
-  trace.disable()
-  propagation.disable()
-  context.disable()
-})
 
 /** Samples of a text exposition: `name{label="v",…}` → value (comments skipped). */
 async function scrape(url: string): Promise<Map<string, number>> {
