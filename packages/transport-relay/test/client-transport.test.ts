@@ -160,7 +160,7 @@ describe('relayTransport', () => {
         route: 'relay',
         preference: 'ordered',
         confidential: true,
-        durable: false,
+        durable: true,
       },
     ])
     const both = t.targets({

@@ -94,7 +94,8 @@ function createRelayTransport(
           route: 'relay',
           preference: doc ? (doc.relay?.preference ?? 'any') : 'ordered',
           confidential: urls.every((url) => components.trusts(url)),
-          durable: false,
+          // A relay that failed for now is tried again from the agent's outbox (PROFILE §6).
+          durable: true,
         },
       ]
     },
