@@ -31,6 +31,7 @@ export const PRINTS: Record<string, string[]> = {
     'agentmsg.deliver agentmsg.receive agentmsg.relay.publish agentmsg.send',
     'accepted',
   ],
+  'packages/a2a/README.md#0': ['hello caller at level 3', 'TASK_STATE_COMPLETED'],
   'packages/client/README.md#0': ['true 3 false hello', 'direct relay got: hello'],
   'packages/transport-https/README.md#0': [
     'true',

@@ -67,8 +67,22 @@ export function agentmsgTransportFactory(
   }
 }
 
-/** One A2A agent, reached over agentmsg. */
-export class AgentmsgTransport implements Transport {
+/** A unary method of the transport: `request` encodes its params, `answer` decodes the result. */
+function unary<P, R>(method: string, request: Codec<P, unknown>, answer?: Codec<never, R>) {
+  return function (this: AgentmsgTransport, params: P, options?: RequestOptions): Promise<R> {
+    return this.call(method, request.toJSON(params), answer, options)
+  }
+}
+
+/** A streaming method: its answers are task events. */
+function streaming<P>(method: string, request: Codec<P, unknown>) {
+  return function (this: AgentmsgTransport, params: P, options?: RequestOptions): Events {
+    return this.stream(method, request.toJSON(params), options)
+  }
+}
+
+/** One A2A agent, reached over agentmsg: each method is the JSON-RPC binding's, as a call. */
+class AgentmsgTransport implements Transport {
   readonly #calls: Map<string, CallReplies>
   readonly #idleMs: number
 
@@ -89,110 +103,64 @@ export class AgentmsgTransport implements Transport {
     return A2A_PROTOCOL_VERSION
   }
 
-  getExtendedAgentCard(
-    params: GetExtendedAgentCardRequest,
-    options?: RequestOptions,
-  ): Promise<AgentCard> {
-    return this.#unary(
-      'GetExtendedAgentCard',
-      GetExtendedAgentCardRequest,
-      AgentCard,
-      params,
-      options,
-    )
-  }
-
   async sendMessage(
     params: SendMessageRequest,
     options?: RequestOptions,
   ): Promise<SendMessageResult> {
-    const answer = await this.#unary(
-      'SendMessage',
-      SendMessageRequest,
-      SendMessageResponse,
-      params,
-      options,
-    )
+    const json = SendMessageRequest.toJSON(params)
+    const answer = await this.call('SendMessage', json, SendMessageResponse, options)
     if (!answer.payload) throw refusal('invalid_format', 'an answer without a message or task')
     return answer.payload.value
   }
 
-  sendMessageStream(params: SendMessageRequest, options?: RequestOptions): Events {
-    return this.#stream('SendStreamingMessage', SendMessageRequest, params, options)
-  }
-
-  resubscribeTask(params: SubscribeToTaskRequest, options?: RequestOptions): Events {
-    return this.#stream('SubscribeToTask', SubscribeToTaskRequest, params, options)
-  }
-
-  getTask(params: GetTaskRequest, options?: RequestOptions): Promise<Task> {
-    return this.#unary('GetTask', GetTaskRequest, Task, params, options)
-  }
-
-  cancelTask(params: CancelTaskRequest, options?: RequestOptions): Promise<Task> {
-    return this.#unary('CancelTask', CancelTaskRequest, Task, params, options)
-  }
-
-  listTasks(params: ListTasksRequest, options?: RequestOptions): Promise<ListTasksResponse> {
-    return this.#unary('ListTasks', ListTasksRequest, ListTasksResponse, params, options)
-  }
-
-  createTaskPushNotificationConfig(
-    params: TaskPushNotificationConfig,
-    options?: RequestOptions,
-  ): Promise<TaskPushNotificationConfig> {
-    const method = 'CreateTaskPushNotificationConfig'
-    return this.#unary(
-      method,
-      TaskPushNotificationConfig,
-      TaskPushNotificationConfig,
-      params,
-      options,
-    )
-  }
-
-  getTaskPushNotificationConfig(
-    params: GetTaskPushNotificationConfigRequest,
-    options?: RequestOptions,
-  ): Promise<TaskPushNotificationConfig> {
-    const codec = GetTaskPushNotificationConfigRequest
-    return this.#unary(
-      'GetTaskPushNotificationConfig',
-      codec,
-      TaskPushNotificationConfig,
-      params,
-      options,
-    )
-  }
-
-  listTaskPushNotificationConfig(
-    params: ListTaskPushNotificationConfigsRequest,
-    options?: RequestOptions,
-  ): Promise<ListTaskPushNotificationConfigsResponse> {
-    const [codec, answer] = [
-      ListTaskPushNotificationConfigsRequest,
-      ListTaskPushNotificationConfigsResponse,
-    ]
-    return this.#unary('ListTaskPushNotificationConfigs', codec, answer, params, options)
-  }
-
-  async deleteTaskPushNotificationConfig(
-    params: DeleteTaskPushNotificationConfigRequest,
-    options?: RequestOptions,
-  ): Promise<void> {
-    const codec = DeleteTaskPushNotificationConfigRequest
-    await this.#unary('DeleteTaskPushNotificationConfig', codec, undefined, params, options)
-  }
+  readonly sendMessageStream: Transport['sendMessageStream'] = streaming(
+    'SendStreamingMessage',
+    SendMessageRequest,
+  )
+  readonly resubscribeTask: Transport['resubscribeTask'] = streaming(
+    'SubscribeToTask',
+    SubscribeToTaskRequest,
+  )
+  readonly getExtendedAgentCard: Transport['getExtendedAgentCard'] = unary(
+    'GetExtendedAgentCard',
+    GetExtendedAgentCardRequest,
+    AgentCard,
+  )
+  readonly getTask: Transport['getTask'] = unary('GetTask', GetTaskRequest, Task)
+  readonly cancelTask: Transport['cancelTask'] = unary('CancelTask', CancelTaskRequest, Task)
+  readonly listTasks: Transport['listTasks'] = unary(
+    'ListTasks',
+    ListTasksRequest,
+    ListTasksResponse,
+  )
+  readonly createTaskPushNotificationConfig: Transport['createTaskPushNotificationConfig'] = unary(
+    'CreateTaskPushNotificationConfig',
+    TaskPushNotificationConfig,
+    TaskPushNotificationConfig,
+  )
+  readonly getTaskPushNotificationConfig: Transport['getTaskPushNotificationConfig'] = unary(
+    'GetTaskPushNotificationConfig',
+    GetTaskPushNotificationConfigRequest,
+    TaskPushNotificationConfig,
+  )
+  readonly listTaskPushNotificationConfig: Transport['listTaskPushNotificationConfig'] = unary(
+    'ListTaskPushNotificationConfigs',
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+  )
+  readonly deleteTaskPushNotificationConfig: Transport['deleteTaskPushNotificationConfig'] = unary(
+    'DeleteTaskPushNotificationConfig',
+    DeleteTaskPushNotificationConfigRequest,
+  )
 
   /** A call with one answer: the `response` of its conversation. */
-  async #unary<P, R>(
+  async call<R>(
     method: string,
-    request: Codec<P, unknown>,
+    params: unknown,
     answer: Codec<never, R> | undefined,
-    params: P,
     options: RequestOptions | undefined,
   ): Promise<R> {
-    const { id, replies } = await this.#open(method, request.toJSON(params), options)
+    const { id, replies } = await this.#open(method, params, options)
     try {
       const reply = await replies.next(this.#idleMs, options?.signal)
       const result = answerOf(reply, id)
@@ -205,13 +173,8 @@ export class AgentmsgTransport implements Transport {
   }
 
   /** A call answered by a stream of events: `update`s, ended by `close` (or an error). */
-  async *#stream<P>(
-    method: string,
-    request: Codec<P, unknown>,
-    params: P,
-    options: RequestOptions | undefined,
-  ): Events {
-    const { id, replies } = await this.#open(method, request.toJSON(params), options)
+  async *stream(method: string, params: unknown, options: RequestOptions | undefined): Events {
+    const { id, replies } = await this.#open(method, params, options)
     let ended = false
     try {
       for (;;) {
@@ -268,7 +231,7 @@ export class AgentmsgTransport implements Transport {
         relays: this.peer.relays,
       })
       .catch(() => {
-        // Best effort: the agent's events report it; the agent stops at its own idle limit.
+        // Best effort: unheard, the agent sends on until the task's stream ends by itself.
       })
   }
 }

@@ -7,16 +7,11 @@
  * @packageDocumentation
  */
 
-export {
-  AgentmsgTransport,
-  type AgentmsgTransportOptions,
-  agentmsgTransportFactory,
-} from './client-transport.js'
+export { type AgentmsgTransportOptions, agentmsgTransportFactory } from './client-transport.js'
 export { type A2APush, agentmsgPushSender, onA2APush } from './push.js'
 export {
   type A2ACaller,
   type A2AServer,
-  AgentmsgUser,
   callerOf,
   type ServeA2AOptions,
   serveA2A,
