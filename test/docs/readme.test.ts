@@ -316,6 +316,7 @@ describe('README.md', () => {
   it('draws the package graph with every workspace package', () => {
     const arch = readme.slice(readme.indexOf('\n## Architecture\n'))
     for (const name of [
+      'a2a',
       'cli',
       'client',
       'relay',
