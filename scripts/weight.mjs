@@ -18,11 +18,12 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 // comment) are the weight proper: 24,704 before the consolidation, 19,277 after the hardening.
 // The API reference requires a doc comment on every export and member, so `lines` grew by those
 // (~ +300) and by the framework route handlers and optional tracing (~ +200): 24,915 lines,
-// 19,403 code lines. Raise a limit only with a capability that needs it, and say so in the
-// commit.
+// 19,403 code lines. The CLI's MCP server (`agentmsg mcp`: tools, resources, the acked
+// mailbox) added ~550 lines, ~450 of code. Raise a limit only with a capability that needs it,
+// and say so in the commit.
 export const LIMITS = {
-  lines: 25_000,
-  codeLines: 19_500,
+  lines: 25_500,
+  codeLines: 19_900,
   fileLines: 300,
   names: 255,
   coreRootNames: 60,

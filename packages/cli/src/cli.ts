@@ -24,6 +24,7 @@ commands:
   rotate    URL agents: a new active key
   relay     run a relay on SQLite
   doctor    check a URL agent or relay: TLS, endpoints, document, clock, relays
+  mcp       serve the agent to an MCP client over stdio: send, receive, ack, contacts, identity
 
   --version  the version;  --help, -h  this help
 
@@ -54,6 +55,8 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   // The relay has its own flags (relay/); it and @agentmsg/relay are loaded only when used.
   relay: async (argv) => (await import('./relay/command.js')).runRelayCommand(argv),
   doctor: async (argv) => (await import('./doctor.js')).runDoctor(argv),
+  // The MCP SDK is loaded only by `agentmsg mcp`.
+  mcp: async (argv) => (await import('./mcp.js')).runMcp(argv),
 }
 
 export async function main(argv: string[]): Promise<number> {

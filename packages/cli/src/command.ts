@@ -95,7 +95,7 @@ export function describeError(error: unknown): { code: string; message: string; 
   if (locked) {
     return failure(
       'in_use',
-      `${locked[1]} is in use by process ${locked[2]} (an agentmsg inbox or listen?) — stop it, or use another directory`,
+      `${locked[1]} is in use by process ${locked[2]} (an agentmsg inbox, listen or mcp?) — stop it, or use another directory`,
     )
   }
   const { code, address, port } = (error ?? {}) as {

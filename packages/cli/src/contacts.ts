@@ -31,7 +31,8 @@ examples (PUBLIC_KEY and KEY_FRAGMENT as "agentmsg identity --dir ./bob" prints 
   agentmsg contacts --dir ./alice introduce --token-file - --agent https://127.0.0.1:8444 < token
 `
 
-const KEY = /^[A-Za-z0-9_-]{43}$/ // 32 bytes, base64url without padding
+/** A public key or an introduction token: 32 bytes, base64url without padding. */
+export const KEY = /^[A-Za-z0-9_-]{43}$/
 const MAX_TOKEN_BYTES = 1024
 
 function contactLine(c: Contact): string {

@@ -93,14 +93,15 @@ function asText(r: SendResult, dir: string): string {
     : line
 }
 
-function asJson(r: SendResult): string {
-  return JSON.stringify({
-    status: r.pending ? 'pending' : 'accepted',
-    message_id: r.messageId,
-    conversation_id: r.conversationId,
-    route: r.route,
-    relay_url: r.relayUrl,
-    transport: r.transport,
-    sealed: r.sealed,
-  })
-}
+/** What `send --format json` prints and the MCP `send` tool returns. */
+export const sendSummary = (r: SendResult) => ({
+  status: r.pending ? 'pending' : 'accepted',
+  message_id: r.messageId,
+  conversation_id: r.conversationId,
+  route: r.route,
+  relay_url: r.relayUrl,
+  transport: r.transport,
+  sealed: r.sealed,
+})
+
+const asJson = (r: SendResult): string => JSON.stringify(sendSummary(r))
