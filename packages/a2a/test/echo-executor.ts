@@ -13,8 +13,10 @@ import {
   InMemoryTaskStore,
   type RequestContext,
 } from '@a2a-js/sdk/server'
+// The package by name, not `../src`: the browser page bundles this file against the built
+// package (`dist/`), while Node tests and the executor process resolve it to the sources.
+import { agentmsgInterface, agentmsgPushSender, callerOf } from '@agentmsg/a2a'
 import type { Agent } from '@agentmsg/client'
-import { agentmsgInterface, agentmsgPushSender, callerOf } from '../src/index.js'
 
 const status = (state: TaskState) => ({
   state,
