@@ -19,13 +19,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 // The API reference requires a doc comment on every export and member, so `lines` grew by those
 // (~ +300) and by the framework route handlers and optional tracing (~ +200): 24,915 lines,
 // 19,403 code lines. The CLI's MCP server (`agentmsg mcp`: tools, resources, the acked
-// mailbox) added ~550 lines, ~450 of code. Raise a limit only with a capability that needs it,
+// mailbox) added ~550 lines, ~450 of code; `@agentmsg/a2a` (A2A's client transport, the server
+// adapter, pushes) ~800 lines, ~600 of code, and 11 names. Raise a limit only with a capability that needs it,
 // and say so in the commit.
 export const LIMITS = {
-  lines: 25_500,
-  codeLines: 19_900,
+  lines: 26_400,
+  codeLines: 20_600,
   fileLines: 300,
-  names: 255,
+  names: 270,
   coreRootNames: 60,
   coreEntries: 6,
 }
