@@ -14,7 +14,7 @@ import {
   type User,
 } from '@a2a-js/sdk/server'
 import type { Agent, ReceivedMessage } from '@agentmsg/client'
-import type { AuthLevel } from '@agentmsg/core'
+import { type AuthLevel, PROFILE } from '@agentmsg/core'
 import { refusalObject } from './errors.js'
 import {
   type A2APayload,
@@ -89,6 +89,7 @@ export function serveA2A(
   /** Calls in flight, by caller and conversation: a `close` from the caller ends its stream. */
   const active = new Map<string, AbortController>()
   const running = new Set<Promise<void>>()
+  const refusals = new RefusalBound()
 
   async function call(m: ReceivedMessage, payload: A2APayload, hangUp: AbortSignal) {
     let index = 0
@@ -112,6 +113,7 @@ export function serveA2A(
       conversationId: m.conversationId,
     }
     if (!(await allow(caller))) {
+      if (!refusals.mayAnswer(m.from)) return
       const why = m.knownContact
         ? `${m.from} may not call this agent`
         : `${m.from} is not a known contact of this agent (level ${m.level})`
@@ -216,4 +218,27 @@ function isTheCaller(url: string, caller: string): boolean {
     return false
   }
   return address.agent === caller
+}
+
+/** Senders remembered for the bound below: beyond, the oldest are forgotten. */
+const MAX_REFUSED_SENDERS = 4096
+
+/**
+ * Refusals to callers `allow` turns away: at most one a minute per sender, as PROFILE §7 bounds
+ * error replies, so minting did:keys cannot turn this agent into a reflector of messages to
+ * relays a stranger names.
+ */
+class RefusalBound {
+  readonly #last = new Map<string, number>()
+
+  mayAnswer(sender: string, now = Date.now()): boolean {
+    const last = this.#last.get(sender)
+    if (last !== undefined && now - last < PROFILE.errorReplyIntervalMs) return false
+    this.#last.delete(sender)
+    if (this.#last.size >= MAX_REFUSED_SENDERS) {
+      this.#last.delete(this.#last.keys().next().value as string)
+    }
+    this.#last.set(sender, now)
+    return true
+  }
 }

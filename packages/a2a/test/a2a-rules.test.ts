@@ -181,4 +181,21 @@ describe('the binding over real relays', () => {
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect(after).toEqual([])
   })
+
+  it('a stranger is refused once a minute, no more: minted ids cannot make the agent a reflector', async () => {
+    const r = await relay()
+    const [stranger, worker] = [await agent([r.url]), await agent([r.url])]
+    const { card, handler, executor } = echoHandler(worker, [r.url])
+    const server = serveA2A(worker, handler)
+    closers.push(() => server.close())
+    const client = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [agentmsgTransportFactory(stranger, { idleTimeoutMs: 1500 })],
+      }),
+    ).createFromAgentCard(card)
+    const call = () => client.sendMessage(userMessage('hi', 'm-s')).catch((e: Error) => e.message)
+    expect(await call()).toMatch(/^unknown_sender: /)
+    expect(await call()).toMatch(/^unavailable: no answer from /)
+    expect(executor.executed).toBe(0)
+  })
 })
