@@ -2,11 +2,12 @@
 // machine-readable summary in .tmp/bench-summary.json. Run after `npm run build` (the npm
 // script does it): benchmarks import the built packages.
 //
-//   npm run bench [-- SECTION ...]   sections: core sealed-box inbox relay postgres load
+//   npm run bench [-- SECTION ...]   sections: core sealed-box inbox relay postgres load a2a
 //                                    (the one-process benches: inbox-inprocess relay-inprocess)
 //   BENCH_RUNS=N         rounds of each separate-process row (default 3; medians reported)
 //   BENCH_LOAD_SECONDS=S duration of the relay load test (default 60)
 //   BENCH_PG_RUNS=N      rounds of the postgres section (default 2: it runs 6 cases a round)
+//   BENCH_A2A_FILES=1    the a2a section also runs its agents on storage-fs
 //   AGENTMSG_TEST_POSTGRES_URL  the postgres section's server (default
 //                        postgres://postgres@127.0.0.1:5432/test; a fresh schema per run)
 //
@@ -20,7 +21,7 @@ import { printTable, targetVerdict } from './lib.mjs'
 import { benchSignVerify } from './sign-verify.mjs'
 
 const only = process.argv.slice(2)
-const DEFAULT = ['core', 'sealed-box', 'inbox', 'relay', 'postgres', 'load']
+const DEFAULT = ['core', 'sealed-box', 'inbox', 'relay', 'postgres', 'load', 'a2a']
 const want = (name) => (only.length === 0 ? DEFAULT.includes(name) : only.includes(name))
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const load = () =>
@@ -128,6 +129,16 @@ if (want('postgres')) {
     summary.postgresError = String(error.message ?? error)
     process.exitCode = 1
   }
+}
+
+if (want('a2a')) {
+  const { benchA2A } = await import('./a2a.mjs')
+  const a2a = await benchA2A({ runs, files: !!process.env.BENCH_A2A_FILES })
+  table(
+    'A2A over agentmsg (serveA2A, relay, agentmsgTransportFactory) vs a2a-js JSON-RPC over HTTPS, separate processes',
+    a2a.rows,
+  )
+  summary.a2aRounds = a2a.rounds
 }
 
 if (want('relay-inprocess')) {
