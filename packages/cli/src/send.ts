@@ -15,7 +15,8 @@ const SEND_HELP = `usage: agentmsg send --dir D --to ID (--text T | --json FILE)
 
 Send one message as the agent in D (ID's inbox first, then its relays); print accepted or
 pending, the message id, the route, sealed or not, the conversation. "pending": the inbox did
-not answer; D's outbox retries it (up to 24 h) while an agentmsg command has D open.
+not answer or no relay took it now; D's outbox retries it (up to 24 h) while an agentmsg command
+has D open.
   --relay URL      relays where ID can be reached (a did:key has no inbox: pass its relay)
   --conversation C continue conversation C
   --route          force direct (inbox) or relay delivery
@@ -86,10 +87,12 @@ export const runSendCommand = command(SEND_HELP, SEND_FLAGS, async ({ values }) 
 })
 
 function asText(r: SendResult, dir: string): string {
-  const via = r.route === 'relay' ? `via relay ${r.relayUrl ?? '(unknown)'}` : 'direct'
+  const relay = r.relayUrl ? `via relay ${r.relayUrl}` : 'via relays'
+  const via = r.route === 'relay' ? relay : 'direct'
   const line = `${r.pending ? 'pending' : 'accepted'} ${r.messageId} ${via}, ${r.sealed ? 'sealed' : 'not sealed'}, conversation ${r.conversationId}`
+  const why = r.route === 'relay' ? 'no relay took it now' : 'the inbox did not answer'
   return r.pending
-    ? `${line}: the inbox did not answer; kept in ${dir}'s outbox and retried (up to 24 h) while an agentmsg command has ${dir} open`
+    ? `${line}: ${why}; kept in ${dir}'s outbox and retried (up to 24 h) while an agentmsg command has ${dir} open`
     : line
 }
 

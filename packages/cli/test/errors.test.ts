@@ -264,11 +264,12 @@ describe('runtime failures exit 1', () => {
     )
   })
 
-  it('an unreachable relay', async () => {
+  it('a relay refused by the address policy names the relay and the flag', async () => {
     const closed = `https://127.0.0.1:${await freePort()}`
     const send = ['send', '--dir', didKey, '--to', didKeyId, '--relay', closed, '--text', 'x']
-    const line = await fails([...send, '--allow-private', '127.0.0.1'], 'unavailable', 1)
-    expect(line).toContain(closed)
+    const line = await fails(send, 'forbidden', 1)
+    expect(line).toContain('127.0.0.1')
+    expect(line).toContain('--allow-private')
   })
 
   describe('a port in use', () => {
