@@ -111,6 +111,20 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
+/** `request` asking for push notifications to `url` with `token`. */
+function withPushTo(request: SendMessageRequest, url: string, token: string): SendMessageRequest {
+  const config = { tenant: '', id: '', taskId: '', url, token, authentication: undefined }
+  return {
+    ...request,
+    configuration: {
+      acceptedOutputModes: [],
+      taskPushNotificationConfig: config,
+      historyLength: undefined,
+      returnImmediately: true,
+    },
+  }
+}
+
 const textOf = (events: StreamResponse[]) =>
   events.flatMap((e) =>
     e.payload?.$case === 'artifactUpdate'
@@ -196,20 +210,7 @@ describe('A2A over agentmsg, executor in another process behind a relay', () => 
       }),
     )
     const url = agentmsgInterface(alice.id, [relay.url]).url
-    const request = userMessage('pushed', 'm-push-1')
-    request.configuration = {
-      acceptedOutputModes: [],
-      taskPushNotificationConfig: {
-        tenant: '',
-        id: '',
-        taskId: '',
-        url,
-        token: 'secret-token',
-        authentication: undefined,
-      },
-      historyLength: undefined,
-      returnImmediately: true,
-    }
+    const request = withPushTo(userMessage('pushed', 'm-push-1'), url, 'secret-token')
     await client.sendMessage(request)
     await done
     expect(pushes.length).toBeGreaterThan(0)
@@ -219,20 +220,8 @@ describe('A2A over agentmsg, executor in another process behind a relay', () => 
   it('a push URL naming another agent is refused: a caller cannot make the agent message others', async () => {
     const client = await clientFor(alice)
     const bob = await agent()
-    const request = userMessage('pushed', 'm-push-2')
-    request.configuration = {
-      acceptedOutputModes: [],
-      taskPushNotificationConfig: {
-        tenant: '',
-        id: '',
-        taskId: '',
-        url: agentmsgInterface(bob.id, [relay.url]).url,
-        token: '',
-        authentication: undefined,
-      },
-      historyLength: undefined,
-      returnImmediately: true,
-    }
+    const to = agentmsgInterface(bob.id, [relay.url]).url
+    const request = withPushTo(userMessage('pushed', 'm-push-2'), to, '')
     const error = await client.sendMessage(request).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(A2AError)
     expect((error as Error).message).toMatch(/^forbidden: push notifications go only to the caller/)

@@ -20,7 +20,7 @@ import { createNodeFetch } from '@agentmsg/transport-https/node'
 // condition), for working on the CLI without a build.
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
 const FROM_SOURCE = process.env.AGENTMSG_CLI_FROM_SOURCE === '1'
-const CLI_ARGS = FROM_SOURCE
+export const CLI_ARGS = FROM_SOURCE
   ? [
       '--conditions=@agentmsg/source',
       '--import',

@@ -8,7 +8,6 @@ import { existsSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import {
   createAddressPolicy,
   createNodeAgent,
@@ -20,18 +19,7 @@ import { memoryRelayStore, type RelayServer, serveRelay } from '@agentmsg/relay'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CLI, cliBuilt, eventually, oneErrorLine, run } from './cli-helpers.js'
-
-// As cli-helpers runs the CLI: the built bin, or its sources with AGENTMSG_CLI_FROM_SOURCE=1.
-const CLI_ARGS =
-  process.env.AGENTMSG_CLI_FROM_SOURCE === '1'
-    ? [
-        '--conditions=@agentmsg/source',
-        '--import',
-        'tsx',
-        fileURLToPath(new URL('../src/cli.ts', import.meta.url)),
-      ]
-    : [CLI]
+import { CLI, CLI_ARGS, cliBuilt, eventually, oneErrorLine, run } from './cli-helpers.js'
 
 let dir: string
 let caFile: string
