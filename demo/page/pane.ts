@@ -228,7 +228,7 @@ function receivedRow(m: ReceivedMessage, relay: string): Row {
     text: m.text,
     shownAt: Date.now(),
     relayUrl: byRelay ? byRelay.by.slice('relay:'.length) : relay,
-    sealed: m.sealed,
+    sealed: m.sealed === true,
     level: m.level,
     knownContact: m.knownContact,
     trace,

@@ -57,7 +57,7 @@ interface Reply {
   message: Message
   /** As the relay delivered it: the body sealed, the signatures over it. */
   wire: unknown
-  sealed: boolean
+  sealed: boolean | 'not-for-me'
   verified: Awaited<ReturnType<typeof verifyMessage>>
 }
 

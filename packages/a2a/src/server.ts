@@ -108,7 +108,7 @@ export function serveA2A(
       agent: m.from,
       level: m.level,
       knownContact: m.knownContact,
-      sealed: m.sealed,
+      sealed: m.sealed === true,
       messageId: m.message.message_id,
       conversationId: m.conversationId,
     }

@@ -59,7 +59,7 @@ const agent = relayOnlyAgent<FallbackSeen>((m) => ({
   messageId: m.message.message_id,
   from: m.from,
   text: m.text,
-  sealed: m.sealed,
+  sealed: m.sealed === true,
   level: m.level,
 }))
 

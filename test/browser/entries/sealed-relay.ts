@@ -36,7 +36,7 @@ const agent = relayOnlyAgent<SealedSeen>((m) => ({
   messageId: m.message.message_id,
   from: m.from,
   text: m.text,
-  sealed: m.sealed,
+  sealed: m.sealed === true,
   transport: m.transport,
   level: m.level,
   parts: m.message.body.parts,

@@ -4,14 +4,18 @@ import type { AgentShared } from './create.js'
 import { relayList } from './identity.js'
 import type { Outbox } from './outbox.js'
 import type { ReceiveSide } from './receive.js'
+import { checkTopic, createGroup, subscribeTopic, unsubscribeTopic } from './topics.js'
 import type {
   Agent,
   AgentEvents,
   AgentListener,
   Contacts,
   Content,
+  Group,
   IntroduceOptions,
   OwnIdentity,
+  PublishOptions,
+  PublishResult,
   ReceivedMessage,
   SendOptions,
   SendResult,
@@ -22,6 +26,7 @@ export interface AgentParts extends AgentShared {
   contacts: Contacts
   /** The send path (./send.ts) and the receive side (./receive.ts) are chunks of their own. */
   send: (to: string, content: Content, options: SendOptions) => Promise<SendResult>
+  publish: (topic: string, content: Content, options: PublishOptions) => Promise<PublishResult>
   transports: readonly Transport[]
   side: () => Promise<ReceiveSide>
   /** The outbox, when it was loaded. */
@@ -50,6 +55,35 @@ export class AgentImpl implements Agent {
     const recipient = parseAgentId(to, 'to').id
     const relays = relayList(options.relays ?? [], 'options.relays')
     return this.#p.send(recipient, content, { ...options, relays })
+  }
+
+  async subscribe(topic: string): Promise<void> {
+    if (this.#closed) throw new TypeError('subscribe: this agent is closed')
+    const { storage, topics, transports } = this.#p
+    await subscribeTopic(storage, topics, transports, topic)
+  }
+
+  async unsubscribe(topic: string): Promise<void> {
+    const { storage, topics, transports } = this.#p
+    await unsubscribeTopic(storage, topics, transports, topic)
+  }
+
+  topics(): string[] {
+    return [...this.#p.topics].sort()
+  }
+
+  async publish(
+    topic: string,
+    content: Content,
+    options: PublishOptions = {},
+  ): Promise<PublishResult> {
+    if (this.#closed) throw new TypeError('publish: this agent is closed')
+    const members = (options.members ?? []).map((m) => parseAgentId(m, 'options.members').id)
+    return this.#p.publish(checkTopic(topic), content, { ...options, members })
+  }
+
+  group(topic: string): Group {
+    return createGroup(this.#p.storage, topic, (t, c, o) => this.publish(t, c, o))
   }
 
   async reply(

@@ -16,6 +16,7 @@ import { OwnKeys, relayList } from './identity.js'
 import type { Clock } from './outbox.js'
 import { Conversations, PeerRelays } from './peers.js'
 import type { SendContext } from './send.js'
+import { loadTopics } from './topics.js'
 import { defaultTransports, lazyIdentityFetcher } from './transports.js'
 import type { Agent, AgentOptions, RelayTrust } from './types.js'
 
@@ -28,6 +29,8 @@ export interface AgentShared {
   peers: PeerRelays
   conversations: Conversations
   events: AgentEmitter
+  /** The topics subscribed to, read live by the receiver (./topics.ts). */
+  topics: Set<string>
 }
 
 /** @internal What `createNodeAgent` adds to an agent. */
@@ -66,7 +69,17 @@ export async function openAgent(
   })
   const peers = new PeerRelays(storage, now)
   const conversations = new Conversations(storage)
-  const shared: AgentShared = { keys, storage, now, documents, peers, conversations, events }
+  const topics = await loadTopics(storage)
+  const shared: AgentShared = {
+    keys,
+    storage,
+    now,
+    documents,
+    peers,
+    conversations,
+    events,
+    topics,
+  }
   // The receive side (receiver, key store, auth levels) is a chunk of its own, imported now
   // without waiting: sending does not need it, and it is there by the first delivery.
   const side = lazy(() =>
@@ -127,6 +140,8 @@ export async function openAgent(
     ...shared,
     contacts: createContacts({ storage, side, peers }),
     send: async (to, content, o) => (await sendPath()).sendMessage(send, to, content, o),
+    publish: async (topic, content, o) =>
+      (await sendPath()).publishMessage(send, topic, content, o),
     transports,
     side,
     outbox: loadOutbox.peek,

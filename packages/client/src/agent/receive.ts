@@ -55,6 +55,7 @@ export function openReceiveSide(o: ReceiveSideOptions): ReceiveSide {
   const handing = new Set<Promise<void>>()
   const receiver = createReceiver({
     agentId: o.keys.id,
+    topics: o.topics,
     resolver,
     storage: o.storage,
     authLevels: levels,
@@ -143,6 +144,7 @@ async function dispatch(
     // Of the opened body when it was sealed (the receiver hands over the opened message).
     text: message.body.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n'),
     sealed: info.sealed,
+    ...(message.to.topic !== undefined ? { topic: message.to.topic } : {}),
   }
   await o.events.dispatch(received)
 }

@@ -61,7 +61,10 @@ export async function planSealing(
  * The key to seal to (PROFILE §8): a did:key's own; a URL agent's active Ed25519 key from its
  * identity document (the newest when several are active); failing that, its one pinned key.
  */
-async function recipientKey(c: SendContext, agent: string): Promise<SealRecipient | undefined> {
+export async function recipientKey(
+  c: SendContext,
+  agent: string,
+): Promise<SealRecipient | undefined> {
   if (isDidKey(agent)) {
     const publicKey = publicKeyFromDidKey(agent)
     return { agent, keyId: `${agent}#${didKeyFragment(agent)}`, publicKey }
@@ -114,7 +117,7 @@ export function copies(
 }
 
 /** Senders refuse to send a message over 1 MiB (PROFILE §6). */
-function sized(message: Message): Message {
+export function sized(message: Message): Message {
   const bytes = canonicalizeToBytes(message).byteLength
   if (bytes > PROFILE.maxMessageBytes) {
     throw new AgentMsgError(

@@ -212,3 +212,4 @@ export async function errorReply(
   )
   if (!round.ok) throw round.error
 }
+export { publishMessage } from './publish.js'

@@ -7,6 +7,7 @@ import type {
   Message,
   Phase,
   ReceivedInfo,
+  Sealed,
   Storage,
   TransportFactory,
 } from '@agentmsg/core'
@@ -115,6 +116,55 @@ export interface SendResult {
   pending?: boolean
 }
 
+/** Options for `Agent.publish`. */
+export interface PublishOptions {
+  /**
+   * The agents who can open it: the body is sealed for each (and for the publisher). Who is a
+   * member is the caller's list; it decides who can open this message, not ones already sent.
+   */
+  members?: string[]
+  /** Publish in plaintext when there are no members (the relay and every subscriber read it). */
+  allowPlaintext?: boolean
+  /** @default one conversation per topic, the same for every publisher */
+  conversationId?: string
+  /** @default 'update' */
+  phase?: Phase
+  /** `ttl_seconds`: it expires that long after it was written. */
+  ttlSeconds?: number
+  /** Abort the publish; the promise rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
+/** What `Agent.publish` resolved with. */
+export interface PublishResult {
+  /** The message's `message_id`. */
+  messageId: string
+  /** Its conversation. */
+  conversationId: string
+  /** The topic. */
+  topic: string
+  /** The agents it was sealed for (the members and the publisher); empty when plaintext. */
+  sealedFor: string[]
+  /** The relay that stored it. */
+  relayUrl?: string
+  /** No relay took it now: kept in the outbox and retried (PROFILE §6). */
+  pending?: boolean
+}
+
+/** A named member list kept in storage, publishing to its topic sealed for its members. */
+export interface Group {
+  /** The topic it publishes to. */
+  readonly topic: string
+  /** Its members, as stored. */
+  members(): Promise<string[]>
+  /** Add members: they can open the next messages, not the ones sent before. */
+  add(...agents: string[]): Promise<void>
+  /** Remove members: they cannot open the next messages; ones already sent stay readable. */
+  remove(...agents: string[]): Promise<void>
+  /** Publish to the topic, sealed for the members as they are now. */
+  publish(content: Content, options?: Omit<PublishOptions, 'members'>): Promise<PublishResult>
+}
+
 /** A message delivered to the application. */
 export interface ReceivedMessage {
   /** The message, verified (a sealed body opened). */
@@ -133,8 +183,13 @@ export interface ReceivedMessage {
   from: string
   /** Plain text of the text parts, joined by LF (of the opened body, when it was sealed). */
   text: string
-  /** Whether the body came sealed (PROFILE §8); `message` carries it opened. */
-  sealed: boolean
+  /**
+   * Whether the body came sealed (PROFILE §8): `true`, and `message` carries it opened;
+   * `'not-for-me'`, a topic message sealed for other members (its text is empty).
+   */
+  sealed: Sealed
+  /** The topic it was published to, for a topic message. */
+  topic?: string
 }
 
 /** Payload of `error` events. */
@@ -246,6 +301,16 @@ export interface Agent {
   readonly contacts: Contacts
   /** Send to the agent `to` over the best route; resolves once taken or kept in the outbox. */
   send(to: string, content: Content, options?: SendOptions): Promise<SendResult>
+  /** Receive what is published to `topic` on this agent's relays; kept across restarts. */
+  subscribe(topic: string): Promise<void>
+  /** Stop receiving `topic`. */
+  unsubscribe(topic: string): Promise<void>
+  /** The topics subscribed to. */
+  topics(): string[]
+  /** Publish to `topic` on this agent's relays, sealed for `options.members`. */
+  publish(topic: string, content: Content, options?: PublishOptions): Promise<PublishResult>
+  /** The group of `topic`: a member list kept in storage. */
+  group(topic: string): Group
   /** Answer `message` in its conversation (phase `response` by default). */
   reply(
     message: Message | ReceivedMessage,

@@ -85,6 +85,10 @@ export interface Transport {
   send(message: Message, target: DeliveryTarget, options?: AbortOptions): Promise<DeliveryReceipt>
   /** Start receiving: each inbound message goes to `receive`. */
   listen?(receive: DeliveryHandler, options?: AbortOptions): Promise<void>
+  /** Have messages published to `topic` reach `listen` too (relays: PROFILE §9 pub/sub). */
+  subscribe?(topic: string, options?: AbortOptions): Promise<void>
+  /** Stop `subscribe(topic)`. */
+  unsubscribe?(topic: string, options?: AbortOptions): Promise<void>
   /** Stop listening and release connections. */
   close(): Promise<void>
 }

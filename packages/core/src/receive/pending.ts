@@ -4,6 +4,7 @@ import { hexEncode, randomBytes } from '../bytes.js'
 import type { Storage } from '../interfaces/storage.js'
 import { validateMessage } from '../message.js'
 import type { AuthLevel, JsonValue, Message } from '../types.js'
+import type { Sealed } from './types.js'
 
 const PREFIX = 'inbox/pending/'
 
@@ -17,7 +18,7 @@ export interface Job {
   transport: string
   // `message` holds the opened body, persisted: storage holds the seeds anyway, and a rotated
   // key cannot strand it.
-  sealed: boolean
+  sealed: Sealed
 }
 
 export class PendingStore {
@@ -57,7 +58,15 @@ export class PendingStore {
         ) {
           throw new TypeError('level, source, keyId or transport missing')
         }
-        jobs.push({ key, message, level, source, keyId, transport, sealed: sealed === true })
+        jobs.push({
+          key,
+          message,
+          level,
+          source,
+          keyId,
+          transport,
+          sealed: sealed === 'not-for-me' ? sealed : sealed === true,
+        })
       } catch (error) {
         onBad(new Error(`receiver: dropping unreadable stored message ${key}`, { cause: error }))
         await this.storage.delete(key)

@@ -186,6 +186,9 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
         if (!addressee) return undefined // a relay keeps it as signed
         throw invalidFormat('this receiver cannot open sealed bodies', 'body.parts')
       }
+      // A topic message sealed for other members reaches every subscriber: handed over as
+      // signed, marked not for this one, rather than refused (PROFILE §8 allows topic sealing).
+      if (valid.to.topic !== undefined && !hasPartFor(valid, ctx.opener.agent)) return 'not-for-me'
       const m = (await import('../sealed-box/body.js')).openForReceiver(valid, ctx.opener)
       // PROFILE §8: within §2's size too, as if the message had arrived with that body.
       if (!small && canonicalSize(m) > PROFILE.maxMessageBytes) {
@@ -193,7 +196,8 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
       }
       return m
     })
-    if (opened) {
+    if (opened === 'not-for-me') ok.sealed = opened
+    else if (opened) {
       ok.message = opened
       ok.sealed = true
     }
@@ -213,3 +217,10 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
   }
   return ok
 }
+
+/** Whether a sealed body has a part for `agent`. */
+const hasPartFor = (message: Message, agent: string): boolean =>
+  (message.body.parts as unknown[]).some(
+    (p) =>
+      typeof p === 'object' && p !== null && (p as { recipient?: unknown }).recipient === agent,
+  )

@@ -57,7 +57,10 @@ class AgentReceiver implements Receiver {
       replay: this.replayGuard,
       levels: this.authLevels,
       now,
-      addressee: { agent: o.agentId, topics: new Set(o.topics ?? []) },
+      addressee: {
+        agent: o.agentId,
+        topics: o.topics instanceof Set ? o.topics : new Set(o.topics ?? []),
+      },
       transitionMs: o.transitionMs,
       crypto: o.crypto,
       opener: o.opener,

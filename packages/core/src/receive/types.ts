@@ -58,7 +58,7 @@ export interface ReceivedOk {
   status: 'accepted'
   /** The message to process: a sealed body is replaced by the opened one. */
   message: Message
-  sealed: boolean
+  sealed: Sealed
   /** The message as signed (sealed body kept): what to store or forward. */
   signed: Message
   verified: VerifyResult
@@ -110,8 +110,14 @@ export interface ReceivedInfo {
   /** The transport that delivered it (`https`, `relay`, a custom one's protocol). */
   transport: string
   /** Its body was sealed (PROFILE §8); the message handed over carries the opened body. */
-  sealed: boolean
+  sealed: Sealed
 }
+
+/**
+ * Whether a body came sealed (PROFILE §8): `true`, opened; `'not-for-me'`, a topic message
+ * sealed for other members, handed over as signed (it cannot be opened here).
+ */
+export type Sealed = boolean | 'not-for-me'
 
 /** Where an error phase message goes (PROFILE §7): never to an address taken from the message. */
 export interface ErrorReplyTarget {
@@ -132,7 +138,8 @@ export interface ErrorReplySender {
 export interface ReceiverOptions {
   /** This agent's id: messages must be addressed to it, or to one of `topics`. */
   agentId: string
-  topics?: readonly string[]
+  /** Topics it takes messages for; a `Set` is read live (add a topic once subscribed). */
+  topics?: readonly string[] | ReadonlySet<string>
   resolver: KeyResolver
   /** Keeps accepted messages until handled (PROFILE §6), and replay and levels. @default memory */
   storage?: Storage

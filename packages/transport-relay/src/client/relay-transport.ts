@@ -40,6 +40,8 @@ export interface RelayTransport extends Transport {
   readonly protocol: 'relay'
   targets(peer: PeerRoute): DeliveryTarget[]
   listen(receive: DeliveryHandler, options?: AbortOptions): Promise<void>
+  subscribe(topic: string, options?: AbortOptions): Promise<void>
+  unsubscribe(topic: string, options?: AbortOptions): Promise<void>
 }
 
 /**
@@ -147,6 +149,23 @@ function createRelayTransport(
         await stop()
         throw error
       }
+    },
+
+    async subscribe(topic: string, o: AbortOptions = {}): Promise<void> {
+      const { subscribeTopic } = await loadListening()
+      const relays = options.relays ?? components.relays
+      await subscribeTopic(relays, topic, options, components, report, o.signal)
+    },
+
+    async unsubscribe(topic: string, o: AbortOptions = {}): Promise<void> {
+      const { unsubscribeTopic } = await loadListening()
+      await unsubscribeTopic(
+        options.relays ?? components.relays,
+        topic,
+        options,
+        components,
+        o.signal,
+      )
     },
 
     async close(): Promise<void> {
