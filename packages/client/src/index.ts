@@ -30,6 +30,7 @@ export type {
   Route,
   SendOptions,
   SendResult,
+  SubscribeOptions,
   TransportKind,
 } from './agent/types.js'
 export { safeText } from './safe-text.js'

@@ -106,4 +106,29 @@ describe('topic subscriptions', () => {
     })
     await expect(a.subscribe('no spaces')).rejects.toMatchObject({ code: 'invalid_format' })
   })
+
+  it("over a webhook: the relay pushes the topic to the agent's own inbox, which verifies first", async () => {
+    const relay = await startRelay(env)
+    open.push(relay)
+    const network = { relays: [relay.url], fetch: env.fetch, streamFetch: env.streamFetch }
+    // No mailbox stream (sendOnly): what arrives comes through the inbox, pushed by the relay.
+    const hooked = await createNodeAgent({
+      ...network,
+      sendOnly: true,
+      inbox: { tls: { cert: env.cert.cert, key: env.cert.key } },
+    })
+    open.push(hooked)
+    const inbox = collect(hooked, 'message')
+    await hooked.subscribe('alerts', { webhook: `${hooked.inboxUrl}/.well-known/agentmsg/inbox` })
+    const publisher = await createNodeAgent(network)
+    open.push(publisher)
+    await publisher.publish('alerts', 'pushed to the inbox', { members: [hooked.id] })
+    const m = await inbox.nth(1)
+    expect(m).toMatchObject({
+      text: 'pushed to the inbox',
+      sealed: true,
+      topic: 'alerts',
+      transport: 'https',
+    })
+  })
 })

@@ -19,6 +19,7 @@ import type {
   ReceivedMessage,
   SendOptions,
   SendResult,
+  SubscribeOptions,
 } from './types.js'
 
 /** The parts an agent is made of. */
@@ -57,10 +58,10 @@ export class AgentImpl implements Agent {
     return this.#p.send(recipient, content, { ...options, relays })
   }
 
-  async subscribe(topic: string): Promise<void> {
+  async subscribe(topic: string, options: SubscribeOptions = {}): Promise<void> {
     if (this.#closed) throw new TypeError('subscribe: this agent is closed')
     const { storage, topics, transports } = this.#p
-    await subscribeTopic(storage, topics, transports, topic)
+    await subscribeTopic(storage, topics, transports, topic, options)
   }
 
   async unsubscribe(topic: string): Promise<void> {

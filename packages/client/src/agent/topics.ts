@@ -29,13 +29,14 @@ export async function subscribeTopic(
   live: Set<string>,
   transports: readonly Transport[],
   topic: string,
+  options: { webhook?: string } = {},
 ): Promise<void> {
   checkTopic(topic)
   const had = live.has(topic)
   // Taken before asking: a relay may hand over the first message as soon as it is subscribed.
   live.add(topic)
   try {
-    for (const t of transports) await t.subscribe?.(topic)
+    for (const t of transports) await t.subscribe?.(topic, options)
     await storage.put(`topics/${topic}`, true)
   } catch (error) {
     if (!had) live.delete(topic)

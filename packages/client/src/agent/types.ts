@@ -116,6 +116,15 @@ export interface SendResult {
   pending?: boolean
 }
 
+/** Options for `Agent.subscribe`. */
+export interface SubscribeOptions {
+  /**
+   * Have the relays push the topic's messages to this URL (an inbox of this agent's, which
+   * answers the relay's `webhook_verify`) instead of the agent's mailbox stream (PROFILE §9).
+   */
+  webhook?: string
+}
+
 /** Options for `Agent.publish`. */
 export interface PublishOptions {
   /**
@@ -302,7 +311,7 @@ export interface Agent {
   /** Send to the agent `to` over the best route; resolves once taken or kept in the outbox. */
   send(to: string, content: Content, options?: SendOptions): Promise<SendResult>
   /** Receive what is published to `topic` on this agent's relays; kept across restarts. */
-  subscribe(topic: string): Promise<void>
+  subscribe(topic: string, options?: SubscribeOptions): Promise<void>
   /** Stop receiving `topic`. */
   unsubscribe(topic: string): Promise<void>
   /** The topics subscribed to. */

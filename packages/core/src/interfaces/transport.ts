@@ -86,7 +86,7 @@ export interface Transport {
   /** Start receiving: each inbound message goes to `receive`. */
   listen?(receive: DeliveryHandler, options?: AbortOptions): Promise<void>
   /** Have messages published to `topic` reach `listen` too (relays: PROFILE §9 pub/sub). */
-  subscribe?(topic: string, options?: AbortOptions): Promise<void>
+  subscribe?(topic: string, options?: AbortOptions & { webhook?: string }): Promise<void>
   /** Stop `subscribe(topic)`. */
   unsubscribe?(topic: string, options?: AbortOptions): Promise<void>
   /** Stop listening and release connections. */

@@ -34,6 +34,7 @@ import type {
   InboxHandlerOptions,
   InboxRequestInfo,
 } from './types.js'
+import { webhookChallenge } from './webhook-verify.js'
 
 const WELL_KNOWN = '/.well-known/agentmsg/'
 const REPLY = Symbol.for('agentmsg.reply')
@@ -222,6 +223,8 @@ class Inbox implements InboxHandler {
       release()
     }
     if (bytes === undefined) return tooLarge()
+    const challenge = webhookChallenge(bytes)
+    if (challenge !== undefined) return jsonReply(200, { challenge })
     // 5. to the end: the receive pipeline (PROFILE §6), the per-sender limit being this inbox's.
     const outcome = await this.#handOver(bytes, headers.get('idempotency-key'), bucket)
     if (outcome.status !== 'refused') return acceptedReply(outcome.messageId)

@@ -40,7 +40,7 @@ export interface RelayTransport extends Transport {
   readonly protocol: 'relay'
   targets(peer: PeerRoute): DeliveryTarget[]
   listen(receive: DeliveryHandler, options?: AbortOptions): Promise<void>
-  subscribe(topic: string, options?: AbortOptions): Promise<void>
+  subscribe(topic: string, options?: AbortOptions & { webhook?: string }): Promise<void>
   unsubscribe(topic: string, options?: AbortOptions): Promise<void>
 }
 
@@ -151,10 +151,10 @@ function createRelayTransport(
       }
     },
 
-    async subscribe(topic: string, o: AbortOptions = {}): Promise<void> {
+    async subscribe(topic: string, o: AbortOptions & { webhook?: string } = {}): Promise<void> {
       const { subscribeTopic } = await loadListening()
       const relays = options.relays ?? components.relays
-      await subscribeTopic(relays, topic, options, components, report, o.signal)
+      await subscribeTopic(relays, topic, options, components, report, o)
     },
 
     async unsubscribe(topic: string, o: AbortOptions = {}): Promise<void> {

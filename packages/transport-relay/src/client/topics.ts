@@ -25,7 +25,8 @@ function clientFor(relayUrl: string, o: RelayTransportOptions, c: TransportCompo
 }
 
 /**
- * Subscribe on every relay; a relay that fails is reported and the others still subscribe.
+ * Subscribe on every relay, streamed to the mailbox or pushed to `webhook` (an inbox URL, which
+ * the relay verifies and checks against its address policy); a relay that fails is reported and the others still subscribe.
  * @throws the first relay's error when none subscribed
  */
 export async function subscribeTopic(
@@ -34,7 +35,7 @@ export async function subscribeTopic(
   o: RelayTransportOptions,
   c: TransportComponents,
   report: (error: unknown) => void,
-  signal?: AbortSignal,
+  { signal, webhook }: { signal?: AbortSignal; webhook?: string } = {},
 ): Promise<void> {
   const failures: unknown[] = []
   for (const relayUrl of relays) {
@@ -44,6 +45,7 @@ export async function subscribeTopic(
       const { subscriptionId } = await clientFor(relayUrl, o, c).subscribe({
         topics: [topic],
         signal,
+        webhook,
       })
       await c.storage.put(key, subscriptionId)
     } catch (error) {
