@@ -33,6 +33,7 @@ export const PRINTS: Record<string, string[]> = {
   ],
   'packages/a2a/README.md#0': ['hello caller at level 3', 'TASK_STATE_COMPLETED'],
   'packages/client/README.md#0': ['true 3 false hello', 'direct relay got: hello'],
+  'packages/client/README.md#2': ['lunch at noon / cake for cat', 'lunch at noon / (not for me)'],
   'packages/transport-https/README.md#0': [
     'true',
     '3 false {"parts":[{"text":"hi bob","type":"text"}]}',

@@ -39,12 +39,14 @@ import {
 
 /**
  * How a README's Node blocks form programs: `'one'` (the default) joins them into one program,
- * in order, as a reader follows the page; `'each'` runs every block alone (independent examples);
- * `'vitest'` joins them into a vitest test file, imported into this one as it is collected (its
- * examples define tests: the conformance suites).
+ * in order, as a reader follows the page; `'section'` joins the blocks of each section (a page
+ * of independent examples, one per section); `'each'` runs every block alone (independent
+ * examples); `'vitest'` joins them into a vitest test file, imported into this one as it is
+ * collected (its examples define tests: the conformance suites).
  */
-const PROGRAMS: Record<string, 'one' | 'each' | 'vitest'> = {
+const PROGRAMS: Record<string, 'one' | 'section' | 'each' | 'vitest'> = {
   'README.md': 'each',
+  'packages/client/README.md': 'section',
   'packages/conformance/README.md': 'vitest',
 }
 
@@ -86,7 +88,11 @@ async function runProgram(name: string, code: string): Promise<string[]> {
 function programs(readme: string): ReadmeBlock[][] {
   const blocks = readmeBlocks(readme).filter((b) => b.runtime === 'node')
   if (blocks.length === 0 || PROGRAMS[readme] === 'vitest') return []
-  return PROGRAMS[readme] === 'each' ? blocks.map((b) => [b]) : [blocks]
+  if (PROGRAMS[readme] === 'each') return blocks.map((b) => [b])
+  if (PROGRAMS[readme] !== 'section') return [blocks]
+  const sections = new Map<string, ReadmeBlock[]>()
+  for (const b of blocks) sections.set(b.section, [...(sections.get(b.section) ?? []), b])
+  return [...sections.values()]
 }
 
 // The README examples that are vitest suites register their tests in this file, now.
