@@ -1,10 +1,11 @@
 /** The Agent that `createAgent` (create.ts) builds from its parts. */
 import { type IdentityDocument, type Message, parseAgentId, type Transport } from '@agentmsg/core'
 import type { AgentShared } from './create.js'
+import { lazy } from './documents.js'
 import { relayList } from './identity.js'
 import type { Outbox } from './outbox.js'
 import type { ReceiveSide } from './receive.js'
-import { checkTopic, createGroup, subscribeTopic, unsubscribeTopic } from './topics.js'
+import { checkTopic } from './topics.js'
 import type {
   Agent,
   AgentEvents,
@@ -61,11 +62,13 @@ export class AgentImpl implements Agent {
   async subscribe(topic: string, options: SubscribeOptions = {}): Promise<void> {
     if (this.#closed) throw new TypeError('subscribe: this agent is closed')
     const { storage, topics, transports } = this.#p
+    const { subscribeTopic } = await import('./topic-ops.js')
     await subscribeTopic(storage, topics, transports, topic, options)
   }
 
   async unsubscribe(topic: string): Promise<void> {
     const { storage, topics, transports } = this.#p
+    const { unsubscribeTopic } = await import('./topic-ops.js')
     await unsubscribeTopic(storage, topics, transports, topic)
   }
 
@@ -84,7 +87,18 @@ export class AgentImpl implements Agent {
   }
 
   group(topic: string): Group {
-    return createGroup(this.#p.storage, topic, (t, c, o) => this.publish(t, c, o))
+    checkTopic(topic)
+    const publish = (t: string, c: Content, o: PublishOptions) => this.publish(t, c, o)
+    const group = lazy(async () =>
+      (await import('./topic-ops.js')).createGroup(this.#p.storage, topic, publish),
+    )
+    return {
+      topic,
+      members: async () => (await group()).members(),
+      add: async (...agents) => (await group()).add(...agents),
+      remove: async (...agents) => (await group()).remove(...agents),
+      publish: async (content, o) => (await group()).publish(content, o),
+    }
   }
 
   async reply(

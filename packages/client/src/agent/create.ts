@@ -140,8 +140,9 @@ export async function openAgent(
     ...shared,
     contacts: createContacts({ storage, side, peers }),
     send: async (to, content, o) => (await sendPath()).sendMessage(send, to, content, o),
+    // Publishing is a chunk of its own, loaded on the first publish.
     publish: async (topic, content, o) =>
-      (await sendPath()).publishMessage(send, topic, content, o),
+      (await import('./publish.js')).publishMessage(send, topic, content, o),
     transports,
     side,
     outbox: loadOutbox.peek,

@@ -8,8 +8,7 @@
  */
 import { AgentMsgError, type BodyPart, createMessage, signMessage } from '@agentmsg/core'
 import type { SealRecipient } from '@agentmsg/core/sealed-box'
-import { recipientKey, sized } from './seal.js'
-import type { SendContext } from './send.js'
+import { recipientKey, type SendContext, sized } from './send.js'
 import type { Content, PublishOptions, PublishResult } from './types.js'
 
 /** The conversation of a topic's messages unless one is given: the same for every publisher. */

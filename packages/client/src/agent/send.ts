@@ -87,8 +87,12 @@ async function send(
   const targets = sealing.targets
   // Decided once, before anything goes out (PROFILE §6).
   const durable = targets.find((t) => t.target.durable)
-  if (!durable) {
-    return result(c, recipient, await tryTargets(targets, copy, options.signal), ids, sealing)
+  // Relays only (a did:key peer): tried at once, kept in the outbox only when they failed for
+  // now, so a browser agent whose publishes go through never loads it. An inbox's message is
+  // stored before its first attempt (PROFILE §6).
+  if (!durable || targets.every((t) => t.target.route === 'relay')) {
+    const round = await tryTargets(targets, copy, options.signal)
+    if (!durable || round.ok || !round.retry) return result(c, recipient, round, ids, sealing)
   }
   const messages = await Promise.all(targets.map((t) => copy(t.target)))
   const unique = [...new Set(messages)]
@@ -212,4 +216,6 @@ export async function errorReply(
   )
   if (!round.ok) throw round.error
 }
-export { publishMessage } from './publish.js'
+
+// Publishing (./publish.ts, a chunk of its own) seals and sizes as a send does.
+export { recipientKey, sized } from './seal.js'

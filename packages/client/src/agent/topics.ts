@@ -1,11 +1,10 @@
 /**
- * Topics (SPEC §2.9, PROFILE §9 pub/sub): the subscriptions, kept in storage (`topics/<topic>`)
- * and in the live set the receiver checks a topic message's addressee against; and groups, a
- * member list per topic kept in storage (`groups/<topic>`) that a publish seals for.
+ * Topics (SPEC §2.9, PROFILE §9 pub/sub): the grammar, and the subscriptions kept in storage
+ * (`topics/<topic>`) that the receiver's live set starts from. Subscribing and groups are a
+ * chunk of their own (./topic-ops.ts): an agent that uses no topics never loads them.
  */
-import { parseAgentId, type Storage, type Transport } from '@agentmsg/core'
+import type { Storage } from '@agentmsg/core'
 import { invalidFormat } from '@agentmsg/core/http'
-import type { Content, Group, PublishOptions, PublishResult } from './types.js'
 
 /** PROFILE §2's topic grammar. */
 const TOPIC = /^[a-z0-9._/-]{1,128}$/
@@ -21,70 +20,4 @@ export function checkTopic(topic: string): string {
 /** The topics stored as subscribed. */
 export async function loadTopics(storage: Storage): Promise<Set<string>> {
   return new Set((await storage.list('topics/')).map(([key]) => key.slice('topics/'.length)))
-}
-
-/** Subscribe on every transport that can; stored once one could. */
-export async function subscribeTopic(
-  storage: Storage,
-  live: Set<string>,
-  transports: readonly Transport[],
-  topic: string,
-  options: { webhook?: string } = {},
-): Promise<void> {
-  checkTopic(topic)
-  const had = live.has(topic)
-  // Taken before asking: a relay may hand over the first message as soon as it is subscribed.
-  live.add(topic)
-  try {
-    for (const t of transports) await t.subscribe?.(topic, options)
-    await storage.put(`topics/${topic}`, true)
-  } catch (error) {
-    if (!had) live.delete(topic)
-    throw error
-  }
-}
-
-/** Unsubscribe on every transport, then forget the topic. */
-export async function unsubscribeTopic(
-  storage: Storage,
-  live: Set<string>,
-  transports: readonly Transport[],
-  topic: string,
-): Promise<void> {
-  checkTopic(topic)
-  for (const t of transports) await t.unsubscribe?.(topic)
-  await storage.delete(`topics/${topic}`)
-  live.delete(topic)
-}
-
-/** The group of `topic`: its member list in storage, changed one update at a time. */
-export function createGroup(
-  storage: Storage,
-  topic: string,
-  publish: (topic: string, content: Content, o: PublishOptions) => Promise<PublishResult>,
-): Group {
-  checkTopic(topic)
-  const key = `groups/${topic}`
-  let updating: Promise<unknown> = Promise.resolve()
-  const members = async (): Promise<string[]> => {
-    const stored = await storage.get(key)
-    return Array.isArray(stored) ? stored.filter((m): m is string => typeof m === 'string') : []
-  }
-  const change = (agents: string[], keep: (has: Set<string>, agent: string) => void) => {
-    const ids = agents.map((a) => parseAgentId(a, 'agent').id)
-    const run = updating.then(async () => {
-      const has = new Set(await members())
-      for (const id of ids) keep(has, id)
-      await storage.put(key, [...has])
-    })
-    updating = run.catch(() => undefined)
-    return run
-  }
-  return {
-    topic,
-    members,
-    add: (...agents) => change(agents, (has, id) => void has.add(id)),
-    remove: (...agents) => change(agents, (has, id) => void has.delete(id)),
-    publish: async (content, o = {}) => publish(topic, content, { ...o, members: await members() }),
-  }
 }

@@ -152,13 +152,13 @@ function createRelayTransport(
     },
 
     async subscribe(topic: string, o: AbortOptions & { webhook?: string } = {}): Promise<void> {
-      const { subscribeTopic } = await loadListening()
+      const { subscribeTopic } = await import('./topics.js')
       const relays = options.relays ?? components.relays
       await subscribeTopic(relays, topic, options, components, report, o)
     },
 
     async unsubscribe(topic: string, o: AbortOptions = {}): Promise<void> {
-      const { unsubscribeTopic } = await loadListening()
+      const { unsubscribeTopic } = await import('./topics.js')
       await unsubscribeTopic(
         options.relays ?? components.relays,
         topic,
