@@ -4,6 +4,10 @@
  * conversation, through the demo's own relay, sealed as any send through an untrusted relay is
  * (PROFILE §8). Anyone who knows its id may write to it: it never dials what a sender names
  * (./network.mjs), and the start script escapes what it logs.
+ *
+ * It is also subscribed to the page's room (a topic, PROFILE §9): a room message it can open
+ * it answers the same way, to its poster only; one sealed for the other members (Echo was
+ * removed from the poster's list) it cannot read, and says so in the log.
  */
 import path from 'node:path'
 import { createNodeAgent } from '@agentmsg/client/node'
@@ -14,7 +18,8 @@ import { localNetwork } from './network.mjs'
 const MAX_ECHO = 2000
 
 /**
- * @param {{ home: string, relayUrl: string, ca: string, log: (line: string) => void }} o
+ * @param {{ home: string, relayUrl: string, ca: string, room: string,
+ *   log: (line: string) => void }} o
  */
 export async function startEchoAgent(o) {
   const storage = await fsStorage({ dir: path.join(o.home, 'demo', 'echo-agent') })
@@ -32,17 +37,30 @@ export async function startEchoAgent(o) {
   }
   agent.on('error', (e) => o.log(`echo: refused a message: ${e.error?.message ?? e.error}`))
   agent.on('message', async (m) => {
+    const where = m.topic ? `in ${m.topic} ` : ''
+    if (m.sealed === 'not-for-me') {
+      o.log(`echo: ${where}from ${m.from.slice(0, 24)}…: sealed for others — not for me`)
+      return
+    }
     const text = m.text.length > MAX_ECHO ? `${m.text.slice(0, MAX_ECHO)}…` : m.text
     try {
       const r = await agent.reply(m, `echo: ${text}`, { route: 'relay', relays: [o.relayUrl] })
       o.log(
-        `echo: "${text.slice(0, 60)}" from ${m.from.slice(0, 24)}… (level ${m.level}, ${m.sealed ? 'sealed' : 'plaintext'}) → answered via ${r.relayUrl ?? r.route}`,
+        `echo: ${where}"${text.slice(0, 60)}" from ${m.from.slice(0, 24)}… (level ${m.level}, ${m.sealed ? 'sealed' : 'plaintext'}) → answered via ${r.relayUrl ?? r.route}`,
       )
     } catch (error) {
       // Not rethrown: the message was handled (shown); a failed answer is not redelivered.
       o.log(`echo: could not answer ${m.from.slice(0, 24)}…: ${error?.message ?? error}`)
     }
   })
+  // Subscribed once: the subscription is kept in its storage across restarts.
+  try {
+    if (!agent.topics().includes(o.room)) await agent.subscribe(o.room)
+  } catch (error) {
+    await agent.close()
+    await storage.close?.()
+    throw error
+  }
   return {
     id: agent.id,
     async close() {

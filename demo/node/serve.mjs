@@ -1,7 +1,7 @@
 /**
  * What `npm start` runs once the packages are built: the relay on its SQLite store, serving the
  * demo page from its own origin (the page's agents and the relay are same-origin, and the page
- * is a secure context), and the Node agent "Echo" the page can talk to.
+ * is a secure context), and the Node agent "Echo" the page can talk to, a member of its room.
  */
 import path from 'node:path'
 import { loadDevCertificate } from '@agentmsg/dev-tls'
@@ -9,6 +9,9 @@ import { serveRelay } from '@agentmsg/relay'
 import { bundlePage } from './bundle.mjs'
 import { startEchoAgent } from './echo-agent.mjs'
 import { DEMO_PATH, demoRoutes } from './routes.mjs'
+
+/** The topic of the demo's room: Echo subscribes to it, as the page's agents do (app.ts). */
+export const ROOM = 'demo/room'
 
 /**
  * @param {{ host: string, port: number, home: string, dataDir: string,
@@ -39,7 +42,7 @@ export async function startDemo(o) {
     onError: (e) => o.log(`relay: ${e instanceof Error ? e.message : String(e)}`),
   })
   try {
-    echo = await startEchoAgent({ home: o.home, relayUrl: relay.url, ca, log: o.log })
+    echo = await startEchoAgent({ home: o.home, relayUrl: relay.url, ca, room: ROOM, log: o.log })
   } catch (error) {
     await relay.close()
     throw error

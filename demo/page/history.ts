@@ -17,15 +17,22 @@ export interface TraceHop {
 export interface Row {
   direction: 'in' | 'out'
   messageId: string
-  /** The other agent. */
+  /** The other agent (the room's topic, for a message posted to the room). */
   peer: string
+  /** The room's topic, for a room message (PROFILE §9 pub/sub). */
+  topic?: string
   text: string
   /** When it was shown first (ms), for ordering. */
   shownAt: number
   /** The relay it went through (`relayUrl` of the send, or the relay in the trace). */
   relayUrl: string | undefined
-  /** Whether the body was sealed for its recipient (PROFILE §8). */
-  sealed: boolean
+  /**
+   * Whether the body was sealed for its recipient (PROFILE §8); `'not-for-me'`: a room message
+   * sealed for the other members only.
+   */
+  sealed: boolean | 'not-for-me'
+  /** Posted to the room: the agents it was sealed for. */
+  sealedFor?: string[]
   /** Received only: the level it verified at (PROFILE §5). */
   level?: number
   /** Received only: whether the sender was a known contact when it arrived (PROFILE §5). */

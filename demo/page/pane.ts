@@ -3,12 +3,14 @@
  * with a did:key identity kept in IndexedDB and one relay), its chat history, and what the
  * receive pipeline says about every message it hands over: the authentication level and
  * whether the sender is a known contact (PROFILE §5), the relay it came through and the relays'
- * trace hops (SPEC §2.7), and whether its body was sealed (PROFILE §8). Text is only ever set as
- * text (never parsed as HTML): messages come from anyone who knows the agent's id.
+ * trace hops (SPEC §2.7), and whether its body was sealed (PROFILE §8) — or, for a room message,
+ * sealed for the other members only. Text is only ever set as text (never parsed as HTML):
+ * messages come from anyone who knows the agent's id.
  */
-import { type Agent, createAgent, type ReceivedMessage } from '@agentmsg/client'
+import { type Agent, createAgent, type Group, type ReceivedMessage } from '@agentmsg/client'
 import { publicKeyFromDidKey } from '@agentmsg/core'
 import { indexedDbStorage } from '@agentmsg/storage-indexeddb'
+import { type Attrs, el, errorText, short } from './dom.js'
 import { openHistory, type Row } from './history.js'
 
 export interface PaneOptions {
@@ -26,10 +28,18 @@ export interface PaneOptions {
   container: HTMLElement
   /** Names of the agents on the page, by id (for labels). */
   names: Map<string, string>
+  /** The room's topic: subscribed to, and offered as a place to post. */
+  room: string
 }
 
 export interface Pane {
   readonly id: string
+  readonly key: string
+  readonly name: string
+  /** This agent's member list of the room; what it posts there is sealed for them. */
+  readonly room: Group
+  /** Whether this agent is in the room's list now (a removed one does not post there). */
+  setMember(member: boolean): void
   /**
    * Show the history, then the messages as they come (the agent holds them until then), and
    * offer `peers` to write to. Called once every pane is open, so that names are known.
@@ -46,21 +56,8 @@ const LEVELS: Record<number, string> = {
   3: 'key bound to the id itself (did:key)',
 }
 
-type Attrs = Record<string, string>
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Attrs = {},
-  ...children: Array<Node | string>
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag)
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v)
-  node.append(...children)
-  return node
-}
-
-const short = (id: string) => (id.length > 28 ? `${id.slice(0, 20)}…${id.slice(-6)}` : id)
-const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e))
+/** What a room message sealed for the other members shows instead of its text. */
+export const NOT_FOR_ME = 'sealed for others — not for me'
 
 export async function openPane(o: PaneOptions): Promise<Pane> {
   const label = (id: string) => o.names.get(id) ?? short(id)
@@ -77,6 +74,12 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
     onError: report,
   })
   o.names.set(agent.id, o.name)
+  // Subscribed once: the subscription is kept in IndexedDB and outlives a reload.
+  if (!agent.topics().includes(o.room)) await agent.subscribe(o.room)
+  const room = agent.group(o.room)
+  let member = true
+  /** The compose list's entry for the room (its value is no agent id). */
+  const roomOption = el('option', { value: `topic:${o.room}` }, `room ${o.room}`)
 
   const log = el('ol', { class: 'log', 'data-testid': `log-${o.key}`, 'aria-live': 'polite' })
   const to = el('select', { name: 'to', 'data-testid': `to-${o.key}`, 'aria-label': 'send to' })
@@ -127,7 +130,9 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
       items.push(li)
       return li
     }
-    fact(`${row.direction === 'in' ? 'from' : 'to'} ${label(row.peer)}`, { title: row.peer })
+    if (row.direction === 'out' && row.topic) fact(`to room ${row.topic}`)
+    else fact(`${row.direction === 'in' ? 'from' : 'to'} ${label(row.peer)}`, { title: row.peer })
+    if (row.direction === 'in' && row.topic) fact(`in room ${row.topic}`)
     if (row.direction === 'in') {
       fact(`level ${row.level}`, { title: LEVELS[row.level ?? -1] ?? '' })
       const contact = fact(`known contact: ${row.knownContact ? 'yes' : 'no'}`, {
@@ -146,7 +151,11 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
       const hops = row.trace.map((h) => `${h.by} at ${h.at.slice(11, 23)}`).join(' → ')
       fact(`trace: ${hops || 'none'}`)
     }
-    fact(row.sealed ? 'sealed ✓' : 'plaintext', { class: row.sealed ? 'yes' : 'no' })
+    // A room message sealed for others says so in place of its text.
+    if (row.sealed !== 'not-for-me') {
+      fact(row.sealed ? 'sealed ✓' : 'plaintext', { class: row.sealed ? 'yes' : 'no' })
+    }
+    if (row.sealedFor) fact(`readable by ${row.sealedFor.map(label).join(', ')}`)
     return el('ul', { class: 'facts' }, ...items)
   }
 
@@ -159,12 +168,17 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
       'data-route': row.relayUrl ?? '',
       'data-sealed': String(row.sealed),
     }
+    if (row.topic) attrs['data-topic'] = row.topic
     if (row.direction === 'in') {
       attrs['data-level'] = String(row.level)
       attrs['data-known'] = String(row.knownContact)
       attrs['data-trace'] = (row.trace ?? []).map((h) => h.by).join(' ')
     }
-    log.append(el('li', attrs, el('p', { class: 'text' }, row.text), facts(row)))
+    const text =
+      row.sealed === 'not-for-me'
+        ? el('p', { class: 'text not-for-me' }, NOT_FOR_ME)
+        : el('p', { class: 'text' }, row.text)
+    log.append(el('li', attrs, text, facts(row)))
     log.scrollTop = log.scrollHeight
   }
 
@@ -172,25 +186,45 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
     if (await history.add(row)) show(row)
   }
 
+  async function sendTo(peer: string, message: string): Promise<Row> {
+    // A did:key is reached through the relays named here (the recipient's, known out of band).
+    const r = await agent.send(peer, message, { relays: [o.relay] })
+    const { messageId, relayUrl, sealed } = r
+    return {
+      direction: 'out',
+      messageId,
+      peer,
+      text: message,
+      shownAt: Date.now(),
+      relayUrl,
+      sealed,
+    }
+  }
+
+  async function postToRoom(message: string): Promise<Row> {
+    if (!member) throw new Error(`${o.name} was removed from ${o.room}: it no longer posts there`)
+    // Sealed for the members of this agent's list as it is now (PROFILE §8).
+    const r = await room.publish(message)
+    return {
+      direction: 'out',
+      messageId: r.messageId,
+      peer: o.room,
+      topic: o.room,
+      text: message,
+      shownAt: Date.now(),
+      relayUrl: r.relayUrl,
+      sealed: r.sealedFor.length > 0,
+      sealedFor: r.sealedFor,
+    }
+  }
+
   form.addEventListener('submit', (event) => {
     event.preventDefault()
     const message = text.value
     const peer = to.value
     send.disabled = true
-    // A did:key is reached through the relays named here (the recipient's, known out of band).
-    agent
-      .send(peer, message, { relays: [o.relay] })
-      .then((r) =>
-        keep({
-          direction: 'out',
-          messageId: r.messageId,
-          peer,
-          text: message,
-          shownAt: Date.now(),
-          relayUrl: r.relayUrl,
-          sealed: r.sealed,
-        }),
-      )
+    ;(peer === roomOption.value ? postToRoom(message) : sendTo(peer, message))
+      .then(keep)
       .then(() => {
         text.value = ''
         errors.textContent = ''
@@ -203,13 +237,25 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
 
   return {
     id: agent.id,
+    key: o.key,
+    name: o.name,
+    room,
+    setMember(now) {
+      member = now
+      roomOption.disabled = !now
+      roomOption.textContent = now ? `room ${o.room}` : `room ${o.room} (removed)`
+      section.dataset.member = String(now)
+    },
     async start(peers) {
-      to.replaceChildren(...peers.map((p) => el('option', { value: p }, label(p))))
+      to.replaceChildren(...peers.map((p) => el('option', { value: p }, label(p))), roomOption)
       for (const c of await agent.contacts.list()) if (c.knownContact) known.add(c.agent)
       for (const row of await history.all()) show(row)
       // Awaited by the agent before it acknowledges: a message is in the history before the
       // relay may drop it.
-      agent.on('message', (m: ReceivedMessage) => keep(receivedRow(m, o.relay)))
+      // The relay hands a room message to every subscriber, its poster too: shown once, as sent.
+      agent.on('message', async (m: ReceivedMessage) => {
+        if (!(m.topic && m.from === agent.id)) await keep(receivedRow(m, o.relay))
+      })
       agent.on('error', (e) => report(e.error))
       section.dataset.ready = 'true'
     },
@@ -228,7 +274,8 @@ function receivedRow(m: ReceivedMessage, relay: string): Row {
     text: m.text,
     shownAt: Date.now(),
     relayUrl: byRelay ? byRelay.by.slice('relay:'.length) : relay,
-    sealed: m.sealed === true,
+    sealed: m.sealed === 'not-for-me' ? 'not-for-me' : m.sealed === true,
+    ...(m.topic ? { topic: m.topic } : {}),
     level: m.level,
     knownContact: m.knownContact,
     trace,
