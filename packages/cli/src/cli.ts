@@ -18,20 +18,20 @@ import { runSubscribe, runUnsubscribe } from './subscribe.js'
 const HELP = `usage: agentmsg <command> [flags]      (agentmsg <command> --help: its flags and an example)
 
 commands:
-  init         create an identity in a directory (did:key, or a URL agent with --url)
-  identity     print the identity: agent id, key, fingerprint, public key, relays
-  send         send one message (to an inbox, or through relays)
-  listen       a relay-only agent: print each verified message, acknowledge it once printed
-  inbox        serve the agent's HTTPS inbox and identity document; print what arrives
-  contacts     list, pin, introduce (with a token) or remove contacts
-  subscribe    subscribe to a topic on the agent's relays (listen then prints its messages)
+  init      create an identity in a directory (did:key, or a URL agent with --url)
+  identity  print the identity: agent id, key, fingerprint, public key, relays
+  send      send one message (to an inbox, or through relays)
+  listen    a relay-only agent: print each verified message, acknowledge it once printed
+  inbox     serve the agent's HTTPS inbox and identity document; print what arrives
+  contacts  list, pin, introduce (with a token) or remove contacts
+  subscribe  subscribe to a topic on the agent's relays (listen then prints its messages)
   unsubscribe  end a topic subscription
-  publish      publish to a topic, sealed for its members (or --plaintext)
-  group        the member list of a topic kept in the directory: list, add, remove
-  rotate       URL agents: a new active key
-  relay        run a relay on SQLite
-  doctor       check a URL agent or relay: TLS, endpoints, document, clock, relays
-  mcp          serve the agent to an MCP client over stdio: send, receive, ack, contacts, identity
+  publish   publish to a topic, sealed for its members (or --plaintext)
+  group     the member list of a topic kept in the directory: list, add, remove
+  rotate    URL agents: a new active key
+  relay     run a relay on SQLite
+  doctor    check a URL agent or relay: TLS, endpoints, document, clock, relays
+  mcp       serve the agent to an MCP client over stdio: send, receive, ack, contacts, identity
 
   --version  the version;  --help, -h  this help
 

@@ -56,19 +56,18 @@ const usage = (message: string) => usageError('publish', message)
 
 /** `agentmsg publish`: one message to a topic, sealed for its members. */
 export const runPublish = commandWithArgs(PUBLISH_HELP, FLAGS, async ({ values, positionals }) => {
-  const { text, json, format = 'text' } = values
+  const { text, json, format = 'text', group = false, plaintext = false } = values
   if (positionals.length !== 1) throw usage('publish takes one TOPIC')
   const topic = topicArg(positionals[0]!)
   if ((text === undefined) === (json === undefined))
     throw usage('publish needs one of --text T or --json FILE')
   if (format !== 'text' && format !== 'json') throw usage(`--format ${format}: use text or json`)
   const members = agentArgs(values.member)
-  const sealed = members.length > 0 || values.group === true
-  if (sealed && values.plaintext)
-    throw usage('--plaintext and --member or --group contradict each other: pass one')
-  if (!sealed && !values.plaintext)
+  if ((members.length > 0 || group) === plaintext)
     throw usage(
-      `publish to ${topic} needs members to seal for: --member ID, --group, or --plaintext to publish unsealed`,
+      plaintext
+        ? '--plaintext and --member or --group contradict each other: pass one'
+        : `publish to ${topic} needs members to seal for: --member ID, --group, or --plaintext to publish unsealed`,
     )
   const relays = relayFlags('publish', values.relay)
   const content: Content = text ?? {
@@ -76,43 +75,24 @@ export const runPublish = commandWithArgs(PUBLISH_HELP, FLAGS, async ({ values, 
       { type: 'data', data: (await readJsonFile(`--json ${json}`, json!, MAX_JSON)) as JsonValue },
     ],
   }
-  const request = {
-    op: 'publish' as const,
-    topic,
-    content,
-    members,
-    group: values.group === true,
-    plaintext: values.plaintext === true,
-    ...(relays.length ? { relays } : {}),
-  }
+  const request = { op: 'publish' as const, topic, content, members, group, plaintext }
   const dir = values.dir!
-  const r = (await onAgent(dir, request, await networkFlags(values))) as PublishResult
-  process.stdout.write(
-    `${format === 'json' ? JSON.stringify(publishSummary(r)) : asText(r, dir)}\n`,
-  )
+  const network = await networkFlags(values)
+  const r = (await onAgent(dir, { ...request, relays }, network)) as PublishResult
+  const status = r.pending ? 'pending' : 'accepted'
+  if (format === 'json') {
+    const { messageId: message_id, conversationId: conversation_id, relayUrl: relay_url } = r
+    const sealed = r.sealedFor.length > 0
+    const summary = { status, message_id, conversation_id, topic, relay_url, sealed }
+    process.stdout.write(`${JSON.stringify({ ...summary, sealed_for: r.sealedFor })}\n`)
+    return 0
+  }
+  // Sealed for the members and for the publisher itself (PROFILE §8).
+  const n = r.sealedFor.length - 1
+  const sealed = n >= 0 ? `sealed for ${n} member${n === 1 ? '' : 's'}` : 'not sealed'
+  const via = r.relayUrl ? `via relay ${r.relayUrl}` : 'via relays'
+  const line = `${status} ${r.messageId} to topic ${topic} ${via}, ${sealed}, conversation ${r.conversationId}`
+  const kept = `: no relay took it now; kept in ${dir}'s outbox and retried (up to 24 h) while an agentmsg command has ${dir} open`
+  process.stdout.write(`${line}${r.pending ? kept : ''}\n`)
   return 0
 })
-
-/** What `publish --format json` prints. */
-const publishSummary = (r: PublishResult) => ({
-  status: r.pending ? 'pending' : 'accepted',
-  message_id: r.messageId,
-  conversation_id: r.conversationId,
-  topic: r.topic,
-  relay_url: r.relayUrl,
-  sealed: r.sealedFor.length > 0,
-  sealed_for: r.sealedFor,
-})
-
-function asText(r: PublishResult, dir: string): string {
-  // Sealed for the members and the publisher's own part (PROFILE §8).
-  const members = r.sealedFor.length - 1
-  const sealed =
-    r.sealedFor.length > 0
-      ? `sealed for ${members} member${members === 1 ? '' : 's'}`
-      : 'not sealed (the relay and every subscriber read it)'
-  const line = `${r.pending ? 'pending' : 'accepted'} ${r.messageId} to topic ${r.topic} ${r.relayUrl ? `via relay ${r.relayUrl}` : 'via relays'}, ${sealed}, conversation ${r.conversationId}`
-  return r.pending
-    ? `${line}: no relay took it now; kept in ${dir}'s outbox and retried (up to 24 h) while an agentmsg command has ${dir} open`
-    : line
-}

@@ -12,7 +12,7 @@ kept in D (a restart keeps it). Run while listen, inbox or mcp holds D, that pro
 TOPIC: 1–128 characters of a-z 0-9 . _ / - (PROFILE §2).
   --relay URL      subscribe on these relays (remembered in D, as listen does; default: the
                    ones D remembers)
-  --json           one JSON object: topic, relays, topics (all of D's)
+  --json           one JSON object: topic, was_subscribed, relays, topics (all of D's)
   --ca F, --allow-private HOSTS   as for agentmsg send
 
 example:
@@ -20,11 +20,12 @@ example:
       --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
 `
 
-const UNSUBSCRIBE_HELP = `usage: agentmsg unsubscribe --dir D TOPIC [--json] [--ca F ...] [--allow-private HOSTS]
+const UNSUBSCRIBE_HELP = `usage: agentmsg unsubscribe --dir D TOPIC [--relay URL ...] [--json] [--ca F ...]
+                            [--allow-private HOSTS]
 
-Stop D's agent's subscription to TOPIC on its relays, and forget the topic.
-  --json           one JSON object: topic, was_subscribed, relays, topics (all of D's)
-  --ca F, --allow-private HOSTS   as for agentmsg send
+End D's agent's subscription to TOPIC on its relays, and forget the topic.
+  --relay URL      on these relays (default: the ones D remembers)
+  --json, --ca F, --allow-private HOSTS   as for agentmsg subscribe
 
 example:
   agentmsg unsubscribe --dir ./bob team/room-1 --ca "$AGENTMSG_HOME/dev-ca/ca.pem" --allow-private 127.0.0.1
@@ -32,45 +33,30 @@ example:
 
 const FLAGS = {
   dir: { type: 'string' },
+  relay: { type: 'string', multiple: true },
   json: { type: 'boolean' },
   ca: { type: 'string', multiple: true },
   'allow-private': { type: 'string', multiple: true },
 } as const
 
-/** The one TOPIC argument of `command`. */
-function oneTopic(command: string, positionals: string[]): string {
-  if (positionals.length !== 1) throw usageError(command, `${command} takes one TOPIC`)
-  return topicArg(positionals[0]!)
-}
-
-const topicsLine = (r: TopicsSummary) =>
-  `; topics of this agent: ${r.topics.length ? r.topics.join(' ') : 'none'}`
+const topicCommand = (op: 'subscribe' | 'unsubscribe', help: string) =>
+  commandWithArgs(help, FLAGS, async ({ values, positionals }) => {
+    if (positionals.length !== 1) throw usageError(op, `${op} takes one TOPIC`)
+    const topic = topicArg(positionals[0]!)
+    const relays = relayFlags(op, values.relay)
+    const request = { op, topic, ...(relays.length ? { relays } : {}) }
+    const r = (await onAgent(values.dir!, request, await networkFlags(values))) as TopicsSummary
+    let what = `subscribed to ${topic} on ${r.relays.join(' ')}`
+    if (op === 'unsubscribe')
+      what = r.was_subscribed ? `unsubscribed from ${topic}` : `${topic} was not subscribed`
+    const topics = r.topics.length ? r.topics.join(' ') : 'none'
+    process.stdout.write(
+      `${values.json ? safeJson(r) : `${what}; topics of this agent: ${topics}`}\n`,
+    )
+    return 0
+  })
 
 /** `agentmsg subscribe`: subscribe D's agent to a topic on its relays. */
-export const runSubscribe = commandWithArgs(
-  SUBSCRIBE_HELP,
-  { ...FLAGS, relay: { type: 'string', multiple: true } },
-  async ({ values, positionals }) => {
-    const topic = oneTopic('subscribe', positionals)
-    const relays = relayFlags('subscribe', values.relay)
-    const request = { op: 'subscribe' as const, topic, ...(relays.length ? { relays } : {}) }
-    const r = (await onAgent(values.dir!, request, await networkFlags(values))) as TopicsSummary
-    const text = `subscribed to ${r.topic} on ${r.relays.join(' ')}${topicsLine(r)}`
-    process.stdout.write(`${values.json ? safeJson(r) : text}\n`)
-    return 0
-  },
-)
-
+export const runSubscribe = topicCommand('subscribe', SUBSCRIBE_HELP)
 /** `agentmsg unsubscribe`: end D's agent's subscription to a topic. */
-export const runUnsubscribe = commandWithArgs(
-  UNSUBSCRIBE_HELP,
-  FLAGS,
-  async ({ values, positionals }) => {
-    const topic = oneTopic('unsubscribe', positionals)
-    const request = { op: 'unsubscribe' as const, topic }
-    const r = (await onAgent(values.dir!, request, await networkFlags(values))) as TopicsSummary
-    const what = r.was_subscribed ? `unsubscribed from ${r.topic}` : `${r.topic} was not subscribed`
-    process.stdout.write(`${values.json ? safeJson(r) : `${what}${topicsLine(r)}`}\n`)
-    return 0
-  },
-)
+export const runUnsubscribe = topicCommand('unsubscribe', UNSUBSCRIBE_HELP)

@@ -63,7 +63,7 @@ beforeAll(async () => {
   const d = JSON.parse(
     await ok(['subscribe', '--dir', dirs.d!, TOPIC, '--relay', relay.url, '--json', ...trust()]),
   )
-  expect(d).toEqual({ topic: TOPIC, relays: [relay.url], topics: [TOPIC] })
+  expect(d).toEqual({ topic: TOPIC, was_subscribed: false, relays: [relay.url], topics: [TOPIC] })
   listens.b = await startListen(dirs.b!, ['--json', ...trust()])
   listens.c = await startListen(dirs.c!, trust())
   listens.d = await startListen(dirs.d!, trust())
