@@ -1,6 +1,7 @@
 /**
- * What `identity`, `rotate`, `contacts` and `send` do to an agent directory's agent, as requests
- * run here or in the `agentmsg inbox` or `listen` that holds the directory (control.ts).
+ * What `identity`, `rotate`, `contacts`, `send` and the topic commands (group-ops.ts) do to an
+ * agent directory's agent, as requests run here or in the `agentmsg inbox`, `listen` or `mcp`
+ * that holds the directory (control.ts).
  */
 import {
   type Agent,
@@ -11,9 +12,10 @@ import {
   type NodeAgentOptions,
   type SendOptions,
 } from '@agentmsg/client/node'
-import { type AgentStore, openOrInUse, storedRelays } from './agent-dir.js'
+import { type AgentStore, openOrInUse, rememberRelays, storedRelays } from './agent-dir.js'
 import { CliError } from './command.js'
 import { askRunning } from './control.js'
+import { performTopic, type TopicRequest } from './group-ops.js'
 
 export type AgentRequest =
   | { op: 'identity' }
@@ -23,6 +25,7 @@ export type AgentRequest =
   | { op: 'contacts.introduce'; token: string; agent?: string }
   | { op: 'contacts.remove'; agent: string }
   | { op: 'send'; to: string; content: Content; options: SendOptions }
+  | TopicRequest
 
 /** What `identity` reports: the active key's full id and public key (base64url, what peers pin). */
 export interface IdentitySummary {
@@ -50,11 +53,15 @@ async function identitySummary(agent: Agent, storage: AgentStore): Promise<Ident
   }
 }
 
-/** Run `request` on `agent` (here, or in the process serving the control socket). */
+/**
+ * Run `request` on `agent` (here, or in the process serving the control socket); `relays`: the
+ * agent's (default: the ones D remembers, which a running agent uses).
+ */
 export async function perform(
   agent: Agent,
   storage: AgentStore,
   request: AgentRequest,
+  relays?: string[],
 ): Promise<unknown> {
   switch (request?.op) {
     case 'identity':
@@ -94,6 +101,11 @@ export async function perform(
     }
     case 'send':
       return agent.send(request.to, request.content, request.options)
+    case 'subscribe':
+    case 'unsubscribe':
+    case 'publish':
+    case 'group':
+      return performTopic(agent, request, relays ?? (await storedRelays(storage, agent.identity)))
     default:
       throw new CliError(
         'usage',
@@ -105,7 +117,8 @@ export async function perform(
 
 /**
  * Run `request` on the agent of `dir`: opened here (with `network` when it connects out, else
- * with no transports), or by the `agentmsg inbox` or `listen` that holds the directory.
+ * with no transports; on the request's `relays` if it names some), or by the `agentmsg inbox`
+ * or `listen` that holds the directory.
  */
 export async function onAgent(
   dir: string,
@@ -123,7 +136,8 @@ export async function onAgent(
   }
   const { storage } = opened
   try {
-    const relays = await storedRelays(storage, opened.identity)
+    const given = 'relays' in request ? request.relays : undefined
+    const relays = given?.length ? given : await storedRelays(storage, opened.identity)
     const agent = network
       ? await createNodeAgent({
           storage,
@@ -136,7 +150,10 @@ export async function onAgent(
         })
       : await createAgent({ storage, sendOnly: true, transports: [] })
     try {
-      return await perform(agent, storage, request)
+      const result = await perform(agent, storage, request, relays)
+      // A subscription is on these relays: `listen` must stream from them (PROFILE §9).
+      if (request.op === 'subscribe' && given?.length) await rememberRelays(storage, relays)
+      return result
     } finally {
       await agent.close().catch(() => {})
     }

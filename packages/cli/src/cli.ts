@@ -6,11 +6,14 @@
 import { readFileSync } from 'node:fs'
 import { CliError, errorLine } from './command.js'
 import { runContacts } from './contacts.js'
+import { runGroup } from './group.js'
 import { runIdentity, runRotate } from './identity.js'
 import { runInbox } from './inbox.js'
 import { runInit } from './init.js'
 import { runListen } from './listen.js'
+import { runPublish } from './publish.js'
 import { runSendCommand } from './send.js'
+import { runSubscribe, runUnsubscribe } from './subscribe.js'
 
 const HELP = `usage: agentmsg <command> [flags]      (agentmsg <command> --help: its flags and an example)
 
@@ -21,6 +24,10 @@ commands:
   listen    a relay-only agent: print each verified message, acknowledge it once printed
   inbox     serve the agent's HTTPS inbox and identity document; print what arrives
   contacts  list, pin, introduce (with a token) or remove contacts
+  subscribe  subscribe to a topic on the agent's relays (listen then prints its messages)
+  unsubscribe  end a topic subscription
+  publish   publish to a topic, sealed for its members (or --plaintext)
+  group     the member list of a topic kept in the directory: list, add, remove
   rotate    URL agents: a new active key
   relay     run a relay on SQLite
   doctor    check a URL agent or relay: TLS, endpoints, document, clock, relays
@@ -51,6 +58,10 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   listen: runListen,
   inbox: runInbox,
   contacts: runContacts,
+  subscribe: runSubscribe,
+  unsubscribe: runUnsubscribe,
+  publish: runPublish,
+  group: runGroup,
   rotate: runRotate,
   // The relay has its own flags (relay/); it and @agentmsg/relay are loaded only when used.
   relay: async (argv) => (await import('./relay/command.js')).runRelayCommand(argv),

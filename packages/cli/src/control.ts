@@ -2,8 +2,9 @@
  * The control socket of a running `agentmsg inbox` or `listen`: `<dir>/control.sock`. The
  * directory's store has an exclusive lock, yet a URL agent must keep serving its identity
  * document (PROFILE §4) while it sends or rotates: so the running process takes `send`,
- * `identity`, `rotate` and `contacts` requests over this socket, 0600 in the 0700 directory
- * (only its owner, who can read the key files anyway, connects). One JSON line each way.
+ * `identity`, `rotate`, `contacts` and topic (`subscribe`, `publish`, `group`) requests over
+ * this socket, 0600 in the 0700 directory (only its owner, who can read the key files anyway,
+ * connects). One JSON line each way.
  */
 
 import { once } from 'node:events'

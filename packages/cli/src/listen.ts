@@ -6,12 +6,15 @@ const LISTEN_HELP = `usage: agentmsg listen --dir D [--relay URL ...] [--ws] [--
                        [--allow-private HOSTS]
 
 Run D's agent relay-only: print each verified message from its mailboxes, acknowledged once
-printed, until Ctrl-C or SIGTERM (exit 0). While it runs, it does agentmsg send, identity,
-rotate and contacts on D.
+printed, until Ctrl-C or SIGTERM (exit 0). A topic message (agentmsg subscribe) shows its
+topic, [topic T]; one sealed for other members of its group prints "not for me". While it
+runs, it does agentmsg send, identity, rotate, contacts, subscribe, unsubscribe, publish and
+group on D.
   --relay URL      relays to listen on (remembered in D; default: the ones D remembers)
   --ws             stream over WebSocket instead of SSE
   --json           one JSON object per line: message (body opened), from, conversation,
-                   level, source, known_contact, sealed, transport
+                   level, source, known_contact, topic (topic messages), sealed (true, false
+                   or "not-for-me"), transport
   --ca F, --allow-private HOSTS   as for agentmsg send
 
 example:

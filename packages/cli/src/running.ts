@@ -111,18 +111,23 @@ export async function runAgentDir(
 /**
  * One line per message. `--json`: the message (its body opened when it came sealed), the sender
  * (`sender` repeats `from`, as the first `inbox` lines named it), the conversation, the level
- * and where the key came from (PROFILE §5), known contact or not, sealed (PROFILE §8), the
- * transport. Else: time received (UTC), sender, level, contact or new, sealed or plain, and the
- * text (escaped: peer text never drives the terminal), or the content type of a body without.
+ * and where the key came from (PROFILE §5), known contact or not, the topic of a topic message,
+ * sealed (PROFILE §8: true, false, or "not-for-me", sealed for other members), the transport.
+ * Else: time received (UTC), sender, level, contact or new, sealed or plain, `[topic T]`, and
+ * the text (escaped: peer text never drives the terminal), or the content type of a body without.
  */
 function messageLine(m: ReceivedMessage, json: boolean): string {
   if (json) {
     const { message, from, conversationId: conversation, level, source, sealed, transport } = m
     const line = { message, from, sender: from, conversation, level, source }
-    return `${safeJson({ ...line, known_contact: m.knownContact, sealed, transport })}\n`
+    const fields = { known_contact: m.knownContact, topic: m.topic, sealed, transport }
+    return `${safeJson({ ...line, ...fields })}\n`
   }
   const time = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
   const contact = m.knownContact ? 'contact' : 'new'
-  const text = m.text !== '' ? m.text : `[${m.message.content_type ?? 'no text'}]`
-  return `${time}  ${safeText(m.from)}  level ${m.level} ${contact}  ${m.sealed ? 'sealed' : 'plain '}  ${safeText(text)}\n`
+  const topic = m.topic === undefined ? '' : `[topic ${m.topic}]  `
+  let text = m.text !== '' ? m.text : `[${m.message.content_type ?? 'no text'}]`
+  // Sealed for the other members of its group: a subscriber outside it cannot open it (§8).
+  if (m.sealed === 'not-for-me') text = 'not for me (sealed for other members)'
+  return `${time}  ${safeText(m.from)}  level ${m.level} ${contact}  ${m.sealed ? 'sealed' : 'plain '}  ${safeText(topic + text)}\n`
 }
