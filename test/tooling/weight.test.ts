@@ -1,6 +1,6 @@
 /**
  * The packages' weight stays where the consolidation and the hardening after it left it
- * (scripts/weight.mjs): at most 27,000 lines (21,100 of code) under packages/*\/src, no source
+ * (scripts/weight.mjs): at most 27,300 lines (21,300 of code) under packages/*\/src, no source
  * file over 300 lines, at most 276 exported names across every package's entries, core's root at
  * most 60 names and core at most 6 entries. A change that needs more says so here, in review,
  * rather than growing unnoticed.
@@ -20,8 +20,8 @@ describe('weight', () => {
     expect(weight.lines).toBeGreaterThan(10_000)
     expect(weight.names).toBeGreaterThan(100)
     expect(weight.coreEntries).toBeGreaterThanOrEqual(5)
-    expect(LIMITS.lines).toBe(27_000)
+    expect(LIMITS.lines).toBe(27_300)
     expect(weight.codeLines).toBeGreaterThan(10_000)
-    expect(LIMITS.codeLines).toBe(21_100)
+    expect(LIMITS.codeLines).toBe(21_300)
   })
 })

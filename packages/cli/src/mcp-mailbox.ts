@@ -42,6 +42,8 @@ function held(m: ReceivedMessage) {
     source: m.source as string,
     known_contact: m.knownContact,
     sealed: m.sealed,
+    /** The topic of a topic message, else null. */
+    topic: m.topic ?? null,
     transport: m.transport as string,
     received_at: new Date().toISOString(),
   }
