@@ -6,9 +6,9 @@
  * outbox until one of the agent's relays stored it. Membership is the caller's list: it decides
  * who can open this message, not the ones already sent.
  */
-import { AgentMsgError, type BodyPart, createMessage, signMessage } from '@agentmsg/core'
+import { AgentMsgError, createMessage, signMessage } from '@agentmsg/core'
 import type { SealRecipient } from '@agentmsg/core/sealed-box'
-import { recipientKey, type SendContext, sized } from './send.js'
+import { bodyOf, recipientKey, type SendContext, sized } from './send.js'
 import type { Content, PublishOptions, PublishResult } from './types.js'
 
 /** The conversation of a topic's messages unless one is given: the same for every publisher. */
@@ -43,8 +43,7 @@ export async function publishMessage(
   }
   const conversationId = o.conversationId ?? topicConversation(topic)
   const { sequence } = await c.conversations.take(conversationId, `topic:${topic}`)
-  const parts: BodyPart[] =
-    typeof content === 'string' ? [{ type: 'text', text: content }] : [...content.parts]
+  const { parts, contentType } = bodyOf(content)
   let message = createMessage({
     from: c.keys.id,
     to: { topic },
@@ -52,8 +51,7 @@ export async function publishMessage(
     sequence,
     phase: o.phase ?? 'update',
     parts,
-    contentType:
-      typeof content === 'string' ? 'text/plain' : (content.contentType ?? 'application/json'),
+    contentType,
     date: c.now(),
     relays: [...c.relays],
     ttlSeconds: o.ttlSeconds,

@@ -52,8 +52,7 @@ async function send(
   const conversationId = options.conversationId ?? createMessageId(c.now())
   // Numbered and persisted before anything goes out.
   const { sequence, isNew } = await c.conversations.take(conversationId, recipient)
-  const parts: BodyPart[] =
-    typeof content === 'string' ? [{ type: 'text', text: content }] : [...content.parts]
+  const { parts, contentType } = bodyOf(content)
   const intro = options.authLevel === 0
   const phase = options.phase ?? (isNew ? 'greeting' : 'request')
   const document = c.keys.document
@@ -68,8 +67,7 @@ async function send(
     sequence,
     phase,
     parts,
-    contentType:
-      typeof content === 'string' ? 'text/plain' : (content.contentType ?? 'application/json'),
+    contentType,
     date: c.now(),
     relays: c.relays.length ? [...c.relays] : undefined,
     authLevel: options.authLevel,
@@ -111,6 +109,14 @@ async function send(
   const { target, transport } = durable
   const sealed = sealing.seals(target)
   return { ...ids, route: target.route, transport: transport.protocol, sealed, pending: true }
+}
+
+/** A message's body parts and `content_type` for `content` (a send's, a publish's). */
+export function bodyOf(content: Content): { parts: BodyPart[]; contentType: string } {
+  if (typeof content === 'string') {
+    return { parts: [{ type: 'text', text: content }], contentType: 'text/plain' }
+  }
+  return { parts: [...content.parts], contentType: content.contentType ?? 'application/json' }
 }
 
 /** The send's result from a round, told as `delivered` (a pending one is, by the outbox, later). */
