@@ -68,3 +68,20 @@ export function groupLazyChunks(outputs, initial, groups) {
     })),
   }
 }
+
+/**
+ * Sizes of the output files `names` (`contents`: file name → bytes): minified bytes, gzip of
+ * them as one stream, and as served — each file gzipped on its own, as a browser downloads a
+ * split bundle (every file pays its own gzip header and starts with an empty dictionary, so
+ * many small chunks cost more than their one-stream figure).
+ */
+export function sizesOf(contents, names, gzip) {
+  const files = [...names].map((n) => contents.get(n)).filter((b) => b && b.length > 0)
+  const joined = Buffer.concat(files.map((b) => Buffer.from(b)))
+  return {
+    min: joined.length,
+    gzip: joined.length ? gzip(joined).length : 0,
+    served: files.reduce((n, b) => n + gzip(b).length, 0),
+    files: files.length,
+  }
+}
