@@ -19,13 +19,13 @@ import { createPublicKey, verify as nodeVerify } from 'node:crypto'
 import { Agent, createServer, request } from 'node:https'
 import { pathToFileURL } from 'node:url'
 import {
+  buildSigningInput,
   createMessage,
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { buildSigningInput } from '@agentmsg/core/http'
 import { didKeyResolver } from '@agentmsg/core/receive'
 import { createDevCertificate } from '@agentmsg/dev-tls'
 import { createInboxHandler } from '@agentmsg/transport-https'

@@ -3,6 +3,7 @@
 // script does it): benchmarks import the built packages.
 //
 //   npm run bench [-- SECTION ...]   sections: core sealed-box inbox relay postgres load a2a
+//                                    cold-start
 //                                    (the one-process benches: inbox-inprocess relay-inprocess)
 //   BENCH_RUNS=N         rounds of each separate-process row (default 3; medians reported)
 //   BENCH_LOAD_SECONDS=S duration of the relay load test (default 60)
@@ -21,7 +22,7 @@ import { printTable, targetVerdict } from './lib.mjs'
 import { benchSignVerify } from './sign-verify.mjs'
 
 const only = process.argv.slice(2)
-const DEFAULT = ['core', 'sealed-box', 'inbox', 'relay', 'postgres', 'load', 'a2a']
+const DEFAULT = ['core', 'sealed-box', 'inbox', 'relay', 'postgres', 'load', 'a2a', 'cold-start']
 const want = (name) => (only.length === 0 ? DEFAULT.includes(name) : only.includes(name))
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const load = () =>
@@ -154,6 +155,14 @@ if (want('load')) {
   if (!r.ok) process.exitCode = 1
 }
 
+if (want('cold-start')) {
+  const { benchBrowserColdStart } = await import('./browser-cold-start.mjs')
+  table(
+    'browser cold start: relay-only agent in Chromium, loopback relay (SQLite, TLS), page bundle split and gzipped as served',
+    await benchBrowserColdStart(),
+  )
+}
+
 const sizes = new URL('../.tmp/bundle-sizes.json', import.meta.url)
 if (existsSync(sizes)) {
   const rows = JSON.parse(readFileSync(sizes, 'utf8'))
@@ -167,3 +176,9 @@ const out = new URL('../.tmp/bench-summary.json', import.meta.url)
 mkdirSync(new URL('.', out), { recursive: true })
 writeFileSync(out, `${JSON.stringify(summary, null, 2)}\n`)
 console.log(`\nsummary: .tmp/bench-summary.json (load at end ${summary.loadAtEnd})`)
+// README's table only from a run of every section (scripts/perf-table.mjs): a partial run
+// (`npm run bench -- core`) leaves it as it is; `npm run bench:table` rewrites it on demand.
+if (only.length === 0 && !process.exitCode) {
+  const { writeReadmeTable } = await import('../scripts/perf-table.mjs')
+  console.log(`README.md performance table ${writeReadmeTable() ? 'rewritten' : 'unchanged'}`)
+}

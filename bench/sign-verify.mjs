@@ -6,13 +6,13 @@ import {
 } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import {
+  buildSigningInput,
   createMessage,
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
   signMessage,
 } from '@agentmsg/core'
-import { buildSigningInput } from '@agentmsg/core/http'
 import { createKeyResolver } from '@agentmsg/core/identity'
 import { verifyMessage } from '@agentmsg/core/receive'
 import { comparePair, printTable } from './lib.mjs'

@@ -13,13 +13,14 @@ import { gzipSync } from 'node:zlib'
  *    (`platform: 'browser'`, condition `browser`, minified) and fail if any Node built-in is
  *    reached: a `node:` import in an isomorphic entry breaks every browser consumer, and some
  *    bundlers only stub it and fail at run time.
- * 2. Report minified and min+gzip (level 9) sizes — as served (each file gzipped on its own, as
- *    a browser downloads a split bundle; with the file count) and as one stream — note (as
- *    information) an entry past its budget and fail above its hard cap, both judged as served. An entry with `lazyGroups` also gets a row for all it
- *    loads in normal use (up front + the lazy chunks of no group) and a row per group of lazy
- *    chunks it loads only in some situations (the sealed box on the first seal or open, …; see
- *    ./bundle-groups.mjs), and fails if a group's code is loaded up front or in normal use. The
- *    table is also written to `.tmp/bundle-sizes.json` for the bench.
+ * 2. Report minified and min+gzip (level 9) sizes, as served (each file gzipped on its own, as
+ *    a browser downloads a split bundle, with the file count) and as one stream; note (as
+ *    information) an entry past its budget and fail above its hard cap, both judged as served.
+ *    An entry with `lazyGroups` also gets a row for all it loads in normal use (up front + the
+ *    lazy chunks of no group) and a row per group of lazy chunks it loads only in some
+ *    situations (the sealed box on the first seal or open, …; see ./bundle-groups.mjs), and
+ *    fails if a group's code is loaded up front or in normal use. The table is also written to
+ *    `.tmp/bundle-sizes.json` for the bench.
  * 3. Pack every package (`npm pack`, as publish does) and run publint and are-the-types-wrong on
  *    each tarball: publint errors and attw problems fail, publint warnings and suggestions are
  *    printed. attw uses its `esm-only` profile (see ATTW_IGNORED).

@@ -20,10 +20,17 @@ export const END = '<!-- perf-table:end -->'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 const num = (n) =>
-  Number.isFinite(n) ? (Math.abs(n) >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2)) : ''
+  Number.isFinite(n)
+    ? Math.abs(n) >= 100
+      ? Math.round(n).toLocaleString('en-US')
+      : n.toFixed(2)
+    : ''
 const kb = (bytes) => `${(bytes / 1024).toFixed(1)} KB`
 /** A table cell: no pipe or line break may end the cell early. */
-const cell = (s) => String(s ?? '').replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ')
+const cell = (s) =>
+  String(s ?? '')
+    .replace(/\|/g, '\\|')
+    .replace(/\s*\n\s*/g, ' ')
 const line = (cells) => `| ${cells.map(cell).join(' | ')} |`
 
 /** "met" / "missed" of a ratio target (`≥ 0.8×`), or what the row says itself. */
@@ -52,8 +59,7 @@ function benchRow(r) {
 function bundleRow(e) {
   const served = e.servedGzipBytes ?? e.gzipBytes
   const files = e.files === undefined ? '' : ` in ${e.files} files`
-  const verdict =
-    e.capGzipBytes === undefined ? '' : served <= e.capGzipBytes ? 'met' : 'missed'
+  const verdict = e.capGzipBytes === undefined ? '' : served <= e.capGzipBytes ? 'met' : 'missed'
   return line([
     e.name.replace(/^[\s└·+]+/, '… '),
     `${kb(served)}${files} as served; ${kb(e.gzipBytes)} as one stream`,

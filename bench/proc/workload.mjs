@@ -6,8 +6,12 @@
  */
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { didKeyFromPublicKey, ed25519Signer, keyPairFromSeed } from '@agentmsg/core'
-import { buildSigningInput } from '@agentmsg/core/http'
+import {
+  buildSigningInput,
+  didKeyFromPublicKey,
+  ed25519Signer,
+  keyPairFromSeed,
+} from '@agentmsg/core'
 import { padLengthFor, signRoundRobin } from '../publish-common.mjs'
 
 export const newSeeds = (n) => Array.from({ length: n }, () => randomBytes(32).toString('hex'))

@@ -6,12 +6,13 @@
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import {
+  buildSigningInput,
   didKeyFromPublicKey,
   getDefaultCryptoProvider,
   keyPairFromSeed,
   type Message,
 } from '@agentmsg/core'
-import { base64Decode, buildSigningInput } from '@agentmsg/core/http'
+import { base64Decode } from '@agentmsg/core/http'
 import { validateIdentityDocument } from '@agentmsg/core/identity'
 import { didKeyResolver, verifyMessage } from '@agentmsg/core/receive'
 import { NonceMemory, verifyRequest, verifyWsAuth } from '@agentmsg/core/server'

@@ -7,7 +7,13 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 // @ts-expect-error: a plain ESM script, no declarations
-import { END, renderTable, rewriteRegion, START, writeReadmeTable } from '../../scripts/perf-table.mjs'
+import {
+  END,
+  renderTable,
+  rewriteRegion,
+  START,
+  writeReadmeTable,
+} from '../../scripts/perf-table.mjs'
 import { fences, readmeBlocks, repoRoot } from '../docs/readme-blocks.js'
 
 const summary = {
@@ -69,7 +75,9 @@ describe('perf-table', () => {
   it('rewrites only the region between the markers', () => {
     const before = `# Title\n\nintro | not a row\n\n${START}\n| old | table |\n${END}\n\nafter ${START.length}\n`
     const after = rewriteRegion(before, 'NEW')
-    expect(after).toBe(`# Title\n\nintro | not a row\n\n${START}\nNEW\n${END}\n\nafter ${START.length}\n`)
+    expect(after).toBe(
+      `# Title\n\nintro | not a row\n\n${START}\nNEW\n${END}\n\nafter ${START.length}\n`,
+    )
     // Idempotent: a second rewrite with the same table changes nothing.
     expect(rewriteRegion(after, 'NEW')).toBe(after)
   })

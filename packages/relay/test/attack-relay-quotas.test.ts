@@ -9,8 +9,7 @@
  * clock moves so that the quota, not the rate, is what refuses.
  */
 import { type FixtureAgent, fixtureAgent } from '@agentmsg/conformance'
-import { type Message, PROFILE } from '@agentmsg/core'
-import { canonicalizeToBytes } from '@agentmsg/core/http'
+import { canonicalizeToBytes, type Message, PROFILE } from '@agentmsg/core'
 import { describe, expect, it } from 'vitest'
 import { clockedMessage, publishFrom, testClock } from './attack-relay-helpers.js'
 import { relayPerTest } from './helpers.js'

@@ -4,8 +4,13 @@
  */
 
 import { fixtureAgent, signedMessage } from '@agentmsg/conformance'
-import { ed25519Signer, generateKeyPair, type Message, memoryStorage } from '@agentmsg/core'
-import { canonicalizeToBytes } from '@agentmsg/core/http'
+import {
+  canonicalizeToBytes,
+  ed25519Signer,
+  generateKeyPair,
+  type Message,
+  memoryStorage,
+} from '@agentmsg/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   type ClientResponse,

@@ -1,5 +1,6 @@
 /** The Agent that `createAgent` (create.ts) builds from its parts. */
-import { type IdentityDocument, type Message, parseAgentId, type Transport } from '@agentmsg/core'
+import type { IdentityDocument, Message, Transport } from '@agentmsg/core'
+import { parseAgentId } from '@agentmsg/core/http'
 import type { AgentShared } from './create.js'
 import { lazy } from './documents.js'
 import { relayList } from './identity.js'

@@ -2,14 +2,15 @@
  * Contacts: pinned keys (level 2 after comparing fingerprints out of band, PROFILE §5),
  * introduced keys, the relays they can be reached at, and the known-contact mark.
  */
+import type { Storage } from '@agentmsg/core'
 import {
+  base64urlDecode,
+  base64urlEncode,
   didKeyFragment,
   getDefaultCryptoProvider,
   isDidKey,
   parseAgentId,
-  type Storage,
-} from '@agentmsg/core'
-import { base64urlDecode, base64urlEncode } from '@agentmsg/core/http'
+} from '@agentmsg/core/http'
 import type { PeerRelays } from './peers.js'
 import type { ReceiveSide } from './receive.js'
 import type { Contact, Contacts } from './types.js'

@@ -1,13 +1,12 @@
 /** `createAgent`: the identity, the transports, the receive side and the send path. */
-import {
-  type DeliveryHandler,
-  namespacedStorage,
-  normalizeAgentUrl,
-  type Storage,
-  type Transport,
-  type TransportComponents,
-  type TransportFactory,
+import type {
+  DeliveryHandler,
+  Storage,
+  Transport,
+  TransportComponents,
+  TransportFactory,
 } from '@agentmsg/core'
+import { namespacedStorage, normalizeAgentUrl } from '@agentmsg/core/http'
 import { AgentImpl } from './agent.js'
 import { createContacts } from './contacts.js'
 import { type Documents, lazy, lazyDocuments } from './documents.js'

@@ -3,7 +3,7 @@
  * (./url-identity.ts) the first time a URL agent is involved; and `lazy()` for such chunks.
  */
 import type { AbortOptions, IdentityDocument, KeyResolver } from '@agentmsg/core'
-import { nonDocumentLookup } from '@agentmsg/core'
+import { nonDocumentLookup } from '@agentmsg/core/http'
 import type { identityDocumentResolver } from '@agentmsg/core/identity'
 
 type KeyLookup = Parameters<KeyResolver['resolve']>[0]

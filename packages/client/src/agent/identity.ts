@@ -2,21 +2,19 @@
  * The agent's own identity: loaded from storage (or created and persisted the first time), the
  * key that signs now, and key rotation and revocation for URL agents (PROFILE §4).
  */
+import type { IdentityDocument, JsonValue, KeyPair, Signer, Storage } from '@agentmsg/core'
 import {
   AgentMsgError,
+  assertRelayUrl,
+  base64urlDecode,
+  base64urlEncode,
   didKeyFragment,
   didKeyFromPublicKey,
   ed25519Signer,
   generateKeyPair,
-  type IdentityDocument,
-  type JsonValue,
-  type KeyPair,
   keyPairFromSeed,
   parseAgentId,
-  type Signer,
-  type Storage,
-} from '@agentmsg/core'
-import { assertRelayUrl, base64urlDecode, base64urlEncode } from '@agentmsg/core/http'
+} from '@agentmsg/core/http'
 import type { AgentOptions, OwnIdentity } from './types.js'
 
 const SELF = 'keys/self/identity'

@@ -6,6 +6,7 @@
  */
 import {
   AgentMsgError,
+  canonicalizeToBytes,
   type DeliveryTarget,
   didKeyFragment,
   isDidKey,
@@ -15,7 +16,7 @@ import {
   type Signer,
   signMessage,
 } from '@agentmsg/core'
-import { base64urlDecode, canonicalizeToBytes } from '@agentmsg/core/http'
+import { base64urlDecode } from '@agentmsg/core/http'
 import type { SealRecipient } from '@agentmsg/core/sealed-box'
 import { documentOf, type PlannedTarget } from './route.js'
 import type { SendContext } from './send.js'

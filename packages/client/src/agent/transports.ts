@@ -3,13 +3,13 @@
  * agent's relays). The https transport and the identity fetcher are loaded when first needed,
  * so a relay-only browser agent does not download them.
  */
-import {
-  type IdentityFetcher,
-  parseAgentId,
-  type Transport,
-  type TransportComponents,
-  type TransportFactory,
+import type {
+  IdentityFetcher,
+  Transport,
+  TransportComponents,
+  TransportFactory,
 } from '@agentmsg/core'
+import { parseAgentId } from '@agentmsg/core/http'
 import { relayTransport } from '@agentmsg/transport-relay/transport'
 import { lazy } from './documents.js'
 import type { AgentOptions } from './types.js'

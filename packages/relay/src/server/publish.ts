@@ -3,13 +3,8 @@
  * an empty `trace.received`, duplicates asked of the store before the per-sender limit), then
  * the mailbox lookup (after the signature verified), the trace entry, the durable store, 202.
  */
-import { type Message, PROFILE, parseAgentId } from '@agentmsg/core'
-import {
-  canonicalizeToBytes,
-  formatTimestamp,
-  invalidFormat,
-  parseTimestamp,
-} from '@agentmsg/core/http'
+import { canonicalizeToBytes, type Message, PROFILE, parseAgentId } from '@agentmsg/core'
+import { formatTimestamp, invalidFormat, parseTimestamp } from '@agentmsg/core/http'
 import { type ReceiveContext, ReplayGuard, receive } from '@agentmsg/core/receive'
 import { acceptedReply, errorReply, type HttpReply } from '@agentmsg/core/server'
 import { MailboxFullError, RelayStorageFullError } from '../store/types.js'

@@ -1,6 +1,5 @@
 /** Relay endpoints, and relay answers read under PROFILE §4's byte caps. */
-import { AgentMsgError, PROFILE } from '@agentmsg/core'
-import { readBody } from '@agentmsg/core/http'
+import { AgentMsgError, PROFILE, readBody } from '@agentmsg/core/http'
 
 /** A relay endpoint as `fetch` sends it (WHATWG-serialised, which `signRequest` requires). */
 export function relayEndpoint(

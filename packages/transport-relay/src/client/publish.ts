@@ -1,6 +1,12 @@
 /** Publishing (PROFILE §9): no agent auth, the message's own signature is what relays check. */
-import { type AbortOptions, AgentMsgError, isAgentMsgError, type Message } from '@agentmsg/core'
-import { assertRelayUrl, httpRequest, invalidFormat } from '@agentmsg/core/http'
+import type { AbortOptions, Message } from '@agentmsg/core'
+import {
+  AgentMsgError,
+  assertRelayUrl,
+  httpRequest,
+  invalidFormat,
+  isAgentMsgError,
+} from '@agentmsg/core/http'
 import { readReply, relayEndpoint } from './http.js'
 import type { RelayClientOptions } from './relay-core.js'
 

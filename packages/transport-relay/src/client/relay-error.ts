@@ -1,4 +1,4 @@
-import { AgentMsgError, isAgentMsgError } from '@agentmsg/core'
+import { AgentMsgError, isAgentMsgError } from '@agentmsg/core/http'
 
 /**
  * A failure at one of the agent's relays (it listens on several): the error's `code`,
