@@ -1,6 +1,8 @@
 /**
  * The browser-facing entries check-build.mjs bundles and measures, with their budgets and caps
- * (gzip bytes). Sizes in the comments are min+gzip at level 9, as check-build reports them.
+ * (gzip bytes). Sizes in the comments are min+gzip at level 9, as check-build reports them:
+ * budgets and caps judge the figure as served (each file of the split bundle gzipped on its
+ * own, what a browser downloads); sizes written before that change are one gzip stream.
  */
 const KB = 1024
 
@@ -9,7 +11,8 @@ const KB = 1024
  * entry resolved from the repository root, for "what an app that uses only these pays".
  * A row whose package directory does not exist yet is reported as skipped; once the package
  * exists, a missing dist file is an error.
- * `budget` (gzip bytes) is noted as information when passed; `cap` (gzip bytes) fails the build.
+ * `budget` (gzip bytes, as served) is noted as information when passed; `cap` (gzip bytes, as
+ * served) fails the build.
  */
 export const BROWSER_ENTRIES = [
   {
@@ -102,6 +105,9 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
     // Issue 12: 19.4 KB once the receive side, relay streams, identity documents and the https
     // transport are lazy and imported through narrow entries; 19.3 KB with base58 and the
     // RFC 8941 fields written by hand (multiformats and structured-headers gone).
+    // As served: 22.8 KB in 12 files (19.5 KB one stream) when measured so; 18.3 KB in 11 files
+    // (15.8 KB) once the up-front code imports core through `/http` only (the root's re-exports
+    // used by any lazy chunk, signing and RFC 8785 among them, no longer load up front).
     cap: 20 * KB,
     // Up front + every lazy chunk of no group below: what a did:key agent on WebCrypto with SSE
     // streams and IndexedDB loads when it starts receiving (relay streams, acks, the receive
@@ -117,7 +123,9 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
       // of normal use (up front fell from 19.4 to 18.8 KB), and the key store now validates an
       // introduced identity document itself, so document validation loads with the receive side.
       // Within the 10% the consolidation allowed; bringing it down is the performance work's.
-      cap: 40 * KB,
+      // As served: 47.3 KB in 21 files when measured so (40.0 KB one stream); 48.0 KB in 24
+      // files once signing and RFC 8785 left the up-front chunks for lazy ones of normal use.
+      cap: 50 * KB,
     },
     // Lazy chunks loaded only in some situations, by a module only they hold; none may be
     // loaded up front or in normal use. Each gets a row: all loaded + its chunks.
@@ -134,9 +142,10 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
         // chunks holding the exact JSON parser too, which opening a body runs synchronously.
         // Budget: all loaded's target + 25 KB. 63.99 KB before groups; 64.74 KB with them (the
         // agent's topic methods up front, a topic message not for this agent in the pipeline):
-        // the cap moved by 1 KB for that capability.
+        // the cap moved by 1 KB for that capability. As served: 74.0 KB in 25 files when
+        // measured so (64.8 KB one stream), 74.7 KB in 28 files after the `/http` change.
         budget: 55 * KB,
-        cap: 65 * KB,
+        cap: 78 * KB,
       },
       {
         // `#crypto-default` (browser) imports `@noble/ed25519` only where WebCrypto lacks

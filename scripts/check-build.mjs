@@ -216,7 +216,7 @@ async function checkSizes() {
     // Budgets and caps judge the figure as served: each file gzipped on its own, what the
     // browser downloads (sizesOf in ./bundle-groups.mjs); one stream is reported beside it.
     const judge = (name, size, limits) => {
-      const what = `${fmt(size.served)} as served (${size.files} files; ${fmt(size.gzip)} as one stream)`
+      const what = `${fmt(size.served)} as served (${size.files} file${size.files === 1 ? '' : 's'}; ${fmt(size.gzip)} as one stream)`
       if (size.served > limits.cap) {
         failed = true
         notes.push(`✗ ${name}: ${what} is above the hard cap of ${fmt(limits.cap)}`)

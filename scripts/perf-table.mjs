@@ -61,7 +61,7 @@ function bundleRow(e) {
   const files = e.files === undefined ? '' : ` in ${e.files} files`
   const verdict = e.capGzipBytes === undefined ? '' : served <= e.capGzipBytes ? 'met' : 'missed'
   return line([
-    e.name.replace(/^[\s└·+]+/, '… '),
+    e.name.replace(/^\s*[└·]\s*/, '… '),
     `${kb(served)}${files} as served; ${kb(e.gzipBytes)} as one stream`,
     '',
     '',
