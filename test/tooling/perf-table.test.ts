@@ -7,14 +7,10 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 // @ts-expect-error: a plain ESM script, no declarations
-import {
-  END,
-  renderTable,
-  rewriteRegion,
-  START,
-  writeReadmeTable,
-} from '../../scripts/perf-table.mjs'
+import * as perfTable from '../../scripts/perf-table.mjs'
 import { fences, readmeBlocks, repoRoot } from '../docs/readme-blocks.js'
+
+const { END, renderTable, rewriteRegion, START, writeReadmeTable } = perfTable
 
 const summary = {
   date: '2026-11-27T23:00:00.000Z',
