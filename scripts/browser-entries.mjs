@@ -90,11 +90,11 @@ export { verifyMessage } from '@agentmsg/core/receive'`,
   },
   {
     // The figure the issue asks for: a browser agent that only uses relays. Up front: creating
-    // the agent (identity, storage, transports) and sending; the core it needs comes through
-    // entries loaded up front (the root and `/http`, which hold nothing the receive side alone needs), because
-    // esbuild places a module by which entries reach it (even through unused exports), so
-    // importing core's root would load every part of core up front. Issue 12 targets: 20 KB up
-    // front, 30 KB all loaded (normal use, without the sealed-box chunks).
+    // the agent (identity, storage, transports); the core it needs comes through `/http` alone,
+    // which holds nothing only sending, receiving or serving needs, because esbuild loads up
+    // front every module an up-front module's imports reach (even through unused re-exports),
+    // so importing core's root up front would load every part of core any lazy chunk uses.
+    // Targets: 20 KB up front, 30 KB all loaded (normal use, without the sealed-box chunks).
     name: 'browser relay-only agent (client + core + relay client + IndexedDB)',
     pkg: 'packages/client',
     contents: `export { createAgent } from '@agentmsg/client'
