@@ -10,6 +10,7 @@ export { fingerprint } from './agent/contacts.js'
 export { createAgent } from './agent/create.js'
 export type {
   Agent,
+  AgentConnectionEvent,
   AgentDeliveredEvent,
   AgentErrorEvent,
   AgentEvents,

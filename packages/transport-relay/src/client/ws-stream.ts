@@ -173,7 +173,10 @@ export function wsConnector(input: WsConnectorInput): Connector {
               agent: input.agent,
               ...(ctx.after !== undefined ? { after: ctx.after } : {}),
             })
-            if (!stopped) ws.send(JSON.stringify(auth))
+            if (stopped) return
+            ws.send(JSON.stringify(auth))
+            // A refused auth comes back as an error frame and a close: `closed` follows.
+            ctx.opened()
             return
           }
           case 'message': {
