@@ -4,7 +4,7 @@
  * own IndexedDB database; the Node agent "Echo" of `npm start` to talk to; and a room, a topic
  * all four subscribe to, with its member list (room.ts). The server tells the page the relay's
  * URL (its canonical one: relay auth signs it, PROFILE §9) and Echo's id. The status line says
- * online only while every pane's relay stream is open (the agents' `connection` events).
+ * online only while every pane's relay stream is open (online.ts).
  */
 import { openPane, type Pane } from './pane.js'
 import { openRoom } from './room.js'

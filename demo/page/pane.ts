@@ -12,6 +12,7 @@ import { publicKeyFromDidKey } from '@agentmsg/core'
 import { indexedDbStorage } from '@agentmsg/storage-indexeddb'
 import { type Attrs, el, short } from './dom.js'
 import { openHistory, type Row } from './history.js'
+import { watchStream } from './online.js'
 import { inWords } from './words.js'
 
 export interface PaneOptions {
@@ -72,11 +73,21 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
     console.warn(`${o.name}:`, e)
   }
   const state = el('span', { class: 'state', 'data-testid': `state-${o.key}` }, 'connecting…')
+  // Online follows the relay stream; its recovery clears what went wrong while it was down.
+  const stream = watchStream((online) => {
+    if (state.dataset.online === String(online)) return
+    state.dataset.online = String(online)
+    state.textContent = online ? '● online' : '○ offline, reconnecting…'
+    if (online) errors.textContent = errors.title = ''
+    o.onOnline(online)
+  })
   const agent: Agent = await createAgent({
     storage: await indexedDbStorage({ dbName: o.dbName }),
     relays: [o.relay],
     mode: o.mode,
     onError: report,
+    streamFetch: stream.streamFetch,
+    WebSocket: stream.WebSocket,
   })
   o.names.set(agent.id, o.name)
   // Subscribed once: the subscription is kept in IndexedDB and outlives a reload.
@@ -114,15 +125,6 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
     errors,
   )
   o.container.append(section)
-  // Online follows the relay stream; its recovery clears what went wrong while it was down.
-  agent.on('connection', ({ state: now }) => {
-    const online = now === 'open'
-    state.textContent = online ? '● online' : '○ offline, reconnecting…'
-    section.dataset.online = String(online)
-    if (online) errors.textContent = errors.title = ''
-    o.onOnline(online)
-  })
-
   /** Known contacts now (a row says what was true when its message arrived). */
   const known = new Set<string>()
   const PINNED = '(pinned since)'

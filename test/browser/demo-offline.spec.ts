@@ -1,7 +1,7 @@
 /**
  * The demo page when its relay goes away and comes back, in real Chromium against the real
- * `npm start` (./demo-server.ts). The status follows the agents' relay streams (their
- * `connection` events): stopping start.mjs (as Ctrl-C does) turns it offline and each pane says
+ * `npm start` (./demo-server.ts). The status follows the agents' relay streams (SSE and
+ * WebSocket, demo/page/online.ts): stopping start.mjs (as Ctrl-C does) turns it offline and each pane says
  * in words what failed; starting it again on the same port and data turns it online, the words
  * are gone, and messages flow again through the restarted relay. The legend of a message's
  * facts is on the page.
@@ -56,7 +56,7 @@ test.describe('npm start: the demo page while its relay is down', () => {
     await expect(status).toHaveAttribute('data-state', 'offline')
     await expect(status).toContainText(`cannot reach the relay at ${relayUrl}`)
     for (const key of KEYS) {
-      await expect(page.getByTestId(`pane-${key}`)).toHaveAttribute('data-online', 'false')
+      await expect(page.getByTestId(`state-${key}`)).toHaveAttribute('data-online', 'false')
       await expect(page.getByTestId(`state-${key}`)).toHaveText(/offline/)
     }
     // What failed, in words (the SSE panes retry and fail while nothing listens).
@@ -69,7 +69,7 @@ test.describe('npm start: the demo page while its relay is down', () => {
     server = await startDemoServer(port, home)
     await expect(status).toHaveAttribute('data-state', 'online', RECONNECT)
     for (const key of KEYS) {
-      await expect(page.getByTestId(`pane-${key}`)).toHaveAttribute('data-online', 'true')
+      await expect(page.getByTestId(`state-${key}`)).toHaveAttribute('data-online', 'true')
       await expect(page.getByTestId(`errors-${key}`)).toHaveText('')
     }
 

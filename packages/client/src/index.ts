@@ -10,7 +10,6 @@ export { fingerprint } from './agent/contacts.js'
 export { createAgent } from './agent/create.js'
 export type {
   Agent,
-  AgentConnectionEvent,
   AgentDeliveredEvent,
   AgentErrorEvent,
   AgentEvents,

@@ -25,7 +25,6 @@ export type { IdentityDocument } from './identity/document.js'
 export type { IdentityFetcher } from './identity-resolver.js'
 export type { AbortOptions, Storage, StorageListOptions, StorageOp } from './interfaces/storage.js'
 export type {
-  ConnectionEvent,
   DeliveryEvent,
   DeliveryHandler,
   DeliveryOutcome,

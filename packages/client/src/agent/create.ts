@@ -112,7 +112,6 @@ export async function openAgent(
         ...components,
         storage: namespacedStorage(storage, `${factory.protocol}/`),
         onError: (error) => events.error({ error, transport: factory.protocol }),
-        onConnection: (e) => events.connection({ ...e, transport: factory.protocol }),
       })
       transports.push(transport)
       if (!options.sendOnly || factory === extras.serving) listening.push(transport)

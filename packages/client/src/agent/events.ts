@@ -2,13 +2,7 @@
  * The agent's events: listeners, `messages()` iterators, and the wait for a first consumer
  * (a message is not handed to nobody).
  */
-import type {
-  AgentConnectionEvent,
-  AgentErrorEvent,
-  AgentEvents,
-  AgentListener,
-  ReceivedMessage,
-} from './types.js'
+import type { AgentErrorEvent, AgentEvents, AgentListener, ReceivedMessage } from './types.js'
 
 type Sink = { push(m: ReceivedMessage): void; end(): void }
 type AnyListener = (event: never) => unknown
@@ -19,8 +13,6 @@ export class AgentEmitter {
   /** Deliveries waiting for the application to attach a message listener or iterator. */
   #consumerWaiters: Array<() => void> = []
   readonly #onError: ((error: unknown) => void) | undefined
-  /** Each relay's last `connection` event, told to a listener added later. */
-  readonly #connections = new Map<string, AgentConnectionEvent>()
   #closed = false
 
   constructor(onError?: (error: unknown) => void) {
@@ -32,15 +24,6 @@ export class AgentEmitter {
     if (!set) this.#listeners.set(event, (set = new Set()))
     set.add(listener as AnyListener)
     if (event === 'message') this.#wakeConsumers()
-    // Streams start inside createAgent, before a listener can be added: it hears where they are.
-    if (event === 'connection') {
-      const now = [...this.#connections.values()]
-      const tell = listener as AgentListener<'connection'>
-      queueMicrotask(() => {
-        for (const e of now)
-          if (this.#listeners.get(event)?.has(listener as AnyListener)) void tell(e)
-      })
-    }
     return () => this.off(event, listener)
   }
 
@@ -74,12 +57,6 @@ export class AgentEmitter {
       // a throwing reporter must not break the pipeline
     }
     void this.emit('error', event)
-  }
-
-  /** A relay stream's state changed. */
-  connection(event: AgentConnectionEvent): void {
-    this.#connections.set(event.url, event)
-    void this.emit('connection', event)
   }
 
   /**

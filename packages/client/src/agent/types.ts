@@ -178,13 +178,6 @@ export interface AgentUndeliverableEvent extends Omit<AgentDeliveredEvent, 'rela
   code?: string
 }
 
-/** `connection`: a relay stream opened (again) or closed (retrying); late listeners hear the last. */
-export interface AgentConnectionEvent {
-  url: string
-  state: 'open' | 'closed'
-  transport: TransportKind
-}
-
 /** Event name → payload. */
 export interface AgentEvents {
   /** A message was received. */
@@ -195,8 +188,6 @@ export interface AgentEvents {
   delivered: AgentDeliveredEvent
   /** A send was refused, or its retries ran out. */
   undeliverable: AgentUndeliverableEvent
-  /** A relay stream opened or closed. */
-  connection: AgentConnectionEvent
 }
 
 /** Listener of an agent event; a `message` listener's promise is awaited before handled. */

@@ -115,16 +115,6 @@ export interface TransportComponents {
   now(): number
   /** Reports an error nobody awaits (the agent's `error` event). */
   onError(error: unknown): void
-  /** Reports that a connection `listen` keeps (a relay's stream) opened or closed. */
-  onConnection?(event: ConnectionEvent): void
-}
-
-/** A connection a transport listens on changed state (the agent's `connection` event). */
-export interface ConnectionEvent {
-  /** Where: a relay's base URL. */
-  url: string
-  /** `open`: receiving (again, after a drop); `closed`: down or refused, retrying. */
-  state: 'open' | 'closed'
 }
 
 /** A later outcome of a send that was still pending (kept in the outbox). */

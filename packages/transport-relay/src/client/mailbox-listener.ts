@@ -30,8 +30,6 @@ export class MailboxListener {
   readonly #storage: TransportComponents['storage']
   readonly #report: (error: unknown) => void
   readonly #keys: { subscription: string; cursor: string }
-  readonly #onConnection: TransportComponents['onConnection']
-  #state: 'open' | 'closed' | undefined
   readonly #stop = new AbortController()
   #stream: StreamHandle | undefined
   #running: Promise<void> | undefined
@@ -51,14 +49,6 @@ export class MailboxListener {
     // Every failure names its relay: an agent listens on several.
     this.#report = (error) => report(relayError(relayUrl, error))
     this.#keys = mailboxKeys(relayUrl)
-    this.#onConnection = components.onConnection
-  }
-
-  /** Tell the agent when the stream's state changes: every failed retry is not news. */
-  #setState(state: 'open' | 'closed'): void {
-    if (state === this.#state || this.#stop.signal.aborted) return
-    this.#state = state
-    this.#onConnection?.({ url: this.#client.relayUrl, state })
   }
 
   /** After the first try to open the mailbox; rejects when the relay or the address policy refused. */
@@ -70,7 +60,6 @@ export class MailboxListener {
       if (this.#stop.signal.aborted) return
       if (isFatal(error)) throw relayError(this.#client.relayUrl, error)
       this.#report(error)
-      this.#setState('closed')
     }
     this.#running = this.#run(opened)
   }
@@ -104,7 +93,6 @@ export class MailboxListener {
         this.#report(error)
         run.failure = error
       }
-      this.#setState('closed')
       if (signal.aborted) return
       // The relay forgot the mailbox (restored from an old backup): open it again.
       if (isAgentMsgError(run.failure) && run.failure.code === 'not_found') {
@@ -130,7 +118,6 @@ export class MailboxListener {
         return this.#storage.put(this.#keys.cursor, cursor)
       },
       onError: this.#report,
-      onState: (state) => this.#setState(state),
       signal: this.#stop.signal,
     })
     return this.#stream.done.then(

@@ -55,7 +55,6 @@ export function sseConnector(input: SseConnectorInput): Connector {
           await res.body?.cancel().catch(() => {})
           throw protocolError(`expected text/event-stream, got ${type || 'no body type'}`)
         }
-        ctx.opened()
         // Dropped at the cap: the rest of the event is never read (PROFILE §4).
         const max = PROFILE.eventMaxBytes
         const parser = new SseParser(max, () =>

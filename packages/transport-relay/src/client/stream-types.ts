@@ -39,8 +39,6 @@ export interface StreamOptions extends AbortOptions {
   onCursor?: (cursor: string) => void | Promise<void>
   /** A connection ended, a handler threw, an ack failed: reported; the stream goes on unless fatal. */
   onError?: (error: unknown) => void
-  /** A connection opened (again, after a drop), or ended or failed to open (the stream retries). */
-  onState?: (state: 'open' | 'closed') => void
   /** Reconnect backoff (full jitter). @default 500 ms base, 30 s cap */
   backoff?: ConstructorParameters<typeof Backoff>[0]
   /** SSE: reconnect after this long with nothing, not even a comment. @default 45_000 (3 × the §9 15 s cadence) */
@@ -65,8 +63,6 @@ export interface ConnectContext {
   after: string | undefined
   /** Aborted when the stream closes. */
   signal: AbortSignal
-  /** The relay took the connection (SSE: answered with an event stream; WebSocket: auth sent). */
-  opened(): void
   /** One entry; rejects when the connection must be dropped. `'batch'`: acked by `POST /relay/ack`. */
   deliver(cursor: string | undefined, message: EnvelopeMessage, ack: AckFn | 'batch'): Promise<void>
 }

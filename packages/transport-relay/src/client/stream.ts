@@ -78,13 +78,6 @@ export function runStream(input: RunStreamInput): StreamHandle {
       // a throwing reporter must not stop the stream
     }
   }
-  const state = (s: 'open' | 'closed') => {
-    try {
-      options.onState?.(s)
-    } catch (e) {
-      report(e)
-    }
-  }
   const batcher = new AckBatcher(input.ackMany, report, undefined, ACK_LINGER_MS)
 
   const complete = async (at: string | undefined, key?: string) => {
@@ -133,7 +126,7 @@ export function runStream(input: RunStreamInput): StreamHandle {
       progressed = false
       let retryAfter: number | undefined
       try {
-        await connect({ after: cursor, signal: stop.signal, deliver, opened: () => state('open') })
+        await connect({ after: cursor, signal: stop.signal, deliver })
       } catch (error) {
         if (stop.signal.aborted) break
         if (!(error instanceof ResumeLater) && isFatal(error)) throw error
@@ -142,7 +135,6 @@ export function runStream(input: RunStreamInput): StreamHandle {
         retryAfter = (error as { retryAfter?: number } | undefined)?.retryAfter
       }
       if (stop.signal.aborted) break
-      state('closed')
       // A connection that made progress, or stayed up a while, was a success.
       if (progressed || Date.now() - started >= settings.capMs) backoff.reset()
       await sleep(Math.max(backoff.next(), (retryAfter ?? 0) * 1000), stop.signal)

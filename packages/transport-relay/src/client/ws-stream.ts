@@ -173,10 +173,7 @@ export function wsConnector(input: WsConnectorInput): Connector {
               agent: input.agent,
               ...(ctx.after !== undefined ? { after: ctx.after } : {}),
             })
-            if (stopped) return
-            ws.send(JSON.stringify(auth))
-            // A refused auth comes back as an error frame and a close: `closed` follows.
-            ctx.opened()
+            if (!stopped) ws.send(JSON.stringify(auth))
             return
           }
           case 'message': {
