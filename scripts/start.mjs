@@ -8,6 +8,8 @@
 //                   (relay/) and the Echo agent (demo/) (default <repo>/.agentmsg)
 //   AGENTMSG_DATA   the relay's data directory instead (default $AGENTMSG_HOME/relay)
 //   AGENTMSG_SKIP_BUILD=1 or --no-build   use the packages as built (tests)
+//   --verbose                             show the build's output (its size table, publint);
+//                                         by default one line, or all of it when it fails
 //   AGENTMSG_DEMO_EXIT=1                  stop after the terminal demo (tests)
 //
 // Errors are one line, `agentmsg: <code>: <what to do>`: exit 2 for a bad setting, 1 otherwise.
@@ -68,11 +70,25 @@ process.env.AGENTMSG_HOME = home
 const dataDir = path.resolve(process.env.AGENTMSG_DATA || path.join(home, 'relay'))
 
 if (!process.argv.includes('--no-build') && !process.env.AGENTMSG_SKIP_BUILD) {
+  const verbose = process.argv.includes('--verbose')
   const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-incremental.mjs')], {
     cwd: root,
-    stdio: 'inherit',
+    stdio: verbose ? 'inherit' : ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
   })
-  if (build.status !== 0) process.exit(build.status ?? 1)
+  if (build.status !== 0) {
+    if (!verbose) process.stderr.write(`${build.stdout}${build.stderr}`)
+    process.exit(build.status ?? 1)
+  }
+  if (!verbose) console.log(buildSummary(build.stdout))
+}
+
+/** The build's output in one line: what it built, or that nothing changed. */
+function buildSummary(out) {
+  const built = [...out.matchAll(/^build: built (\S+)/gm)].map((m) => m[1])
+  if (built.length === 0)
+    return out.split('\n').find((l) => l.startsWith('build:')) ?? 'build: done'
+  return `build: built ${built.join(', ')}; sizes and publint checked (npm start -- --verbose shows them)`
 }
 
 // Imported only now: they are the built packages.

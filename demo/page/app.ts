@@ -3,7 +3,8 @@
  * agents side by side, Alice and Carol receiving over SSE and Bob over WebSocket, each with its
  * own IndexedDB database; the Node agent "Echo" of `npm start` to talk to; and a room, a topic
  * all four subscribe to, with its member list (room.ts). The server tells the page the relay's
- * URL (its canonical one: relay auth signs it, PROFILE §9) and Echo's id.
+ * URL (its canonical one: relay auth signs it, PROFILE §9) and Echo's id. The status line says
+ * online only while every pane's relay stream is open (online.ts).
  */
 import { openPane, type Pane } from './pane.js'
 import { openRoom } from './room.js'
@@ -26,15 +27,37 @@ const AGENTS = [
   { key: 'carol', name: 'Carol', dbName: 'agentmsg-demo-carol', mode: 'sse' },
 ] as const
 
+/** Whether each pane's stream is open, by key; none yet: connecting. */
+const online = new Map<string, boolean>()
+let relay = ''
+
+function showStatus(): void {
+  if (status.dataset.ready !== 'true') return
+  const down = AGENTS.filter((a) => online.get(a.key) === false).map((a) => a.name)
+  const up = AGENTS.every((a) => online.get(a.key) === true)
+  status.dataset.state = down.length > 0 ? 'offline' : up ? 'online' : 'connecting'
+  status.textContent =
+    down.length > 0
+      ? `Offline: ${down.join(', ')} cannot reach the relay at ${relay}. They reconnect by themselves; messages wait at the relay.`
+      : up
+        ? `Online: Alice, Bob and Carol receive through the relay at ${relay}. Write in any pane, to one agent or to the room.`
+        : `Connecting to the relay at ${relay}…`
+}
+
 async function main(): Promise<void> {
   const res = await fetch('/demo/config.json', { cache: 'no-store' })
   if (!res.ok) throw new Error(`the server is not ready (HTTP ${res.status}): reload in a moment`)
   const config = (await res.json()) as DemoConfig
+  relay = config.relay
   const echoName = 'Echo (Node agent)'
   const names = new Map<string, string>([[config.echo, echoName]])
   const panes: Pane[] = []
   for (const a of AGENTS) {
-    panes.push(await openPane({ ...a, relay: config.relay, container, names, room: ROOM }))
+    const onOnline = (now: boolean) => {
+      online.set(a.key, now)
+      showStatus()
+    }
+    panes.push(await openPane({ ...a, relay, container, names, room: ROOM, onOnline }))
   }
   for (const pane of panes) {
     await pane.start([...panes.filter((p) => p !== pane).map((p) => p.id), config.echo])
@@ -42,8 +65,8 @@ async function main(): Promise<void> {
   const people = [...panes, { id: config.echo, key: 'echo', name: echoName }]
   await openRoom({ topic: ROOM, panes, people, container: roomPanel })
   addEventListener('pagehide', () => void Promise.all(panes.map((p) => p.close())))
-  status.textContent = `Alice, Bob and Carol are online through the relay at ${config.relay}. Write in any pane, to one agent or to the room.`
   status.dataset.ready = 'true'
+  showStatus()
 }
 
 main().catch((error: unknown) => {

@@ -16,5 +16,3 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 
 /** An agent id short enough for a label. */
 export const short = (id: string) => (id.length > 28 ? `${id.slice(0, 20)}…${id.slice(-6)}` : id)
-
-export const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e))

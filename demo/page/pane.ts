@@ -10,8 +10,10 @@
 import { type Agent, createAgent, type Group, type ReceivedMessage } from '@agentmsg/client'
 import { publicKeyFromDidKey } from '@agentmsg/core'
 import { indexedDbStorage } from '@agentmsg/storage-indexeddb'
-import { type Attrs, el, errorText, short } from './dom.js'
+import { type Attrs, el, short } from './dom.js'
 import { openHistory, type Row } from './history.js'
+import { watchStream } from './online.js'
+import { inWords } from './words.js'
 
 export interface PaneOptions {
   /** Short key, used in test ids: `alice`. */
@@ -30,6 +32,8 @@ export interface PaneOptions {
   names: Map<string, string>
   /** The room's topic: subscribed to, and offered as a place to post. */
   room: string
+  /** This agent's relay stream opened (`true`) or closed. */
+  onOnline(online: boolean): void
 }
 
 export interface Pane {
@@ -64,14 +68,26 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
   const history = await openHistory(o.dbName)
   const errors = el('p', { class: 'errors', 'data-testid': `errors-${o.key}`, role: 'alert' })
   const report = (e: unknown) => {
-    errors.textContent = errorText(e)
+    errors.textContent = inWords(e)
+    errors.title = e instanceof Error ? e.message : String(e)
     console.warn(`${o.name}:`, e)
   }
+  const state = el('span', { class: 'state', 'data-testid': `state-${o.key}` }, 'connecting…')
+  // Online follows the relay stream; its recovery clears what went wrong while it was down.
+  const stream = watchStream((online) => {
+    if (state.dataset.online === String(online)) return
+    state.dataset.online = String(online)
+    state.textContent = online ? '● online' : '○ offline, reconnecting…'
+    if (online) errors.textContent = errors.title = ''
+    o.onOnline(online)
+  })
   const agent: Agent = await createAgent({
     storage: await indexedDbStorage({ dbName: o.dbName }),
     relays: [o.relay],
     mode: o.mode,
     onError: report,
+    streamFetch: stream.streamFetch,
+    WebSocket: stream.WebSocket,
   })
   o.names.set(agent.id, o.name)
   // Subscribed once: the subscription is kept in IndexedDB and outlives a reload.
@@ -97,7 +113,7 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
   const section = el(
     'section',
     { class: 'pane', 'data-testid': `pane-${o.key}`, 'data-agent-id': agent.id },
-    el('h2', {}, o.name),
+    el('h2', {}, o.name, ' ', state),
     el(
       'p',
       { class: 'who' },
@@ -109,7 +125,6 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
     errors,
   )
   o.container.append(section)
-
   /** Known contacts now (a row says what was true when its message arrived). */
   const known = new Set<string>()
   const PINNED = '(pinned since)'
@@ -147,9 +162,10 @@ export async function openPane(o: PaneOptions): Promise<Pane> {
       }
     }
     fact(`route: relay ${row.relayUrl ?? '?'}`)
-    if (row.trace) {
+    // The trace is shown when it says more than the route: a hop besides that relay.
+    if (row.trace?.some((h) => h.by !== `relay:${row.relayUrl}`)) {
       const hops = row.trace.map((h) => `${h.by} at ${h.at.slice(11, 23)}`).join(' → ')
-      fact(`trace: ${hops || 'none'}`)
+      fact(`trace: ${hops}`, { class: 'trace' })
     }
     // A room message sealed for others says so in place of its text.
     if (row.sealed !== 'not-for-me') {

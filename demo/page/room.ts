@@ -6,8 +6,9 @@
  * agree on one. Removing a member changes who can open the NEXT messages: the ones it read stay
  * read, and its pane shows what comes after as sealed for others.
  */
-import { el, errorText } from './dom.js'
+import { el } from './dom.js'
 import type { Pane } from './pane.js'
+import { inWords } from './words.js'
 
 /** Someone who can be in the room: a pane's agent or Echo. */
 export type Person = Pick<Pane, 'id' | 'key' | 'name'>
@@ -68,7 +69,7 @@ export async function openRoom(o: RoomOptions): Promise<void> {
         return apply(next)
       })
       .catch((e: unknown) => {
-        errors.textContent = errorText(e)
+        errors.textContent = inWords(e)
         console.warn('room:', e)
       })
   }

@@ -1,13 +1,11 @@
 /**
- * `npm start`'s browser demo in real Chromium, against the real server: `node scripts/start.mjs`
- * in its own process (as `npm start` runs it, minus the build, which the suite has done), with
- * its own port and AGENTMSG_HOME. The page comes from the relay's origin; Chromium trusts the
- * relay's certificate the way relay-page.ts does (`launchTrusting`, never ignoreHTTPSErrors),
- * so the page is a secure context.
+ * `npm start`'s browser demo in real Chromium, against the real server (./demo-server.ts:
+ * scripts/start.mjs in its own process, the page a secure context on the relay's origin).
  *
  * - Alice and Bob (relay-only did:key agents, each in its own IndexedDB database; Carol is the
  *   third) exchange messages through the relay; each pane shows the other's message with its
- *   level, known-contact state, route (the relay URL), trace hop and `sealed`.
+ *   level, known-contact state, route (the relay URL) and `sealed`; the trace, which names the
+ *   same relay as the route, is not shown again.
  * - Pinning a sender makes its next message come from a known contact (PROFILE §5).
  * - Echo, the Node agent of start.mjs, answers.
  * - The room (a topic all four subscribe to, PROFILE §9): a message posted from one pane reaches
@@ -16,24 +14,13 @@
  * - A reload keeps the identities, the whole history, the room's subscriptions and its member
  *   list; direct and room messages still flow after it.
  * - A screenshot is attached to the test.
+ * (The relay going down and coming back: demo-offline.spec.ts.)
  */
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { type Browser, expect, type Locator, type Page, test } from '@playwright/test'
-import { repoRoot } from './harness.js'
-import { launchTrusting } from './relay-page.js'
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
-}
+import { type DemoServer, freePort, openDemoBrowser, startDemoServer } from './demo-server.js'
 
 type Key = 'alice' | 'bob' | 'carol'
 const ROOM = 'demo/room'
@@ -44,8 +31,7 @@ test.describe('npm start: the browser demo', () => {
   test.describe.configure({ mode: 'serial' })
 
   let home: string
-  let child: ChildProcessWithoutNullStreams
-  let output = ''
+  let server: DemoServer
   let pageUrl: string
   let relayUrl: string
   let browser: Browser
@@ -54,37 +40,16 @@ test.describe('npm start: the browser demo', () => {
   const problems: string[] = []
   const ids: Record<Key, string> = { alice: '', bob: '', carol: '' }
   let echoId = ''
+  const output = () => server.output()
 
   test.beforeAll(async () => {
     home = await mkdtemp(path.join(tmpdir(), 'agentmsg-demo-home-'))
     const port = await freePort()
-    child = spawn(process.execPath, [path.join(repoRoot, 'scripts/start.mjs')], {
-      cwd: repoRoot,
-      env: { ...process.env, PORT: String(port), AGENTMSG_HOME: home, AGENTMSG_SKIP_BUILD: '1' },
-    })
-    // The page's URL and the file to trust are the last lines start.mjs prints, once all is up.
-    const opened = new Promise<void>((resolve, reject) => {
-      const seen = (d: Buffer) => {
-        output += d
-        if (/trust once\s+\S+\n/.test(output)) resolve()
-      }
-      child.stdout.on('data', seen)
-      child.stderr.on('data', seen)
-      child.once('exit', (code) => reject(new Error(`start.mjs exited (${code}):\n${output}`)))
-    })
-    await opened
-    pageUrl = /open\s+(https:\S+)/.exec(output)![1]!
-    relayUrl = new URL(pageUrl).origin
-    echoId = /Echo answers every message: (did:key:\S+)/.exec(output)?.[1] ?? ''
+    server = await startDemoServer(port, home)
+    ;({ pageUrl, relayUrl, echoId } = server)
     expect(pageUrl).toBe(`https://127.0.0.1:${port}/demo/`)
-    expect(output).toContain(`trust once  ${path.join(home, 'dev-ca', 'ca.pem')}`)
-
-    // The relay's leaf certificate, as start.mjs made it (issued by the dev CA above).
-    const leaf = await readFile(path.join(home, 'relay', 'dev-tls', 'cert.pem'), 'utf8')
-    browser = await launchTrusting(leaf)
-    const context = await browser.newContext()
-    await context.grantPermissions(['local-network-access'], { origin: relayUrl })
-    page = await context.newPage()
+    expect(output()).toContain(`trust once  ${path.join(home, 'dev-ca', 'ca.pem')}`)
+    ;({ browser, page } = await openDemoBrowser(home, relayUrl))
     page.on('pageerror', (err) => problems.push(`page error: ${err.stack ?? err.message}`))
     page.on('console', (msg) => {
       if (msg.type() === 'error' || msg.type() === 'warning')
@@ -102,11 +67,7 @@ test.describe('npm start: the browser demo', () => {
 
   test.afterAll(async () => {
     await browser?.close().catch(() => {})
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGTERM')
-      await exited
-    }
+    await server?.stop()
     if (home) await rm(home, { recursive: true, force: true })
   })
 
@@ -151,6 +112,10 @@ test.describe('npm start: the browser demo', () => {
     await expect(atBob).toHaveAttribute('data-sealed', 'true')
     await expect(atBob).toHaveAttribute('data-trace', `relay:${relayUrl}`)
     await expect(atBob).toContainText('known contact: no')
+    // The trace's one hop is the route's relay: said once.
+    await expect(atBob).toContainText(`route: relay ${relayUrl}`)
+    await expect(atBob.locator('.trace')).toHaveCount(0)
+    await expect(atBob).not.toContainText('trace:')
 
     await send('bob', ids.alice, 'Tuesday works.')
     const atAlice = incoming('alice', 'Tuesday works.')
@@ -178,7 +143,7 @@ test.describe('npm start: the browser demo', () => {
     await expect(answer).toHaveAttribute('data-sealed', 'true')
     await expect(answer).toHaveAttribute('data-level', '3')
     await expect(answer).toHaveAttribute('data-trace', `relay:${relayUrl}`)
-    await expect.poll(() => output).toMatch(/echo: "ping from Bob" from did:key:.*sealed/)
+    await expect.poll(output).toMatch(/echo: "ping from Bob" from did:key:.*sealed/)
   })
 
   test('a room message from one pane reaches the others sealed for every member; Echo answers it', async () => {
@@ -203,9 +168,7 @@ test.describe('npm start: the browser demo', () => {
     const answer = incoming('alice', 'echo: Hello room')
     await expect(answer).toHaveAttribute('data-peer', echoId)
     await expect(answer).toHaveAttribute('data-sealed', 'true')
-    await expect
-      .poll(() => output)
-      .toMatch(/echo: in demo\/room "Hello room" from .*level 3, sealed/)
+    await expect.poll(output).toMatch(/echo: in demo\/room "Hello room" from .*level 3, sealed/)
     await expect(incoming('bob', 'echo: Hello room')).toHaveCount(0)
     // The relay hands the poster its own message too: shown once, as sent.
     await expect(incoming('alice', 'Hello room')).toHaveCount(1)

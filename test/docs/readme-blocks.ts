@@ -24,6 +24,7 @@ export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)
  */
 export const PRINTS: Record<string, string[]> = {
   'README.md#0': ['3 false true hello', 'got it'],
+  'README.md#2': ['3'],
   'README.md#3': ['3 {"parts":[{"type":"text","text":"note to self"}]}'],
   'README.md#4': ['3 hello', 'true'],
   'README.md#5': ['true true the meeting is at 10', 'sealed false'],
@@ -31,6 +32,7 @@ export const PRINTS: Record<string, string[]> = {
     'agentmsg.deliver agentmsg.receive agentmsg.relay.publish agentmsg.send',
     'accepted',
   ],
+  'packages/core/README.md#0': ['3 did-key', '1048576 300000'],
   'packages/a2a/README.md#0': ['hello caller at level 3', 'TASK_STATE_COMPLETED'],
   'packages/client/README.md#0': ['true 3 false hello', 'direct relay got: hello'],
   'packages/client/README.md#2': ['lunch at noon / cake for cat', 'lunch at noon / (not for me)'],

@@ -20,6 +20,7 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -150,6 +151,39 @@ describe('README examples', () => {
         }
       })
     }
+  }
+})
+
+describe('README examples on a busy port', () => {
+  // The examples listening on a fixed port: when it is taken, one line says which and what to
+  // do (serveHttps's listen error, printed as its message), never a stack.
+  for (const [readme, port] of [
+    ['packages/client/README.md', 8455],
+    ['packages/transport-https/README.md', 8449],
+  ] as const) {
+    it(`${readme}: port ${port} in use → one line`, { timeout: 90_000 }, async () => {
+      const code = programs(readme)[0]!
+        .map((b) => b.code)
+        .join('\n')
+      expect(code).toContain(`port: ${port}`)
+      const holder = createServer()
+      await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve))
+      try {
+        const file = scratchFile(`${readme}-busy`, code)
+        const r = spawnSync(
+          process.execPath,
+          ['--import', 'tsx', '--conditions=@agentmsg/source', file],
+          { cwd: path.dirname(file), encoding: 'utf8' },
+        )
+        rmSync(path.dirname(file), { recursive: true, force: true })
+        expect(r.status).toBe(1)
+        expect(r.stderr).toBe(
+          `127.0.0.1:${port} is already in use: stop the process listening there, or pick another port\n`,
+        )
+      } finally {
+        await new Promise((resolve) => holder.close(resolve))
+      }
+    })
   }
 })
 

@@ -155,6 +155,22 @@ export function slowClientServerOptions(options: SlowClientTimeouts): {
   return { http, tls: { ...http, handshakeTimeout: headers }, bodyTimeoutMs: body }
 }
 
+/**
+ * Why a server could not listen, in one line that says which address and what to do; `code`
+ * stays Node's (`EADDRINUSE`, `EACCES`) for callers that decide by it.
+ */
+function listenError(cause: unknown, host: string, port: number): Error {
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code
+  const at = `${host.includes(':') ? `[${host}]` : host}:${port}`
+  const message =
+    code === 'EADDRINUSE'
+      ? `${at} is already in use: stop the process listening there, or pick another port`
+      : code === 'EACCES'
+        ? `${at} needs privileges this user lacks: pick a port above 1023`
+        : `cannot listen on ${at}: ${(cause as Error)?.message ?? cause}`
+  return Object.assign(new Error(message, { cause }), { code })
+}
+
 /** Options for {@link serveHttps}. */
 export interface ServeHttpsOptions extends SlowClientTimeouts {
   /** Port to listen on; 0 picks a free one (see the result's `port`). @default 0 */
@@ -190,7 +206,8 @@ export interface HttpsServer {
 
 /**
  * Serve a web-standard handler over HTTPS (TLS ≥ 1.2) with `node:https`, the PROFILE §6
- * slow-client timeouts set.
+ * slow-client timeouts set. A port it cannot listen on rejects with one line naming it and what
+ * to do, with Node's `code` (`EADDRINUSE` for a port in use).
  *
  * @example
  * const { cert, key } = await createDevCertificate()
@@ -218,7 +235,9 @@ export async function serveHttps(
       ? createHttpsServer({ ...options.tls, minVersion: 'TLSv1.2', ...timeouts.tls }, listener)
       : createHttpServer(timeouts.http, listener)
   const host = options.host ?? '127.0.0.1'
-  await once(server.listen(options.port ?? 0, host), 'listening')
+  await once(server.listen(options.port ?? 0, host), 'listening').catch((error: unknown) => {
+    throw listenError(error, host, options.port ?? 0)
+  })
   const port = (server.address() as AddressInfo).port
   let closing: Promise<void> | undefined
   return {
