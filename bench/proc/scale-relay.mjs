@@ -6,10 +6,14 @@
  * - `mem`: after two full GCs, `process.memoryUsage()` (RSS, heap, external).
  * - `streams`: streams open on the relay.
  * - `snapshot {file}`: a heap snapshot, to see what each stream holds.
+ * With `config.bare`, the baseline instead: node:https + `ws` answering every WebSocket with a
+ * challenge frame and every GET with an open `text/event-stream`, nothing checked or stored.
  */
+import { createServer } from 'node:https'
 import { setFlagsFromString, writeHeapSnapshot } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { serveRelay } from '@agentmsg/relay'
+import { WebSocketServer } from 'ws'
 import { scratch, serveCommands } from './harness.mjs'
 
 setFlagsFromString('--expose-gc')
@@ -17,8 +21,34 @@ const gc = runInNewContext('gc')
 let relay
 let dir
 
+/** The bare baseline: as many idle TLS streams, and only them. */
+async function bare(tls) {
+  const open = new Set()
+  const server = createServer(tls, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': bare\n\n')
+    open.add(res)
+    res.on('close', () => open.delete(res))
+  })
+  const wss = new WebSocketServer({ server })
+  wss.on('connection', (ws) => ws.send('{"type":"challenge","nonce":"bare"}'))
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `https://127.0.0.1:${server.address().port}`,
+    handler: { openStreams: () => open.size + wss.clients.size },
+    close: () => {
+      server.closeAllConnections()
+      for (const ws of wss.clients) ws.terminate()
+      return new Promise((resolve) => server.close(resolve))
+    },
+  }
+}
+
 serveCommands({
   async init({ config }) {
+    if (config.bare) {
+      relay = await bare(config.tls)
+      return { url: relay.url, pid: process.pid }
+    }
     dir = scratch('relay-scale-')
     relay = await serveRelay({
       dataDir: dir.dir,

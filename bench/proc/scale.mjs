@@ -9,8 +9,13 @@
  * N, and the time from a topic publish until the last of its 1,000 subscribers (the first
  * 1,000 streams) had it.
  *
- * Each process needs more than N descriptors: the bench raises its own limit with `prlimit`
- * (children inherit it) or says how. Standalone: `node bench/proc/scale.mjs [N,N,...]`.
+ * The baseline, same run: a bare node:https + `ws` server holding as many idle streams (2,000 at
+ * most), the floor a TLS stream costs in Node whatever serves it.
+ *
+ * The relay process needs N + ~100 open files: the bench raises its limit with `prlimit` (as
+ * root with CAP_SYS_RESOURCE; children inherit it), else clamps N to what fits and says so.
+ * Load generators hold 8,000 streams each. Standalone: `node bench/proc/scale.mjs [N,N,...]`;
+ * BENCH_SCALE_SAMPLES (latency samples, 200) and BENCH_SCALE_IDLE_MS (idle window, 15 s).
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -109,10 +114,13 @@ async function scaleMode(mode, ns, tls) {
       await sleep(IDLE_MS)
       const cpuMsPerS = ((await relay.call('cpu')) - cpu0) / IDLE_MS
       const lat = await clients[0].call('latency', { target: probe, samples: SAMPLES })
+      // Relay CPU per fan-out too: on a shared host the wall-clock time waits for other work.
+      const cpuFan0 = await relay.call('cpu')
       const fan =
         n >= FANOUT
           ? await clients[0].call('fanout', { topic: TOPIC, rounds: 5, expect: FANOUT })
           : []
+      const fanCpuMs = ((await relay.call('cpu')) - cpuFan0) / 1000 / Math.max(1, fan.length)
       const status = await Promise.all(clients.map((c) => c.call('status')))
       out.push({
         mode,
@@ -124,6 +132,7 @@ async function scaleMode(mode, ns, tls) {
         cpuMsPerS,
         lat,
         fan,
+        fanCpuMs,
         status,
         load: loadAverage(),
       })
@@ -135,10 +144,30 @@ async function scaleMode(mode, ns, tls) {
   return out
 }
 
+/** KB of RSS per idle stream of the bare baseline (scale-relay.mjs `bare`) holding `n`. */
+async function bareKb(mode, n, tls) {
+  const server = await spawnRole('scale-relay', {
+    tls: { cert: tls.cert, key: tls.key },
+    bare: true,
+  })
+  const client = await spawnRole('scale-client', { url: server.info.url, ca: tls.ca })
+  try {
+    await client.call('agents', { from: 0, to: n + 50 })
+    await client.call('open', { from: n, to: n + 50, mode })
+    const base = await server.call('mem')
+    await client.call('open', { from: 0, to: n, mode })
+    await settle(server, n + 50)
+    return ((await server.call('mem')).rss - base.rss) / n / 1024
+  } finally {
+    await client.stop()
+    await server.stop()
+  }
+}
+
 const verdict = (ok) => (ok ? 'met' : 'missed')
 
 /** The section's rows from {@link scaleMode}'s figures. */
-function rowsOf(r, asked) {
+function rowsOf(r, asked, bare) {
   const at = `${r.mode} ${r.n.toLocaleString('en-US')}${asked === r.n ? '' : ` (of ${asked}: fd limit)`}`
   const kb = (r.mem.rss - r.base.rss) / r.n / 1024
   const p50 = percentile(r.lat, 50)
@@ -152,11 +181,14 @@ function rowsOf(r, asked) {
       target: `= ${asked}`,
       verdict: verdict(r.held === asked),
     },
-    { name: `${at}: time to open them`, value: r.openS, unit: 's' },
+    { name: `${at}: time to open the new ones`, value: r.openS, unit: 's' },
     {
       name: `${at}: RSS per idle stream`,
       value: kb,
       unit: 'KB',
+      baseline: bare,
+      baselineName: `bare https+ws, ${Math.min(BARE_N, r.n)}`,
+      ratio: kb / bare,
       target: '≤ 20 KB',
       verdict: verdict(kb <= 20),
     },
@@ -183,12 +215,15 @@ function rowsOf(r, asked) {
       target: '≤ 250 ms',
       verdict: verdict(fan <= 250),
     })
+    rows.push({ name: `${at}: relay CPU per topic fan-out`, value: r.fanCpuMs, unit: 'ms' })
   }
   return rows
 }
 
 /** Descriptors the relay process uses besides its streams (stdio, IPC, SQLite, listener, probe). */
 const RESERVE = 100
+/** Streams of the bare baseline: the floor a TLS stream costs in Node, whatever serves it. */
+const BARE_N = 2_000
 
 /**
  * The scale section at each N of `ns`, WebSocket then SSE. An N the relay process's open-file
@@ -211,6 +246,7 @@ export async function benchScale({ ns = [1_000, 5_000, 20_000], verbose = false 
   const rows = []
   const loads = []
   for (const mode of ['ws', 'sse']) {
+    const bare = await bareKb(mode, Math.min(BARE_N, ns.at(-1)), tls)
     for (const r of await scaleMode(mode, ns, tls)) {
       if (verbose) console.log(JSON.stringify({ ...r, lat: [r.lat[0], r.lat.at(-1)] }))
       loads.push(r.load)
@@ -218,6 +254,7 @@ export async function benchScale({ ns = [1_000, 5_000, 20_000], verbose = false 
         ...rowsOf(
           r,
           asked.find((n) => Math.min(n, fit) === r.n),
+          bare,
         ),
       )
     }
