@@ -15,7 +15,8 @@
  * The relay process needs N + ~100 open files: the bench raises its limit with `prlimit` (as
  * root with CAP_SYS_RESOURCE; children inherit it), else clamps N to what fits and says so.
  * Load generators hold 8,000 streams each. Standalone: `node bench/proc/scale.mjs [N,N,...]`;
- * BENCH_SCALE_SAMPLES (latency samples, 200) and BENCH_SCALE_IDLE_MS (idle window, 15 s).
+ * BENCH_SCALE_SAMPLES (latency samples, 200), BENCH_SCALE_IDLE_MS (idle window, 15 s) and
+ * BENCH_SCALE_MODES (ws,sse).
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -245,7 +246,7 @@ export async function benchScale({ ns = [1_000, 5_000, 20_000], verbose = false 
   const tls = { cert, key, ca }
   const rows = []
   const loads = []
-  for (const mode of ['ws', 'sse']) {
+  for (const mode of (process.env.BENCH_SCALE_MODES ?? 'ws,sse').split(',')) {
     const bare = await bareKb(mode, Math.min(BARE_N, ns.at(-1)), tls)
     for (const r of await scaleMode(mode, ns, tls)) {
       if (verbose) console.log(JSON.stringify({ ...r, lat: [r.lat[0], r.lat.at(-1)] }))
