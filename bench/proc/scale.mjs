@@ -30,6 +30,7 @@ const TOPIC = 'bench.scale'
 const FANOUT = 1_000
 const SAMPLES = Number(process.env.BENCH_SCALE_SAMPLES ?? 200)
 const IDLE_MS = Number(process.env.BENCH_SCALE_IDLE_MS ?? PROFILE.streamCommentMs)
+const SETTLE_MS = 5_000
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Open-file limits (soft, hard) of this process. */
@@ -102,6 +103,9 @@ async function scaleMode(mode, ns, tls) {
     // The probe's stream, warmed: every code path a stream takes has run once.
     await clients[0].call('open', { from: probe, to: probe + 1, mode })
     await clients[0].call('latency', { target: probe, samples: 20 })
+    // Each RSS after a pause: V8 gives back the heap a burst (subscribes, opens) grew only after
+    // a few quiet seconds, which would otherwise count against (or for) the streams.
+    await sleep(SETTLE_MS)
     const base = await relay.call('mem')
     let open = 0
     for (const n of ns) {
@@ -110,6 +114,7 @@ async function scaleMode(mode, ns, tls) {
       const openS = (performance.now() - t0) / 1000
       open = n
       const held = (await settle(relay, n + 1)) - 1
+      await sleep(SETTLE_MS)
       const mem = await relay.call('mem')
       const cpu0 = await relay.call('cpu')
       await sleep(IDLE_MS)
@@ -249,7 +254,8 @@ export async function benchScale({ ns = [1_000, 5_000, 20_000], verbose = false 
   for (const mode of (process.env.BENCH_SCALE_MODES ?? 'ws,sse').split(',')) {
     const bare = await bareKb(mode, Math.min(BARE_N, ns.at(-1)), tls)
     for (const r of await scaleMode(mode, ns, tls)) {
-      if (verbose) console.log(JSON.stringify({ ...r, lat: [r.lat[0], r.lat.at(-1)] }))
+      if (verbose)
+        console.log(JSON.stringify({ ...r, lat: [50, 99, 100].map((p) => percentile(r.lat, p)) }))
       loads.push(r.load)
       rows.push(
         ...rowsOf(
