@@ -192,9 +192,9 @@ function rowsOf(r, asked, bare) {
       name: `${at}: RSS per idle stream`,
       value: kb,
       unit: 'KB',
-      baseline: bare,
-      baselineName: `bare https+ws, ${Math.min(BARE_N, r.n)}`,
-      ratio: kb / bare,
+      baseline: bare.kb,
+      baselineName: `bare https+ws, ${bare.n}`,
+      ratio: kb / bare.kb,
       target: '≤ 20 KB',
       verdict: verdict(kb <= 20),
     },
@@ -252,7 +252,8 @@ export async function benchScale({ ns = [1_000, 5_000, 20_000], verbose = false 
   const rows = []
   const loads = []
   for (const mode of (process.env.BENCH_SCALE_MODES ?? 'ws,sse').split(',')) {
-    const bare = await bareKb(mode, Math.min(BARE_N, ns.at(-1)), tls)
+    const bareN = Math.min(BARE_N, ns.at(-1))
+    const bare = { n: bareN, kb: await bareKb(mode, bareN, tls) }
     for (const r of await scaleMode(mode, ns, tls)) {
       if (verbose)
         console.log(JSON.stringify({ ...r, lat: [50, 99, 100].map((p) => percentile(r.lat, p)) }))
