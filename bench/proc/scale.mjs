@@ -270,7 +270,7 @@ export async function benchScale({ ns = [1_000, 5_000, 20_000], verbose = false 
   return { rows, loads }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const ns = (process.argv[2] ?? process.env.BENCH_SCALE_N ?? '1000,5000,20000')
     .split(',')
     .map(Number)
