@@ -3,12 +3,15 @@
 // script does it): benchmarks import the built packages.
 //
 //   npm run bench [-- SECTION ...]   sections: core sealed-box inbox relay postgres load a2a
-//                                    cold-start
+//                                    scale cold-start
 //                                    (the one-process benches: inbox-inprocess relay-inprocess)
 //   BENCH_RUNS=N         rounds of each separate-process row (default 3; medians reported)
 //   BENCH_LOAD_SECONDS=S duration of the relay load test (default 60)
 //   BENCH_PG_RUNS=N      rounds of the postgres section (default 2: it runs 6 cases a round)
 //   BENCH_A2A_FILES=1    the a2a section also runs its agents on storage-fs
+//   BENCH_SCALE_N=1000,5000,20000  idle streams the scale section holds on one relay node, in
+//                        turn (each process needs N + 4096 open files: raised with prlimit as
+//                        root, else run `ulimit -n` first)
 //   AGENTMSG_TEST_POSTGRES_URL  the postgres section's server (default
 //                        postgres://postgres@127.0.0.1:5432/test; a fresh schema per run)
 //
@@ -22,7 +25,17 @@ import { printTable, targetVerdict } from './lib.mjs'
 import { benchSignVerify } from './sign-verify.mjs'
 
 const only = process.argv.slice(2)
-const DEFAULT = ['core', 'sealed-box', 'inbox', 'relay', 'postgres', 'load', 'a2a', 'cold-start']
+const DEFAULT = [
+  'core',
+  'sealed-box',
+  'inbox',
+  'relay',
+  'postgres',
+  'load',
+  'a2a',
+  'scale',
+  'cold-start',
+]
 const want = (name) => (only.length === 0 ? DEFAULT.includes(name) : only.includes(name))
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const load = () =>
@@ -140,6 +153,13 @@ if (want('a2a')) {
     a2a.rows,
   )
   summary.a2aRounds = a2a.rounds
+}
+
+if (want('scale')) {
+  const { benchScale } = await import('./proc/scale.mjs')
+  const ns = (process.env.BENCH_SCALE_N ?? '1000,5000,20000').split(',').map(Number)
+  const { rows, loads } = await benchScale({ ns })
+  table(`connection scale: idle streams on one relay node (load ${loads.join(' / ')})`, rows)
 }
 
 if (want('relay-inprocess')) {

@@ -105,6 +105,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
       if (--inFlight === 0) idle?.()
     })
   }
+  // One context for every WebSocket feed, not a copy per stream.
+  const wsFeeds = { ...ctx, delivered: (n: number) => observer?.delivered?.('ws', n) }
   const endpoints: RelayEndpoints = {
     publish: (request, _url, _id, trace) => publish(request, trace),
     subscribe: (request, url) => subscriptions.subscribe(request, url),
@@ -182,10 +184,7 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
       return wait
     },
     bucketOf,
-    openFeed(agent, after, sink, onClose) {
-      const delivered = (n: number) => observer?.delivered?.('ws', n)
-      return startFeed({ ...ctx, delivered }, agent, after, sink, onClose)
-    },
+    openFeed: (agent, after, sink, onClose) => startFeed(wsFeeds, agent, after, sink, onClose),
     claimStream: streams.claim,
     openStreams: streams.open,
     // A WebSocket ack frame gets no answer: it may ride with the next commit (AckOptions.lazy).

@@ -48,22 +48,22 @@ const TRY_AGAIN_LATER = 1013
 /**
  * A feed's sink on a socket (PROFILE §9): ready once the socket took every frame sent (their
  * write callbacks came), so a stream holds at most a page unsent; cut when frames wait
- * `stallTimeoutMs` without one of them being taken.
+ * `stallTimeoutMs` without one of them being taken. `progress` is also the socket's 'close'
+ * (called by the connection's own listener: one listener less per idle stream).
  */
-function wsSink(ws: WebSocket, stallTimeoutMs: number, slot: StreamSlot): FeedSink {
+function wsSink(ws: WebSocket, stallTimeoutMs: number, slot: StreamSlot) {
   let pending = 0
   let stall: ReturnType<typeof setTimeout> | undefined
-  let wake = (_ok: boolean) => {}
+  let wake: ((ok: boolean) => void) | undefined
   const open = () => ws.readyState === WebSocket.OPEN
   // A frame taken, or the socket gone: the stall timer restarts while frames still wait.
   const progress = () => {
     clearTimeout(stall)
     const waits = pending > 0 && open()
     stall = waits ? setTimeout(() => ws.terminate(), stallTimeoutMs).unref() : undefined
-    if (!waits) wake(open())
+    if (!waits) wake?.(open())
   }
-  ws.once('close', progress)
-  return {
+  const sink: FeedSink = {
     send(entry) {
       if (!open()) return
       const frame = `{"type":"message","cursor":${JSON.stringify(entry.cursor)},"message":${entry.json}}`
@@ -82,7 +82,10 @@ function wsSink(ws: WebSocket, stallTimeoutMs: number, slot: StreamSlot): FeedSi
         ? Promise.resolve(open())
         : new Promise<boolean>((resolve) => (wake = resolve)),
   }
+  return { sink, progress }
 }
+
+const ignore = () => undefined
 
 /**
  * The WebSocket endpoint for `handler`: pass it the server's `upgrade` events for
@@ -112,19 +115,20 @@ export function createRelayWebSocket(
     }
     let feed: Feed | undefined
     let release: (() => void) | undefined
+    let gone: (() => void) | undefined
     let agent: string | undefined
     let state: 'auth' | 'checking' | 'open' = 'auth'
     const untrack = handler.track(() => {
       ws.close(SERVICE_RESTART, 'relay restarting')
       setTimeout(() => ws.terminate(), closeGraceMs).unref()
     })
-    const challenge = createChallenge()
-    send(ws, challenge)
-    const timer = setTimeout(() => {
+    // The nonce and the auth timer are dropped once authenticated: an idle stream keeps neither.
+    let { nonce } = createChallenge()
+    send(ws, { type: 'challenge', nonce })
+    let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
       report('unauthorized')
       ws.close(POLICY, 'auth timeout')
-    }, options.authTimeoutMs ?? 10_000)
-    timer.unref()
+    }, options.authTimeoutMs ?? 10_000).unref()
     const refuse = (code: string, message: string) => {
       if (ws.readyState !== WebSocket.OPEN) return
       report(code)
@@ -133,6 +137,7 @@ export function createRelayWebSocket(
     }
     const open = (verified: { agent: string; after?: string }) => {
       clearTimeout(timer)
+      timer = undefined
       if (ws.readyState !== WebSocket.OPEN) return
       const { kind } = parseAgentId(verified.agent)
       if (kind !== 'did:key' && kind !== 'url') {
@@ -147,7 +152,8 @@ export function createRelayWebSocket(
       release = slot.release
       agent = verified.agent
       state = 'open'
-      const sink = wsSink(ws, stallTimeoutMs, slot)
+      const { sink, progress } = wsSink(ws, stallTimeoutMs, slot)
+      gone = progress
       feed = handler.openFeed(agent, verified.after, sink, (error) => {
         if (error instanceof RangeError) {
           refuse('invalid_format', 'after: is not a cursor of this relay')
@@ -163,8 +169,8 @@ export function createRelayWebSocket(
         return refuse('invalid_format', 'wait for the answer to the auth frame')
       if (state === 'auth') {
         state = 'checking'
-        const { nonce } = challenge
         const auth = { frame: text, relayBaseUrl: handler.baseUrl, nonce, now: now() }
+        nonce = ''
         verifyWsAuth({ ...auth, resolver: handler.resolver }).then(open, (error: unknown) => {
           if (isAgentMsgError(error)) return refuse(error.code, error.message)
           onError(error)
@@ -188,12 +194,13 @@ export function createRelayWebSocket(
       }
       handler.ack(agent!, ack.messageId, ack.from).catch(onError)
     })
-    ws.on('error', () => undefined)
+    ws.on('error', ignore)
     ws.on('close', () => {
       clearTimeout(timer)
       feed?.close()
       release?.()
       untrack()
+      gone?.()
     })
   }
 
