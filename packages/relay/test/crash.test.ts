@@ -8,6 +8,10 @@
  * reused). Each round starts the relay, drives concurrent publishers at one did:key mailbox,
  * and SIGKILLs the relay after a seeded random delay. A final restart retrieves the mailbox.
  *
+ * The mailbox owner streams it over a WebSocket all along (the relay pushes before its commit,
+ * protocol decision 34), reconnecting from its cursor after each restart: every 202'd message
+ * reaches the stream, none twice.
+ *
  * Reproduce a failure with CRASH_SEED=<seed printed in the output>.
  *
  * Publishers connect from distinct loopback source addresses (127.0.0.10…) and rotate sender
@@ -31,7 +35,13 @@ import { createKeyResolver } from '@agentmsg/core/identity'
 import { signRequest, verifyMessage } from '@agentmsg/core/receive'
 import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
+import {
+  createRelayClient,
+  type StreamHandle,
+  type WebSocketConstructor,
+} from '@agentmsg/transport-relay'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { WebSocket as WsWebSocket } from 'ws'
 import { seededRandom } from '../../conformance/test/support/seeded-random.js'
 import {
   freePort,
@@ -141,6 +151,9 @@ describe('relay crash (SIGKILL) durability', () => {
     }> = []
 
     let ca = ''
+    /** message_id → times the owner's stream got it. */
+    const streamed = new Map<string, number>()
+    let stream: StreamHandle | undefined
     for (let round = 1; round <= ROUNDS; round++) {
       const r = await startRelayProcess(dataDir, port)
       relay = r
@@ -163,6 +176,26 @@ describe('relay crash (SIGKILL) durability', () => {
         })
         expect(res.status, await res.clone().text()).toBe(201)
         await res.text()
+        const WebSocket = class extends WsWebSocket {
+          constructor(address: string, _protocols?: undefined, options?: object) {
+            super(address, { ...options, ca })
+          }
+        } as unknown as WebSocketConstructor
+        const client = createRelayClient({
+          relayUrl: base,
+          agent: mailbox,
+          signer: ownerSigner,
+          fetch,
+          WebSocket,
+        })
+        // Not acknowledged: the final retrieve reads them all. Reconnects across the kills.
+        stream = client.stream(
+          (entry) => {
+            const id = entry.messageId ?? `(unreadable at ${entry.cursor})`
+            streamed.set(id, (streamed.get(id) ?? 0) + 1)
+          },
+          { mode: 'ws', onError: () => undefined, backoff: { baseMs: 50, capMs: 500 } },
+        )
       }
 
       const agents = Array.from(
@@ -297,6 +330,11 @@ describe('relay crash (SIGKILL) durability', () => {
     // Restart once more and read the whole mailbox, page by page.
     const r = await startRelayProcess(dataDir, port)
     relay = r
+    // The stream gets everything acknowledged (bounded: the test's timeout).
+    while ([...acked].some((id) => !streamed.has(id))) await new Promise((f) => setTimeout(f, 50))
+    await stream!.close()
+    const twice = [...streamed].filter(([, n]) => n > 1).map(([id]) => id)
+    expect(twice, `streamed twice (seed ${seed})`).toEqual([])
     const fetch = createNodeFetch({
       ca,
       addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
@@ -349,6 +387,7 @@ describe('relay crash (SIGKILL) durability', () => {
         `[${perRound.map((p) => p.acked).join(', ')}], total ${totalAcked}; ` +
         `re-sent ${perRound.reduce((n, p) => n + p.resent, 0)} acknowledged ids; ` +
         `retrieved ${retrieved.length} in ${pages} page(s) (${storedUnacked} stored whose 202 was cut by the kill), ` +
+        `streamed ${streamed.size} (${streamed.size - totalAcked} without a 202), ` +
         `0 duplicates, 0 lost; ${((Date.now() - started) / 1000).toFixed(1)} s`,
     )
     expect(totalAcked).toBeGreaterThanOrEqual(ROUNDS)
