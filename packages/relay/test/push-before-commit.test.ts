@@ -55,10 +55,9 @@ async function ackWhenDecided(store: RelayStore, id: string) {
 }
 
 const pg = postgresTestNodes()
-describe.each([
-  ['SQLite', async () => sqlite()],
-  ...(POSTGRES_TEST_URL ? [['PostgreSQL', async () => (await pg.nodes(1)).all[0]!] as const] : []),
-])('%s store: outcomes told before the commit', (_name, open) => {
+const stores: Array<[string, () => Promise<RelayStore>]> = [['SQLite', async () => sqlite()]]
+if (POSTGRES_TEST_URL) stores.push(['PostgreSQL', async () => (await pg.nodes(1)).all[0]!])
+describe.each(stores)('%s store: outcomes told before the commit', (name, open) => {
   it('tells the cursor the commit makes durable; an ack made then is applied after it', async () => {
     const store = await open()
     // The first batch after an open is not told early (its cursors jump past the floor).
@@ -72,7 +71,7 @@ describe.each([
     expect(await store.usage('bob')).toEqual({ messages: 1, bytes: 20 })
     // A copy published again is remembered: a duplicate, not told as new.
     expect((await store.publish(input('m1')))[0]!.duplicate).toBe(true)
-    if (_name === 'SQLite') await store.close()
+    if (name === 'SQLite') await store.close()
   })
 })
 

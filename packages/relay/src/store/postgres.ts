@@ -70,8 +70,8 @@ async function earlyPush(client: pg.PoolClient, schema: string, s: string) {
   return {
     begin:
       `SELECT 1 FROM ${s}.relay_state WHERE id = 1 FOR UPDATE; ` +
-      `UPDATE ${s}.relay_state SET next_cursor = p.last_value + 1 FROM ${seq} p ` +
-      'WHERE id = 1 AND next_cursor <= p.last_value',
+      `UPDATE ${s}.relay_state SET next_cursor = (SELECT last_value + 1 FROM ${seq}) ` +
+      `WHERE id = 1 AND next_cursor <= (SELECT last_value FROM ${seq})`,
     apply:
       `WITH a AS (SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r) ` +
       `SELECT a.r, setval('${seq}', greatest((SELECT last_value FROM ${seq}), ` +

@@ -86,7 +86,7 @@ function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort)
 
   /** One transaction; a write failing it (`split`): each write again in a transaction of its own. */
   function batch(ops: WriteOp[], split = true): Batch {
-    const outcomes: WireOutcome[] = []
+    const outcomes: Array<{ ok: unknown }> = []
     const start = performance.now()
     try {
       begin.run()
@@ -96,7 +96,7 @@ function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort)
         for (const op of ops) outcomes.push({ ok: run(op) })
         const last = Number(lastCursor.get() ?? 0)
         if (last + RESERVE / 2 > floor) setFloor.run((next = last + RESERVE))
-        if (split && last <= floor) {
+        if (split && last <= floor && ops.some((op) => op.op === 'publish')) {
           port.postMessage({ decided: outcomes.map((o) => o.ok) } satisfies FromWriter)
           jump = true
         }
