@@ -67,9 +67,9 @@ export function postgresBatchRunner(
     // READ COMMITTED whatever the server's default: each statement of apply_writes then sees
     // what the writers before it (whose lock it waited for) committed.
     const begin = 'BEGIN ISOLATION LEVEL READ COMMITTED'
-    await client.query(early ? `${begin}; ${early.begin}` : begin)
     let outcomes: unknown[]
     try {
+      await client.query(early ? `${begin}; ${early.begin}` : begin)
       outcomes = (await client.query(apply, [JSON.stringify(ops), limits])).rows[0].r
       if (early)
         decided?.(ops.map((op, i) => (settlementOf(op, outcomes[i]) as { ok: unknown }).ok))

@@ -53,17 +53,20 @@ const SESSION_SETTINGS = `${KEEPALIVE_SETTINGS}, set_config('idle_in_transaction
  * back; a writer holding the turn (the `relay_state` lock) first moves `next_cursor` past it.
  */
 async function earlyPush(client: pg.PoolClient, schema: string, s: string) {
-  await client.query('BEGIN')
-  try {
-    const lock = `agentmsg-relay-schema:${schema}`
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lock])
-    await client.query(`CREATE SEQUENCE IF NOT EXISTS ${s}.pushed_cursor MINVALUE 0 START 0`)
-    await client.query('COMMIT')
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined)
-    throw error
-  }
   const seq = `${s}.pushed_cursor`
+  // Checked first, as the schema is: a read-only session (a standby) opens an existing store.
+  if ((await client.query('SELECT to_regclass($1) AS t', [seq])).rows[0].t === null) {
+    await client.query('BEGIN')
+    try {
+      const lock = `agentmsg-relay-schema:${schema}`
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lock])
+      await client.query(`CREATE SEQUENCE IF NOT EXISTS ${seq} MINVALUE 0 START 0`)
+      await client.query('COMMIT')
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw error
+    }
+  }
   const cursors =
     "jsonb_array_elements(a.r) o, jsonb_array_elements_text(CASE WHEN jsonb_typeof(o) = 'object' " +
     "AND o ? 'cursors' THEN o->'cursors' ELSE '[]' END) c"
