@@ -50,20 +50,17 @@ export class Uncommitted {
     }
   }
 
-  /** `mailbox`'s entries after `cursor` due at `now`, cursor order, at most `limit`/`maxBytes`. */
+  /** `mailbox`'s entries after `cursor` due at `now`, at most `limit`/`maxBytes`. */
   after(
     mailbox: string,
     cursor: string | undefined,
     o: { limit: number; maxBytes: number; now: number },
   ) {
-    const list = this.#held.get(mailbox)
-    if (list === undefined || o.limit < 1) return []
-    const due = list
-      .filter((e) => e.expiresAt > o.now && (cursor === undefined || before(cursor, e.cursor)))
-      .sort((a, b) => (before(a.cursor, b.cursor) ? -1 : 1))
     const entries: MailboxEntry[] = []
     let bytes = 0
-    for (const { expiresAt: _, ...entry } of due) {
+    // In cursor order already: one batch is told at a time, its outcomes in cursor order.
+    for (const { expiresAt, ...entry } of this.#held.get(mailbox) ?? []) {
+      if (expiresAt <= o.now || (cursor !== undefined && !before(cursor, entry.cursor))) continue
       bytes += entry.json.length
       if (entries.length >= o.limit || (entries.length > 0 && bytes > o.maxBytes)) break
       entries.push(entry)
