@@ -22,11 +22,12 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 // mailbox) added ~550 lines, ~450 of code; `@agentmsg/a2a` (A2A's client transport, the server
 // adapter, pushes) ~800 lines, ~600 of code, and 11 names; groups (topics in the client, topic
 // subscriptions in the relay transport, the inbox's webhook_verify, the CLI's subscribe, publish
-// and group) ~800 lines, ~650 of code, 5 names. Raise a limit only with a capability that needs it,
-// and say so in the commit.
+// and group) ~800 lines, ~650 of code, 5 names; the relay's push before the commit (pending
+// entries merged into feeds, cursors never reused after a lost commit) ~100 lines, ~50 of code.
+// Raise a limit only with a capability that needs it, and say so in the commit.
 export const LIMITS = {
-  lines: 27_300,
-  codeLines: 21_300,
+  lines: 27_400,
+  codeLines: 21_350,
   fileLines: 300,
   names: 276,
   coreRootNames: 60,

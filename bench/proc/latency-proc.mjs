@@ -136,17 +136,17 @@ export async function latencyRows({ tls, ca, runs = 3, verbose = false }) {
       rows: [
         row('ws500', 'bare500', 'p50', {
           name: `publish→push p50, WebSocket, 500/s (relay client → receiver; median of ${runs})`,
-          target: '≤ 5.0×',
+          target: '≤ 2.0×',
         }),
         row('ws500', 'bare500', 'p99', {
           name: 'publish→push p99, WebSocket, 500/s',
-          target: 'p99 ≤ 50 ms',
-          verdict: verdict(wsP99 <= 50),
+          target: 'p99 ≤ 20 ms',
+          verdict: verdict(wsP99 <= 20),
         }),
         row('ws1000', 'bare1000', 'p50', {
           name: 'publish→push p50, WebSocket, 1,000/s sustained',
-          target: 'p50 ≤ 10 ms, no 503',
-          verdict: verdict(ws1000p50 <= 10 && no503),
+          target: 'p50 ≤ 5 ms, no 503',
+          verdict: verdict(ws1000p50 <= 5 && no503),
         }),
         row('ws1000', 'bare1000', 'p99', {
           name: 'publish→push p99, WebSocket, 1,000/s',
@@ -155,8 +155,8 @@ export async function latencyRows({ tls, ca, runs = 3, verbose = false }) {
         row('sse500', 'ws500', 'p50', {
           name: `publish→push p50, SSE, 500/s (delivered ${rounds.map((r) => `${r.sse500.delivered}/${r.sse500.sent}`).join(', ')}; acked in ${rounds.map((r) => `${r.sse500.acks.batches} POST /relay/ack + ${r.sse500.acks.deletes} DELETE`).join(', ')})`,
           baselineName: sameRun,
-          target: 'all delivered, ≤ 2.0×',
-          verdict: verdict(sseAll && sseRatio <= 2),
+          target: 'all delivered, ≤ 1.5×',
+          verdict: verdict(sseAll && sseRatio <= 1.5),
         }),
         row('sse500', 'ws500', 'p99', {
           name: 'publish→push p99, SSE, 500/s',

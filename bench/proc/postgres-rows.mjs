@@ -75,8 +75,14 @@ export function publishRows(rs, { bytes, concurrency }) {
 export function latencyRows(rs, rate) {
   const got = (c) => rs.map((r) => `${r[c].delivered}/${r[c].sent}`).join(', ')
   const busy = (c) => busyText(rs, c)
-  const row = (name, c, base, baselineName, p) =>
-    pairedRow(rs, c, base, p, { name, unit: 'ms', baselineName, target: 'context' })
+  const row = (name, c, base, baselineName, p, fields = { target: 'context' }) =>
+    pairedRow(rs, c, base, p, { name, unit: 'ms', baselineName, ...fields })
+  // The relay pushes before its commit (protocol decision 34): at 300/s one node stays quick.
+  const pg1p50 = median(rs.map((r) => r.pg1.p50))
+  const target = rate === 300 && {
+    target: 'p50 ≤ 10 ms',
+    verdict: pg1p50 <= 10 ? 'met' : 'missed',
+  }
   const sqliteName = 'SQLite, 1 node'
   const pg1Name = 'PostgreSQL, 1 node'
   const cross = `${rate}/s, PostgreSQL 3 nodes, published on nodes 1–2, streamed from node 0`
@@ -87,6 +93,7 @@ export function latencyRows(rs, rate) {
       'sqlite',
       sqliteName,
       'p50',
+      target || undefined,
     ),
     row(`publish→push p99, ${rate}/s, PostgreSQL 1 node`, 'pg1', 'sqlite', sqliteName, 'p99'),
     row(

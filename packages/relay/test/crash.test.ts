@@ -8,6 +8,10 @@
  * reused). Each round starts the relay, drives concurrent publishers at one did:key mailbox,
  * and SIGKILLs the relay after a seeded random delay. A final restart retrieves the mailbox.
  *
+ * The mailbox owner streams it over a WebSocket all along, without acknowledging (the relay
+ * pushes before its commit, protocol decision 34), reconnecting from its last cursor after each
+ * restart: every 202'd message reaches the stream, none twice.
+ *
  * Reproduce a failure with CRASH_SEED=<seed printed in the output>.
  *
  * Publishers connect from distinct loopback source addresses (127.0.0.10…) and rotate sender
@@ -25,13 +29,15 @@ import {
   generateKeyPair,
   type KeyPair,
   type Message,
+  type Signer,
   signMessage,
 } from '@agentmsg/core'
 import { createKeyResolver } from '@agentmsg/core/identity'
-import { signRequest, verifyMessage } from '@agentmsg/core/receive'
+import { signRequest, signWsAuth, verifyMessage } from '@agentmsg/core/receive'
 import { createAddressPolicy } from '@agentmsg/core/server'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { WebSocket as WsWebSocket } from 'ws'
 import { seededRandom } from '../../conformance/test/support/seeded-random.js'
 import {
   freePort,
@@ -85,6 +91,45 @@ function publishRaw(agent: Agent, port: number, body: Buffer): Promise<PublishOu
     req.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }))
     req.end(body)
   })
+}
+
+/** The owner's WebSocket stream, never acknowledging (the final retrieve reads everything). */
+function ownerStream(
+  port: number,
+  ca: string,
+  agent: string,
+  signer: Signer,
+  got: (id: string) => void,
+) {
+  const relayBaseUrl = `https://127.0.0.1:${port}`
+  let after: string | undefined
+  let ws: WsWebSocket | undefined
+  let stopped = false
+  const connect = () => {
+    if (stopped) return
+    const socket = new WsWebSocket(`wss://127.0.0.1:${port}/relay/ws`, { ca })
+    ws = socket
+    socket.on('message', (data) => {
+      const frame = JSON.parse(String(data))
+      if (frame.type === 'challenge') {
+        const auth = { relayBaseUrl, nonce: frame.nonce, signer, agent, ...(after && { after }) }
+        void signWsAuth(auth).then((a) => socket.send(JSON.stringify(a)))
+      } else if (frame.type === 'message') {
+        after = frame.cursor
+        got(frame.message.message_id)
+      }
+    })
+    socket.on('error', () => undefined)
+    // Killed: again from the last cursor once the relay is back.
+    socket.on('close', () => setTimeout(connect, 100))
+  }
+  connect()
+  return {
+    close() {
+      stopped = true
+      ws?.close()
+    },
+  }
 }
 
 interface Sent {
@@ -141,6 +186,9 @@ describe('relay crash (SIGKILL) durability', () => {
     }> = []
 
     let ca = ''
+    /** message_id → times the owner's stream got it. */
+    const streamed = new Map<string, number>()
+    let stream: ReturnType<typeof ownerStream> | undefined
     for (let round = 1; round <= ROUNDS; round++) {
       const r = await startRelayProcess(dataDir, port)
       relay = r
@@ -163,6 +211,9 @@ describe('relay crash (SIGKILL) durability', () => {
         })
         expect(res.status, await res.clone().text()).toBe(201)
         await res.text()
+        stream = ownerStream(port, ca, mailbox, ownerSigner, (id) =>
+          streamed.set(id, (streamed.get(id) ?? 0) + 1),
+        )
       }
 
       const agents = Array.from(
@@ -297,6 +348,14 @@ describe('relay crash (SIGKILL) durability', () => {
     // Restart once more and read the whole mailbox, page by page.
     const r = await startRelayProcess(dataDir, port)
     relay = r
+    // The stream gets everything acknowledged, within a bound.
+    const unstreamed = () => [...acked].filter((id) => !streamed.has(id))
+    for (let i = 0; i < 300 && unstreamed().length > 0; i++)
+      await new Promise((f) => setTimeout(f, 50))
+    expect(unstreamed(), `acknowledged, never streamed (seed ${seed})`).toEqual([])
+    stream!.close()
+    const twice = [...streamed].filter(([, n]) => n > 1).map(([id]) => id)
+    expect(twice, `streamed twice (seed ${seed})`).toEqual([])
     const fetch = createNodeFetch({
       ca,
       addressPolicy: createAddressPolicy({ allow: ['127.0.0.1'] }),
@@ -349,6 +408,7 @@ describe('relay crash (SIGKILL) durability', () => {
         `[${perRound.map((p) => p.acked).join(', ')}], total ${totalAcked}; ` +
         `re-sent ${perRound.reduce((n, p) => n + p.resent, 0)} acknowledged ids; ` +
         `retrieved ${retrieved.length} in ${pages} page(s) (${storedUnacked} stored whose 202 was cut by the kill), ` +
+        `streamed ${streamed.size} (${streamed.size - totalAcked} without a 202), ` +
         `0 duplicates, 0 lost; ${((Date.now() - started) / 1000).toFixed(1)} s`,
     )
     expect(totalAcked).toBeGreaterThanOrEqual(ROUNDS)

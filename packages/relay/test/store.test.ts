@@ -285,6 +285,8 @@ describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
     })
   })
 
+  /** Cursors told before their commit: `<messageId> <mailbox>=<cursor>[,…]`. */
+  const told: string[] = []
   /** Run one child until `killAfter` publishes resolved, SIGKILL it; the lines it printed. */
   function crashRound(file: string, round: number, killAfter: number): Promise<string[]> {
     return new Promise((resolve, reject) => {
@@ -300,7 +302,10 @@ describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
         buffer += chunk
         const parts = buffer.split('\n')
         buffer = parts.pop()! // an unterminated last line is not a complete report
-        for (const line of parts) if (line !== 'ready') lines.push(line)
+        for (const line of parts) {
+          if (line.startsWith('told ')) told.push(line.slice(5))
+          else if (line !== 'ready') lines.push(line)
+        }
         if (!killed && lines.length >= killAfter) {
           killed = true
           child.kill('SIGKILL')
@@ -319,6 +324,8 @@ describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
     const file = join(dir, 'crash.db')
     const confirmed = new Map<string, Map<string, string>>() // messageId → mailbox → cursor
     let totalConfirmed = 0
+    /** Told before a commit the SIGKILL cut (per check, summed). */
+    let lostTold = 0
     const rounds = 5
     for (let round = 0; round < rounds; round++) {
       const killAfter = 300 + Math.floor(Math.random() * 2500)
@@ -372,6 +379,28 @@ describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
         for (const [id, byMailbox] of confirmed) {
           for (const [mailbox, cursor] of byMailbox) expect(held.get(id)?.get(mailbox)).toBe(cursor)
         }
+        // A cursor told before a commit that never came is never another entry's (decision 34).
+        const toldAt = new Map<string, string>()
+        for (const line of told) {
+          const [id, where] = line.split(' ')
+          for (const pair of where!.split(',')) {
+            const [mailbox, cursor] = pair.split('=')
+            const what = `${id} ${mailbox}`
+            expect(toldAt.get(cursor!) ?? what).toBe(what)
+            toldAt.set(cursor!, what)
+          }
+        }
+        let lost = 0
+        for (const [cursor, what] of toldAt) {
+          const [id, mailbox] = what.split(' ')
+          if (held.get(id!)?.get(mailbox!) !== cursor) lost++
+        }
+        for (const [id, byMailbox] of held) {
+          for (const [mailbox, cursor] of byMailbox) {
+            expect(toldAt.get(cursor) ?? `${id} ${mailbox}`).toBe(`${id} ${mailbox}`)
+          }
+        }
+        lostTold += lost
         // A topic message is in all three mailboxes or in none (a publish is atomic).
         for (const [id, byMailbox] of held) {
           const i = Number(id.split('-')[1])
@@ -383,7 +412,8 @@ describe('sqliteRelayStore survives SIGKILL mid-stream', () => {
     }
     expect(totalConfirmed).toBeGreaterThan(rounds * 300)
     console.log(
-      `crash test: ${rounds} rounds, ${totalConfirmed} confirmed publishes, ${confirmed.size} ids`,
+      `crash test: ${rounds} rounds, ${totalConfirmed} confirmed publishes, ${confirmed.size} ids; ` +
+        `${told.length} told before their commit, of them not stored (cut by a kill, summed over the checks) ${lostTold}`,
     )
   }, 120_000)
 })

@@ -3,6 +3,7 @@
 // Cursors grow in the order entries became visible, so nothing stored meanwhile is missed.
 import { PROFILE } from '@agentmsg/core'
 import type { MailboxEntry, RelayStore } from '../store/types.js'
+import type { Uncommitted } from './uncommitted.js'
 
 /** Where a feed sends a mailbox's entries (an SSE stream, a WebSocket, a webhook). */
 export interface FeedSink {
@@ -48,6 +49,8 @@ export interface FeedContext {
   notifier: Notifier
   now: () => number
   onError: (error: unknown) => void
+  /** Entries decided, not yet committed: pushed after the committed ones. */
+  uncommitted?: Uncommitted
   /** Told how many entries each read handed to the sink (metrics). */
   delivered?: (count: number) => void
 }
@@ -80,22 +83,22 @@ export function startFeed(
         for (;;) {
           if (!(await sink.ready())) return close()
           if (closed) return
-          const page = await ctx.store.retrieve(mailbox, {
-            after: cursor,
-            limit: PROFILE.pageLimit,
-            // At most one stream's unsent bytes per read (PROFILE §9).
-            maxBytes: PROFILE.maxMessageBytes,
-            now: ctx.now(),
-          })
-          if (page.entries.length > 0) ctx.delivered?.(page.entries.length)
+          // At most one stream's unsent bytes per read (PROFILE §9).
+          const o = { limit: PROFILE.pageLimit, maxBytes: PROFILE.maxMessageBytes, now: ctx.now() }
+          // Taken before the read: one committed meanwhile is in the read, and a newer one wakes us.
+          const early = ctx.uncommitted?.after(mailbox, cursor, o) ?? []
+          const page = await ctx.store.retrieve(mailbox, { after: cursor, ...o })
+          const entries = page.entries.length > 0 ? page.entries : early
+          if (entries.length > 0) ctx.delivered?.(entries.length)
           if (closed) return
-          for (const entry of page.entries) {
+          for (const entry of entries) {
             sink.send(entry)
             cursor = entry.cursor
           }
           // A complete page read everything due: the next notification wakes the feed again
-          // (else a second, empty read per pushed entry).
-          if (page.entries.length === 0 || page.complete === true) break
+          // (else a second, empty read per pushed entry). Uncommitted ones left: read on.
+          const more = (ctx.uncommitted?.after(mailbox, cursor, { ...o, limit: 1 }).length ?? 0) > 0
+          if (!more && (page.entries.length === 0 || page.complete === true)) break
         }
       }
     } catch (error) {

@@ -27,6 +27,7 @@ import { dispatch, type RelayEndpoints } from './routes.js'
 import { streamCaps } from './streams.js'
 import { relaySubscriptions } from './subscriptions.js'
 import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
+import { Uncommitted } from './uncommitted.js'
 
 /**
  * Create the relay's HTTP handler, webhook push included.
@@ -65,6 +66,10 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     return () => connections.delete(closer)
   }
   const notifier = new Notifier()
+  const lost = (error: unknown) => {
+    observer?.commitFailedAfterPush?.()
+    onError(new Error('a commit failed after its message was pushed', { cause: error }))
+  }
   const ctx: RelayContext = {
     baseUrl,
     origin: base.origin,
@@ -73,6 +78,7 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
     resolver,
     nonces: new NonceMemory({ now }),
     notifier,
+    ...(o.pushBeforeCommit !== false && { uncommitted: new Uncommitted(notifier, lost) }),
     now,
     onError,
     closing: () => closing,

@@ -111,13 +111,17 @@ export function publisher(
     const expiresAt = Math.min(receivedAt + retentionMs, date + (ttl ?? Infinity) * 1000)
     // Quotas count JCS(message without trace) (PROFILE §9): what the sender signed and sized.
     const { trace: _trace, ...signed } = message
+    const json = JSON.stringify(traced)
+    const messageId = message.message_id
+    // Pushed to live streams once decided, while the commit runs (uncommitted.ts).
+    const live = ctx.uncommitted?.track({ from, messageId, json, expiresAt })
     let results
     try {
-      results = await store.publish({
+      const input = {
         mailboxes,
         from,
-        messageId: message.message_id,
-        json: JSON.stringify(traced),
+        messageId,
+        json,
         bytes: canonicalizeToBytes(signed).byteLength,
         receivedAt,
         expiresAt,
@@ -127,8 +131,10 @@ export function publisher(
         skipFull: topic,
         // Charged to the client address it came from (PROFILE §9): one cannot fill the relay.
         ...(bucket !== undefined && { bucket }),
-      })
+      }
+      results = await store.publish(input, live)
     } catch (error) {
+      live?.done(error)
       if (error instanceof MailboxFullError || error instanceof RelayStorageFullError) {
         // The error never names a mailbox, its owner or the client address (PROFILE §9).
         return errorReply('unavailable', 'the relay cannot store this message now; retry later', {
@@ -137,7 +143,9 @@ export function publisher(
       }
       throw error
     }
-    for (const r of results) if (!r.duplicate && !r.full) ctx.notifier.notify(r.mailbox)
+    // Pushed early: the feeds were told then, and read it in the store from now on.
+    const pushed = live?.done() === true
+    for (const r of results) if (!r.duplicate && !r.full && !pushed) ctx.notifier.notify(r.mailbox)
     // Two copies raced past `isDuplicate`: the store kept one; the other is the duplicate.
     if (outcome && results.length > 0 && results.every((r) => r.duplicate)) outcome.duplicate = true
     return acceptedReply(message.message_id)

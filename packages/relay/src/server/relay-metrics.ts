@@ -35,6 +35,11 @@ export class RelayMetrics implements RelayObserver {
     'scope',
     'Answers 429 rate_limited, by limit: address, reads, sender, streams, subscriptions',
   )
+  readonly #lostAfterPush = new Counter({
+    name: 'agentmsg_relay_commit_failed_after_push_total',
+    help: 'Publishes pushed to streams before their commit, whose commit then failed (the publisher got no 202 and retries; receivers drop the second copy as a replay)',
+    registers: [this.registry],
+  })
   readonly #openStreams = new Gauge({
     name: 'agentmsg_relay_open_streams',
     help: 'Open SSE and WebSocket streams',
@@ -100,6 +105,7 @@ export class RelayMetrics implements RelayObserver {
   readonly delivered = (mode: DeliveryMode, n: number) => this.#deliveries.inc({ mode }, n)
   readonly streamOpened = (kind: StreamKind) => this.#openStreams.inc({ kind })
   readonly streamClosed = (kind: StreamKind) => this.#openStreams.dec({ kind })
+  readonly commitFailedAfterPush = () => this.#lostAfterPush.inc()
   readonly storeWrite = (op: 'publish' | 'ack', s: number) => this.#commits.observe({ op }, s)
 }
 

@@ -93,7 +93,7 @@ export function timedStore(store: RelayStore, observer: RelayObserver): RelaySto
     return result
   }
   const replaced: Partial<RelayStore> = {
-    publish: (input) => timed('publish', store.publish(input)),
+    publish: (input, hooks) => timed('publish', store.publish(input, hooks)),
     // A lazy ack (a WebSocket frame) waits for the next commit on purpose: untimed.
     ack: (mailbox, id, from, options) =>
       options?.lazy === true

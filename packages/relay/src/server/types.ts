@@ -80,6 +80,11 @@ export interface RelayHandlerOptions {
   webhook?: RelayWebhookOptions
   /** Told what the relay refuses, stores and delivers (metrics, logs). */
   observer?: RelayObserver
+  /**
+   * Push a publish to live streams once its store decided it, while the commit runs (the 202
+   * still waits for it, PROFILE §9). @default true
+   */
+  pushBeforeCommit?: boolean
   /** `GET /readyz`: a store check slower than `timeoutMs` fails, kept `cacheMs`. @default 2000, 1000 */
   readyCheck?: { timeoutMs?: number; cacheMs?: number }
 }
@@ -115,6 +120,8 @@ export interface RelayObserver {
   streamOpened?(kind: StreamKind): void
   /** A stream closed. */
   streamClosed?(kind: StreamKind): void
+  /** A store commit failed after its entries were pushed to streams (the publisher retries). */
+  commitFailedAfterPush?(): void
   /** A store write, from request to durable commit. */
   storeWrite?(op: 'publish' | 'ack', seconds: number): void
 }

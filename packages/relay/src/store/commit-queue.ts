@@ -12,15 +12,22 @@ import {
   publishMailboxes,
   publishResult,
 } from './common.js'
-import type { PublishInput, RelayStore, Subscription } from './types.js'
+import type { PublishInput, RelayStore, StorePublishResult, Subscription } from './types.js'
 
 export type Settlement = { ok: unknown } | { error: unknown }
 
-/** Runs one batch: one settlement per write, in order, or a rejection for all of them. */
-export type BatchRunner<Op> = (ops: Op[]) => Promise<Settlement[]>
+/**
+ * Runs one batch: one settlement per write, in order, or a rejection for all of them. It may
+ * call `decided` with each write's outcome before its COMMIT (see PublishHooks.decided).
+ */
+export type BatchRunner<Op> = (
+  ops: Op[],
+  decided: (outcomes: unknown[]) => void,
+) => Promise<Settlement[]>
 
 export interface CommitQueue<Op> {
-  enqueue<T>(op: Op, lazy?: boolean): Promise<T>
+  /** `decided`: told the write's outcome before its commit, when the runner knows it. */
+  enqueue<T>(op: Op, lazy?: boolean, decided?: (outcome: unknown) => void): Promise<T>
   /** Resolves once every write enqueued before the call has settled. */
   settled(): Promise<void>
   readonly closed: boolean
@@ -32,7 +39,12 @@ export interface CommitQueue<Op> {
 
 const LAZY_DELAY_MS = 20
 
-type Queued<Op> = { op: Op; resolve: (value: unknown) => void; reject: (error: unknown) => void }
+type Queued<Op> = {
+  op: Op
+  resolve: (value: unknown) => void
+  reject: (error: unknown) => void
+  decided?: ((outcome: unknown) => void) | undefined
+}
 
 export function commitQueue<Op>(
   run: BatchRunner<Op>,
@@ -75,7 +87,16 @@ export function commitQueue<Op>(
     eager = queue.length
     inFlight = true
     // A runner that throws rejects the batch as one that rejects.
-    new Promise<Settlement[]>((resolve) => resolve(run(batch.map((write) => write.op)))).then(
+    const decided = (outcomes: unknown[]) =>
+      batch.forEach((write, i) => {
+        try {
+          write.decided?.(outcomes[i])
+        } catch {
+          // A hook's failure is its own: the write commits whatever it did.
+        }
+      })
+    const ops = batch.map((write) => write.op)
+    new Promise<Settlement[]>((resolve) => resolve(run(ops, decided))).then(
       (outcomes) => done(batch, outcomes),
       (error: unknown) => done(batch, undefined, error),
     )
@@ -112,11 +133,11 @@ export function commitQueue<Op>(
   }
 
   return {
-    enqueue<T>(op: Op, lazy = false): Promise<T> {
+    enqueue<T>(op: Op, lazy = false, decided?: (outcome: unknown) => void): Promise<T> {
       if (closed) return Promise.reject(new Error('relay store is closed'))
       if (broken !== undefined) return Promise.reject(broken)
       return new Promise<T>((resolve, reject) => {
-        queue.push({ op, resolve: resolve as (value: unknown) => void, reject })
+        queue.push({ op, resolve: resolve as (value: unknown) => void, reject, decided })
         enqueued++
         if (!lazy) eager++
         if (queue.length >= maxBatch) flush()
@@ -195,7 +216,8 @@ export function queuedStore(
   close: () => Promise<void>,
   guard: <T>(call: Promise<T>) => Promise<T> = (call) => call,
 ) {
-  const write = <T>(op: WriteOp, lazy?: boolean) => guard(queue.enqueue<T>(op, lazy))
+  const write = <T>(op: WriteOp, lazy?: boolean, decided?: (outcome: unknown) => void) =>
+    guard(queue.enqueue<T>(op, lazy, decided))
   const read = storeCall(queue, guard)
   let gone: Promise<void> | undefined
   return {
@@ -210,7 +232,7 @@ export function queuedStore(
     subscriptions: read(reads.subscriptions),
     mailboxState: read(reads.mailboxState),
     topicSubscribers: read(reads.topicSubscribers),
-    async publish(input) {
+    async publish(input, hooks) {
       const mailboxes = publishMailboxes(input)
       if (mailboxes.length === 0) {
         if (queue.closed) throw new Error('relay store is closed')
@@ -225,7 +247,11 @@ export function queuedStore(
         skipFull: !!input.skipFull,
         bucket: hashBucket(input.bucket),
       }
-      return publishResult(await write<PublishOutcome>(op))
+      // A refusal (not an array) is not pushed: it rejects once the batch settles.
+      const decided =
+        hooks?.decided &&
+        ((o: unknown) => Array.isArray(o) && hooks.decided?.(o as StorePublishResult[]))
+      return publishResult(await write<PublishOutcome>(op, false, decided))
     },
     isDuplicate: read(reads.isDuplicate),
     retrieve: read(reads.retrieve),

@@ -33,14 +33,19 @@ class TransactionError extends Error {
   }
 }
 
-/** The batch runner of a store whose tables are in the quoted schema `s`. */
+/**
+ * The batch runner of a store whose tables are in the quoted schema `s`. `early`: statements
+ * that let outcomes be told before the COMMIT (postgres.ts `earlyPush`), run after BEGIN and
+ * in place of the apply call.
+ */
 export function postgresBatchRunner(
   pgModule: typeof pg,
   pool: pg.Pool,
   s: string,
   quota: ResolvedQuota,
+  early?: { begin: string; apply: string },
 ): BatchRunner<WriteOp> {
-  const apply = `SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r`
+  const apply = early?.apply ?? `SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r`
   const { messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes } = quota
   const limits = [messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes]
 
@@ -54,13 +59,20 @@ export function postgresBatchRunner(
     error.code !== undefined &&
     !['08', '53', '57', '58', 'XX'].includes(error.code.slice(0, 2))
 
-  async function transaction(client: pg.PoolClient, ops: WriteOp[]): Promise<unknown[]> {
+  async function transaction(
+    client: pg.PoolClient,
+    ops: WriteOp[],
+    decided?: (outcomes: unknown[]) => void,
+  ): Promise<unknown[]> {
     // READ COMMITTED whatever the server's default: each statement of apply_writes then sees
     // what the writers before it (whose lock it waited for) committed.
-    await client.query('BEGIN ISOLATION LEVEL READ COMMITTED')
+    const begin = 'BEGIN ISOLATION LEVEL READ COMMITTED'
     let outcomes: unknown[]
     try {
+      await client.query(early ? `${begin}; ${early.begin}` : begin)
       outcomes = (await client.query(apply, [JSON.stringify(ops), limits])).rows[0].r
+      if (early)
+        decided?.(ops.map((op, i) => (settlementOf(op, outcomes[i]) as { ok: unknown }).ok))
     } catch (error) {
       await client.query('ROLLBACK').catch((rollback: unknown) => {
         throw new TransactionError(rollback)
@@ -73,7 +85,7 @@ export function postgresBatchRunner(
     return outcomes
   }
 
-  return async (ops) => {
+  return async (ops, decided) => {
     const client = await pool.connect()
     /** Set when the connection may be unusable: the pool drops it. */
     let broken: Error | undefined
@@ -86,7 +98,7 @@ export function postgresBatchRunner(
     }
     try {
       try {
-        const outcomes = await transaction(client, ops)
+        const outcomes = await transaction(client, ops, decided)
         return ops.map((op, i) => settlementOf(op, outcomes[i]))
       } catch (error) {
         if (breaks(error)) throw unwrap(error)

@@ -47,6 +47,41 @@ export const POSTGRES_APPLICATION = 'agentmsg-relay'
 // refuse startup options.)
 const SESSION_SETTINGS = `${KEEPALIVE_SETTINGS}, set_config('idle_in_transaction_session_timeout', '60000', false)`
 
+/**
+ * Outcomes told before the COMMIT (PublishHooks.decided) with cursors never given again: the
+ * highest cursor so told is kept in a sequence, which an aborted transaction does not take
+ * back; a writer holding the turn (the `relay_state` lock) first moves `next_cursor` past it.
+ */
+async function earlyPush(client: pg.PoolClient, schema: string, s: string) {
+  const seq = `${s}.pushed_cursor`
+  // Checked first, as the schema is: a read-only session (a standby) opens an existing store.
+  if ((await client.query('SELECT to_regclass($1) AS t', [seq])).rows[0].t === null) {
+    await client.query('BEGIN')
+    try {
+      const lock = `agentmsg-relay-schema:${schema}`
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lock])
+      await client.query(`CREATE SEQUENCE IF NOT EXISTS ${seq} MINVALUE 0 START 0`)
+      await client.query('COMMIT')
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw error
+    }
+  }
+  const cursors =
+    "jsonb_array_elements(a.r) o, jsonb_array_elements_text(CASE WHEN jsonb_typeof(o) = 'object' " +
+    "AND o ? 'cursors' THEN o->'cursors' ELSE '[]' END) c"
+  return {
+    begin:
+      `SELECT 1 FROM ${s}.relay_state WHERE id = 1 FOR UPDATE; ` +
+      `UPDATE ${s}.relay_state SET next_cursor = (SELECT last_value + 1 FROM ${seq}) ` +
+      `WHERE id = 1 AND next_cursor <= (SELECT last_value FROM ${seq})`,
+    apply:
+      `WITH a AS (SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r) ` +
+      `SELECT a.r, setval('${seq}', greatest((SELECT last_value FROM ${seq}), ` +
+      `(SELECT max(c::bigint) FROM ${cursors}))) FROM a`,
+  }
+}
+
 /** pg is an optional peer dependency: missing, one line naming the install command. */
 async function loadPg(): Promise<typeof pg> {
   try {
@@ -97,13 +132,17 @@ export async function openPostgresRelayStore(
   const config: pg.ClientConfig = { ...pool.options, password: pool.options.password }
   let watcher: Awaited<ReturnType<typeof startPostgresWatch>>
   let bucketKey: Buffer
+  let early: Awaited<ReturnType<typeof earlyPush>>
   try {
     const client = await pool.connect()
     // A connection whose statement failed is dropped, not pooled again.
-    bucketKey = await createPostgresSchema(client, schema).catch((error: unknown) => {
+    try {
+      bucketKey = await createPostgresSchema(client, schema)
+      early = await earlyPush(client, schema, s)
+    } catch (error) {
       client.release(true)
       throw error
-    })
+    }
     client.release()
     const channel = postgresChannel(schema)
     watcher = await startPostgresWatch(pgModule, config, channel, onError, (id) => own.has(id))
@@ -113,7 +152,7 @@ export async function openPostgresRelayStore(
   }
   const reads = postgresReads(pool, s)
   const maxBatch = Math.max(1, Math.floor(options.groupCommit?.maxBatch ?? 256))
-  const queue = commitQueue<WriteOp>(postgresBatchRunner(pgModule, pool, s, quota), maxBatch)
+  const queue = commitQueue<WriteOp>(postgresBatchRunner(pgModule, pool, s, quota, early), maxBatch)
   // One statement, outside the writers' turn: a pair is new, held but expired at `now`
   // (remembered again), or a replay (PROFILE §9 agent auth).
   const rememberNonce =

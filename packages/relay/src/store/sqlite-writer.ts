@@ -35,7 +35,15 @@ export type WireError = { name: string; message: string; code?: unknown }
 export type WireOutcome = { ok: unknown } | { error: WireError }
 
 type Batch = { outcomes: WireOutcome[]; commits: SqliteCommitInfo[] }
-export type FromWriter = Batch | { fatal: WireError }
+/** `decided`: a batch's outcomes before its COMMIT (PublishHooks.decided), then the Batch. */
+export type FromWriter = Batch | { decided: unknown[] } | { fatal: WireError }
+
+/**
+ * Cursors reserved ahead by a committed `cursor_floor`: a batch's outcomes are told before its
+ * COMMIT only while its cursors are under the floor, and after a restart or a lost COMMIT the
+ * cursors go on above it, so a cursor pushed before a COMMIT that never came is never reused.
+ */
+const RESERVE = 65_536
 
 export function errorToWire(error: unknown): WireError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
@@ -60,15 +68,38 @@ function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort)
   // An unusable connection: the next BEGIN reports it.
   const rollbackQuietly = () => quietly(() => db.inTransaction && rollback.run())
   const publishes = (ops: WriteOp[]) => ops.filter((op) => op.op === 'publish').length
+  const lastCursor = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").pluck()
+  const raise = db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'entries' AND seq < ?")
+  const seed = db.prepare(
+    "INSERT INTO sqlite_sequence (name, seq) SELECT 'entries', ? WHERE NOT EXISTS " +
+      "(SELECT 1 FROM sqlite_sequence WHERE name = 'entries')",
+  )
+  const floorOf = db.prepare("SELECT value FROM meta WHERE name = 'cursor_floor'").pluck()
+  const setFloor = db.prepare(
+    "INSERT INTO meta (name, value) VALUES ('cursor_floor', ?) " +
+      'ON CONFLICT (name) DO UPDATE SET value = excluded.value',
+  )
+  /** Durable: no cursor up to it is given again. */
+  let floor = Number(floorOf.get() ?? 0)
+  /** At open, and after a COMMIT lost once its outcomes were told: cursors go on above `floor`. */
+  let jump = true
 
   /** One transaction; a write failing it (`split`): each write again in a transaction of its own. */
   function batch(ops: WriteOp[], split = true): Batch {
-    const outcomes: WireOutcome[] = []
+    const outcomes: Array<{ ok: unknown }> = []
     const start = performance.now()
     try {
       begin.run()
+      if (jump && floor > 0 && raise.run(floor, floor).changes === 0) seed.run(floor)
+      let next = floor
       try {
         for (const op of ops) outcomes.push({ ok: run(op) })
+        const last = Number(lastCursor.get() ?? 0)
+        if (last + RESERVE / 2 > floor) setFloor.run((next = last + RESERVE))
+        if (split && last <= floor && ops.some((op) => op.op === 'publish')) {
+          port.postMessage({ decided: outcomes.map((o) => o.ok) } satisfies FromWriter)
+          jump = true
+        }
       } catch (error) {
         rollbackQuietly()
         if (!split) throw error
@@ -79,6 +110,8 @@ function serve(db: Database.Database, data: SqliteWriterData, port: MessagePort)
         }
       }
       commit.run()
+      floor = next
+      jump = false
     } catch (error) {
       // BEGIN, COMMIT or the one write failed: nothing of the batch is stored.
       rollbackQuietly()

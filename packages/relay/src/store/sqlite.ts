@@ -92,12 +92,13 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
   }
   // Keep the process alive only while a batch is in flight (as a synchronous store would).
   worker.unref()
-  let pending: { resolve(s: Settlement[]): void; reject(e: unknown): void } | undefined
+  type Pending = { resolve(s: Settlement[]): void; reject(e: unknown): void }
+  let pending: (Pending & { decided(outcomes: unknown[]): void }) | undefined
   let failed = false
   const queue = commitQueue<WriteOp>(
-    (ops) =>
+    (ops, decided) =>
       new Promise((resolve, reject) => {
-        pending = { resolve, reject }
+        pending = { resolve, reject, decided }
         worker.ref()
         worker.postMessage(ops)
       }),
@@ -112,6 +113,7 @@ export function sqliteRelayStore(options: SqliteRelayStoreOptions): RelayStore {
   }
   worker.on('message', (message: FromWriter) => {
     if ('fatal' in message) return gone(errorFromWire(message.fatal))
+    if ('decided' in message) return pending?.decided(message.decided)
     worker.unref()
     for (const info of message.commits) {
       try {

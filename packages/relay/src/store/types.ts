@@ -65,6 +65,18 @@ export interface StorePublishResult {
   full?: boolean
 }
 
+/** Hooks of {@link RelayStore.publish}. */
+export interface PublishHooks {
+  /**
+   * Told the outcome once the store decided it (duplicates, quotas, cursors), possibly before it
+   * is durable, so live streams can push it while the commit runs; never for a refusal. When
+   * `publish` then rejects, nothing was stored, and the cursors given here are never given to
+   * another entry (a stream that pushed one resumes after it without skipping anything). Every
+   * entry of a mailbox with a lower cursor is already committed, or in the same commit.
+   */
+  decided?(results: StorePublishResult[]): void
+}
+
 /** A message held in a mailbox. */
 export interface MailboxEntry {
   /** Its position in the mailbox; later entries have greater cursors. */
@@ -163,7 +175,7 @@ export interface RelayStore {
    * once). No room: a {@link MailboxFullError}, nothing stored, unless `skipFull`;
    * {@link RelayStorageFullError} (`scope` relay or bucket), whatever `skipFull`.
    */
-  publish(input: PublishInput): Promise<StorePublishResult[]>
+  publish(input: PublishInput, hooks?: PublishHooks): Promise<StorePublishResult[]>
   /** Every one of `mailboxes` (at least one) holds or remembers the triple. */
   isDuplicate(query: DuplicateQuery): Promise<boolean>
   /**
