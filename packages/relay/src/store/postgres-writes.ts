@@ -7,6 +7,7 @@
 import type pg from 'pg'
 import type { BatchRunner, Settlement, WriteOp } from './commit-queue.js'
 import type { PublishOutcome, ResolvedQuota } from './common.js'
+import { prepared } from './postgres-reads.js'
 import type { StorePublishResult } from './types.js'
 
 /** What `publish` returns in SQL: per mailbox new/duplicate/full and cursors, or a refusal. */
@@ -40,7 +41,7 @@ export function postgresBatchRunner(
   s: string,
   quota: ResolvedQuota,
 ): BatchRunner<WriteOp> {
-  const apply = `SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r`
+  const apply = prepared(`SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r`)
   const { messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes } = quota
   const limits = [messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes]
 
@@ -60,7 +61,7 @@ export function postgresBatchRunner(
     await client.query('BEGIN ISOLATION LEVEL READ COMMITTED')
     let outcomes: unknown[]
     try {
-      outcomes = (await client.query(apply, [JSON.stringify(ops), limits])).rows[0].r
+      outcomes = (await client.query({ ...apply, values: [JSON.stringify(ops), limits] })).rows[0].r
     } catch (error) {
       await client.query('ROLLBACK').catch((rollback: unknown) => {
         throw new TransactionError(rollback)

@@ -8,7 +8,7 @@ import type pg from 'pg'
 import { commitQueue, queuedStore, storeCall, type WriteOp } from './commit-queue.js'
 import { bucketHasher, type RelayQuota, resolveQuota } from './common.js'
 import { asStoreError, redactPostgresError } from './postgres-errors.js'
-import { postgresReads } from './postgres-reads.js'
+import { postgresReads, prepared } from './postgres-reads.js'
 import { createPostgresSchema, postgresChannel, quoteSchema } from './postgres-schema.js'
 import { KEEPALIVE_SETTINGS, postgresLead, startPostgresWatch } from './postgres-session.js'
 import { postgresBatchRunner } from './postgres-writes.js'
@@ -42,7 +42,7 @@ export interface PostgresRelayStore extends Required<RelayStore> {
 /** Application name of the store's pooled connections (visible in pg_stat_activity). */
 export const POSTGRES_APPLICATION = 'agentmsg-relay'
 
-// A write transaction holds the lock every writer waits for: a frozen or cut-off process's
+// A write transaction holds the locks of the mailboxes it writes: a frozen or cut-off process's
 // session must end soon, not when TCP keepalive notices hours later. (A query: poolers may
 // refuse startup options.)
 const SESSION_SETTINGS = `${KEEPALIVE_SETTINGS}, set_config('idle_in_transaction_session_timeout', '60000', false)`
@@ -116,10 +116,11 @@ export async function openPostgresRelayStore(
   const queue = commitQueue<WriteOp>(postgresBatchRunner(pgModule, pool, s, quota), maxBatch)
   // One statement, outside the writers' turn: a pair is new, held but expired at `now`
   // (remembered again), or a replay (PROFILE §9 agent auth).
-  const rememberNonce =
+  const rememberNonce = prepared(
     `INSERT INTO ${s}.nonces AS n (key_id, nonce, expires_at) VALUES ($1, $2, $3::float8) ` +
     'ON CONFLICT (key_id, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at ' +
-    'WHERE n.expires_at < $4::float8 RETURNING 1'
+    'WHERE n.expires_at < $4::float8 RETURNING 1',
+  )
   // The database unreachable: `unavailable` (503 with Retry-After), the operator told.
   const guard = <T>(call: Promise<T>) =>
     call.catch((error: unknown) => {
@@ -139,7 +140,7 @@ export async function openPostgresRelayStore(
     storedMessages: call(reads.storedMessages),
     watch: (listener) => (queue.closed ? () => undefined : watcher.add(listener)),
     rememberNonce: call(async (keyId: string, nonce: string, expiresAt: number, now: number) => {
-      const { rowCount } = await pool.query(rememberNonce, [keyId, nonce, expiresAt, now])
+      const { rowCount } = await pool.query({ ...rememberNonce, values: [keyId, nonce, expiresAt, now] })
       return rowCount === 1 ? ('fresh' as const) : ('replay' as const)
     }),
     lead(job, listener) {
