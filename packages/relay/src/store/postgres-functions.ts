@@ -3,8 +3,8 @@
  * one round trip, each write seeing what the earlier ones wrote. Writers of every process lock
  * only what they write, in one order (so no two wait for each other): the relay-wide advisory
  * lock (shared, exclusive near the cap), the mailboxes' rows sorted by name, the client address
- * buckets' rows sorted. A mailbox's cursors come from its row under that lock, so they increase
- * in commit order within the mailbox, and its quotas and a bucket's share are exact. Relay-wide
+ * buckets' rows sorted. A mailbox's cursors are taken under that lock, so they increase in
+ * commit order within the mailbox, and its quotas and a bucket's share are exact. Relay-wide
  * counters are striped (`relay_totals`): `st` = {messages, bytes} relay-wide travels through
  * the batch and its change is added to one stripe at the end. A refusal is an outcome, not an
  * exception, which would abort the batch; the expired entries dropped to make room stay dropped.
@@ -100,8 +100,8 @@ BEGIN
     END IF;
     st[1] := st[1] + 1;
     st[2] := st[2] + p_bytes;
-    -- Each mailbox's next cursor comes from its row, under its lock (taken in apply_writes, or
-    -- here by the upsert for a mailbox without a row); one statement writes it all.
+    -- One statement writes it all. Cursors are taken under the mailboxes' locks (lock_batch), so
+    -- within a mailbox they increase in commit order; across mailboxes they are unique.
     WITH message AS (
       INSERT INTO ${s}.messages
         (from_agent, message_id, json, json_bytes, bytes, received_at, expires_at, forget_at, bucket)
@@ -111,23 +111,22 @@ BEGIN
     ), charged AS (
       INSERT INTO ${s}.buckets AS b (bucket, bytes) SELECT p_bucket, p_bytes WHERE p_bucket IS NOT NULL
       ON CONFLICT (bucket) DO UPDATE SET bytes = b.bytes + EXCLUDED.bytes
-    ), taken AS (
-      INSERT INTO ${s}.mailboxes AS x (agent, state, messages, bytes, next_cursor)
-      SELECT b, 'none', 1, p_bytes, 2 FROM unnest(fresh) AS b
-      ON CONFLICT (agent) DO UPDATE SET messages = x.messages + 1,
-        bytes = x.bytes + EXCLUDED.bytes, next_cursor = x.next_cursor + 1
-      RETURNING x.agent, x.next_cursor - 1 AS cursor
+    ), counted_box AS (
+      UPDATE ${s}.mailboxes x SET messages = x.messages + 1, bytes = x.bytes + p_bytes
+      WHERE x.agent = ANY (fresh)
     ), entered AS (
       INSERT INTO ${s}.entries (mailbox, cursor, message_ref, from_agent, message_id, bytes, expires_at)
-      SELECT agent, cursor, (SELECT id FROM message), p_from, p_message_id, p_bytes, p_expires_at
-      FROM taken
+      SELECT b, nextval('${s}.entry_cursor'), (SELECT id FROM message), p_from, p_message_id,
+             p_bytes, p_expires_at
+      FROM unnest(fresh) WITH ORDINALITY AS f(b, n) ORDER BY n
+      RETURNING mailbox, cursor
     ), counted AS (
       INSERT INTO ${s}.senders AS x (mailbox, from_agent, messages, bytes)
       SELECT b, p_from, 1, p_bytes FROM unnest(fresh) AS b
       ON CONFLICT (mailbox, from_agent)
       DO UPDATE SET messages = x.messages + 1, bytes = x.bytes + EXCLUDED.bytes
     )
-    SELECT array_agg(agent), array_agg(cursor) INTO got_boxes, got_cursors FROM taken;
+    SELECT array_agg(mailbox), array_agg(cursor) INTO got_boxes, got_cursors FROM entered;
     FOR i IN 1 .. cardinality(boxes) LOOP
       IF kinds[i] = 'n' THEN cursors[i] := got_cursors[array_position(got_boxes, boxes[i])]; END IF;
     END LOOP;
@@ -181,10 +180,11 @@ BEGIN
   SELECT ARRAY[coalesce(sum(messages), 0), coalesce(sum(bytes), 0)]::bigint[] INTO st
   FROM ${s}.relay_totals;
   IF adding IS NOT NULL THEN
-    -- Far from the relay-wide cap, writers add side by side (the cap would need the other
-    -- nodes' batches in flight to hold half of it to be passed); nearer, they take turns and
-    -- each sees every stored byte (PROFILE §9 relay-wide cap).
-    IF 2 * (st[2] + adding) > q[5] THEN
+    -- PROFILE §9 relay-wide cap. Writers add side by side while the relay holds under half its
+    -- cap and each adds under 1/64 of it; otherwise they take turns, each seeing every stored
+    -- byte. Exact with up to 32 nodes: once past half, only batches already running add
+    -- without a turn, each under 1/64.
+    IF 2 * (st[2] + adding) > q[5] OR 64 * adding > q[5] THEN
       PERFORM pg_advisory_xact_lock(${lock});
       SELECT ARRAY[coalesce(sum(messages), 0), coalesce(sum(bytes), 0)]::bigint[] INTO st
       FROM ${s}.relay_totals;
@@ -192,6 +192,10 @@ BEGIN
       PERFORM pg_advisory_xact_lock_shared(${lock});
     END IF;
   END IF;
+  -- A publish's mailbox without a row gets one first (else two nodes would both find it empty).
+  INSERT INTO ${s}.mailboxes (agent, state)
+  SELECT DISTINCT b, 'none' FROM jsonb_array_elements(ops) AS o,
+    jsonb_array_elements_text(o->'mailboxes') AS b ORDER BY 1 ON CONFLICT DO NOTHING;
   PERFORM 1 FROM ${s}.mailboxes WHERE agent IN (
     SELECT jsonb_array_elements_text(o->'mailboxes') FROM jsonb_array_elements(ops) AS o
     UNION SELECT coalesce(o->>'mailbox', o->>'agent') FROM jsonb_array_elements(ops) AS o

@@ -88,7 +88,10 @@ export function postgresReads(
       mailboxes.length > 0 && (await first(holds, [mailboxes, messageId, from, now])).held === true,
     usage: (mailbox, from) =>
       mailbox === undefined
-        ? usage(`(SELECT sum(messages) AS messages, sum(bytes) AS bytes FROM ${s}.relay_totals) t`, [])
+        ? usage(
+            `(SELECT sum(messages) AS messages, sum(bytes) AS bytes FROM ${s}.relay_totals) t`,
+            [],
+          )
         : from === undefined
           ? usage(`${s}.mailboxes WHERE agent = $1`, [mailbox])
           : usage(`${s}.senders WHERE mailbox = $1 AND from_agent = $2`, [mailbox, from]),

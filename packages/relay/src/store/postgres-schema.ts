@@ -54,8 +54,9 @@ CREATE TABLE ${s}.buckets (bucket text COLLATE "C" PRIMARY KEY, bytes bigint NOT
 -- The store's own values: bucket_key, the key of the bucket hashes, shared by every node.
 CREATE TABLE ${s}.meta (name text COLLATE "C" PRIMARY KEY, value bytea NOT NULL);
 
--- cursor: the entry's place in its mailbox (mailboxes.next_cursor, taken under the mailbox's
--- row lock, so a mailbox's entries commit in cursor order).
+-- cursor: from entry_cursor, taken under the mailbox's row lock (postgres-functions.ts), so a
+-- mailbox's entries commit in cursor order.
+CREATE SEQUENCE ${s}.entry_cursor;
 CREATE TABLE ${s}.entries (
   mailbox text COLLATE "C" NOT NULL,
   cursor bigint NOT NULL,
@@ -75,8 +76,7 @@ CREATE TABLE ${s}.mailboxes (
   agent text COLLATE "C" PRIMARY KEY,
   state text NOT NULL CHECK (state IN ('none', 'open', 'closed')),
   messages bigint NOT NULL DEFAULT 0,
-  bytes bigint NOT NULL DEFAULT 0,
-  next_cursor bigint NOT NULL DEFAULT 1
+  bytes bigint NOT NULL DEFAULT 0
 );
 
 CREATE TABLE ${s}.senders (
@@ -126,8 +126,8 @@ CREATE INDEX nonces_expires ON ${s}.nonces (expires_at);
 `
 
 /**
- * Version 1 → 2: one lock per mailbox instead of one relay-wide row. Cursors handed out stay
- * valid: every mailbox continues past the old relay-wide counter. The functions are made anew
+ * Version 1 → 2: one lock per mailbox instead of one relay-wide row. Cursors continue from the
+ * old relay-wide counter. The functions are made anew
  * (those of version 1 dropped with their trigger), so every node must run version 2.
  */
 const fromVersion1 = (s: string) => `
@@ -138,8 +138,8 @@ DO $$ DECLARE f regprocedure; BEGIN
 END $$;
 CREATE TABLE ${s}.relay_totals (stripe integer PRIMARY KEY, messages bigint NOT NULL, bytes bigint NOT NULL);
 INSERT INTO ${s}.relay_totals SELECT 0, messages, bytes FROM ${s}.relay_state;
-ALTER TABLE ${s}.mailboxes ADD COLUMN next_cursor bigint NOT NULL DEFAULT 1;
-UPDATE ${s}.mailboxes SET next_cursor = (SELECT next_cursor FROM ${s}.relay_state);
+CREATE SEQUENCE ${s}.entry_cursor;
+SELECT setval('${s}.entry_cursor', next_cursor, false) FROM ${s}.relay_state;
 DROP TABLE ${s}.relay_state;
 ALTER TABLE ${s}.entries DROP CONSTRAINT entries_pkey, ADD PRIMARY KEY (mailbox, cursor);
 DROP INDEX ${s}.entries_mailbox_cursor;

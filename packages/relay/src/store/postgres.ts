@@ -118,8 +118,8 @@ export async function openPostgresRelayStore(
   // (remembered again), or a replay (PROFILE §9 agent auth).
   const rememberNonce = prepared(
     `INSERT INTO ${s}.nonces AS n (key_id, nonce, expires_at) VALUES ($1, $2, $3::float8) ` +
-    'ON CONFLICT (key_id, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at ' +
-    'WHERE n.expires_at < $4::float8 RETURNING 1',
+      'ON CONFLICT (key_id, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at ' +
+      'WHERE n.expires_at < $4::float8 RETURNING 1',
   )
   // The database unreachable: `unavailable` (503 with Retry-After), the operator told.
   const guard = <T>(call: Promise<T>) =>
@@ -140,7 +140,10 @@ export async function openPostgresRelayStore(
     storedMessages: call(reads.storedMessages),
     watch: (listener) => (queue.closed ? () => undefined : watcher.add(listener)),
     rememberNonce: call(async (keyId: string, nonce: string, expiresAt: number, now: number) => {
-      const { rowCount } = await pool.query({ ...rememberNonce, values: [keyId, nonce, expiresAt, now] })
+      const { rowCount } = await pool.query({
+        ...rememberNonce,
+        values: [keyId, nonce, expiresAt, now],
+      })
       return rowCount === 1 ? ('fresh' as const) : ('replay' as const)
     }),
     lead(job, listener) {
