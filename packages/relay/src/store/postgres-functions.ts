@@ -16,19 +16,6 @@ export function postgresFunctions(s: string, channel: string): string {
   const lock = `hashtextextended('agentmsg-relay-totals:${s.replaceAll("'", "''")}', 0)`
   return `
 ${postgresRemovalFunctions(s)}
--- Why a mailbox has no room for p_bytes from p_from ('mailbox', 'sender'), or null.
--- q: the quota {messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes}.
-CREATE FUNCTION ${s}.no_room(p_mailbox text, p_from text, p_bytes bigint, q double precision[])
-RETURNS text LANGUAGE sql STABLE AS $fn$
-  SELECT CASE
-    WHEN coalesce(m.messages, 0) + 1 > q[1] OR coalesce(m.bytes, 0) + p_bytes > q[2] THEN 'mailbox'
-    WHEN coalesce(x.messages, 0) + 1 > q[3] OR coalesce(x.bytes, 0) + p_bytes > q[4] THEN 'sender'
-  END
-  FROM (SELECT 1) one
-  LEFT JOIN ${s}.mailboxes m ON m.agent = p_mailbox
-  LEFT JOIN ${s}.senders x ON x.mailbox = p_mailbox AND x.from_agent = p_from
-$fn$;
-
 -- Publish (RelayStore.publish): decide every mailbox before writing anything — held or
 -- remembered → duplicate ('d'); no room → refusal, or skipped ('f') with skipFull; else new
 -- ('n') — then store the message once and an entry per new mailbox, and notify each of them
@@ -63,20 +50,29 @@ BEGIN
     bucket_bytes := (SELECT bytes FROM ${s}.buckets WHERE bucket = p_bucket);
   END IF;
   FOR i IN 1 .. cardinality(boxes) LOOP
-    SELECT (SELECT cursor FROM ${s}.entries
-            WHERE mailbox = boxes[i] AND message_id = p_message_id AND from_agent = p_from),
-           EXISTS (SELECT 1 FROM ${s}.seen WHERE mailbox = boxes[i] AND message_id = p_message_id
-                   AND from_agent = p_from AND forget_at > p_received_at)
-    INTO held, remembered;
+    dropped := 0;
+    LOOP
+      -- Held or remembered; else no room ('mailbox', 'sender') or null. q: the quota
+      -- {messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes}.
+      SELECT (SELECT cursor FROM ${s}.entries
+              WHERE mailbox = m.agent AND message_id = p_message_id AND from_agent = p_from),
+             EXISTS (SELECT 1 FROM ${s}.seen WHERE mailbox = m.agent AND message_id = p_message_id
+                     AND from_agent = p_from AND forget_at > p_received_at),
+             CASE WHEN m.messages + 1 > q[1] OR m.bytes + p_bytes > q[2] THEN 'mailbox'
+                  WHEN coalesce(x.messages, 0) + 1 > q[3] OR coalesce(x.bytes, 0) + p_bytes > q[4]
+                  THEN 'sender' END
+      INTO held, remembered, reason
+      FROM ${s}.mailboxes m LEFT JOIN ${s}.senders x ON x.mailbox = m.agent AND x.from_agent = p_from
+      WHERE m.agent = boxes[i];
+      EXIT WHEN held IS NOT NULL OR remembered OR reason IS NULL OR dropped > 0;
+      -- Expired entries do not hold room: dropped, then the room asked again.
+      SELECT r.st, r.removed INTO st, dropped FROM ${s}.remove_expired_in(boxes[i], p_received_at, st) r;
+      EXIT WHEN dropped = 0;
+    END LOOP;
     IF held IS NOT NULL OR remembered THEN
       kinds[i] := 'd';
       cursors[i] := held;
       CONTINUE;
-    END IF;
-    reason := ${s}.no_room(boxes[i], p_from, p_bytes, q);
-    IF reason IS NOT NULL THEN
-      SELECT r.st, r.removed INTO st, dropped FROM ${s}.remove_expired_in(boxes[i], p_received_at, st) r;
-      IF dropped > 0 THEN reason := ${s}.no_room(boxes[i], p_from, p_bytes, q); END IF;
     END IF;
     IF reason IS NOT NULL THEN
       IF NOT coalesce((p->>'skipFull')::boolean, false) THEN

@@ -60,7 +60,8 @@ CREATE SEQUENCE ${s}.entry_cursor;
 CREATE TABLE ${s}.entries (
   mailbox text COLLATE "C" NOT NULL,
   cursor bigint NOT NULL,
-  message_ref bigint NOT NULL REFERENCES ${s}.messages (id),
+  -- The message's row (kept while an entry refers to it: postgres-removals.ts).
+  message_ref bigint NOT NULL,
   from_agent text COLLATE "C" NOT NULL,
   message_id text COLLATE "C" NOT NULL,
   bytes bigint NOT NULL,
@@ -141,7 +142,8 @@ INSERT INTO ${s}.relay_totals SELECT 0, messages, bytes FROM ${s}.relay_state;
 CREATE SEQUENCE ${s}.entry_cursor;
 SELECT setval('${s}.entry_cursor', next_cursor, false) FROM ${s}.relay_state;
 DROP TABLE ${s}.relay_state;
-ALTER TABLE ${s}.entries DROP CONSTRAINT entries_pkey, ADD PRIMARY KEY (mailbox, cursor);
+ALTER TABLE ${s}.entries DROP CONSTRAINT entries_pkey, ADD PRIMARY KEY (mailbox, cursor),
+  DROP CONSTRAINT entries_message_ref_fkey;
 DROP INDEX ${s}.entries_mailbox_cursor;
 `
 
