@@ -89,6 +89,7 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('PostgreSQL relay store', () => 
           `ALTER TABLE ${t}.entries DROP CONSTRAINT entries_pkey, ADD PRIMARY KEY (cursor); ` +
           `CREATE INDEX entries_mailbox_cursor ON ${t}.entries (mailbox, cursor); ` +
           `ALTER TABLE ${t}.entries ADD FOREIGN KEY (message_ref) REFERENCES ${t}.messages (id); ` +
+          `ALTER TABLE ${t}.buckets DROP COLUMN stripe, ADD PRIMARY KEY (bucket); ` +
           `UPDATE ${t}.schema_version SET version = 1`,
       )
       const after = await node(schema)

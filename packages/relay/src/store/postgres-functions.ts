@@ -1,19 +1,25 @@
 /**
  * The PostgreSQL store's writes as PL/pgSQL functions: a batch is ONE call, `apply_writes`, so
- * one round trip, each write seeing what the earlier ones wrote. Writers of every process lock
- * only what they write, in one order (so no two wait for each other): the relay-wide advisory
- * lock (shared, exclusive near the cap), the mailboxes' rows sorted by name, the client address
- * buckets' rows sorted. A mailbox's cursors are taken under that lock, so they increase in
- * commit order within the mailbox, and its quotas and a bucket's share are exact. Relay-wide
- * counters are striped (`relay_totals`): `st` = {messages, bytes} relay-wide travels through
- * the batch and its change is added to one stripe at the end. A refusal is an outcome, not an
- * exception, which would abort the batch; the expired entries dropped to make room stay dropped.
+ * one round trip, each write seeing what the earlier ones wrote. Writers of every process wait
+ * only for what they share, in one order (so no two wait for each other): the relay-wide
+ * advisory lock, then each client address bucket's (both shared, exclusive near the limit:
+ * lock_batch), then the rows of the mailboxes written, sorted by name. A mailbox's cursors are
+ * taken under its lock, so they increase in commit order within it, and its quotas are exact.
+ * Relay-wide and per-bucket bytes are striped (a row per session stripe, summed): `st` =
+ * {messages, bytes} relay-wide travels through the batch and its change is added to the
+ * session's stripe at the end. A refusal is an outcome, not an exception, which would abort
+ * the batch; the expired entries dropped to make room stay dropped.
  */
 import { postgresRemovalFunctions } from './postgres-removals.js'
 
 /** The functions, for the quoted schema `s`, notifying on `channel`. */
 export function postgresFunctions(s: string, channel: string): string {
-  const lock = `hashtextextended('agentmsg-relay-totals:${s.replaceAll("'", "''")}', 0)`
+  const name = s.replaceAll("'", "''")
+  const lock = `hashtextextended('agentmsg-relay-totals:${name}', 0)`
+  // A client address bucket's lock (PROFILE §9 storage per client address), by its hash.
+  const bucketLock = (b: string) => `hashtextextended('agentmsg-relay-bucket:${name}:' || ${b}, 0)`
+  // This session's stripe of the striped counters (relay_totals, buckets).
+  const stripe = 'pg_backend_pid() % 64'
   return `
 ${postgresRemovalFunctions(s)}
 -- Publish (RelayStore.publish): decide every mailbox before writing anything — held or
@@ -43,11 +49,10 @@ DECLARE
   got_cursors bigint[];
 BEGIN
   -- Expired messages do not hold room under the relay-wide cap or a bucket's share either.
-  -- The bucket's row is locked (apply_writes): read once.
-  bucket_bytes := (SELECT bytes FROM ${s}.buckets WHERE bucket = p_bucket);
+  bucket_bytes := (SELECT sum(bytes) FROM ${s}.buckets WHERE bucket = p_bucket);
   IF st[2] + p_bytes > q[5] OR (p_bucket IS NOT NULL AND coalesce(bucket_bytes, 0) + p_bytes > q[6]) THEN
     SELECT r.st INTO st FROM ${s}.expire(p_received_at, st) r;
-    bucket_bytes := (SELECT bytes FROM ${s}.buckets WHERE bucket = p_bucket);
+    bucket_bytes := (SELECT sum(bytes) FROM ${s}.buckets WHERE bucket = p_bucket);
   END IF;
   FOR i IN 1 .. cardinality(boxes) LOOP
     dropped := 0;
@@ -105,8 +110,9 @@ BEGIN
               p_expires_at, (p->>'forgetAt')::double precision, p_bucket)
       RETURNING id
     ), charged AS (
-      INSERT INTO ${s}.buckets AS b (bucket, bytes) SELECT p_bucket, p_bytes WHERE p_bucket IS NOT NULL
-      ON CONFLICT (bucket) DO UPDATE SET bytes = b.bytes + EXCLUDED.bytes
+      INSERT INTO ${s}.buckets AS b (bucket, stripe, bytes)
+      SELECT p_bucket, ${stripe}, p_bytes WHERE p_bucket IS NOT NULL
+      ON CONFLICT (bucket, stripe) DO UPDATE SET bytes = b.bytes + EXCLUDED.bytes
     ), counted_box AS (
       UPDATE ${s}.mailboxes x SET messages = x.messages + 1, bytes = x.bytes + p_bytes
       WHERE x.agent = ANY (fresh)
@@ -170,6 +176,8 @@ DECLARE
   adding double precision;
   expiring double precision;
   st bigint[];
+  one text;
+  held double precision;
 BEGIN
   SELECT sum((o->>'bytes')::double precision), max((o->>'now')::double precision)
   INTO adding, expiring FROM jsonb_array_elements(ops) AS o;
@@ -188,6 +196,17 @@ BEGIN
       PERFORM pg_advisory_xact_lock_shared(${lock});
     END IF;
   END IF;
+  -- Each client address bucket's share alike (its bytes striped as relay_totals), in order.
+  FOR one, adding IN SELECT o->>'bucket', sum((o->>'bytes')::double precision)
+                   FROM jsonb_array_elements(ops) AS o WHERE o->>'bucket' IS NOT NULL
+                   GROUP BY 1 ORDER BY 1 LOOP
+    held := (SELECT coalesce(sum(bytes), 0) FROM ${s}.buckets WHERE bucket = one);
+    IF 2 * (held + adding) > q[6] OR 64 * adding > q[6] THEN
+      PERFORM pg_advisory_xact_lock(${bucketLock('one')});
+    ELSE
+      PERFORM pg_advisory_xact_lock_shared(${bucketLock('one')});
+    END IF;
+  END LOOP;
   -- A publish's mailbox without a row gets one first (else two nodes would both find it empty).
   INSERT INTO ${s}.mailboxes (agent, state)
   SELECT DISTINCT b, 'none' FROM jsonb_array_elements(ops) AS o,
@@ -198,12 +217,6 @@ BEGIN
     UNION SELECT e.mailbox FROM ${s}.messages m JOIN ${s}.entries e ON e.message_ref = m.id
       WHERE m.expires_at <= expiring
   ) ORDER BY agent FOR UPDATE;
-  -- A bucket's row made first (a later charge then finds it locked), then locked, in order.
-  INSERT INTO ${s}.buckets (bucket, bytes)
-  SELECT DISTINCT o->>'bucket', 0 FROM jsonb_array_elements(ops) AS o
-  WHERE o->>'bucket' IS NOT NULL ORDER BY 1 ON CONFLICT DO NOTHING;
-  PERFORM 1 FROM ${s}.buckets WHERE bucket IN (SELECT o->>'bucket' FROM jsonb_array_elements(ops) AS o)
-  ORDER BY bucket FOR UPDATE;
   RETURN st;
 END
 $fn$;
@@ -256,22 +269,25 @@ BEGIN
   -- Every batch writes its stripe once (the benchmark counts batches by it), last: a stripe's
   -- lock is held only while committing.
   INSERT INTO ${s}.relay_totals AS t (stripe, messages, bytes)
-  VALUES (pg_backend_pid() % 64, st[1] - st0[1], st[2] - st0[2])
+  VALUES (${stripe}, st[1] - st0[1], st[2] - st0[2])
   ON CONFLICT (stripe) DO UPDATE
   SET messages = t.messages + EXCLUDED.messages, bytes = t.bytes + EXCLUDED.bytes;
   RETURN to_jsonb(outcomes);
 END
 $fn$;
 
--- A bucket's bytes go with its messages (charged by publish); its rows locked in order first.
+-- A bucket's bytes go with its messages (charged by publish), taken off this session's stripe.
+-- A bucket holding nothing keeps no rows (its hash goes too, PROFILE §9) when no publish of it
+-- is running (its lock free now; else a later release drops them).
 CREATE FUNCTION ${s}.release_buckets() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-  PERFORM 1 FROM ${s}.buckets WHERE bucket IN (SELECT bucket FROM gone) ORDER BY bucket FOR UPDATE;
-  WITH g AS (SELECT bucket, sum(bytes) AS n FROM gone WHERE bucket IS NOT NULL GROUP BY bucket),
-  kept AS (
-    UPDATE ${s}.buckets b SET bytes = b.bytes - g.n FROM g WHERE b.bucket = g.bucket AND b.bytes > g.n
-  )
-  DELETE FROM ${s}.buckets b USING g WHERE b.bucket = g.bucket AND b.bytes <= g.n;
+  INSERT INTO ${s}.buckets AS b (bucket, stripe, bytes)
+  SELECT bucket, ${stripe}, -sum(bytes) FROM gone WHERE bucket IS NOT NULL GROUP BY bucket ORDER BY 1
+  ON CONFLICT (bucket, stripe) DO UPDATE SET bytes = b.bytes + EXCLUDED.bytes;
+  DELETE FROM ${s}.buckets x WHERE x.bucket IN (
+    SELECT g.bucket FROM gone g WHERE g.bucket IS NOT NULL GROUP BY g.bucket
+    HAVING (SELECT sum(bytes) FROM ${s}.buckets WHERE bucket = g.bucket) = 0
+      AND pg_try_advisory_xact_lock(${bucketLock('g.bucket')}));
   RETURN NULL;
 END
 $fn$;

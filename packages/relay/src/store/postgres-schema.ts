@@ -48,8 +48,13 @@ CREATE TABLE ${s}.messages (
 CREATE INDEX messages_expires ON ${s}.messages (expires_at);
 
 -- Bytes stored per client address bucket, by keyed hash (never the address: PROFILE §9), kept
--- in step with the messages (postgres-functions.ts).
-CREATE TABLE ${s}.buckets (bucket text COLLATE "C" PRIMARY KEY, bytes bigint NOT NULL);
+-- in step with the messages (postgres-functions.ts): the sum of its stripes' rows.
+CREATE TABLE ${s}.buckets (
+  bucket text COLLATE "C",
+  stripe integer,
+  bytes bigint NOT NULL,
+  PRIMARY KEY (bucket, stripe)
+);
 
 -- The store's own values: bucket_key, the key of the bucket hashes, shared by every node.
 CREATE TABLE ${s}.meta (name text COLLATE "C" PRIMARY KEY, value bytea NOT NULL);
@@ -145,6 +150,9 @@ DROP TABLE ${s}.relay_state;
 ALTER TABLE ${s}.entries DROP CONSTRAINT entries_pkey, ADD PRIMARY KEY (mailbox, cursor),
   DROP CONSTRAINT entries_message_ref_fkey;
 DROP INDEX ${s}.entries_mailbox_cursor;
+ALTER TABLE ${s}.buckets ADD COLUMN stripe integer NOT NULL DEFAULT 0;
+ALTER TABLE ${s}.buckets ALTER COLUMN stripe DROP DEFAULT, DROP CONSTRAINT buckets_pkey,
+  ADD PRIMARY KEY (bucket, stripe);
 `
 
 /**
