@@ -20,17 +20,19 @@ export function publishRows(rs, { bytes, concurrency }) {
   const m = (f) => median(rs.map(f))
   const busy = (c) => busyText(rs, c)
   const cores = (c) => m((r) => r[c].postgresCores).toFixed(2)
+  // Requests with no answer at all (socket errors), summed over the rounds.
+  const lost = (c) => rs.reduce((n, r) => n + (r[c].lost ?? 0), 0)
   const sqliteName = 'SQLite, 1 relay process'
   const pg1Name = 'PostgreSQL, 1 relay process'
   return [
     pairedRow(rs, 'pg1', 'sqlite', 'rps', {
-      name: `durable publish, ${bytes} B direct, ${concurrency} in flight, PostgreSQL 1 node (median of ${rs.length}; machine busy ${busy('pg1')} vs ${busy('sqlite')})`,
+      name: `durable publish, ${bytes} B direct, ${concurrency} in flight, PostgreSQL 1 node (median of ${rs.length}; machine busy ${busy('pg1')} vs ${busy('sqlite')}; unanswered ${lost('pg1')} vs ${lost('sqlite')})`,
       unit: 'msg/s',
       baselineName: sqliteName,
       target: '≥ 0.8×',
     }),
     pairedRow(rs, 'pg3', 'pg1', 'rps', {
-      name: `durable publish, PostgreSQL 3 nodes (requests round-robin; machine busy ${busy('pg3')})`,
+      name: `durable publish, PostgreSQL 3 nodes (requests round-robin; machine busy ${busy('pg3')}; unanswered ${lost('pg3')})`,
       unit: 'msg/s',
       baselineName: pg1Name,
       target: '≥ 1.0× (2 cores shared by all)',

@@ -175,15 +175,21 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
   adding double precision;
   expiring double precision;
-  st bigint[];
+  st bigint[] := '{0, 0}';
   one text;
   held double precision;
+  written text[];
+  published text[];
 BEGIN
-  SELECT sum((o->>'bytes')::double precision), max((o->>'now')::double precision)
-  INTO adding, expiring FROM jsonb_array_elements(ops) AS o;
-  SELECT ARRAY[coalesce(sum(messages), 0), coalesce(sum(bytes), 0)]::bigint[] INTO st
-  FROM ${s}.relay_totals;
+  SELECT sum((o->>'bytes')::double precision), max((o->>'now')::double precision),
+         array_agg(coalesce(o->>'mailbox', o->>'agent'))
+  INTO adding, expiring, written FROM jsonb_array_elements(ops) AS o;
+  SELECT array_agg(DISTINCT b ORDER BY b) INTO published
+  FROM jsonb_array_elements(ops) AS o, jsonb_array_elements_text(o->'mailboxes') AS b;
+  -- Only a publish needs the totals (the cap); the others change them by what they remove.
   IF adding IS NOT NULL THEN
+    SELECT ARRAY[coalesce(sum(messages), 0), coalesce(sum(bytes), 0)]::bigint[] INTO st
+    FROM ${s}.relay_totals;
     -- PROFILE §9 relay-wide cap. Writers add side by side while the relay holds under half its
     -- cap and each adds under 1/64 of it; otherwise they take turns, each seeing every stored
     -- byte. Exact with up to 32 nodes: once past half, only batches already running add
@@ -209,14 +215,13 @@ BEGIN
   END LOOP;
   -- A publish's mailbox without a row gets one first (else two nodes would both find it empty).
   INSERT INTO ${s}.mailboxes (agent, state)
-  SELECT DISTINCT b, 'none' FROM jsonb_array_elements(ops) AS o,
-    jsonb_array_elements_text(o->'mailboxes') AS b ORDER BY 1 ON CONFLICT DO NOTHING;
-  PERFORM 1 FROM ${s}.mailboxes WHERE agent IN (
-    SELECT jsonb_array_elements_text(o->'mailboxes') FROM jsonb_array_elements(ops) AS o
-    UNION SELECT coalesce(o->>'mailbox', o->>'agent') FROM jsonb_array_elements(ops) AS o
-    UNION SELECT e.mailbox FROM ${s}.messages m JOIN ${s}.entries e ON e.message_ref = m.id
-      WHERE m.expires_at <= expiring
-  ) ORDER BY agent FOR UPDATE;
+  SELECT b, 'none' FROM unnest(published) AS b ON CONFLICT DO NOTHING;
+  IF expiring IS NOT NULL THEN
+    written := written || ARRAY(SELECT DISTINCT e.mailbox FROM ${s}.messages m
+                                JOIN ${s}.entries e ON e.message_ref = m.id
+                                WHERE m.expires_at <= expiring);
+  END IF;
+  PERFORM 1 FROM ${s}.mailboxes WHERE agent = ANY (published || written) ORDER BY agent FOR UPDATE;
   RETURN st;
 END
 $fn$;
