@@ -44,15 +44,15 @@ export async function startCluster({ store, nodes = 1, tls }) {
   /** Stop the nodes (and drop the schema): → the write transactions they committed. */
   const stop = async () => {
     // SQLite: the store counts its COMMITs (server.mjs). PostgreSQL: every write transaction
-    // that stored something updates the one `relay_state` row once (postgres-functions.ts),
-    // counted in the table's statistics, which the backends report when they end.
+    // adds to one `relay_totals` stripe once (postgres-functions.ts), counted in the table's
+    // statistics, which the backends report when they end.
     const sqlite = schema ? undefined : await servers[0]?.call('stats').catch(() => undefined)
     await Promise.all(servers.map((s) => s.stop()))
     if (!schema) return { transactions: sqlite?.commits ?? NaN }
     try {
       const { rows } = await postgresQuery({
-        text: `SELECT n_tup_upd FROM pg_stat_user_tables
-          WHERE schemaname = $1 AND relname = 'relay_state'`,
+        text: `SELECT n_tup_upd + n_tup_ins AS n_tup_upd FROM pg_stat_user_tables
+          WHERE schemaname = $1 AND relname = 'relay_totals'`,
         values: [schema],
       })
       return { transactions: Number(rows[0]?.n_tup_upd ?? NaN) }

@@ -70,6 +70,42 @@ describe.runIf(POSTGRES_TEST_URL !== undefined)('PostgreSQL relay store', () => 
       expect(rows).toEqual([{ version: POSTGRES_SCHEMA_VERSION }])
     })
 
+    it('migrates a version 1 schema: entries and totals kept, cursors handed out still valid', async () => {
+      const schema = schemaForTest()
+      const before = await node(schema)
+      const [first, second] = [message(['alice']), message(['alice'])]
+      await before.publish(first)
+      await before.publish(second)
+      await before.close()
+      // Back to version 1's layout: one relay-wide cursor counter (it had reached 42) and
+      // relay-wide totals in one row.
+      const t = `"${schema}"`
+      await adminQuery(
+        `CREATE TABLE ${t}.relay_state (id integer PRIMARY KEY, next_cursor bigint NOT NULL, ` +
+          'messages bigint NOT NULL, bytes bigint NOT NULL); ' +
+          `INSERT INTO ${t}.relay_state SELECT 1, 42, sum(messages), sum(bytes) FROM ${t}.relay_totals; ` +
+          `DROP TABLE ${t}.relay_totals; DROP SEQUENCE ${t}.entry_cursor; ` +
+          `UPDATE ${t}.entries SET cursor = cursor + 39; ` +
+          `ALTER TABLE ${t}.entries DROP CONSTRAINT entries_pkey, ADD PRIMARY KEY (cursor); ` +
+          `CREATE INDEX entries_mailbox_cursor ON ${t}.entries (mailbox, cursor); ` +
+          `ALTER TABLE ${t}.entries ADD FOREIGN KEY (message_ref) REFERENCES ${t}.messages (id); ` +
+          `ALTER TABLE ${t}.buckets DROP COLUMN stripe, ADD PRIMARY KEY (bucket); ` +
+          `UPDATE ${t}.schema_version SET version = 1`,
+      )
+      const after = await node(schema)
+      const rows = await adminQuery(`SELECT version FROM ${t}.schema_version`)
+      expect(rows).toEqual([{ version: POSTGRES_SCHEMA_VERSION }])
+      expect(await after.usage()).toMatchObject({ messages: 2 })
+      const page = { limit: 10, maxBytes: 1e6, now: NOW }
+      const held = await after.retrieve('alice', { ...page, after: '40' })
+      expect(held.entries.map((e) => [e.cursor, e.messageId])).toEqual([['41', second.messageId]])
+      // New entries come after every cursor handed out.
+      const [alice] = await after.publish(message(['alice']))
+      const [bob] = await after.publish(message(['bob']))
+      expect([alice!.cursor, bob!.cursor]).toEqual(['42', '43'])
+      expect(await after.usage()).toMatchObject({ messages: 4 })
+    })
+
     it('refuses a schema from a newer relay, and an invalid schema name', async () => {
       const schema = schemaForTest()
       await (await node(schema)).close()

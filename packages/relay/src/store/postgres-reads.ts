@@ -1,9 +1,18 @@
-// The PostgreSQL store's reads, one statement each. Writes commit in cursor order, so a page
-// read after a cursor never misses an entry that commits later.
+// The PostgreSQL store's reads, one statement each. A mailbox's writes commit in cursor order
+// (postgres-functions.ts), so a page read after a cursor never misses an entry that commits later.
+import { createHash } from 'node:crypto'
 import type pg from 'pg'
 import type { StoreReads } from './commit-queue.js'
 import { pageOf, retrieveAfter, subscriptionOf } from './common.js'
 import type { MailboxEntry } from './types.js'
+
+/**
+ * A statement prepared once per connection (named after its text): parsing and planning it
+ * again on every call cost the server more than running it.
+ */
+export function prepared(text: string): { name: string; text: string } {
+  return { name: `agentmsg_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text }
+}
 
 /** The reads of the store whose tables are in the quoted schema `s`. */
 export function postgresReads(
@@ -31,17 +40,22 @@ export function postgresReads(
     `AND NOT EXISTS (SELECT 1 FROM ${s}.seen x WHERE x.mailbox = b.mailbox ` +
     'AND x.message_id = $2 AND x.from_agent = $3 AND x.forget_at > $4::float8)) AS held'
 
-  const first = async (text: string, values: unknown[] = []) =>
-    (await pool.query(text, values)).rows[0]
+  const statements = new Map<string, { name: string; text: string }>()
+  const query = (text: string, values: unknown[] = []) => {
+    let statement = statements.get(text)
+    if (statement === undefined) statements.set(text, (statement = prepared(text)))
+    return pool.query({ ...statement, values })
+  }
+  const first = async (text: string, values: unknown[] = []) => (await query(text, values)).rows[0]
   const usage = async (text: string, values: unknown[]) => {
-    const row = await first(`SELECT messages, bytes FROM ${s}.${text}`, values)
+    const row = await first(`SELECT messages, bytes FROM ${text}`, values)
     return { messages: Number(row?.messages ?? 0), bytes: Number(row?.bytes ?? 0) }
   }
 
   return {
     async subscriptions(agent) {
       const where = agent === undefined ? '' : ' WHERE agent = $1'
-      const { rows } = await pool.query(
+      const { rows } = await query(
         `SELECT id, agent, topics, webhook_url, webhook_verified, created FROM ${s}.subscriptions` +
           `${where} ORDER BY created, seq`,
         agent === undefined ? [] : [agent],
@@ -51,7 +65,7 @@ export function postgresReads(
     mailboxState: async (agent) =>
       (await first(`SELECT state FROM ${s}.mailboxes WHERE agent = $1`, [agent]))?.state ?? 'none',
     async topicSubscribers(topic) {
-      const { rows } = await pool.query(
+      const { rows } = await query(
         `SELECT DISTINCT s.agent FROM ${s}.subscription_topics t ` +
           `JOIN ${s}.subscriptions s ON s.id = t.subscription_id WHERE t.topic = $1 ORDER BY s.agent`,
         [topic],
@@ -60,7 +74,7 @@ export function postgresReads(
     },
     async retrieve(mailbox, opts) {
       const after = retrieveAfter(opts)
-      const { rows } = await pool.query(page, [mailbox, after, opts.now, opts.limit, opts.maxBytes])
+      const { rows } = await query(page, [mailbox, after, opts.now, opts.limit, opts.maxBytes])
       const entries: MailboxEntry[] = rows.map((row) => ({
         cursor: row.cursor,
         from: row.from_agent,
@@ -74,10 +88,13 @@ export function postgresReads(
       mailboxes.length > 0 && (await first(holds, [mailboxes, messageId, from, now])).held === true,
     usage: (mailbox, from) =>
       mailbox === undefined
-        ? usage('relay_state WHERE id = 1', [])
+        ? usage(
+            `(SELECT sum(messages) AS messages, sum(bytes) AS bytes FROM ${s}.relay_totals) t`,
+            [],
+          )
         : from === undefined
-          ? usage('mailboxes WHERE agent = $1', [mailbox])
-          : usage('senders WHERE mailbox = $1 AND from_agent = $2', [mailbox, from]),
+          ? usage(`${s}.mailboxes WHERE agent = $1`, [mailbox])
+          : usage(`${s}.senders WHERE mailbox = $1 AND from_agent = $2`, [mailbox, from]),
     countMailboxes: async () =>
       (await first(`SELECT count(*)::integer AS n FROM ${s}.mailboxes WHERE state <> 'none'`)).n,
     storedMessages: async () => (await first(`SELECT count(*)::integer AS n FROM ${s}.messages`)).n,

@@ -1,11 +1,11 @@
 /** Removing entries (acks, expiry) as PL/pgSQL functions, for the quoted schema `s`. */
 export function postgresRemovalFunctions(s: string): string {
   return `
--- Remove the entries with these cursors, keeping the counters in step (per mailbox, per sender
+-- Remove the entries with these keys (mailbox and cursor, pairwise), keeping the counters in step (per mailbox, per sender
 -- of a mailbox, relay-wide) and remembering each triple until its message's forget_at (PROFILE §9:
 -- dedupe after ack or expiry). p_orphans: also delete the messages no entry references any more
 -- (false when the caller deletes them in bulk). st: the state (see apply_writes).
-CREATE FUNCTION ${s}.remove_entries(p_cursors bigint[], p_orphans boolean, INOUT st bigint[],
+CREATE FUNCTION ${s}.remove_entries(p_mailboxes text[], p_cursors bigint[], p_orphans boolean, INOUT st bigint[],
                                     OUT removed integer)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -14,10 +14,11 @@ DECLARE
   gone_bytes bigint;
 BEGIN
   removed := 0;
-  IF cardinality(p_cursors) = 0 THEN RETURN; END IF;
+  IF coalesce(cardinality(p_cursors), 0) = 0 THEN RETURN; END IF;
   WITH gone AS (
-    DELETE FROM ${s}.entries WHERE cursor = ANY (p_cursors)
-    RETURNING mailbox, from_agent, message_id, bytes, message_ref
+    DELETE FROM ${s}.entries e USING unnest(p_mailboxes, p_cursors) AS k(mailbox, cursor)
+    WHERE e.mailbox = k.mailbox AND e.cursor = k.cursor
+    RETURNING e.mailbox, e.from_agent, e.message_id, e.bytes, e.message_ref
   ), remember AS (
     INSERT INTO ${s}.seen AS seen (mailbox, message_id, from_agent, forget_at)
     SELECT g.mailbox, g.message_id, g.from_agent, m.forget_at
@@ -42,14 +43,17 @@ BEGIN
   )
   SELECT count(*), array_agg(DISTINCT message_ref) INTO removed, refs FROM gone;
   IF p_orphans AND removed > 0 THEN
+    -- Locked first (in order): two nodes removing a topic message's last two entries at once
+    -- then take turns, and the second sees the first's removal (READ COMMITTED: a new statement).
+    PERFORM 1 FROM ${s}.messages WHERE id = ANY (refs) ORDER BY id FOR UPDATE;
     WITH dropped AS (
       DELETE FROM ${s}.messages m WHERE m.id = ANY (refs)
         AND NOT EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.message_ref = m.id)
       RETURNING m.bytes
     )
     SELECT count(*), coalesce(sum(bytes), 0) INTO gone_messages, gone_bytes FROM dropped;
-    st[2] := st[2] - gone_messages;
-    st[3] := st[3] - gone_bytes;
+    st[1] := st[1] - gone_messages;
+    st[2] := st[2] - gone_bytes;
   END IF;
 END
 $fn$;
@@ -58,18 +62,21 @@ $fn$;
 CREATE FUNCTION ${s}.ack(p_mailbox text, p_message_id text, p_from text, INOUT st bigint[],
                          OUT removed integer)
 LANGUAGE sql AS $fn$
-  SELECT * FROM ${s}.remove_entries(ARRAY(
-    SELECT cursor FROM ${s}.entries
+  SELECT r.* FROM (
+    SELECT array_agg(mailbox) AS boxes, array_agg(cursor) AS cursors FROM ${s}.entries
     WHERE mailbox = p_mailbox AND message_id = p_message_id
-      AND (p_from IS NULL OR from_agent = p_from)), true, st)
+      AND (p_from IS NULL OR from_agent = p_from)
+  ) k, ${s}.remove_entries(k.boxes, k.cursors, true, st) r
 $fn$;
 
 -- A mailbox's entries expired at p_now (they do not hold room: PROFILE §9 retention).
 CREATE FUNCTION ${s}.remove_expired_in(p_mailbox text, p_now double precision,
                                        INOUT st bigint[], OUT removed integer)
 LANGUAGE sql AS $fn$
-  SELECT * FROM ${s}.remove_entries(ARRAY(
-    SELECT cursor FROM ${s}.entries WHERE mailbox = p_mailbox AND expires_at <= p_now), true, st)
+  SELECT r.* FROM (
+    SELECT array_agg(mailbox) AS boxes, array_agg(cursor) AS cursors FROM ${s}.entries
+    WHERE mailbox = p_mailbox AND expires_at <= p_now
+  ) k, ${s}.remove_entries(k.boxes, k.cursors, true, st) r
 $fn$;
 
 -- Every entry expired at p_now and its message; forget triples whose window passed and nonces
@@ -80,14 +87,15 @@ DECLARE
   gone_messages bigint;
   gone_bytes bigint;
 BEGIN
-  SELECT r.st, r.removed INTO st, removed FROM ${s}.remove_entries(ARRAY(
-    SELECT e.cursor FROM ${s}.messages m JOIN ${s}.entries e ON e.message_ref = m.id
-    WHERE m.expires_at <= p_now), false, st) r;
+  SELECT r.st, r.removed INTO st, removed FROM (
+    SELECT array_agg(e.mailbox) AS boxes, array_agg(e.cursor) AS cursors
+    FROM ${s}.messages m JOIN ${s}.entries e ON e.message_ref = m.id WHERE m.expires_at <= p_now
+  ) k, ${s}.remove_entries(k.boxes, k.cursors, false, st) r;
   -- Every entry of an expired message is gone now: its row goes in bulk.
   WITH dropped AS (DELETE FROM ${s}.messages WHERE expires_at <= p_now RETURNING bytes)
   SELECT count(*), coalesce(sum(bytes), 0) INTO gone_messages, gone_bytes FROM dropped;
-  st[2] := st[2] - gone_messages;
-  st[3] := st[3] - gone_bytes;
+  st[1] := st[1] - gone_messages;
+  st[2] := st[2] - gone_bytes;
   DELETE FROM ${s}.seen WHERE forget_at <= p_now;
   DELETE FROM ${s}.nonces WHERE expires_at < p_now;
 END

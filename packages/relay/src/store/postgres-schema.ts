@@ -5,7 +5,7 @@ import type pg from 'pg'
 import { postgresFunctions } from './postgres-functions.js'
 
 /** The schema version this code writes (the row of `<schema>.schema_version`). */
-export const POSTGRES_SCHEMA_VERSION = 1
+export const POSTGRES_SCHEMA_VERSION = 2
 
 /** Validate a schema name and return it quoted as an identifier. */
 export function quoteSchema(schema: string): string {
@@ -25,13 +25,13 @@ export function postgresChannel(schema: string): string {
 
 /** The tables; the write functions follow (postgres-functions.ts). */
 const tables = (s: string) => `
-CREATE TABLE ${s}.relay_state (
-  id integer PRIMARY KEY CHECK (id = 1),
-  next_cursor bigint NOT NULL,
+-- Relay-wide counters, striped (a writer adds to its stripe once per transaction at its end):
+-- writers on several nodes share no row. Totals are the sums (postgres-functions.ts).
+CREATE TABLE ${s}.relay_totals (
+  stripe integer PRIMARY KEY,
   messages bigint NOT NULL,
   bytes bigint NOT NULL
 );
-INSERT INTO ${s}.relay_state (id, next_cursor, messages, bytes) VALUES (1, 1, 0, 0);
 
 CREATE TABLE ${s}.messages (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -48,46 +48,33 @@ CREATE TABLE ${s}.messages (
 CREATE INDEX messages_expires ON ${s}.messages (expires_at);
 
 -- Bytes stored per client address bucket, by keyed hash (never the address: PROFILE §9), kept
--- in step with the messages by these triggers, a statement's rows at once.
-CREATE TABLE ${s}.buckets (bucket text COLLATE "C" PRIMARY KEY, bytes bigint NOT NULL);
-CREATE FUNCTION ${s}.charge_buckets() RETURNS trigger LANGUAGE plpgsql AS $fn$
-BEGIN
-  INSERT INTO ${s}.buckets AS b (bucket, bytes)
-  SELECT bucket, sum(bytes) FROM added WHERE bucket IS NOT NULL GROUP BY bucket
-  ON CONFLICT (bucket) DO UPDATE SET bytes = b.bytes + EXCLUDED.bytes;
-  RETURN NULL;
-END
-$fn$;
-CREATE FUNCTION ${s}.release_buckets() RETURNS trigger LANGUAGE plpgsql AS $fn$
-BEGIN
-  WITH g AS (SELECT bucket, sum(bytes) AS n FROM gone WHERE bucket IS NOT NULL GROUP BY bucket),
-  kept AS (
-    UPDATE ${s}.buckets b SET bytes = b.bytes - g.n FROM g WHERE b.bucket = g.bucket AND b.bytes > g.n
-  )
-  DELETE FROM ${s}.buckets b USING g WHERE b.bucket = g.bucket AND b.bytes <= g.n;
-  RETURN NULL;
-END
-$fn$;
-CREATE TRIGGER messages_charge AFTER INSERT ON ${s}.messages REFERENCING NEW TABLE AS added
-  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.charge_buckets();
-CREATE TRIGGER messages_release AFTER DELETE ON ${s}.messages REFERENCING OLD TABLE AS gone
-  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.release_buckets();
+-- in step with the messages (postgres-functions.ts): the sum of its stripes' rows.
+CREATE TABLE ${s}.buckets (
+  bucket text COLLATE "C",
+  stripe integer,
+  bytes bigint NOT NULL,
+  PRIMARY KEY (bucket, stripe)
+);
 
 -- The store's own values: bucket_key, the key of the bucket hashes, shared by every node.
 CREATE TABLE ${s}.meta (name text COLLATE "C" PRIMARY KEY, value bytea NOT NULL);
 
+-- cursor: from entry_cursor, taken under the mailbox's row lock (postgres-functions.ts), so a
+-- mailbox's entries commit in cursor order.
+CREATE SEQUENCE ${s}.entry_cursor;
 CREATE TABLE ${s}.entries (
-  cursor bigint PRIMARY KEY,
   mailbox text COLLATE "C" NOT NULL,
-  message_ref bigint NOT NULL REFERENCES ${s}.messages (id),
+  cursor bigint NOT NULL,
+  -- The message's row (kept while an entry refers to it: postgres-removals.ts).
+  message_ref bigint NOT NULL,
   from_agent text COLLATE "C" NOT NULL,
   message_id text COLLATE "C" NOT NULL,
   bytes bigint NOT NULL,
   -- The message's, repeated so that a full mailbox finds its expired entries by index.
   expires_at double precision NOT NULL,
+  PRIMARY KEY (mailbox, cursor),
   CONSTRAINT entries_triple UNIQUE (mailbox, message_id, from_agent)
 );
-CREATE INDEX entries_mailbox_cursor ON ${s}.entries (mailbox, cursor);
 CREATE INDEX entries_mailbox_expires ON ${s}.entries (mailbox, expires_at);
 CREATE INDEX entries_message ON ${s}.entries (message_ref);
 
@@ -145,6 +132,30 @@ CREATE INDEX nonces_expires ON ${s}.nonces (expires_at);
 `
 
 /**
+ * Version 1 → 2: one lock per mailbox instead of one relay-wide row. Cursors continue from the
+ * old relay-wide counter. The functions are made anew
+ * (those of version 1 dropped with their trigger), so every node must run version 2.
+ */
+const fromVersion1 = (s: string) => `
+DO $$ DECLARE f regprocedure; BEGIN
+  FOR f IN SELECT oid::regprocedure FROM pg_proc WHERE pronamespace = '${s}'::regnamespace LOOP
+    EXECUTE format('DROP FUNCTION %s CASCADE', f);
+  END LOOP;
+END $$;
+CREATE TABLE ${s}.relay_totals (stripe integer PRIMARY KEY, messages bigint NOT NULL, bytes bigint NOT NULL);
+INSERT INTO ${s}.relay_totals SELECT 0, messages, bytes FROM ${s}.relay_state;
+CREATE SEQUENCE ${s}.entry_cursor;
+SELECT setval('${s}.entry_cursor', next_cursor, false) FROM ${s}.relay_state;
+DROP TABLE ${s}.relay_state;
+ALTER TABLE ${s}.entries DROP CONSTRAINT entries_pkey, ADD PRIMARY KEY (mailbox, cursor),
+  DROP CONSTRAINT entries_message_ref_fkey;
+DROP INDEX ${s}.entries_mailbox_cursor;
+ALTER TABLE ${s}.buckets ADD COLUMN stripe integer NOT NULL DEFAULT 0;
+ALTER TABLE ${s}.buckets ALTER COLUMN stripe DROP DEFAULT, DROP CONSTRAINT buckets_pkey,
+  ADD PRIMARY KEY (bucket, stripe);
+`
+
+/**
  * Create the schema unless it exists (an advisory lock: concurrent opens take turns); resolves
  * to the key of the store's bucket hashes, made with the schema (see `bucketHasher`).
  */
@@ -173,8 +184,12 @@ export async function createPostgresSchema(client: pg.ClientBase, schema: string
       )
     }
     if (version < POSTGRES_SCHEMA_VERSION) {
-      await client.query(tables(s) + postgresFunctions(s, postgresChannel(schema)))
-      await client.query(`INSERT INTO ${s}.meta VALUES ('bucket_key', $1)`, [randomBytes(32)])
+      const functions = postgresFunctions(s, postgresChannel(schema))
+      if (version === 1) await client.query(fromVersion1(s) + functions)
+      else {
+        await client.query(tables(s) + functions)
+        await client.query(`INSERT INTO ${s}.meta VALUES ('bucket_key', $1)`, [randomBytes(32)])
+      }
       await client.query(
         `INSERT INTO ${s}.schema_version (id, version) VALUES (1, $1) ` +
           'ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, migrated_at = now()',

@@ -7,6 +7,7 @@
 import type pg from 'pg'
 import type { BatchRunner, Settlement, WriteOp } from './commit-queue.js'
 import type { PublishOutcome, ResolvedQuota } from './common.js'
+import { prepared } from './postgres-reads.js'
 import type { StorePublishResult } from './types.js'
 
 /** What `publish` returns in SQL: per mailbox new/duplicate/full and cursors, or a refusal. */
@@ -34,18 +35,18 @@ class TransactionError extends Error {
 }
 
 /**
- * The batch runner of a store whose tables are in the quoted schema `s`. `early`: statements
- * that let outcomes be told before the COMMIT (postgres.ts `earlyPush`), run after BEGIN and
- * in place of the apply call.
+ * The batch runner of a store whose tables are in the quoted schema `s`. Outcomes are told
+ * (`decided`) before the COMMIT: cursors come from a sequence, which an aborted transaction
+ * does not take back, under the mailbox row locks held to the COMMIT, so a cursor so told is
+ * never given again and every lower one of its mailbox is committed or in this commit.
  */
 export function postgresBatchRunner(
   pgModule: typeof pg,
   pool: pg.Pool,
   s: string,
   quota: ResolvedQuota,
-  early?: { begin: string; apply: string },
 ): BatchRunner<WriteOp> {
-  const apply = early?.apply ?? `SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r`
+  const apply = prepared(`SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r`)
   const { messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes } = quota
   const limits = [messages, bytes, senderMessages, senderBytes, totalBytes, bucketBytes]
 
@@ -69,10 +70,9 @@ export function postgresBatchRunner(
     const begin = 'BEGIN ISOLATION LEVEL READ COMMITTED'
     let outcomes: unknown[]
     try {
-      await client.query(early ? `${begin}; ${early.begin}` : begin)
-      outcomes = (await client.query(apply, [JSON.stringify(ops), limits])).rows[0].r
-      if (early)
-        decided?.(ops.map((op, i) => (settlementOf(op, outcomes[i]) as { ok: unknown }).ok))
+      await client.query(begin)
+      outcomes = (await client.query({ ...apply, values: [JSON.stringify(ops), limits] })).rows[0].r
+      decided?.(ops.map((op, i) => (settlementOf(op, outcomes[i]) as { ok: unknown }).ok))
     } catch (error) {
       await client.query('ROLLBACK').catch((rollback: unknown) => {
         throw new TransactionError(rollback)

@@ -8,7 +8,7 @@ import type pg from 'pg'
 import { commitQueue, queuedStore, storeCall, type WriteOp } from './commit-queue.js'
 import { bucketHasher, type RelayQuota, resolveQuota } from './common.js'
 import { asStoreError, redactPostgresError } from './postgres-errors.js'
-import { postgresReads } from './postgres-reads.js'
+import { postgresReads, prepared } from './postgres-reads.js'
 import { createPostgresSchema, postgresChannel, quoteSchema } from './postgres-schema.js'
 import { KEEPALIVE_SETTINGS, postgresLead, startPostgresWatch } from './postgres-session.js'
 import { postgresBatchRunner } from './postgres-writes.js'
@@ -42,45 +42,10 @@ export interface PostgresRelayStore extends Required<RelayStore> {
 /** Application name of the store's pooled connections (visible in pg_stat_activity). */
 export const POSTGRES_APPLICATION = 'agentmsg-relay'
 
-// A write transaction holds the lock every writer waits for: a frozen or cut-off process's
+// A write transaction holds the locks of the mailboxes it writes: a frozen or cut-off process's
 // session must end soon, not when TCP keepalive notices hours later. (A query: poolers may
 // refuse startup options.)
 const SESSION_SETTINGS = `${KEEPALIVE_SETTINGS}, set_config('idle_in_transaction_session_timeout', '60000', false)`
-
-/**
- * Outcomes told before the COMMIT (PublishHooks.decided) with cursors never given again: the
- * highest cursor so told is kept in a sequence, which an aborted transaction does not take
- * back; a writer holding the turn (the `relay_state` lock) first moves `next_cursor` past it.
- */
-async function earlyPush(client: pg.PoolClient, schema: string, s: string) {
-  const seq = `${s}.pushed_cursor`
-  // Checked first, as the schema is: a read-only session (a standby) opens an existing store.
-  if ((await client.query('SELECT to_regclass($1) AS t', [seq])).rows[0].t === null) {
-    await client.query('BEGIN')
-    try {
-      const lock = `agentmsg-relay-schema:${schema}`
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lock])
-      await client.query(`CREATE SEQUENCE IF NOT EXISTS ${seq} MINVALUE 0 START 0`)
-      await client.query('COMMIT')
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw error
-    }
-  }
-  const cursors =
-    "jsonb_array_elements(a.r) o, jsonb_array_elements_text(CASE WHEN jsonb_typeof(o) = 'object' " +
-    "AND o ? 'cursors' THEN o->'cursors' ELSE '[]' END) c"
-  return {
-    begin:
-      `SELECT 1 FROM ${s}.relay_state WHERE id = 1 FOR UPDATE; ` +
-      `UPDATE ${s}.relay_state SET next_cursor = (SELECT last_value + 1 FROM ${seq}) ` +
-      `WHERE id = 1 AND next_cursor <= (SELECT last_value FROM ${seq})`,
-    apply:
-      `WITH a AS (SELECT ${s}.apply_writes($1::jsonb, $2::float8[]) AS r) ` +
-      `SELECT a.r, setval('${seq}', greatest((SELECT last_value FROM ${seq}), ` +
-      `(SELECT max(c::bigint) FROM ${cursors}))) FROM a`,
-  }
-}
 
 /** pg is an optional peer dependency: missing, one line naming the install command. */
 async function loadPg(): Promise<typeof pg> {
@@ -132,13 +97,11 @@ export async function openPostgresRelayStore(
   const config: pg.ClientConfig = { ...pool.options, password: pool.options.password }
   let watcher: Awaited<ReturnType<typeof startPostgresWatch>>
   let bucketKey: Buffer
-  let early: Awaited<ReturnType<typeof earlyPush>>
   try {
     const client = await pool.connect()
     // A connection whose statement failed is dropped, not pooled again.
     try {
       bucketKey = await createPostgresSchema(client, schema)
-      early = await earlyPush(client, schema, s)
     } catch (error) {
       client.release(true)
       throw error
@@ -152,13 +115,14 @@ export async function openPostgresRelayStore(
   }
   const reads = postgresReads(pool, s)
   const maxBatch = Math.max(1, Math.floor(options.groupCommit?.maxBatch ?? 256))
-  const queue = commitQueue<WriteOp>(postgresBatchRunner(pgModule, pool, s, quota, early), maxBatch)
+  const queue = commitQueue<WriteOp>(postgresBatchRunner(pgModule, pool, s, quota), maxBatch)
   // One statement, outside the writers' turn: a pair is new, held but expired at `now`
   // (remembered again), or a replay (PROFILE §9 agent auth).
-  const rememberNonce =
+  const rememberNonce = prepared(
     `INSERT INTO ${s}.nonces AS n (key_id, nonce, expires_at) VALUES ($1, $2, $3::float8) ` +
-    'ON CONFLICT (key_id, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at ' +
-    'WHERE n.expires_at < $4::float8 RETURNING 1'
+      'ON CONFLICT (key_id, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at ' +
+      'WHERE n.expires_at < $4::float8 RETURNING 1',
+  )
   // The database unreachable: `unavailable` (503 with Retry-After), the operator told.
   const guard = <T>(call: Promise<T>) =>
     call.catch((error: unknown) => {
@@ -178,7 +142,10 @@ export async function openPostgresRelayStore(
     storedMessages: call(reads.storedMessages),
     watch: (listener) => (queue.closed ? () => undefined : watcher.add(listener)),
     rememberNonce: call(async (keyId: string, nonce: string, expiresAt: number, now: number) => {
-      const { rowCount } = await pool.query(rememberNonce, [keyId, nonce, expiresAt, now])
+      const { rowCount } = await pool.query({
+        ...rememberNonce,
+        values: [keyId, nonce, expiresAt, now],
+      })
       return rowCount === 1 ? ('fresh' as const) : ('replay' as const)
     }),
     lead(job, listener) {
