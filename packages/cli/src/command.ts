@@ -18,6 +18,8 @@ export class CliError extends Error {
     readonly code: string,
     message: string,
     readonly exitCode: 1 | 2 = 1,
+    /** The failure's whole chain of causes (what `--verbose` prints). */
+    readonly detail?: string,
   ) {
     super(message)
   }
@@ -80,9 +82,27 @@ export function command<O extends Options>(
 export const commandWithArgs = <O extends Options>(help: string, options: O, body: Body<O>) =>
   command(help, options, body, true)
 
-/** A diagnostic line of a running command on stderr (not an error: it goes on). */
-export function info(text: string): void {
-  process.stderr.write(`agentmsg: ${oneLine(text)}\n`)
+/**
+ * A diagnostic line of a running command on stderr (not an error: it goes on): a human line on
+ * a terminal, else one JSON object as the relay's logs (pino's `level`, `time`, `msg`).
+ */
+export function info(text: string, level: 30 | 40 = 30): void {
+  const line = process.stderr.isTTY
+    ? `agentmsg: ${oneLine(text)}`
+    : safeJson({ level, time: Date.now(), msg: text })
+  process.stderr.write(`${line}\n`)
+}
+
+/** A pino JSON line (the relay's) as the human line {@link info} prints on a terminal. */
+export function humanLine(json: string): string {
+  try {
+    const { level, msg, err } = JSON.parse(json)
+    const tag = level >= 50 ? 'error: ' : level >= 40 ? 'warning: ' : ''
+    const why = typeof err?.message === 'string' ? `: ${err.message}` : ''
+    return `agentmsg: ${oneLine(`${tag}${msg ?? ''}${why}`)}\n`
+  } catch {
+    return json
+  }
 }
 
 /** The code, message and exit code of any failure. */
@@ -120,7 +140,7 @@ export function describeError(error: unknown): { code: string; message: string; 
 }
 
 /** The message with its causes: `fetch failed` alone hides why in `.cause.cause`. */
-function withCauses(error: unknown): string {
+export function withCauses(error: unknown): string {
   const parts: string[] = []
   let current: unknown = error
   for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {

@@ -17,6 +17,7 @@ import {
   CliError,
   devTlsLine,
   errorLine,
+  humanLine,
   listFlag,
   readCaFiles,
   tlsFlags,
@@ -153,8 +154,9 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
       const { url: connectionString, schema } = postgres
       store = await openPostgresRelayStore({ connectionString, schema, quota: serveOptions.quota })
     }
-    // From here on, JSON lines (pino) on the command's stderr.
-    const logDestination = { write: (line: string) => void err(line) }
+    // From here on, JSON lines (pino) on the command's stderr; human lines on a terminal.
+    const human = !io.stderr && process.stderr.isTTY
+    const logDestination = { write: (line: string) => void err(human ? humanLine(line) : line) }
     server = await serveRelay({ ...serveOptions, logDestination, store })
   } catch (e) {
     await store?.close().catch(() => undefined)

@@ -47,8 +47,9 @@ async function send(
   c: SendContext,
   [recipient, content, options]: readonly [string, Content, SendOptions],
 ): Promise<SendResult> {
+  // Remembered for the peer only once one of them took a message (see `result`, `outcome`): a
+  // mistyped or dead relay must not be tried, and blamed, on later sends.
   const given = options.relays ?? []
-  if (given.length) await c.peers.remember(recipient, given)
   const conversationId = options.conversationId ?? createMessageId(c.now())
   // Numbered and persisted before anything goes out.
   const { sequence, isNew } = await c.conversations.take(conversationId, recipient)
@@ -90,7 +91,8 @@ async function send(
   // stored before its first attempt (PROFILE §6).
   if (!durable || targets.every((t) => t.target.route === 'relay')) {
     const round = await tryTargets(targets, copy, options.signal)
-    if (!durable || round.ok || !round.retry) return result(c, recipient, round, ids, sealing)
+    if (!durable || round.ok || !round.retry)
+      return result(c, recipient, round, ids, sealing, given)
   }
   const messages = await Promise.all(targets.map((t) => copy(t.target)))
   const unique = [...new Set(messages)]
@@ -103,9 +105,10 @@ async function send(
     firstAttempt: c.now(),
     attempts: 0,
     nextAttempt: c.now(),
+    ...(given.length ? { given: [...given] } : {}),
   }
   const first = await (await c.outbox()).send(entry, options.signal)
-  if (!('pending' in first)) return result(c, recipient, first, ids, sealing)
+  if (!('pending' in first)) return result(c, recipient, first, ids, sealing, given)
   const { target, transport } = durable
   const sealed = sealing.seals(target)
   return { ...ids, route: target.route, transport: transport.protocol, sealed, pending: true }
@@ -120,18 +123,31 @@ export function bodyOf(content: Content): { parts: BodyPart[]; contentType: stri
 }
 
 /** The send's result from a round, told as `delivered` (a pending one is, by the outbox, later). */
-function result(
+async function result(
   c: SendContext,
   to: string,
   round: Round,
   ids: { messageId: string; conversationId: string },
   sealing: SealPlan,
-): SendResult {
+  given: readonly string[],
+): Promise<SendResult> {
   if (!round.ok) throw round.error
   const { route } = round.receipt.target
+  await rememberTaken(c, to, round.receipt, given)
   const relayUrl = delivered(c.events, ids.messageId, to, round.receipt)
   const sealed = sealing.seals(round.receipt.target)
   return { ...ids, route, transport: round.transport, ...relayUrl, sealed }
+}
+
+/** A relay the sender named (`options.relays`) that took a message: the peer is reached there. */
+async function rememberTaken(
+  c: SendContext,
+  to: string,
+  r: DeliveryReceipt,
+  given: readonly string[] | undefined,
+): Promise<void> {
+  if (r.target.route === 'relay' && r.url && given?.includes(r.url))
+    await c.peers.remember(to, [r.url])
 }
 
 /** Tell `delivered`; returns the relay that took it, if one did. */
@@ -175,15 +191,19 @@ export async function openOutbox(c: SendContext): Promise<Outbox> {
   return new Outbox({
     storage: c.storage,
     deliver: (entry, signal) => deliverEntry(c.transports, entry, signal),
-    onOutcome: (entry, o) => outcome(c.events, entry, o),
+    onOutcome: (entry, o) => void outcome(c, entry, o).catch(() => {}),
     ...c.schedule,
   })
 }
 
 /** A send that resolved pending ended later: tell the application. */
-function outcome(events: AgentEmitter, entry: OutboxEntry, o: Outcome): void {
+async function outcome(c: SendContext, entry: OutboxEntry, o: Outcome): Promise<void> {
+  const { events } = c
   const { target } = entry.targets.find((t) => t.target.durable) ?? entry.targets[0]!
-  if (o.type === 'delivered') return void delivered(events, entry.id, target.agent, o.round.receipt)
+  if (o.type === 'delivered') {
+    await rememberTaken(c, target.agent, o.round.receipt, entry.given)
+    return void delivered(events, entry.id, target.agent, o.round.receipt)
+  }
   const code = isAgentMsgError(o.error) ? { code: o.error.peerCode ?? o.error.code } : {}
   const { route, agent: to } = target
   void events.emit('undeliverable', { messageId: entry.id, to, route, reason: o.reason, ...code })
