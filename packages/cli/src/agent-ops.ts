@@ -12,12 +12,13 @@ import {
   fingerprint,
   type NodeAgentOptions,
   type SendOptions,
+  type SendResult,
 } from '@agentmsg/client/node'
 import { didKeyFragment, isDidKey, publicKeyFromDidKey } from '@agentmsg/core'
 import { type AgentStore, openOrInUse, rememberRelays, storedRelays } from './agent-dir.js'
 import { CliError } from './command.js'
 import { askRunning } from './control.js'
-import { sendError } from './failure.js'
+import { sendError, whyPending } from './failure.js'
 import { performTopic, type TopicRequest } from './group-ops.js'
 
 export type AgentRequest =
@@ -182,6 +183,10 @@ export async function onAgent(
           ? { ...request, options: { ...request.options, signal } }
           : request
       const result = await perform(agent, storage, asked, relays)
+      if (request.op === 'send' && network && (result as SendResult).pending) {
+        const why = await whyPending(request.to, request.options.relays ?? [], network)
+        if (why) return { ...(result as SendResult), why }
+      }
       // A subscription is on these relays: `listen` must stream from them (PROFILE §9).
       if (request.op === 'subscribe' && given?.length) await rememberRelays(storage, relays)
       return result

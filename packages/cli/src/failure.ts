@@ -4,8 +4,10 @@
  * its causes. Each reason is one line: what failed, why, and what to do next.
  */
 import path from 'node:path'
+import type { NodeAgentOptions } from '@agentmsg/client/node'
 import { isAgentMsgError } from '@agentmsg/core'
 import { agentmsgHome } from '@agentmsg/dev-tls'
+import { createNodeFetch } from '@agentmsg/transport-https/node'
 import { CliError, withCauses } from './command.js'
 
 /** Every error in `error`'s causes (an `AggregateError`'s, too: one per relay tried). */
@@ -68,4 +70,25 @@ export function sendError(error: unknown, to: string, relays: readonly string[])
       ? error.code
       : 'failed'
   return new CliError(code, line, 1, withCauses(error))
+}
+
+/**
+ * Why a send that came back pending (kept in the outbox: failed for now) was taken by none of
+ * the relays it named: the first of them that cannot be reached, asked once with the send's own
+ * network (the client keeps the outbox's reasons to itself).
+ */
+export async function whyPending(
+  to: string,
+  relays: readonly string[],
+  network: Pick<NodeAgentOptions, 'ca' | 'addressPolicy'>,
+): Promise<string | undefined> {
+  const fetch = createNodeFetch({ ...network, timeoutMs: 5000 })
+  for (const relay of relays) {
+    try {
+      await (await fetch(relay)).body?.cancel()
+    } catch (error) {
+      return sendFailure(error, to, [relay])
+    }
+  }
+  return undefined
 }

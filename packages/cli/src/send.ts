@@ -109,11 +109,12 @@ export const runSendCommand = command(SEND_HELP, SEND_FLAGS, async ({ values }) 
   return 0
 })
 
-function asText(r: SendResult, dir: string): string {
+/** `why`: what the relays of a pending send answered, with what to do (failure.ts). */
+function asText(r: SendResult & { why?: string }, dir: string): string {
   const relay = r.relayUrl ? `via relay ${r.relayUrl}` : 'via relays'
   const via = r.route === 'relay' ? relay : 'direct'
   const line = `${r.pending ? 'pending' : 'accepted'} ${r.messageId} ${via}, ${r.sealed ? 'sealed' : 'not sealed'}, conversation ${r.conversationId}`
-  const why = r.route === 'relay' ? 'no relay took it now' : 'the inbox did not answer'
+  const why = r.why ?? (r.route === 'relay' ? 'no relay took it now' : 'the inbox did not answer')
   return r.pending
     ? `${line}: ${why}; kept in ${dir}'s outbox and retried (up to 24 h) while an agentmsg command has ${dir} open`
     : line

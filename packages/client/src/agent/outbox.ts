@@ -25,8 +25,6 @@ export interface OutboxEntry {
   attempts: number
   nextAttempt: number
   lastError?: string
-  /** The relays the send named (`options.relays`): one that takes it is remembered for the peer. */
-  given?: string[]
 }
 
 /** The time of the schedule: tests replace it to cover 24 h at once. */

@@ -17,7 +17,6 @@ import {
 import { type TraceSpan, traced } from '@agentmsg/core/http'
 import type { KeyStore } from '@agentmsg/core/receive'
 import type { AgentShared } from './create.js'
-import type { AgentEmitter } from './events.js'
 import type { Outbox, OutboxEntry, OutboxOptions, Outcome } from './outbox.js'
 import { deliverEntry, planRoute, type Round, tryTargets } from './route.js'
 import { copies, planSealing, type SealPlan } from './seal.js'
@@ -47,8 +46,8 @@ async function send(
   c: SendContext,
   [recipient, content, options]: readonly [string, Content, SendOptions],
 ): Promise<SendResult> {
-  // Remembered for the peer only once one of them took a message (see `result`, `outcome`): a
-  // mistyped or dead relay must not be tried, and blamed, on later sends.
+  // Remembered for the peer once one took a message (`delivered`): a mistyped or dead relay
+  // must not be tried, and blamed, on later sends.
   const given = options.relays ?? []
   const conversationId = options.conversationId ?? createMessageId(c.now())
   // Numbered and persisted before anything goes out.
@@ -91,8 +90,7 @@ async function send(
   // stored before its first attempt (PROFILE §6).
   if (!durable || targets.every((t) => t.target.route === 'relay')) {
     const round = await tryTargets(targets, copy, options.signal)
-    if (!durable || round.ok || !round.retry)
-      return result(c, recipient, round, ids, sealing, given)
+    if (!durable || round.ok || !round.retry) return result(c, recipient, round, ids, sealing)
   }
   const messages = await Promise.all(targets.map((t) => copy(t.target)))
   const unique = [...new Set(messages)]
@@ -105,10 +103,9 @@ async function send(
     firstAttempt: c.now(),
     attempts: 0,
     nextAttempt: c.now(),
-    ...(given.length ? { given: [...given] } : {}),
   }
   const first = await (await c.outbox()).send(entry, options.signal)
-  if (!('pending' in first)) return result(c, recipient, first, ids, sealing, given)
+  if (!('pending' in first)) return result(c, recipient, first, ids, sealing)
   const { target, transport } = durable
   const sealed = sealing.seals(target)
   return { ...ids, route: target.route, transport: transport.protocol, sealed, pending: true }
@@ -129,31 +126,22 @@ async function result(
   round: Round,
   ids: { messageId: string; conversationId: string },
   sealing: SealPlan,
-  given: readonly string[],
 ): Promise<SendResult> {
   if (!round.ok) throw round.error
   const { route } = round.receipt.target
-  await rememberTaken(c, to, round.receipt, given)
-  const relayUrl = delivered(c.events, ids.messageId, to, round.receipt)
+  const relayUrl = await delivered(c, ids.messageId, to, round.receipt)
   const sealed = sealing.seals(round.receipt.target)
-  return { ...ids, route, transport: round.transport, ...relayUrl, sealed }
+  return { ...ids, route, transport: round.transport, relayUrl, sealed }
 }
 
-/** A relay the sender named (`options.relays`) that took a message: the peer is reached there. */
-async function rememberTaken(
-  c: SendContext,
-  to: string,
-  r: DeliveryReceipt,
-  given: readonly string[] | undefined,
-): Promise<void> {
-  if (r.target.route === 'relay' && r.url && given?.includes(r.url))
-    await c.peers.remember(to, [r.url])
-}
-
-/** Tell `delivered`; returns the relay that took it, if one did. */
-function delivered(events: AgentEmitter, messageId: string, to: string, r: DeliveryReceipt) {
-  const relayUrl = r.target.route === 'relay' && r.url ? { relayUrl: r.url } : {}
-  void events.emit('delivered', { messageId, to, route: r.target.route, ...relayUrl })
+/**
+ * Tell `delivered`; returns the relay that took it, if one did, which is remembered for the peer
+ * (PROFILE §9): one that took a message reaches it, first.
+ */
+async function delivered(c: SendContext, messageId: string, to: string, r: DeliveryReceipt) {
+  const relayUrl = r.target.route === 'relay' ? r.url : undefined
+  if (relayUrl) await c.peers.remember(to, [relayUrl])
+  void c.events.emit('delivered', { messageId, to, route: r.target.route, relayUrl })
   return relayUrl
 }
 
@@ -191,22 +179,19 @@ export async function openOutbox(c: SendContext): Promise<Outbox> {
   return new Outbox({
     storage: c.storage,
     deliver: (entry, signal) => deliverEntry(c.transports, entry, signal),
-    onOutcome: (entry, o) => void outcome(c, entry, o).catch(() => {}),
+    onOutcome: (entry, o) => outcome(c, entry, o),
     ...c.schedule,
   })
 }
 
 /** A send that resolved pending ended later: tell the application. */
-async function outcome(c: SendContext, entry: OutboxEntry, o: Outcome): Promise<void> {
-  const { events } = c
+function outcome(c: SendContext, entry: OutboxEntry, o: Outcome): void {
   const { target } = entry.targets.find((t) => t.target.durable) ?? entry.targets[0]!
-  if (o.type === 'delivered') {
-    await rememberTaken(c, target.agent, o.round.receipt, entry.given)
-    return void delivered(events, entry.id, target.agent, o.round.receipt)
-  }
+  if (o.type === 'delivered')
+    return void delivered(c, entry.id, target.agent, o.round.receipt).catch(() => {})
   const code = isAgentMsgError(o.error) ? { code: o.error.peerCode ?? o.error.code } : {}
   const { route, agent: to } = target
-  void events.emit('undeliverable', { messageId: entry.id, to, route, reason: o.reason, ...code })
+  void c.events.emit('undeliverable', { messageId: entry.id, to, route, reason: o.reason, ...code })
 }
 
 /**

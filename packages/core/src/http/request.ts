@@ -126,10 +126,7 @@ export function deadline(
   const onAbort = () => controller.abort(signal?.reason)
   if (signal?.aborted) controller.abort(signal.reason)
   else signal?.addEventListener('abort', onAbort, { once: true })
-  // The cause says it was the time, as the Web's own timeouts do (a `TimeoutError`).
-  const text = `${what}: no answer within ${timeoutMs} ms`
-  const late = () =>
-    new AgentMsgError('unavailable', text, { cause: new DOMException(text, 'TimeoutError') })
+  const late = () => new AgentMsgError('unavailable', `${what}: no answer within ${timeoutMs} ms`)
   const timer =
     timeoutMs > 0 && timeoutMs < 2 ** 31
       ? setTimeout(() => controller.abort(late()), timeoutMs)
