@@ -53,7 +53,7 @@ export function sendFailure(error: unknown, to: string, relays: readonly string[
   const what = relays.length ? 'is the relay running?' : 'is its inbox running?'
   if (down) return `${where}: nothing answered (${down}) — ${what} check with \`${doctor}\``
   if (causes(error).some((e) => (e as Error | null)?.name === 'TimeoutError'))
-    return `${where}: no answer in time — send again later, and check with \`${doctor}\``
+    return `${where}: no answer in time (overloaded, or a firewall drops the packets?) — check with \`${doctor}\``
   const relayed = relays.length > 0 || to.startsWith('did:')
   if (isAgentMsgError(error) && error.code === 'not_found' && error.peerStatus === 404 && relayed)
     return `${where}: no mailbox for ${to} — the recipient has not listened on this relay yet: they run agentmsg listen --relay ${relays[0]} (or tell you their relay)`
