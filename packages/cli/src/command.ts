@@ -307,13 +307,13 @@ export function portFlag(command: string, text: string): number {
 export const writeOut = (text: string): Promise<void> =>
   new Promise((resolve, reject) => process.stdout.write(text, (e) => (e ? reject(e) : resolve())))
 
-/** Resolves with the first SIGINT or SIGTERM, its listeners removed after. */
+/**
+ * Resolves with the first SIGINT or SIGTERM. The listeners stay: a wrapper such as `npx`
+ * forwards the Ctrl-C its process group already delivered, and that second signal must not end
+ * the clean stop the first one began (the process exits once it is done).
+ */
 export function untilSignal(): Promise<string> {
   return new Promise((resolve) => {
-    const stop = (signal: string) => {
-      for (const s of ['SIGINT', 'SIGTERM'] as const) process.off(s, stop)
-      resolve(signal)
-    }
-    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, stop)
+    for (const s of ['SIGINT', 'SIGTERM'] as const) process.on(s, resolve)
   })
 }

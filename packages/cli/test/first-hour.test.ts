@@ -36,21 +36,22 @@ const shells: Shell[] = []
 
 describe.runIf(cliBuilt())("the CLI README's first hour", () => {
   afterAll(() => {
-    for (const s of shells) if (s.child.exitCode === null) process.kill(-s.child.pid!, 'SIGKILL')
+    for (const s of shells) if (s.child.exitCode === null) s.child.kill('SIGKILL')
   })
 
   it('prints what it promises, and every server stops on Ctrl-C with exit 0', {
     timeout: 120_000,
   }, async () => {
     const [inboxPort, relayPort] = [await freePort(), await freePort()]
-    const text = block.replaceAll(':8444', `:${inboxPort}`).replaceAll(':9443', `:${relayPort}`)
+    const text = block.replaceAll('8444', `${inboxPort}`).replaceAll('9443', `${relayPort}`)
     const [preamble, ...terminals] = text.split(/^# Terminal \d+: .*$/m)
     expect(terminals).toHaveLength(4)
     const cwd = mkdtempSync(path.join(tmpdir(), 'agentmsg-first-hour-'))
     const env = { ...process.env, PATH: pathWithCli() }
     const sh = (script: string): Shell => {
-      // Its own process group: Ctrl-C reaches the whole terminal, as in a shell.
-      const child = spawn('sh', ['-ec', `${preamble}\n${script}`], { cwd, env, detached: true })
+      // Its own process group: Ctrl-C reaches the whole terminal. bash, as a terminal's: it
+      // waits for a command that handles Ctrl-C (dash, Debian's sh, dies of it at once).
+      const child = spawn('bash', ['-ec', `${preamble}\n${script}`], { cwd, env, detached: true })
       let out = ''
       let err = ''
       child.stdout!.on('data', (d) => (out += d))

@@ -3,12 +3,12 @@
  * real relay on loopback TLS: the exit code and the one line that says what to do.
  */
 import { spawn } from 'node:child_process'
-import { mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdtemp } from 'node:fs/promises'
 import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createDevCa } from '@agentmsg/dev-tls'
+import { loadDevCa } from '@agentmsg/dev-tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   cliBuilt,
@@ -61,8 +61,8 @@ describe.runIf(cliBuilt())('the first hour, where it stopped newcomers', () => {
   })
 
   it('listen exits 1 with the fix when the relay certificate does not verify (no or the wrong --ca)', async () => {
-    const other = path.join(tmp, 'other-ca.pem')
-    await writeFile(other, (await createDevCa()).cert)
+    // Another machine's development CA.
+    const other = (await loadDevCa({ home: path.join(tmp, 'elsewhere') })).certFile
     const fix = new RegExp(
       `^agentmsg: certificate: ${esc(relay.url)}: its certificate does not verify \\([A-Z_]+\\) — pass its CA with --ca FILE; a --dev-tls server's is --ca ${esc(devCa)} \\(agentmsg dev-ca path\\)$`,
     )
@@ -164,7 +164,15 @@ describe.runIf(cliBuilt())('the first hour, where it stopped newcomers', () => {
       devCa,
       ...LOCAL,
     ]
-    const npx = spawn('npx', args, { cwd: repo, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    // npm forwards the Ctrl-C its group already got: listen gets it twice. Debian's sh (dash)
+    // dies of it itself, and npm then reports 130 (README): bash, as elsewhere, waits.
+    const env = { ...process.env, npm_config_script_shell: '/bin/bash' }
+    const npx = spawn('npx', args, {
+      cwd: repo,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     await waitFor(npx, 'stderr', /listening on/, 45_000)
     process.kill(-npx.pid!, 'SIGINT')
     expect(await new Promise((r) => npx.on('exit', r))).toBe(0)
