@@ -93,18 +93,6 @@ export function info(text: string, level: 30 | 40 = 30): void {
   process.stderr.write(`${line}\n`)
 }
 
-/** A pino JSON line (the relay's) as the human line {@link info} prints on a terminal. */
-export function humanLine(json: string): string {
-  try {
-    const { level, msg, err } = JSON.parse(json)
-    const tag = level >= 50 ? 'error: ' : level >= 40 ? 'warning: ' : ''
-    const why = typeof err?.message === 'string' ? `: ${err.message}` : ''
-    return `agentmsg: ${oneLine(`${tag}${msg ?? ''}${why}`)}\n`
-  } catch {
-    return json
-  }
-}
-
 /** The code, message and exit code of any failure. */
 export function describeError(error: unknown): { code: string; message: string; exitCode: 1 | 2 } {
   if (error instanceof CliError)

@@ -17,8 +17,8 @@ import {
   CliError,
   devTlsLine,
   errorLine,
-  humanLine,
   listFlag,
+  oneLine,
   readCaFiles,
   tlsFlags,
   untilSignal,
@@ -213,4 +213,16 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   if (io.exit) io.exit(1)
   else process.exit(1)
   return 1
+}
+
+/** A pino JSON line as the human line the other commands print on a terminal (`info`). */
+function humanLine(json: string): string {
+  try {
+    const { level, msg, err } = JSON.parse(json)
+    const tag = level >= 50 ? 'error: ' : level >= 40 ? 'warning: ' : ''
+    const why = typeof err?.message === 'string' ? `: ${err.message}` : ''
+    return `agentmsg: ${oneLine(`${tag}${msg ?? ''}${why}`)}\n`
+  } catch {
+    return json
+  }
 }
