@@ -8,9 +8,11 @@
  */
 import { constants } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
+import path from 'node:path'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { createAddressPolicy, type NodeAgentOptions, safeText } from '@agentmsg/client/node'
 import { PROFILE } from '@agentmsg/core'
+import { agentmsgHome } from '@agentmsg/dev-tls'
 
 /** A failure a command reports as one line, with its exit code. */
 export class CliError extends Error {
@@ -152,7 +154,7 @@ function withHint(text: string): string {
   const tls =
     /self[- ]signed|unable to (verify|get local issuer)|certificate has expired|unknown ca|UNABLE_TO_|SELF_SIGNED|CERT_/i
   if (tls.test(message) && !message.includes('--ca'))
-    return `${message} — pass the server's CA with --ca FILE (a dev server's: $AGENTMSG_HOME/dev-ca/ca.pem)`
+    return `${message} — pass the server's CA with --ca FILE (a dev server's: ${path.join(agentmsgHome(), 'dev-ca', 'ca.pem')}, agentmsg dev-ca path)`
   if (/is not public unicast/.test(message) && !message.includes('--allow-private'))
     return `${message} — pass --allow-private HOST to reach a private or loopback address`
   return message

@@ -178,15 +178,27 @@ describe.runIf(cliBuilt())('the first hour, where it stopped newcomers', () => {
     expect(await new Promise((r) => npx.on('exit', r))).toBe(0)
   })
 
-  it('on a terminal, listen reports in human lines (JSON otherwise)', {
-    timeout: 60_000,
+  it('on a terminal, listen, inbox and relay report in human lines (JSON otherwise)', {
+    timeout: 120_000,
   }, async () => {
-    const cli = path.join(repo, 'packages/cli/bin/agentmsg.js')
-    const cmd = `node ${cli} listen --dir ${alice} --ca ${devCa} --allow-private 127.0.0.1`
-    const tty = spawn('script', ['-qec', cmd, '/dev/null'], { detached: true })
-    const line = await waitFor(tty, 'stdout', /listening on/, 45_000)
-    expect(line).toMatch(new RegExp(`^agentmsg: ${esc(aliceId)} listening on `))
-    process.kill(-tty.pid!, 'SIGINT')
-    expect(await new Promise((r) => tty.on('exit', r))).toBe(0)
+    const cli = `node ${path.join(repo, 'packages/cli/bin/agentmsg.js')}`
+    const port = await freePort()
+    const commands: Array<[string, RegExp]> = [
+      [
+        `listen --dir ${alice} --ca ${devCa} ${LOCAL.join(' ')}`,
+        /^agentmsg: did:key:\S+ listening on /,
+      ],
+      [`inbox --dir ${path.join(tmp, 'carol')} --dev-tls`, /^agentmsg: https:\S+ listening on /],
+      [
+        `relay --data ${path.join(tmp, 'relay2')} --port ${port} --dev-tls`,
+        /^agentmsg: listening on /,
+      ],
+    ]
+    for (const [command, human] of commands) {
+      const tty = spawn('script', ['-qec', `${cli} ${command}`, '/dev/null'], { detached: true })
+      expect(await waitFor(tty, 'stdout', /listening on/, 45_000)).toMatch(human)
+      process.kill(-tty.pid!, 'SIGINT')
+      expect(await new Promise((r) => tty.on('exit', r))).toBe(0)
+    }
   })
 })
