@@ -188,7 +188,10 @@ describe.runIf(cliBuilt())('the first hour, where it stopped newcomers', () => {
         `listen --dir ${alice} --ca ${devCa} ${LOCAL.join(' ')}`,
         /^agentmsg: did:key:\S+ listening on /,
       ],
-      [`inbox --dir ${path.join(tmp, 'carol')} --dev-tls`, /^agentmsg: https:\S+ listening on /],
+      [
+        `inbox --dir ${path.join(tmp, 'carol')} --dev-tls --ca ${devCa} ${LOCAL.join(' ')}`,
+        /^agentmsg: https:\S+ listening on /,
+      ],
       [
         `relay --data ${path.join(tmp, 'relay2')} --port ${port} --dev-tls`,
         /^agentmsg: listening on /,
