@@ -183,13 +183,15 @@ describe.runIf(cliBuilt())('the first hour, where it stopped newcomers', () => {
   }, async () => {
     const cli = `node ${path.join(repo, 'packages/cli/bin/agentmsg.js')}`
     const port = await freePort()
+    const inboxDir = path.join(tmp, 'dave')
+    await run(['init', '--dir', inboxDir, '--url', `https://127.0.0.1:${await freePort()}`])
     const commands: Array<[string, RegExp]> = [
       [
-        `listen --dir ${alice} --ca ${devCa} ${LOCAL.join(' ')}`,
+        `listen --dir ${alice} --relay ${relay.url} --ca ${devCa} ${LOCAL.join(' ')}`,
         /^agentmsg: did:key:\S+ listening on /,
       ],
       [
-        `inbox --dir ${path.join(tmp, 'carol')} --dev-tls --ca ${devCa} ${LOCAL.join(' ')}`,
+        `inbox --dir ${inboxDir} --dev-tls --ca ${devCa} ${LOCAL.join(' ')}`,
         /^agentmsg: https:\S+ listening on /,
       ],
       [
