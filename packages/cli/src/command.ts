@@ -20,8 +20,7 @@ export class CliError extends Error {
     readonly code: string,
     message: string,
     readonly exitCode: 1 | 2 = 1,
-    /** The failure's whole chain of causes (what `--verbose` prints). */
-    readonly detail?: string,
+    readonly detail?: string, // the whole chain of causes, for --verbose
   ) {
     super(message)
   }
@@ -84,10 +83,8 @@ export function command<O extends Options>(
 export const commandWithArgs = <O extends Options>(help: string, options: O, body: Body<O>) =>
   command(help, options, body, true)
 
-/**
- * A diagnostic line of a running command on stderr (not an error: it goes on): a human line on
- * a terminal, else one JSON object as the relay's logs (pino's `level`, `time`, `msg`).
- */
+/** A diagnostic line of a running command on stderr: human on a terminal, else one JSON object
+ * as the relay's logs (pino's `level`, `time`, `msg`). */
 export function info(text: string, level: 30 | 40 = 30): void {
   const line = process.stderr.isTTY
     ? `agentmsg: ${oneLine(text)}`
@@ -229,10 +226,7 @@ export async function readPemFlag(
 export const readCaFiles = (files: readonly string[] | undefined): Promise<string[]> =>
   Promise.all(listFlag(files).map((f) => readPemFlag('--ca', f, '-----BEGIN CERTIFICATE-----')))
 
-/**
- * `--dev-tls`, or `--tls-cert F --tls-key F` read (https only, also in development: PROFILE §6);
- * undefined for `--dev-tls`.
- */
+/** `--tls-cert F --tls-key F` read, or undefined for `--dev-tls` (https only: PROFILE §6). */
 export async function tlsFlags(
   command: string,
   values: {
@@ -259,10 +253,7 @@ export async function tlsFlags(
 export const devTlsLine = (dev: { certFile: string; caFile: string }) =>
   `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`
 
-/**
- * The network of a command that connects out: the `--ca` files, and https only to public
- * unicast plus what `--allow-private` names (PROFILE §4, §6).
- */
+/** A command's network: the `--ca` files; public unicast plus `--allow-private` (PROFILE §4, §6). */
 export async function networkFlags(values: {
   ca?: string[]
   'allow-private'?: string[]
@@ -297,11 +288,8 @@ export function portFlag(command: string, text: string): number {
 export const writeOut = (text: string): Promise<void> =>
   new Promise((resolve, reject) => process.stdout.write(text, (e) => (e ? reject(e) : resolve())))
 
-/**
- * Resolves with the first SIGINT or SIGTERM. The listeners stay: a wrapper such as `npx`
- * forwards the Ctrl-C its process group already delivered, and that second signal must not end
- * the clean stop the first one began (the process exits once it is done).
- */
+/** The first SIGINT or SIGTERM; the listeners stay, so the Ctrl-C npx forwards again does
+ * not end the clean stop the first began. */
 export function untilSignal(): Promise<string> {
   return new Promise((resolve) => {
     for (const s of ['SIGINT', 'SIGTERM'] as const) process.on(s, resolve)
