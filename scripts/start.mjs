@@ -4,8 +4,9 @@
 // terminal demo (demo/node/). The relay keeps running until Ctrl-C.
 //
 //   PORT            port of the relay and the page (default 8443; 0 picks a free one)
-//   AGENTMSG_HOME   machine directory: the development CA (dev-ca/), the relay's data
-//                   (relay/) and the Echo agent (demo/) (default <repo>/.agentmsg)
+//   AGENTMSG_HOME   machine directory: the development CA (dev-ca/, shared with the agentmsg
+//                   CLI: default ~/.agentmsg), and here also the relay's data (relay/) and the
+//                   Echo agent (demo/) (default <repo>/.agentmsg)
 //   AGENTMSG_DATA   the relay's data directory instead (default $AGENTMSG_HOME/relay)
 //   AGENTMSG_SKIP_BUILD=1 or --no-build   use the packages as built (tests)
 //   --verbose                             show the build's output (its size table, publint);
@@ -64,9 +65,10 @@ async function checkPort(port) {
 
 const port = parsePort(process.env.PORT)
 await checkPort(port)
+// The development CA is the machine's, as the CLI's ($AGENTMSG_HOME/dev-ca, else ~/.agentmsg):
+// the relay here and `agentmsg inbox`/`relay --dev-tls` trust each other with one file. The
+// relay's data and Echo stay with this clone.
 const home = path.resolve(process.env.AGENTMSG_HOME || path.join(root, '.agentmsg'))
-// The development CA is $AGENTMSG_HOME/dev-ca: every dev server started from here shares it.
-process.env.AGENTMSG_HOME = home
 const dataDir = path.resolve(process.env.AGENTMSG_DATA || path.join(home, 'relay'))
 
 if (!process.argv.includes('--no-build') && !process.env.AGENTMSG_SKIP_BUILD) {
@@ -129,7 +131,7 @@ step('the browser demo')
 console.log(`  open        ${demo.pageUrl}`)
 console.log(`  trust once  ${demo.caFile}`)
 console.log(
-  '              (the development CA: import it as a certificate authority in the browser, or pass it as --ca / NODE_EXTRA_CA_CERTS)',
+  '              agentmsg dev-ca trust   (the development CA: the commands that make this OS and its browsers trust it; --run runs them. Node: --ca / NODE_EXTRA_CA_CERTS)',
 )
 console.log('\nThe relay keeps running. Ctrl-C stops it.')
 

@@ -229,7 +229,7 @@ function shellLines(readmes: string[]): Array<{ readme: string; section: string;
 
 /** Each `agentmsg <command> …` of a line, with the flags it gives (up to a pipe or `)`). */
 function agentmsgCalls(line: string): Array<{ command: string; flags: string[] }> {
-  return [...line.matchAll(/\bagentmsg (--help|[a-z]+)([^|;&)]*)/g)].map((m) => ({
+  return [...line.matchAll(/\bagentmsg (--help|[a-z][a-z-]*)([^|;&)]*)/g)].map((m) => ({
     command: m[1]!,
     flags: [...m[2]!.matchAll(/(?<=\s)--[a-z][a-z-]*/g)].map((f) => f[0]),
   }))

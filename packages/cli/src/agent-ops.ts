@@ -5,16 +5,20 @@
  */
 import {
   type Agent,
+  type Contact,
   type Content,
   createAgent,
   createNodeAgent,
   fingerprint,
   type NodeAgentOptions,
   type SendOptions,
+  type SendResult,
 } from '@agentmsg/client/node'
+import { didKeyFragment, isDidKey, publicKeyFromDidKey } from '@agentmsg/core'
 import { type AgentStore, openOrInUse, rememberRelays, storedRelays } from './agent-dir.js'
 import { CliError } from './command.js'
 import { askRunning } from './control.js'
+import { sendError, whyPending } from './failure.js'
 import { performTopic, type TopicRequest } from './group-ops.js'
 
 export type AgentRequest =
@@ -53,6 +57,21 @@ async function identitySummary(agent: Agent, storage: AgentStore): Promise<Ident
   }
 }
 
+/** A did:key's key is its id (PROFILE §4): listed with the stored ones, as `did:key`. */
+const withDidKeys = (list: Contact[]) =>
+  Promise.all(
+    list.map(async (c) => {
+      if (c.keys.length || !isDidKey(c.agent)) return c
+      const keyId = `${c.agent}#${didKeyFragment(c.agent)}`
+      const key = {
+        keyId,
+        source: 'did:key',
+        fingerprint: await fingerprint(publicKeyFromDidKey(c.agent)),
+      }
+      return { ...c, keys: [key as Contact['keys'][number]] }
+    }),
+  )
+
 /**
  * Run `request` on `agent` (here, or in the process serving the control socket); `relays`: the
  * agent's (default: the ones D remembers, which a running agent uses).
@@ -79,7 +98,7 @@ export async function perform(
       return { agent_id, key_id, public_key, fingerprint }
     }
     case 'contacts.list':
-      return agent.contacts.list()
+      return withDidKeys(await agent.contacts.list())
     case 'contacts.pin': {
       const { keyId, relays } = request
       await agent.contacts.pin(request.agent, request.publicKey, { keyId, relays })
@@ -99,8 +118,12 @@ export async function perform(
       await agent.contacts.remove(request.agent)
       return { removed: request.agent }
     }
-    case 'send':
-      return agent.send(request.to, request.content, request.options)
+    case 'send': {
+      const { to, content, options } = request
+      return agent.send(to, content, options).catch((error: unknown) => {
+        throw sendError(error, to, options.relays ?? [])
+      })
+    }
     case 'subscribe':
     case 'unsubscribe':
     case 'publish':
@@ -124,10 +147,15 @@ export async function onAgent(
   dir: string,
   request: AgentRequest,
   network?: Pick<NodeAgentOptions, 'ca' | 'addressPolicy'>,
+  signal?: AbortSignal,
 ): Promise<unknown> {
   const opened = await openOrInUse(dir)
   if ('inUse' in opened) {
-    const answer = await askRunning(dir, request)
+    const going = `the agentmsg process ${opened.inUse} holding ${dir} goes on with it (its outbox keeps it until a target takes or refuses it)`
+    const stopped = new Promise<never>((_, reject) =>
+      signal?.addEventListener('abort', () => reject(new CliError('interrupted', going))),
+    )
+    const answer = await Promise.race([askRunning(dir, request), stopped])
     if (answer) return answer.result
     throw new CliError(
       'in_use',
@@ -150,7 +178,15 @@ export async function onAgent(
         })
       : await createAgent({ storage, sendOnly: true, transports: [] })
     try {
-      const result = await perform(agent, storage, request, relays)
+      const asked =
+        request.op === 'send' && signal
+          ? { ...request, options: { ...request.options, signal } }
+          : request
+      const result = await perform(agent, storage, asked, relays)
+      if (request.op === 'send' && network && (result as SendResult).pending) {
+        const why = await whyPending(request.to, request.options.relays ?? [], network)
+        if (why) return { ...(result as SendResult), why }
+      }
       // A subscription is on these relays: `listen` must stream from them (PROFILE §9).
       if (request.op === 'subscribe' && given?.length) await rememberRelays(storage, relays)
       return result

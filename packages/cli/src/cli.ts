@@ -31,18 +31,19 @@ commands:
   rotate    URL agents: a new active key
   relay     run a relay on SQLite
   doctor    check a URL agent or relay: TLS, endpoints, document, clock, relays
+  dev-ca    this machine's development CA: its path; trust it in the OS and browsers
   mcp       serve the agent to an MCP client over stdio: send, receive, ack, contacts, identity
 
   --version  the version;  --help, -h  this help
 
 An agent directory D is an @agentmsg/storage-fs store: createAgent({ storage: await
 fsStorage({ dir: D }) }) is the same agent. Dev servers (--dev-tls) use this machine's dev CA:
-clients pass --ca "$AGENTMSG_HOME/dev-ca/ca.pem" (AGENTMSG_HOME defaults to ~/.agentmsg).
+clients pass --ca "$(agentmsg dev-ca path)" ($AGENTMSG_HOME/dev-ca/ca.pem, default ~/.agentmsg).
 Errors: one line on stderr, "agentmsg: <code>: <message — what to do>".
 Exit codes: 0 done; 1 failed (network, refused, the directory's state); 2 usage or input error.
 
 example (a did:key listens on a relay, another agent sends to it):
-  CA="$AGENTMSG_HOME/dev-ca/ca.pem"
+  CA="$(agentmsg dev-ca path)"
   agentmsg relay  --data ./relay --port 9443 --dev-tls &
   agentmsg init   --dir ./alice
   agentmsg listen --dir ./alice --relay https://127.0.0.1:9443 --ca "$CA" --allow-private 127.0.0.1 &
@@ -66,6 +67,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   // The relay has its own flags (relay/); it and @agentmsg/relay are loaded only when used.
   relay: async (argv) => (await import('./relay/command.js')).runRelayCommand(argv),
   doctor: async (argv) => (await import('./doctor.js')).runDoctor(argv),
+  'dev-ca': async (argv) => (await import('./dev-ca.js')).runDevCa(argv),
   // The MCP SDK is loaded only by `agentmsg mcp`.
   mcp: async (argv) => (await import('./mcp.js')).runMcp(argv),
 }

@@ -8,9 +8,11 @@
  */
 import { constants } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
+import path from 'node:path'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { createAddressPolicy, type NodeAgentOptions, safeText } from '@agentmsg/client/node'
 import { PROFILE } from '@agentmsg/core'
+import { agentmsgHome } from '@agentmsg/dev-tls'
 
 /** A failure a command reports as one line, with its exit code. */
 export class CliError extends Error {
@@ -18,6 +20,7 @@ export class CliError extends Error {
     readonly code: string,
     message: string,
     readonly exitCode: 1 | 2 = 1,
+    readonly detail?: string, // the whole chain of causes, for --verbose
   ) {
     super(message)
   }
@@ -80,9 +83,13 @@ export function command<O extends Options>(
 export const commandWithArgs = <O extends Options>(help: string, options: O, body: Body<O>) =>
   command(help, options, body, true)
 
-/** A diagnostic line of a running command on stderr (not an error: it goes on). */
-export function info(text: string): void {
-  process.stderr.write(`agentmsg: ${oneLine(text)}\n`)
+/** A diagnostic line of a running command on stderr: human on a terminal, else one JSON object
+ * as the relay's logs (pino's `level`, `time`, `msg`). */
+export function info(text: string, level: 30 | 40 = 30): void {
+  const line = process.stderr.isTTY
+    ? `agentmsg: ${oneLine(text)}`
+    : safeJson({ level, time: Date.now(), msg: text })
+  process.stderr.write(`${line}\n`)
 }
 
 /** The code, message and exit code of any failure. */
@@ -120,7 +127,7 @@ export function describeError(error: unknown): { code: string; message: string; 
 }
 
 /** The message with its causes: `fetch failed` alone hides why in `.cause.cause`. */
-function withCauses(error: unknown): string {
+export function withCauses(error: unknown): string {
   const parts: string[] = []
   let current: unknown = error
   for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
@@ -144,7 +151,7 @@ function withHint(text: string): string {
   const tls =
     /self[- ]signed|unable to (verify|get local issuer)|certificate has expired|unknown ca|UNABLE_TO_|SELF_SIGNED|CERT_/i
   if (tls.test(message) && !message.includes('--ca'))
-    return `${message} — pass the server's CA with --ca FILE (a dev server's: $AGENTMSG_HOME/dev-ca/ca.pem)`
+    return `${message} — pass the server's CA with --ca FILE (a dev server's: ${path.join(agentmsgHome(), 'dev-ca', 'ca.pem')}, agentmsg dev-ca path)`
   if (/is not public unicast/.test(message) && !message.includes('--allow-private'))
     return `${message} — pass --allow-private HOST to reach a private or loopback address`
   return message
@@ -219,10 +226,7 @@ export async function readPemFlag(
 export const readCaFiles = (files: readonly string[] | undefined): Promise<string[]> =>
   Promise.all(listFlag(files).map((f) => readPemFlag('--ca', f, '-----BEGIN CERTIFICATE-----')))
 
-/**
- * `--dev-tls`, or `--tls-cert F --tls-key F` read (https only, also in development: PROFILE §6);
- * undefined for `--dev-tls`.
- */
+/** `--tls-cert F --tls-key F` read, or undefined for `--dev-tls` (https only: PROFILE §6). */
 export async function tlsFlags(
   command: string,
   values: {
@@ -249,10 +253,7 @@ export async function tlsFlags(
 export const devTlsLine = (dev: { certFile: string; caFile: string }) =>
   `development CA: ${dev.caFile} (trust it: clients pass --ca ${dev.caFile}; this server's certificate: ${dev.certFile})`
 
-/**
- * The network of a command that connects out: the `--ca` files, and https only to public
- * unicast plus what `--allow-private` names (PROFILE §4, §6).
- */
+/** A command's network: the `--ca` files; public unicast plus `--allow-private` (PROFILE §4, §6). */
 export async function networkFlags(values: {
   ca?: string[]
   'allow-private'?: string[]
@@ -287,13 +288,10 @@ export function portFlag(command: string, text: string): number {
 export const writeOut = (text: string): Promise<void> =>
   new Promise((resolve, reject) => process.stdout.write(text, (e) => (e ? reject(e) : resolve())))
 
-/** Resolves with the first SIGINT or SIGTERM, its listeners removed after. */
+/** The first SIGINT or SIGTERM; the listeners stay, so the Ctrl-C npx forwards again does
+ * not end the clean stop the first began. */
 export function untilSignal(): Promise<string> {
   return new Promise((resolve) => {
-    const stop = (signal: string) => {
-      for (const s of ['SIGINT', 'SIGTERM'] as const) process.off(s, stop)
-      resolve(signal)
-    }
-    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, stop)
+    for (const s of ['SIGINT', 'SIGTERM'] as const) process.on(s, resolve)
   })
 }

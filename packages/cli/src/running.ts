@@ -12,6 +12,7 @@ import {
 import { openAgentDir, rememberRelays, storedRelays } from './agent-dir.js'
 import { type AgentRequest, perform } from './agent-ops.js'
 import {
+  CliError,
   describeError,
   info,
   networkFlags,
@@ -21,11 +22,12 @@ import {
   writeOut,
 } from './command.js'
 import { serveControl } from './control.js'
+import { certificateCode, certificateFix } from './failure.js'
 
 /** Report what the agent cannot tell anyone else (a relay down, a refused message); go on. */
 export function reportError(error: unknown): void {
   const { code, message } = describeError(error)
-  info(`${code}: ${message}`)
+  info(`${code}: ${message}`, 40)
 }
 
 /** The flags `inbox` and `listen` share. */
@@ -57,13 +59,15 @@ export async function runAgentDir(
   const given = relayFlags(command, values.relay)
   const { storage, agentId, identity } = await openAgentDir(dir)
   let running: { agent: NodeAgent; started: string[] }
+  let relays: string[] = []
   try {
-    const relays = given.length ? given : await storedRelays(storage, identity)
+    relays = given.length ? given : await storedRelays(storage, identity)
     const base = async (): Promise<NodeAgentOptions> => ({
       storage,
       ...(relays.length ? { relays } : {}),
       ...(await networkFlags(values)),
-      onError: reportError,
+      // A relay's certificate that does not verify ends the run (below), not reported forever.
+      onError: (error) => certificateCode(error) || reportError(error),
     })
     running = await start({ agentId, relays, base })
     if (given.length) await rememberRelays(storage, relays)
@@ -94,6 +98,15 @@ export async function runAgentDir(
       await stdoutFailed(error)
     }
   })
+  // A relay's certificate that does not verify will not verify on the next try either: stop,
+  // with the fix, instead of retrying. (One a sender's document came with is that sender's.)
+  let untrusted: (line: string) => void = () => {}
+  const failed = new Promise<string>((resolve) => (untrusted = resolve))
+  agent.on('error', ({ error, transport, message }) => {
+    const code = certificateCode(error)
+    if (code && transport === 'relay' && !message) untrusted(certificateFix(relays.join(' '), code))
+    else if (code) reportError(error)
+  })
   const signal = untilSignal()
   control = await serveControl(
     dir,
@@ -101,10 +114,12 @@ export async function runAgentDir(
     info,
   )
   for (const line of started) info(line)
-  info(`${await signal}: stopping`)
+  const end = await Promise.race([signal, failed.then((line) => new CliError('certificate', line))])
+  if (typeof end === 'string') info(`${end}: stopping`)
   await control?.close()
   await agent.close().catch(reportError)
   await storage.close?.()
+  if (typeof end !== 'string') throw end
   return 0
 }
 

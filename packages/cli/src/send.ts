@@ -1,17 +1,20 @@
 import type { Content, SendOptions, SendResult } from '@agentmsg/client/node'
 import { onAgent } from './agent-ops.js'
 import {
+  CliError,
   command,
+  info,
   MAX_JSON_FILE_BYTES as MAX_JSON,
   networkFlags,
   readJsonFile,
   relayFlags,
   usageError,
+  withCauses,
 } from './command.js'
 
 const SEND_HELP = `usage: agentmsg send --dir D --to ID (--text T | --json FILE) [--relay URL ...]
                      [--conversation C] [--route auto|direct|relay] [--seal | --plaintext]
-                     [--ca F ...] [--allow-private HOSTS] [--format text|json]
+                     [--ca F ...] [--allow-private HOSTS] [--format text|json] [--verbose]
 
 Send one message as the agent in D (ID's inbox first, then its relays); print accepted or
 pending, the message id, the route, sealed or not, the conversation. "pending": the inbox did
@@ -27,6 +30,7 @@ has D open.
   --allow-private  hosts or ranges on private or loopback addresses it may connect to
   --format json    one JSON object: status, message_id, conversation_id, route, relay_url,
                    transport, sealed
+  --verbose        on failure, also every cause (the line alone says what failed and why)
 
 example:
   agentmsg send --dir ./bob --to did:key:z6Mk… --relay https://127.0.0.1:9443 --text "hi" \\
@@ -52,6 +56,7 @@ const SEND_FLAGS = {
   ca: { type: 'string', multiple: true },
   'allow-private': { type: 'string', multiple: true },
   format: { type: 'string' },
+  verbose: { type: 'boolean' },
 } as const
 
 export const runSendCommand = command(SEND_HELP, SEND_FLAGS, async ({ values }) => {
@@ -81,16 +86,35 @@ export const runSendCommand = command(SEND_HELP, SEND_FLAGS, async ({ values }) 
   const network = await networkFlags(values)
   // D's agent, opened send-only for it (pending deliveries stay in D's outbox), or the
   // `agentmsg inbox`/`listen` process that holds D.
-  const r = (await onAgent(dir, { op: 'send', to, content, options }, network)) as SendResult
+  const request = { op: 'send', to, content, options } as const
+  // Ctrl-C stops the send (a second one ends the process): the client then keeps nothing in
+  // the outbox, which the line says.
+  const stop = new AbortController()
+  const interrupted = () =>
+    stop.abort(
+      new CliError(
+        'interrupted',
+        `stopped before a target took it: nothing is kept in ${dir}'s outbox — send it again`,
+      ),
+    )
+  process.once('SIGINT', interrupted)
+  const r = (await onAgent(dir, request, network, stop.signal)
+    .catch((error: unknown) => {
+      // The line says what failed and what to do; --verbose adds every cause before it.
+      if (values.verbose) info(`detail: ${(error as CliError).detail ?? withCauses(error)}`)
+      throw error
+    })
+    .finally(() => process.off('SIGINT', interrupted))) as SendResult
   process.stdout.write(`${format === 'json' ? asJson(r) : asText(r, dir)}\n`)
   return 0
 })
 
-function asText(r: SendResult, dir: string): string {
+/** `why`: what the relays of a pending send answered, with what to do (failure.ts). */
+function asText(r: SendResult & { why?: string }, dir: string): string {
   const relay = r.relayUrl ? `via relay ${r.relayUrl}` : 'via relays'
   const via = r.route === 'relay' ? relay : 'direct'
   const line = `${r.pending ? 'pending' : 'accepted'} ${r.messageId} ${via}, ${r.sealed ? 'sealed' : 'not sealed'}, conversation ${r.conversationId}`
-  const why = r.route === 'relay' ? 'no relay took it now' : 'the inbox did not answer'
+  const why = r.why ?? (r.route === 'relay' ? 'no relay took it now' : 'the inbox did not answer')
   return r.pending
     ? `${line}: ${why}; kept in ${dir}'s outbox and retried (up to 24 h) while an agentmsg command has ${dir} open`
     : line

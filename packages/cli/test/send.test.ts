@@ -306,7 +306,7 @@ describe('agentmsg send errors: one line, a documented exit code', () => {
     const r = await send(['--to', carolId, '--relay', closed, ...LOOPBACK, '--text', 'lost'])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(
-      /^pending \S+ via relays, sealed, conversation \S+: no relay took it now; kept in .*'s outbox/,
+      /^pending \S+ via relays, sealed, conversation \S+: https:\S+: nothing answered \(ECONNREFUSED\) — is the relay running\? check with `agentmsg doctor https:\S+`; kept in .*'s outbox/,
     )
     const nobody = await send(['--to', carolId, '--text', 'x'], path.join(dir, 'nobody'))
     expect(nobody.code).toBe(1)

@@ -18,6 +18,7 @@ import {
   devTlsLine,
   errorLine,
   listFlag,
+  oneLine,
   readCaFiles,
   tlsFlags,
   untilSignal,
@@ -153,8 +154,9 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
       const { url: connectionString, schema } = postgres
       store = await openPostgresRelayStore({ connectionString, schema, quota: serveOptions.quota })
     }
-    // From here on, JSON lines (pino) on the command's stderr.
-    const logDestination = { write: (line: string) => void err(line) }
+    // From here on, JSON lines (pino) on the command's stderr; human lines on a terminal.
+    const human = !io.stderr && process.stderr.isTTY
+    const logDestination = { write: (line: string) => void err(human ? humanLine(line) : line) }
     server = await serveRelay({ ...serveOptions, logDestination, store })
   } catch (e) {
     await store?.close().catch(() => undefined)
@@ -211,4 +213,16 @@ export async function runRelayCommand(argv: string[], io: RelayCommandIo = {}): 
   if (io.exit) io.exit(1)
   else process.exit(1)
   return 1
+}
+
+/** A pino JSON line as the human line the other commands print on a terminal (`info`). */
+function humanLine(json: string): string {
+  try {
+    const { level, msg, err } = JSON.parse(json)
+    const tag = level >= 50 ? 'error: ' : level >= 40 ? 'warning: ' : ''
+    const why = typeof err?.message === 'string' ? `: ${err.message}` : ''
+    return `agentmsg: ${oneLine(`${tag}${msg ?? ''}${why}`)}\n`
+  } catch {
+    return json
+  }
 }

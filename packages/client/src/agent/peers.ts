@@ -1,6 +1,7 @@
 /**
  * What the agent remembers of its peers. Where they can be reached: relays remembered per agent
- * (`peers/<agent>`), from the verified `from.relays` of their messages, relays given to `send`,
+ * (`peers/<agent>`), from the verified `from.relays` of their messages, relays that took a send to
+ * them,
  * or pinned with a contact (PROFILE §9). And conversation sequence numbers (SPEC: `sequence`
  * counts a conversation's messages, both ways): after a message with sequence `n` — sent,
  * received or replied to — the next is at least n + 1. Kept per (peer, conversation): a

@@ -17,7 +17,6 @@ import {
 import { type TraceSpan, traced } from '@agentmsg/core/http'
 import type { KeyStore } from '@agentmsg/core/receive'
 import type { AgentShared } from './create.js'
-import type { AgentEmitter } from './events.js'
 import type { Outbox, OutboxEntry, OutboxOptions, Outcome } from './outbox.js'
 import { deliverEntry, planRoute, type Round, tryTargets } from './route.js'
 import { copies, planSealing, type SealPlan } from './seal.js'
@@ -47,8 +46,9 @@ async function send(
   c: SendContext,
   [recipient, content, options]: readonly [string, Content, SendOptions],
 ): Promise<SendResult> {
+  // Remembered for the peer once one took a message (`delivered`): a mistyped or dead relay
+  // must not be tried, and blamed, on later sends.
   const given = options.relays ?? []
-  if (given.length) await c.peers.remember(recipient, given)
   const conversationId = options.conversationId ?? createMessageId(c.now())
   // Numbered and persisted before anything goes out.
   const { sequence, isNew } = await c.conversations.take(conversationId, recipient)
@@ -120,24 +120,28 @@ export function bodyOf(content: Content): { parts: BodyPart[]; contentType: stri
 }
 
 /** The send's result from a round, told as `delivered` (a pending one is, by the outbox, later). */
-function result(
+async function result(
   c: SendContext,
   to: string,
   round: Round,
   ids: { messageId: string; conversationId: string },
   sealing: SealPlan,
-): SendResult {
+): Promise<SendResult> {
   if (!round.ok) throw round.error
   const { route } = round.receipt.target
-  const relayUrl = delivered(c.events, ids.messageId, to, round.receipt)
+  const relayUrl = await delivered(c, ids.messageId, to, round.receipt)
   const sealed = sealing.seals(round.receipt.target)
-  return { ...ids, route, transport: round.transport, ...relayUrl, sealed }
+  return { ...ids, route, transport: round.transport, relayUrl, sealed }
 }
 
-/** Tell `delivered`; returns the relay that took it, if one did. */
-function delivered(events: AgentEmitter, messageId: string, to: string, r: DeliveryReceipt) {
-  const relayUrl = r.target.route === 'relay' && r.url ? { relayUrl: r.url } : {}
-  void events.emit('delivered', { messageId, to, route: r.target.route, ...relayUrl })
+/**
+ * Tell `delivered`; returns the relay that took it, if one did, which is remembered for the peer
+ * (PROFILE §9): one that took a message reaches it, first.
+ */
+async function delivered(c: SendContext, messageId: string, to: string, r: DeliveryReceipt) {
+  const relayUrl = r.target.route === 'relay' ? r.url : undefined
+  if (relayUrl) await c.peers.remember(to, [relayUrl])
+  void c.events.emit('delivered', { messageId, to, route: r.target.route, relayUrl })
   return relayUrl
 }
 
@@ -175,18 +179,19 @@ export async function openOutbox(c: SendContext): Promise<Outbox> {
   return new Outbox({
     storage: c.storage,
     deliver: (entry, signal) => deliverEntry(c.transports, entry, signal),
-    onOutcome: (entry, o) => outcome(c.events, entry, o),
+    onOutcome: (entry, o) => outcome(c, entry, o),
     ...c.schedule,
   })
 }
 
 /** A send that resolved pending ended later: tell the application. */
-function outcome(events: AgentEmitter, entry: OutboxEntry, o: Outcome): void {
+function outcome(c: SendContext, entry: OutboxEntry, o: Outcome): void {
   const { target } = entry.targets.find((t) => t.target.durable) ?? entry.targets[0]!
-  if (o.type === 'delivered') return void delivered(events, entry.id, target.agent, o.round.receipt)
+  if (o.type === 'delivered')
+    return void delivered(c, entry.id, target.agent, o.round.receipt).catch(() => {})
   const code = isAgentMsgError(o.error) ? { code: o.error.peerCode ?? o.error.code } : {}
   const { route, agent: to } = target
-  void events.emit('undeliverable', { messageId: entry.id, to, route, reason: o.reason, ...code })
+  void c.events.emit('undeliverable', { messageId: entry.id, to, route, reason: o.reason, ...code })
 }
 
 /**
