@@ -141,7 +141,6 @@ BEGIN
   outcome := jsonb_build_object('kinds', kinds, 'cursors', cursors::text[]);
 END
 $fn$;
-
 CREATE FUNCTION ${s}.subscribe(p jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
 BEGIN
   INSERT INTO ${s}.subscriptions (id, agent, topics, webhook_url, webhook_verified, created)
@@ -154,7 +153,6 @@ BEGIN
   ON CONFLICT (agent) DO UPDATE SET state = 'open';
 END
 $fn$;
-
 -- False when no such subscription of p_agent; the mailbox closes with its last subscription.
 CREATE FUNCTION ${s}.unsubscribe(p_id text, p_agent text) RETURNS boolean
 LANGUAGE plpgsql AS $fn$
@@ -167,7 +165,6 @@ BEGIN
   RETURN true;
 END
 $fn$;
-
 -- Lock what a batch writes, in one order across every process: see the top of
 -- postgres-functions.ts. Returns the relay-wide {messages, bytes}, exact when the lock is exclusive.
 CREATE FUNCTION ${s}.lock_batch(ops jsonb, q double precision[]) RETURNS bigint[]
