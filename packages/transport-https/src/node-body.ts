@@ -75,8 +75,10 @@ export function bodyChunks(req: IncomingMessage): AsyncIterator<Uint8Array> {
         waiting = (got) => (got instanceof Error ? reject(got) : resolve(got))
       })
     },
+    // Also ends a read in progress, as a stream's cancel() does (readBody's timeout and abort).
     async return() {
       stop()
+      give({ done: true, value: undefined })
       return { done: true, value: undefined }
     },
   }

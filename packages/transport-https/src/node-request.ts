@@ -153,7 +153,8 @@ const REQUEST_PROTO = lazyProto(Request.prototype, realRequest, {
   // request (the answer then closes the connection) instead of destroying the socket.
   [BODY]: {
     value(this: Lazy) {
-      if (this[MADE].body !== undefined) return undefined
+      const m = this[IN].method
+      if (this[MADE].body !== undefined || m === 'GET' || m === 'HEAD') return undefined
       this[MADE].body = null
       return bodyChunks(this[IN])
     },
