@@ -22,7 +22,7 @@ export {
   readJson,
 } from './http/request.js'
 export { Backoff, backoffDelay, parseRetryAfter, sleep } from './http/retry.js'
-export { canonicalizeToBytes } from './jcs.js'
+export { canonicalizeToBytes, canonicalSize } from './jcs.js'
 export { buildSigningInput } from './sign.js'
 export { cloneJsonValue } from './storage/clone.js'
 export { type TraceSpan, traced, useOpenTelemetry } from './telemetry.js'

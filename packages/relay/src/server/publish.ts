@@ -4,12 +4,7 @@
  * the mailbox lookup (after the signature verified), the trace entry, the durable store, 202.
  */
 import { type Message, PROFILE, parseAgentId } from '@agentmsg/core'
-import {
-  canonicalizeToBytes,
-  formatTimestamp,
-  invalidFormat,
-  parseTimestamp,
-} from '@agentmsg/core/http'
+import { canonicalSize, formatTimestamp, invalidFormat, parseTimestamp } from '@agentmsg/core/http'
 import { type ReceiveContext, ReplayGuard, receive } from '@agentmsg/core/receive'
 import { acceptedReply, errorReply, type HttpReply } from '@agentmsg/core/server'
 import { MailboxFullError, RelayStorageFullError } from '../store/types.js'
@@ -123,7 +118,7 @@ export function publisher(
         from,
         messageId: message.message_id,
         json: JSON.stringify(traced),
-        bytes: canonicalizeToBytes(signed).byteLength,
+        bytes: canonicalSize(signed),
         receivedAt,
         expiresAt,
         // Remembered as long as a receiver's replay memory: widening the date window widens it.
