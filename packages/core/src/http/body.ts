@@ -40,17 +40,6 @@ export function discardBody(source: Source): void {
   else discardBody(source.body)
 }
 
-/** A stream's chunks as the iterator readBody reads; `return()` cancels it. */
-function streamChunks(stream: ReadableStream<Uint8Array>): AsyncIterator<Uint8Array> {
-  const reader = stream.getReader()
-  return {
-    next: () => reader.read() as Promise<IteratorResult<Uint8Array>>,
-    return: (reason?: unknown) => (
-      reader.cancel(reason).catch(() => {}), Promise.resolve({ done: true, value: undefined })
-    ),
-  }
-}
-
 export interface ReadBodyOptions {
   /** Past this the stream is cancelled and the read gives `undefined`. */
   maxBytes: number
@@ -77,9 +66,10 @@ export async function readBody(
   const direct = isStream ? undefined : (source as Direct)[DIRECT]?.()
   const stream = isStream ? source : direct === undefined ? source.body : null
   if (direct === undefined && stream === null) return (bodyDone(source), new Uint8Array(0))
-  const body = direct ?? streamChunks(stream!)
+  const reader = stream?.getReader()
   let late: AgentMsgError | undefined
-  const stop = (reason?: unknown) => void body.return?.(reason)
+  const stop = (reason?: unknown) =>
+    void (reader ? reader.cancel(reason).catch(() => {}) : direct!.return?.())
   const timer =
     timeoutMs === undefined
       ? undefined
@@ -93,9 +83,9 @@ export async function readBody(
   let total = 0
   try {
     for (;;) {
-      let chunk: IteratorResult<Uint8Array>
+      let chunk: IteratorResult<Uint8Array> | ReadableStreamReadResult<Uint8Array>
       try {
-        chunk = await body.next()
+        chunk = await (reader ? reader.read() : direct!.next())
       } catch (error) {
         throw new AgentMsgError(failure, 'the body could not be read', { cause: error })
       }
