@@ -149,7 +149,7 @@ const REQUEST_PROTO = lazyProto(Request.prototype, realRequest, {
   headers: { get: headers },
   body: { get: body },
   signal: { get: signal },
-  // The body for core's readBody, when nobody took it as a stream: `return()` pauses the
+  // The body for core's readBody, when nobody took it as a stream: `cancel()` pauses the
   // request (the answer then closes the connection) instead of destroying the socket.
   [BODY]: {
     value(this: Lazy) {

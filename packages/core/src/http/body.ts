@@ -4,11 +4,12 @@ import { concat } from '../bytes.js'
 import { AgentMsgError, type ErrorCode } from '../errors.js'
 
 /**
- * A server adapter's cheaper way to a request's body (the Node one, transport-https): its chunks
- * as an iterator, no web stream per request; `undefined` once the body was taken as a stream.
+ * A server adapter's cheaper way to a request's body (the Node one, transport-https): a reader
+ * of its chunks, no web stream per request; `undefined` once the body was taken as a stream.
  */
 const DIRECT = Symbol.for('agentmsg.body')
-type Direct = { [DIRECT]?: () => AsyncIterator<Uint8Array> | undefined }
+type Reader = Pick<ReadableStreamDefaultReader<Uint8Array>, 'read' | 'cancel'>
+type Direct = { [DIRECT]?: () => Reader | undefined }
 type Source = Request | Response | ReadableStream<Uint8Array> | null
 
 // A server's read slot (PROFILE §6) ends when the body is in, not when the answer is: whoever
@@ -36,7 +37,7 @@ export function discardBody(source: Source): void {
     return
   }
   const direct = (source as Direct)[DIRECT]?.()
-  if (direct !== undefined) void direct.return?.()
+  if (direct) direct.cancel().catch(() => {})
   else discardBody(source.body)
 }
 
@@ -66,10 +67,9 @@ export async function readBody(
   const direct = isStream ? undefined : (source as Direct)[DIRECT]?.()
   const stream = isStream ? source : direct === undefined ? source.body : null
   if (direct === undefined && stream === null) return (bodyDone(source), new Uint8Array(0))
-  const reader = stream?.getReader()
+  const reader = direct ?? stream!.getReader()
   let late: AgentMsgError | undefined
-  const stop = (reason?: unknown) =>
-    void (reader ? reader.cancel(reason).catch(() => {}) : direct!.return?.())
+  const stop = (reason?: unknown) => void reader.cancel(reason).catch(() => {})
   const timer =
     timeoutMs === undefined
       ? undefined
@@ -83,9 +83,9 @@ export async function readBody(
   let total = 0
   try {
     for (;;) {
-      let chunk: IteratorResult<Uint8Array> | ReadableStreamReadResult<Uint8Array>
+      let chunk: ReadableStreamReadResult<Uint8Array>
       try {
-        chunk = await (reader ? reader.read() : direct!.next())
+        chunk = await reader.read()
       } catch (error) {
         throw new AgentMsgError(failure, 'the body could not be read', { cause: error })
       }
