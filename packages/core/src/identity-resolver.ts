@@ -202,5 +202,5 @@ export function createKeyResolver(
   }
   chain.push(didKeyResolver())
   if (keyStore) chain.push(keyStore)
-  return chainResolvers(...chain)
+  return chain.length === 1 ? chain[0]! : chainResolvers(...chain)
 }

@@ -191,3 +191,19 @@ export function canonicalizeToBytes(value: unknown): Uint8Array {
   encoder ??= new TextEncoder()
   return encoder.encode(canonicalize(value))
 }
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: any character past ASCII
+const NON_ASCII = /[^\u0000-\u007f]/
+
+/** The byte length of {@link canonicalizeToBytes} without encoding it (quotas, PROFILE §6, §9). */
+export function canonicalSize(value: unknown): number {
+  const text = canonicalize(value)
+  if (!NON_ASCII.test(text)) return text.length
+  let bytes = text.length
+  // canonicalize refuses lone surrogates: a pair is 4 bytes, 2 a unit, as any unit from U+0800 is 3.
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0x80) bytes += c < 0x800 || (c >= 0xd800 && c <= 0xdfff) ? 1 : 2
+  }
+  return bytes
+}

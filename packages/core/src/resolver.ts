@@ -1,5 +1,5 @@
 import type { KeySource } from './auth-level.js'
-import { didKeyFragment, isDidKey, publicKeyFromDidKey } from './did-key.js'
+import { cachedPublicKey, DID_KEY_PREFIX } from './did-key.js'
 import type { IdentityDocument } from './identity/document.js'
 import type { AbortOptions } from './interfaces/storage.js'
 import type { SignatureAlg } from './types.js'
@@ -84,20 +84,21 @@ export function chainResolvers(...resolvers: KeyResolver[]): KeyResolver {
 export function didKeyResolver(): KeyResolver {
   return {
     async resolve(lookup) {
-      if (lookup.alg !== 'ed25519' || !isDidKey(lookup.agent)) {
-        return { status: 'not_found', reason: 'not a did:key' }
-      }
-      const fragment = didKeyFragment(lookup.agent)
+      let publicKey: Uint8Array | undefined
+      try {
+        if (lookup.alg === 'ed25519') publicKey = cachedPublicKey(lookup.agent)
+      } catch {}
+      if (publicKey === undefined) return { status: 'not_found', reason: 'not a did:key' }
+      const fragment = lookup.agent.slice(DID_KEY_PREFIX.length)
       if (lookup.fragment !== fragment) {
         return {
           status: 'not_found',
           reason: `${lookup.keyId}: a did:key has exactly one key, #${fragment}`,
         }
       }
-      return {
-        status: 'found',
-        key: { alg: 'ed25519', publicKey: publicKeyFromDidKey(lookup.agent), source: 'did-key' },
-      }
+      // A copy: the verdict hands the key to the caller.
+      const key = { alg: 'ed25519', publicKey: publicKey.slice(), source: 'did-key' } as const
+      return { status: 'found', key }
     },
   }
 }

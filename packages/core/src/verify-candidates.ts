@@ -1,7 +1,7 @@
 /** The PROFILE §3 rules a signature object must meet before its key is looked up. */
 import { keyIdParts } from './agent-id.js'
 import { base64urlDecode } from './base64url.js'
-import { didKeyFragment, isDidKey } from './did-key.js'
+import { DID_KEY_PREFIX } from './did-key.js'
 import { AgentMsgError } from './errors.js'
 import { PROFILE } from './profile.js'
 import type { KeyLookup } from './resolver.js'
@@ -77,7 +77,9 @@ function usable(
       `${field}.key_id`,
     )
   }
-  if (alg === 'ed25519' && isDidKey(agent) && fragment !== didKeyFragment(agent)) {
+  // `agent` is from.agent, which validateMessage held to a well-formed did:key if it is one.
+  const didKey = agent.startsWith(DID_KEY_PREFIX)
+  if (alg === 'ed25519' && didKey && fragment !== agent.slice(DID_KEY_PREFIX.length)) {
     throw refuse(
       "a did:key signature's key_id fragment is the DID's method-specific id",
       `${field}.key_id`,

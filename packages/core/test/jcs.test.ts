@@ -1,7 +1,7 @@
 import { runInNewContext } from 'node:vm'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { canonicalize, canonicalizeToBytes } from '../src/jcs.js'
+import { canonicalize, canonicalizeToBytes, canonicalSize } from '../src/jcs.js'
 import { parseStrictJson } from '../src/strict-json.js'
 import { checkJcsVectors, looseJson } from './shared/jcs-vectors.js'
 import { readVectorJson, readVectorText } from './vectors.node.js'
@@ -235,6 +235,33 @@ describe('canonicalize: properties', () => {
       fc.property(jsonValue, fc.integer(), (v, seed) => {
         const text = looseJson(v, seed)
         expect(canonicalize(JSON.parse(text))).toBe(canonicalize(v))
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
+
+describe('canonicalSize', () => {
+  it('is the byte length of canonicalizeToBytes, ASCII or not', () => {
+    for (const v of [
+      { a: 'x' },
+      { é: 'ü', k: '€ ☃' },
+      ['𝄞', 'a\u0001"'],
+      { n: 1e21, s: '\u07ff\u0800' },
+    ]) {
+      expect(canonicalSize(v)).toBe(canonicalizeToBytes(v).byteLength)
+    }
+    fc.assert(
+      fc.property(jsonValue, (v) => {
+        let bytes: Uint8Array
+        try {
+          bytes = canonicalizeToBytes(v)
+        } catch {
+          // A lone surrogate: refused by both.
+          expect(() => canonicalSize(v)).toThrow(/lone surrogate/)
+          return
+        }
+        expect(canonicalSize(v)).toBe(bytes.byteLength)
       }),
       { numRuns: 300 },
     )

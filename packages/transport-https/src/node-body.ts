@@ -1,6 +1,6 @@
 /**
  * A Node request body for the adapter's lazy `Request`: as a web stream (for any handler) or,
- * cheaper, as an iterator for core's readBody. Either holds back the sender while it is not
+ * cheaper, as a reader for core's readBody. Either holds back the sender while it is not
  * read (a paused request stops reading the socket, so TCP stops the sender) and never buffers
  * it whole.
  */
@@ -39,15 +39,17 @@ export function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
 }
 
 /**
- * The body as an async iterator for core's readBody: each chunk as it arrives, the request
- * paused in between, so TCP holds back the sender. `return()` stops reading (the answer then
- * closes the connection) without destroying the socket.
+ * The body as a reader for core's readBody: each chunk as it arrives, the request paused in
+ * between, so TCP holds back the sender. `cancel()` stops reading (the answer then closes the
+ * connection) without destroying the socket.
  */
-export function bodyChunks(req: IncomingMessage): AsyncIterator<Uint8Array> {
+export function bodyChunks(
+  req: IncomingMessage,
+): Pick<ReadableStreamDefaultReader<Uint8Array>, 'read' | 'cancel'> {
   const queue: Uint8Array[] = []
-  let end: IteratorResult<Uint8Array> | Error | undefined
-  let waiting: ((next: IteratorResult<Uint8Array> | Error) => void) | undefined
-  const give = (next: IteratorResult<Uint8Array> | Error) => {
+  let end: ReadableStreamReadResult<Uint8Array> | Error | undefined
+  let waiting: ((next: ReadableStreamReadResult<Uint8Array> | Error) => void) | undefined
+  const give = (next: ReadableStreamReadResult<Uint8Array> | Error) => {
     const wake = waiting
     waiting = undefined
     if (wake) wake(next)
@@ -66,7 +68,7 @@ export function bodyChunks(req: IncomingMessage): AsyncIterator<Uint8Array> {
   }
   req.on('data', onData).on('end', onEnd).on('close', onClose).on('error', give)
   return {
-    next() {
+    read() {
       const next = queue.length > 0 ? { done: false as const, value: queue.shift()! } : end
       if (next instanceof Error) return Promise.reject(next)
       if (next) return Promise.resolve(next)
@@ -75,9 +77,10 @@ export function bodyChunks(req: IncomingMessage): AsyncIterator<Uint8Array> {
         waiting = (got) => (got instanceof Error ? reject(got) : resolve(got))
       })
     },
-    async return() {
+    // Also ends a read in progress, as a stream's cancel() does (readBody's timeout and abort).
+    async cancel() {
       stop()
-      return { done: true, value: undefined }
+      give({ done: true, value: undefined })
     },
   }
 }

@@ -149,11 +149,12 @@ const REQUEST_PROTO = lazyProto(Request.prototype, realRequest, {
   headers: { get: headers },
   body: { get: body },
   signal: { get: signal },
-  // The body for core's readBody, when nobody took it as a stream: `return()` pauses the
+  // The body for core's readBody, when nobody took it as a stream: `cancel()` pauses the
   // request (the answer then closes the connection) instead of destroying the socket.
   [BODY]: {
     value(this: Lazy) {
-      if (this[MADE].body !== undefined) return undefined
+      const m = this[IN].method
+      if (this[MADE].body !== undefined || m === 'GET' || m === 'HEAD') return undefined
       this[MADE].body = null
       return bodyChunks(this[IN])
     },

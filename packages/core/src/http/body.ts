@@ -3,26 +3,42 @@
 import { concat } from '../bytes.js'
 import { AgentMsgError, type ErrorCode } from '../errors.js'
 
-// A server's read slot (PROFILE §6) ends when the body is in, not when the answer is: whoever
-// reads or discards the body ends it.
-const whenDone = new WeakMap<ReadableStream<Uint8Array>, () => void>()
+/**
+ * A server adapter's cheaper way to a request's body (the Node one, transport-https): a reader
+ * of its chunks, no web stream per request; `undefined` once the body was taken as a stream.
+ */
+const DIRECT = Symbol.for('agentmsg.body')
+type Reader = Pick<ReadableStreamDefaultReader<Uint8Array>, 'read' | 'cancel'>
+type Direct = { [DIRECT]?: () => Reader | undefined }
+type Source = Request | Response | ReadableStream<Uint8Array> | null
 
-/** Run `done` once `body` was read to its end, cut off, failed, or discarded. */
-export function onBodyDone(body: ReadableStream<Uint8Array> | null, done: () => void): void {
-  if (body !== null) whenDone.set(body, done)
+// A server's read slot (PROFILE §6) ends when the body is in, not when the answer is: whoever
+// reads or discards the body ends it. Keyed by the request, or by the stream.
+const whenDone = new WeakMap<object, () => void>()
+
+/** Run `done` once the body of `source` was read to its end, cut off, failed, or discarded. */
+export function onBodyDone(source: Request | ReadableStream<Uint8Array> | null, done: () => void) {
+  if (source !== null) whenDone.set(source, done)
 }
 
-function bodyDone(body: ReadableStream<Uint8Array>): void {
-  const done = whenDone.get(body)
-  whenDone.delete(body)
+function bodyDone(source: object | null): void {
+  if (source === null) return
+  const done = whenDone.get(source)
+  whenDone.delete(source)
   done?.()
 }
 
 /** Tell the source the body will not be read (it may then stop receiving it). */
-export function discardBody(body: ReadableStream<Uint8Array> | null): void {
-  if (body === null) return
-  bodyDone(body)
-  if (!body.locked) body.cancel().catch(() => {})
+export function discardBody(source: Source): void {
+  if (source === null) return
+  bodyDone(source)
+  if (source instanceof ReadableStream) {
+    if (!source.locked) source.cancel().catch(() => {})
+    return
+  }
+  const direct = (source as Direct)[DIRECT]?.()
+  if (direct) direct.cancel().catch(() => {})
+  else discardBody(source.body)
 }
 
 export interface ReadBodyOptions {
@@ -37,20 +53,21 @@ export interface ReadBodyOptions {
 
 /** Read a body to its end: its bytes, or `undefined` when larger than `maxBytes`. */
 export async function readBody(
-  source: Request | Response | ReadableStream<Uint8Array> | null,
+  source: Source,
   options: ReadBodyOptions,
 ): Promise<Uint8Array | undefined> {
   const { maxBytes, signal, timeoutMs, failure = 'unavailable' } = options
   signal?.throwIfAborted()
-  const body = source instanceof ReadableStream || source === null ? source : source.body
-  if (body === null) return new Uint8Array(0)
-  if (!(source instanceof ReadableStream) && source !== null) {
-    if (Number(source.headers.get('content-length') ?? 0) > maxBytes) {
-      body.cancel().catch(() => {})
-      return undefined
-    }
+  if (source === null) return new Uint8Array(0)
+  const isStream = source instanceof ReadableStream
+  if (!isStream && Number(source.headers.get('content-length') ?? 0) > maxBytes) {
+    discardBody(source)
+    return undefined
   }
-  const reader = body.getReader()
+  const direct = isStream ? undefined : (source as Direct)[DIRECT]?.()
+  const stream = isStream ? source : direct === undefined ? source.body : null
+  if (direct === undefined && stream === null) return (bodyDone(source), new Uint8Array(0))
+  const reader = direct ?? stream!.getReader()
   let late: AgentMsgError | undefined
   const stop = (reason?: unknown) => void reader.cancel(reason).catch(() => {})
   const timer =
@@ -83,7 +100,8 @@ export async function readBody(
   } finally {
     clearTimeout(timer)
     signal?.removeEventListener('abort', onAbort)
-    bodyDone(body)
+    bodyDone(source)
+    bodyDone(stream)
   }
   return concat(chunks, total)
 }

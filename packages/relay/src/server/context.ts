@@ -67,7 +67,7 @@ export type RelayReply = HttpReply | Response
 /** The JSON body of `request`, at most `maxBytes`: the bytes, or the 415 / 413 to answer. */
 export async function jsonBody(request: Request, maxBytes: number) {
   if (!isJsonContentType(request.headers.get('content-type'))) {
-    discardBody(request.body)
+    discardBody(request)
     const message = 'Content-Type must be application/json (charset utf-8)'
     return errorReply('unsupported_media_type', message)
   }

@@ -103,7 +103,7 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
   /** Publishes in flight are stored and answered before `close()` goes on (PROFILE §9 202). */
   const publish = async (request: Request, trace?: RequestTrace): Promise<HttpReply> => {
     if (closing) {
-      discardBody(request.body)
+      discardBody(request)
       return errorReply('unavailable', 'the relay is shutting down', { retryAfter: 5 })
     }
     inFlight++
@@ -167,7 +167,7 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
       // `/healthz`, `/readyz` (health.ts): not routed, not rate limited, not reported.
       const probe = healthPath(request.url, basePath)
       if (probe !== undefined) {
-        discardBody(request.body)
+        discardBody(request)
         return toResponse(healthReply(probe === 'healthz' || (await isReady()), request.method))
       }
       // A request that carries a trace context (traceparent) joins that trace.

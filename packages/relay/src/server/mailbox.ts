@@ -68,7 +68,7 @@ export const retrieveMessages: Endpoint = async (ctx, request, url) => {
 
 /** `DELETE /relay/messages/{id}?agent=&from=`: 204, or 404 when nothing matched. */
 export const acknowledgeMessage: Endpoint = async (ctx, request, url, messageId) => {
-  discardBody(request.body)
+  discardBody(request)
   const agent = queryAgent(url)
   const { from } = ackEntry(messageId, url.searchParams.get('from') ?? undefined, '', true)
   await authenticate(ctx, request, url, agent)

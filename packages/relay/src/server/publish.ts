@@ -3,10 +3,10 @@
  * an empty `trace.received`, duplicates asked of the store before the per-sender limit), then
  * the mailbox lookup (after the signature verified), the trace entry, the durable store, 202.
  */
-import { canonicalizeToBytes, type Message, PROFILE, parseAgentId } from '@agentmsg/core'
+import { type Message, PROFILE, parseAgentId } from '@agentmsg/core'
 import { formatTimestamp, invalidFormat, parseTimestamp } from '@agentmsg/core/http'
 import { type ReceiveContext, ReplayGuard, receive } from '@agentmsg/core/receive'
-import { acceptedReply, errorReply, type HttpReply } from '@agentmsg/core/server'
+import { acceptedReply, canonicalSize, errorReply, type HttpReply } from '@agentmsg/core/server'
 import { MailboxFullError, RelayStorageFullError } from '../store/types.js'
 import { jsonBody, type RelayContext, storageBucketOf } from './context.js'
 
@@ -122,7 +122,7 @@ export function publisher(
         from,
         messageId,
         json,
-        bytes: canonicalizeToBytes(signed).byteLength,
+        bytes: canonicalSize(signed),
         receivedAt,
         expiresAt,
         // Remembered as long as a receiver's replay memory: widening the date window widens it.

@@ -60,7 +60,7 @@ export async function dispatch(
   const { pathname } = url
   const route = match(pathname.startsWith(`${basePath}/`) ? pathname.slice(basePath.length) : '')
   // Answered before the body is read: it is discarded.
-  const early = (reply: HttpReply) => (discardBody(request.body), reply)
+  const early = (reply: HttpReply) => (discardBody(request), reply)
   if (route === undefined) return early(errorReply('not_found', 'no such relay endpoint'))
   const [name, only, id] = route
   trace.route = name
@@ -83,13 +83,14 @@ export async function dispatch(
   }
   setRequestBucket(request, bucket, () => limits.storageBucket(address, forwardedFor))
   const run = () => endpoints[name](request, url, id, trace)
-  if (request.body === null) return run()
+  // A GET has no body to read.
+  if (method === 'GET') return run()
   // A read slot, ended as soon as the endpoint has read or discarded the body (or answered).
   const release = limits.startRead(bucket)
   if (typeof release !== 'function') {
     trace.scope = 'reads'
     return early(release)
   }
-  onBodyDone(request.body, release)
+  onBodyDone(request, release)
   return run().finally(release)
 }

@@ -165,7 +165,7 @@ export function relaySubscriptions(ctx: RelayContext, fetchFn: typeof fetch, max
     },
 
     async unsubscribe(request: Request, url: URL, id: string): Promise<HttpReply> {
-      discardBody(request.body)
+      discardBody(request)
       const agent = await authenticate(ctx, request, url, undefined)
       if (await store.unsubscribe(id, agent)) {
         stopWebhook(id)

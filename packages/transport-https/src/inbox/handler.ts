@@ -158,7 +158,7 @@ class Inbox implements InboxHandler {
       if (path === this.#paths.capabilities) {
         return this.#document(request, () => this.#capabilities())
       }
-      discardBody(request.body)
+      discardBody(request)
       return errorReply('not_found', `nothing here; the inbox is POST ${this.#paths.inbox}`)
     } catch (error) {
       return this.#failure(error)
@@ -186,7 +186,7 @@ class Inbox implements InboxHandler {
       if (method === 'OPTIONS') return preflightReply(POST_METHODS)
       return this.#methodNotAllowed(request, POST_METHODS)
     }
-    const refuse = (reply: HttpReply) => (discardBody(request.body), reply)
+    const refuse = (reply: HttpReply) => (discardBody(request), reply)
     if (this.#closed) {
       return refuse(
         errorReply('unavailable', 'this inbox is shutting down', {
@@ -278,7 +278,7 @@ class Inbox implements InboxHandler {
   }
 
   #methodNotAllowed(request: Request, allow: string): HttpReply {
-    discardBody(request.body)
+    discardBody(request)
     const message = `${request.method} is not allowed here; allowed: ${allow}`
     return errorReply('method_not_allowed', message, { headers: { allow } })
   }
