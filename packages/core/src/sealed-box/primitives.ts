@@ -1,13 +1,16 @@
-// libsodium-compatible sealed boxes (PROFILE §8), composed from audited noble primitives.
+// libsodium-compatible sealed boxes (PROFILE §8): X25519 on the platform's own (`#x25519`),
+// XSalsa20-Poly1305 and BLAKE2b on audited noble primitives.
+import { x25519Backend } from '#x25519'
 import { hsalsa, xsalsa20poly1305 } from '@noble/ciphers/salsa.js'
-import { x25519 } from '@noble/curves/ed25519.js'
 import { blake2b } from '@noble/hashes/blake2.js'
 import { invalidFormat } from '../errors.js'
+import type { X25519Backend } from './x25519-backend.js'
 
 /** Bytes a sealed box adds to its plaintext: ephemeral public key (32) + Poly1305 tag (16). */
 export const SEALED_BOX_OVERHEAD = 48
 
 const SIGMA = new TextEncoder().encode('expand 32-byte k')
+const SMALL_ORDER = 'sealed box: X25519 key agreement failed (small-order key)'
 
 /** A native-endian word view of a fresh, aligned copy of `bytes` (what `hsalsa` expects). */
 function words(bytes: Uint8Array): Uint32Array {
@@ -15,15 +18,19 @@ function words(bytes: Uint8Array): Uint32Array {
   return new Uint32Array(copy.buffer, 0, copy.length / 4)
 }
 
-/** libsodium `crypto_box_beforenm`: HSalsa20(X25519(sk, pk), 0¹⁶); refuses an all-zero secret. */
-function boxKey(secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array {
+/**
+ * libsodium `crypto_box_beforenm`: HSalsa20(shared, 0¹⁶). An all-zero shared secret (a
+ * small-order public key) is refused as libsodium returns -1: every backend refuses it itself
+ * (OpenSSL, WebCrypto and noble throw); checked here again so no backend can let one through.
+ */
+async function boxKey(agree: () => Promise<Uint8Array>): Promise<Uint8Array> {
   let shared: Uint8Array
   try {
-    // Throws for an all-zero shared secret (a small-order public key), as libsodium returns -1.
-    shared = x25519.getSharedSecret(secretKey, publicKey)
+    shared = await agree()
   } catch {
-    throw invalidFormat('sealed box: X25519 key agreement failed (small-order key)')
+    throw invalidFormat(SMALL_ORDER)
   }
+  if (shared.every((b) => b === 0)) throw invalidFormat(SMALL_ORDER)
   const out = new Uint8Array(32)
   hsalsa(words(SIGMA), words(shared), new Uint32Array(4), new Uint32Array(out.buffer))
   shared.fill(0)
@@ -44,36 +51,42 @@ function checkX25519Key(key: Uint8Array, what: string): void {
   }
 }
 
-/** libsodium `crypto_box_seal` (PROFILE §8): `epk (32) ‖ tag (16) ‖ ciphertext`. */
-export function cryptoBoxSeal(plaintext: Uint8Array, recipientPublicKey: Uint8Array): Uint8Array {
+/** {@link cryptoBoxSeal} on a given backend (tests run each platform's). */
+export async function sealWith(
+  x: X25519Backend,
+  plaintext: Uint8Array,
+  recipientPublicKey: Uint8Array,
+): Promise<Uint8Array> {
   checkX25519Key(recipientPublicKey, 'recipient X25519 public key')
-  const { secretKey: esk, publicKey: epk } = x25519.keygen()
-  try {
-    const key = boxKey(esk, recipientPublicKey)
-    const box = xsalsa20poly1305(key, sealNonce(epk, recipientPublicKey)).encrypt(plaintext)
-    key.fill(0)
-    const out = new Uint8Array(32 + box.length)
-    out.set(epk, 0)
-    out.set(box, 32)
-    return out
-  } finally {
-    esk.fill(0)
-  }
+  let epk: Uint8Array | undefined
+  const key = await boxKey(async () => {
+    const e = await x.ephemeral(recipientPublicKey)
+    epk = e.publicKey
+    return e.shared
+  })
+  const ephemeralPk = epk as Uint8Array
+  const box = xsalsa20poly1305(key, sealNonce(ephemeralPk, recipientPublicKey)).encrypt(plaintext)
+  const out = new Uint8Array(32 + box.length)
+  out.set(ephemeralPk, 0)
+  out.set(box, 32)
+  key.fill(0)
+  return out
 }
 
-/** libsodium `crypto_box_seal_open` (PROFILE §8): the inverse of {@link cryptoBoxSeal}. */
-export function cryptoBoxSealOpen(
+/** {@link cryptoBoxSealOpen} on a given backend. */
+export async function openWith(
+  x: X25519Backend,
   ciphertext: Uint8Array,
   recipientPublicKey: Uint8Array,
   recipientSecretKey: Uint8Array,
-): Uint8Array {
+): Promise<Uint8Array> {
   checkX25519Key(recipientPublicKey, 'recipient X25519 public key')
   checkX25519Key(recipientSecretKey, 'recipient X25519 secret key')
   if (!(ciphertext instanceof Uint8Array) || ciphertext.length < SEALED_BOX_OVERHEAD) {
     throw invalidFormat(`sealed box: ciphertext shorter than ${SEALED_BOX_OVERHEAD} bytes`)
   }
   const epk = ciphertext.subarray(0, 32)
-  const key = boxKey(recipientSecretKey, epk)
+  const key = await boxKey(() => x.shared(recipientSecretKey, epk))
   try {
     return xsalsa20poly1305(key, sealNonce(epk, recipientPublicKey)).decrypt(
       ciphertext.subarray(32),
@@ -83,4 +96,21 @@ export function cryptoBoxSealOpen(
   } finally {
     key.fill(0)
   }
+}
+
+/** libsodium `crypto_box_seal` (PROFILE §8): `epk (32) ‖ tag (16) ‖ ciphertext`. */
+export async function cryptoBoxSeal(
+  plaintext: Uint8Array,
+  recipientPublicKey: Uint8Array,
+): Promise<Uint8Array> {
+  return sealWith(await x25519Backend(), plaintext, recipientPublicKey)
+}
+
+/** libsodium `crypto_box_seal_open` (PROFILE §8): the inverse of {@link cryptoBoxSeal}. */
+export async function cryptoBoxSealOpen(
+  ciphertext: Uint8Array,
+  recipientPublicKey: Uint8Array,
+  recipientSecretKey: Uint8Array,
+): Promise<Uint8Array> {
+  return openWith(await x25519Backend(), ciphertext, recipientPublicKey, recipientSecretKey)
 }
