@@ -140,9 +140,15 @@ describe('sealed box refusals (PROFILE §8)', () => {
       () => cryptoBoxSealOpen(sealed.subarray(0, 47), kp.publicKey, kp.privateKey),
       /shorter than 48/,
     )
-    await expectRefused(() => cryptoBoxSealOpen(new Uint8Array(), kp.publicKey, kp.privateKey), /shorter/)
+    await expectRefused(
+      () => cryptoBoxSealOpen(new Uint8Array(), kp.publicKey, kp.privateKey),
+      /shorter/,
+    )
     const longer = new Uint8Array([...sealed, 0])
-    await expectRefused(() => cryptoBoxSealOpen(longer, kp.publicKey, kp.privateKey), /does not open/)
+    await expectRefused(
+      () => cryptoBoxSealOpen(longer, kp.publicKey, kp.privateKey),
+      /does not open/,
+    )
     const other = keys()
     await expectRefused(
       () => cryptoBoxSealOpen(sealed, other.publicKey, other.privateKey),

@@ -5,9 +5,9 @@ import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { utf8Decode } from '../bytes.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
 import { canonicalize, canonicalizeToBytes } from '../jcs.js'
+import { seedCache } from '../lru.js'
 import { validateBody } from '../message.js'
 import type { ReceiveOpener } from '../receive/types.js'
-import { seedCache } from '../lru.js'
 import { parseStrictJson } from '../strict-json.js'
 import { type BodyPart, isObject, type JsonValue, type Message } from '../types.js'
 import { ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey } from '../x25519.js'
@@ -67,7 +67,12 @@ export async function sealBody(
       }
       const pk = ed25519PublicKeyToX25519(r.publicKey)
       const box = await sealWith(x, plaintextFor(message, r.agent), pk)
-      return { type: 'sealed', recipient: r.agent, key_id: r.keyId, ciphertext: base64urlEncode(box) }
+      return {
+        type: 'sealed',
+        recipient: r.agent,
+        key_id: r.keyId,
+        ciphertext: base64urlEncode(box),
+      }
     }),
   )
   return {
@@ -151,5 +156,8 @@ export async function openForReceiver(message: Message, opener: ReceiveOpener): 
   const keyId = typeof mine.key_id === 'string' ? mine.key_id : ''
   const seed = opener.ed25519Seed(keyId)
   if (!seed) throw invalidFormat(`${keyId} is not a key of ${opener.agent}`, 'body.parts')
-  return { ...message, body: await openSealedBody(message, { agent: opener.agent, ed25519Seed: seed }) }
+  return {
+    ...message,
+    body: await openSealedBody(message, { agent: opener.agent, ed25519Seed: seed }),
+  }
 }

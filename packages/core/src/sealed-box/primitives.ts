@@ -1,8 +1,9 @@
 // libsodium-compatible sealed boxes (PROFILE §8): X25519 on the platform's own (`#x25519`),
 // XSalsa20-Poly1305 and BLAKE2b on audited noble primitives.
-import { x25519Backend } from '#x25519'
+
 import { hsalsa, xsalsa20poly1305 } from '@noble/ciphers/salsa.js'
 import { blake2b } from '@noble/hashes/blake2.js'
+import { x25519Backend } from '#x25519'
 import { invalidFormat } from '../errors.js'
 import type { X25519Backend } from './x25519-backend.js'
 

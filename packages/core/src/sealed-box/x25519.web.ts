@@ -18,18 +18,24 @@ export function createWebCryptoX25519(subtle: SubtleCrypto): X25519Backend {
   const s = subtle
   const importPublic = (raw: Uint8Array) => s.importKey('raw', bs(raw), X25519, true, [])
   const derive = async (privateKey: CryptoKey, peer: Uint8Array) => {
-    const bits = await s.deriveBits({ ...X25519, public: await importPublic(peer) }, privateKey, 256)
+    const bits = await s.deriveBits(
+      { ...X25519, public: await importPublic(peer) },
+      privateKey,
+      256,
+    )
     return new Uint8Array(bits)
   }
   // The agent's own secret key, imported once (extractable only so its JWK gives the public key).
-  const secretEntry = seedCache((sk): { key: Promise<CryptoKey>; publicKey?: Promise<Uint8Array> } => {
-    const pkcs8 = new Uint8Array(48)
-    pkcs8.set(PKCS8_PREFIX)
-    pkcs8.set(sk, 16)
-    const key = s.importKey('pkcs8', pkcs8, X25519, true, ['deriveBits'])
-    void key.finally(() => pkcs8.fill(0)).catch(() => {})
-    return { key }
-  })
+  const secretEntry = seedCache(
+    (sk): { key: Promise<CryptoKey>; publicKey?: Promise<Uint8Array> } => {
+      const pkcs8 = new Uint8Array(48)
+      pkcs8.set(PKCS8_PREFIX)
+      pkcs8.set(sk, 16)
+      const key = s.importKey('pkcs8', pkcs8, X25519, true, ['deriveBits'])
+      void key.finally(() => pkcs8.fill(0)).catch(() => {})
+      return { key }
+    },
+  )
   return {
     name: 'webcrypto',
     async ephemeral(peer) {
