@@ -139,6 +139,13 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
         cap: 65 * KB,
       },
       {
+        // `#x25519` (browser) imports `@noble/curves` only where WebCrypto lacks X25519
+        // (PROFILE §8 sealing; packages/core/src/sealed-box/x25519.web.ts).
+        what: 'noble X25519 fallback (WebCrypto without X25519)',
+        marker: /^node_modules\/@noble\/curves\//,
+        required: true,
+      },
+      {
         // `#crypto-default` (browser) imports `@noble/ed25519` only where WebCrypto lacks
         // Ed25519 (test/browser/noble-fallback.spec.ts).
         what: 'noble Ed25519 fallback (WebCrypto without Ed25519)',
