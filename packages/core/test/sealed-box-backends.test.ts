@@ -11,12 +11,12 @@ import { openSealedBody, sealBody } from '../src/sealed-box/body.js'
 import { openWith, sealWith } from '../src/sealed-box/primitives.js'
 import { nobleX25519 } from '../src/sealed-box/x25519.noble.js'
 import { x25519Backend as nodeDefault, nodeX25519 } from '../src/sealed-box/x25519.node.js'
+import type { X25519Backend } from '../src/sealed-box/x25519.web.js'
 import {
   createWebCryptoX25519,
   webCryptoSupportsX25519,
   x25519Backend as webDefault,
 } from '../src/sealed-box/x25519.web.js'
-import type { X25519Backend } from '../src/sealed-box/x25519-backend.js'
 import { ed25519PublicKeyToX25519 } from '../src/x25519.js'
 
 const subtle = globalThis.crypto.subtle
@@ -61,7 +61,6 @@ describe('the platform X25519 (#x25519)', () => {
     it(`${x.name}: boxes open with every other backend and libsodium, and theirs open with it`, async () => {
       for (let i = 0; i < 4; i++) {
         const { publicKey, privateKey } = sodium.crypto_box_keypair()
-        expect(await x.publicKey(privateKey)).toEqual(publicKey)
         const plaintext = crypto.getRandomValues(new Uint8Array(1000 + i))
         const ours = await sealWith(x, plaintext, publicKey)
         expect(sodium.crypto_box_seal_open(ours, publicKey, privateKey)).toEqual(plaintext)

@@ -1,5 +1,6 @@
 // Sealed bodies (PROFILE §8): the plaintext binds the body to the signed `from`, `to`,
 // `message_id`, `conversation_id` and the recipient, so a lifted part is refused.
+import { getDefaultCryptoProvider } from '#crypto-default'
 import { x25519Backend } from '#x25519'
 import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { utf8Decode } from '../bytes.js'
@@ -66,13 +67,8 @@ export async function sealBody(
         throw invalidFormat('keyId must be <agent_id>#<fragment> of this recipient', field)
       }
       const pk = ed25519PublicKeyToX25519(r.publicKey)
-      const box = await sealWith(x, plaintextFor(message, r.agent), pk)
-      return {
-        type: 'sealed',
-        recipient: r.agent,
-        key_id: r.keyId,
-        ciphertext: base64urlEncode(box),
-      }
+      const ciphertext = base64urlEncode(await sealWith(x, plaintextFor(message, r.agent), pk))
+      return { type: 'sealed', recipient: r.agent, key_id: r.keyId, ciphertext }
     }),
   )
   return {
@@ -94,12 +90,11 @@ function checkPart(part: unknown, i: number): SealedPart {
 
 const sameJson = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b)
 
-// This agent's X25519 secret and public key, derived from its Ed25519 seed once per seed
-// (bounded, as every per-identity cache): opening no longer re-derives them.
-const ownKeys = seedCache((seed) => {
-  const secretKey = ed25519SeedToX25519SecretKey(seed)
-  return { secretKey, publicKey: x25519Backend().then((x) => x.publicKey(secretKey)) }
-})
+// This agent's X25519 key pair, derived once per seed (bounded, as every per-identity cache).
+const ownKeys = seedCache((seed) => ({
+  secretKey: ed25519SeedToX25519SecretKey(seed),
+  publicKey: getDefaultCryptoProvider().ed25519PublicKey(seed).then(ed25519PublicKeyToX25519),
+}))
 
 /** Open the part addressed to `me.agent` (PROFILE §8), after the signatures were verified. */
 export async function openSealedBody(
@@ -156,8 +151,6 @@ export async function openForReceiver(message: Message, opener: ReceiveOpener): 
   const keyId = typeof mine.key_id === 'string' ? mine.key_id : ''
   const seed = opener.ed25519Seed(keyId)
   if (!seed) throw invalidFormat(`${keyId} is not a key of ${opener.agent}`, 'body.parts')
-  return {
-    ...message,
-    body: await openSealedBody(message, { agent: opener.agent, ed25519Seed: seed }),
-  }
+  const body = await openSealedBody(message, { agent: opener.agent, ed25519Seed: seed })
+  return { ...message, body }
 }

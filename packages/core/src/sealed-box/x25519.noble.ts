@@ -1,19 +1,13 @@
-// X25519 in pure JavaScript (@noble/curves): for platforms with neither node:crypto nor a
-// WebCrypto X25519; imported dynamically (x25519.web.ts), so others never download it.
+// X25519 in pure JS (@noble/curves), imported by x25519.web.ts only where WebCrypto lacks it.
 import { x25519 } from '@noble/curves/ed25519.js'
-import type { X25519Backend } from './x25519-backend.js'
+import type { X25519Backend } from './x25519.web.js'
 
 /** X25519 on @noble/curves (`name: 'noble'`); noble throws for an all-zero shared secret. */
 export const nobleX25519: X25519Backend = {
   name: 'noble',
   async ephemeral(peer) {
     const { secretKey, publicKey } = x25519.keygen()
-    try {
-      return { publicKey, shared: x25519.getSharedSecret(secretKey, peer) }
-    } finally {
-      secretKey.fill(0)
-    }
+    return { publicKey, shared: x25519.getSharedSecret(secretKey, peer) }
   },
   shared: async (secretKey, peer) => x25519.getSharedSecret(secretKey, peer),
-  publicKey: async (secretKey) => x25519.getPublicKey(secretKey),
 }

@@ -1,41 +1,36 @@
-// `#x25519` off Node: WebCrypto X25519 (Secure Curves) where the platform has it, checked once
-// against RFC 7748 §6.1; else @noble/curves, imported only then (a browser with WebCrypto X25519
-// never downloads the curve code).
-import { base64urlDecode } from '../base64url.js'
+// `#x25519` off Node: WebCrypto X25519 where it computes RFC 7748 §6.1, else @noble/curves,
+// imported only then (a browser with WebCrypto X25519 never downloads the curve code).
 import { hexDecode, hexEncode } from '../bytes.js'
 import { seedCache } from '../lru.js'
-import type { X25519Backend } from './x25519-backend.js'
+
+/** X25519 as a sealed box needs it (PROFILE §8): `node`, `webcrypto` or `noble`. */
+export interface X25519Backend {
+  readonly name: string
+  /** A fresh key pair's public key and its shared secret with `peer` (a seal's ephemeral side). */
+  ephemeral(peer: Uint8Array): Promise<{ publicKey: Uint8Array; shared: Uint8Array }>
+  shared(secretKey: Uint8Array, peer: Uint8Array): Promise<Uint8Array>
+}
 
 const X25519 = { name: 'X25519' } as const
 // WebCrypto takes a raw X25519 secret only wrapped as PKCS#8 (RFC 8410): this DER header, then it.
 const PKCS8_PREFIX = hexDecode('302e020100300506032b656e04220420')
 
-// TS 5.9's DOM types want an ArrayBuffer-backed view; ours are, so this only narrows the type.
-const bs = (u: Uint8Array) => u as Uint8Array<ArrayBuffer>
+const bs = (u: Uint8Array) => u as Uint8Array<ArrayBuffer> // TS 5.9 DOM types: narrows only
 
 /** X25519 on WebCrypto (`name: 'webcrypto'`); WebCrypto refuses an all-zero shared secret. */
-export function createWebCryptoX25519(subtle: SubtleCrypto): X25519Backend {
-  const s = subtle
-  const importPublic = (raw: Uint8Array) => s.importKey('raw', bs(raw), X25519, true, [])
+export function createWebCryptoX25519(s: SubtleCrypto): X25519Backend {
   const derive = async (privateKey: CryptoKey, peer: Uint8Array) => {
-    const bits = await s.deriveBits(
-      { ...X25519, public: await importPublic(peer) },
-      privateKey,
-      256,
-    )
-    return new Uint8Array(bits)
+    const pub = await s.importKey('raw', bs(peer), X25519, true, [])
+    return new Uint8Array(await s.deriveBits({ ...X25519, public: pub }, privateKey, 256))
   }
-  // The agent's own secret key, imported once (extractable only so its JWK gives the public key).
-  const secretEntry = seedCache(
-    (sk): { key: Promise<CryptoKey>; publicKey?: Promise<Uint8Array> } => {
-      const pkcs8 = new Uint8Array(48)
-      pkcs8.set(PKCS8_PREFIX)
-      pkcs8.set(sk, 16)
-      const key = s.importKey('pkcs8', pkcs8, X25519, true, ['deriveBits'])
-      void key.finally(() => pkcs8.fill(0)).catch(() => {})
-      return { key }
-    },
-  )
+  const secretKey = seedCache((sk) => {
+    const pkcs8 = new Uint8Array(48)
+    pkcs8.set(PKCS8_PREFIX)
+    pkcs8.set(sk, 16)
+    const key = s.importKey('pkcs8', pkcs8, X25519, false, ['deriveBits'])
+    void key.finally(() => pkcs8.fill(0)).catch(() => {})
+    return { key }
+  })
   return {
     name: 'webcrypto',
     async ephemeral(peer) {
@@ -46,15 +41,7 @@ export function createWebCryptoX25519(subtle: SubtleCrypto): X25519Backend {
       ])
       return { publicKey: new Uint8Array(raw), shared }
     },
-    shared: async (secretKey, peer) => derive(await secretEntry(secretKey).key, peer),
-    async publicKey(secretKey) {
-      const entry = secretEntry(secretKey)
-      entry.publicKey ??= entry.key.then(async (key) => {
-        const jwk = await s.exportKey('jwk', key)
-        return base64urlDecode(jwk.x ?? '', 'jwk.x')
-      })
-      return (await entry.publicKey).slice()
-    },
+    shared: async (sk, peer) => derive(await secretKey(sk).key, peer),
   }
 }
 
@@ -67,8 +54,9 @@ const PROBE_SHARED = '4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e
 export async function webCryptoSupportsX25519(subtle: SubtleCrypto | undefined): Promise<boolean> {
   if (!subtle) return false
   try {
-    const shared = await createWebCryptoX25519(subtle).shared(PROBE_SK, PROBE_PK)
-    return hexEncode(shared) === PROBE_SHARED
+    return (
+      hexEncode(await createWebCryptoX25519(subtle).shared(PROBE_SK, PROBE_PK)) === PROBE_SHARED
+    )
   } catch {
     return false
   }
