@@ -1,6 +1,5 @@
 // Sealed bodies (PROFILE §8): the plaintext binds the body to the signed `from`, `to`,
 // `message_id`, `conversation_id` and the recipient, so a lifted part is refused.
-import { getDefaultCryptoProvider } from '#crypto-default'
 import { x25519Backend } from '#x25519'
 import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { utf8Decode } from '../bytes.js'
@@ -90,11 +89,13 @@ function checkPart(part: unknown, i: number): SealedPart {
 
 const sameJson = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b)
 
-// This agent's X25519 key pair, derived once per seed (bounded, as every per-identity cache).
-const ownKeys = seedCache((seed) => ({
-  secretKey: ed25519SeedToX25519SecretKey(seed),
-  publicKey: getDefaultCryptoProvider().ed25519PublicKey(seed).then(ed25519PublicKeyToX25519),
-}))
+// This agent's X25519 key pair, derived once per seed (bounded, as every per-identity cache);
+// the public key is X25519(sk, 9), 9 being the base point's u-coordinate (RFC 7748 §4.1).
+const BASE_POINT = Uint8Array.of(9, ...new Uint8Array(31))
+const ownKeys = seedCache((seed) => {
+  const secretKey = ed25519SeedToX25519SecretKey(seed)
+  return { secretKey, publicKey: x25519Backend().then((x) => x.shared(secretKey, BASE_POINT)) }
+})
 
 /** Open the part addressed to `me.agent` (PROFILE §8), after the signatures were verified. */
 export async function openSealedBody(

@@ -1,6 +1,6 @@
 // `#x25519` off Node: WebCrypto X25519 where it computes RFC 7748 §6.1, else @noble/curves,
 // imported only then (a browser with WebCrypto X25519 never downloads the curve code).
-import { hexDecode, hexEncode } from '../bytes.js'
+import { hexDecode } from '../bytes.js'
 import { seedCache } from '../lru.js'
 
 /** X25519 as a sealed box needs it (PROFILE §8): `node`, `webcrypto` or `noble`. */
@@ -48,15 +48,14 @@ export function createWebCryptoX25519(s: SubtleCrypto): X25519Backend {
 // RFC 7748 §6.1: Alice's secret key, Bob's public key, their shared secret.
 const PROBE_SK = hexDecode('77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a')
 const PROBE_PK = hexDecode('de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f')
-const PROBE_SHARED = '4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742'
+const PROBE_SHARED = hexDecode('4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742')
 
 /** Whether `subtle` computes X25519 as RFC 7748 does; never rejects. */
 export async function webCryptoSupportsX25519(subtle: SubtleCrypto | undefined): Promise<boolean> {
   if (!subtle) return false
   try {
-    return (
-      hexEncode(await createWebCryptoX25519(subtle).shared(PROBE_SK, PROBE_PK)) === PROBE_SHARED
-    )
+    const shared = await createWebCryptoX25519(subtle).shared(PROBE_SK, PROBE_PK)
+    return shared.every((b, i) => b === PROBE_SHARED[i])
   } catch {
     return false
   }
