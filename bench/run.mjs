@@ -99,6 +99,11 @@ if (want('sealed-box')) {
     'sealed box (PROFILE §8) seal / open vs libsodium-wrappers (WebAssembly), same keys',
     await benchSealedBox(),
   )
+  const { benchBrowserSealedBox } = await import('./browser-sealed-box.mjs')
+  table(
+    'sealed box in Chromium vs libsodium-wrappers in the same page',
+    await benchBrowserSealedBox(),
+  )
 }
 
 if (want('inbox')) {

@@ -1,5 +1,6 @@
-// Sealed boxes (PROFILE §8): seal and open with @agentmsg/core/sealed-box (noble, pure JS)
-// against libsodium-wrappers (libsodium compiled to WebAssembly) in the same run, same keys.
+// Sealed boxes (PROFILE §8): seal and open with @agentmsg/core/sealed-box (X25519 in node:crypto,
+// XSalsa20-Poly1305 and BLAKE2b in noble) against libsodium-wrappers (libsodium compiled to
+// WebAssembly), interleaved in the same run with the same keys. Target: ≥ 1.0× at 1 KB.
 import { randomBytes } from 'node:crypto'
 import { cryptoBoxSeal, cryptoBoxSealOpen } from '@agentmsg/core/sealed-box'
 import sodium from 'libsodium-wrappers'
@@ -11,7 +12,7 @@ export async function benchSealedBox() {
   const rows = []
   for (const size of [1024, 100 * 1024]) {
     const plaintext = new Uint8Array(randomBytes(size))
-    const ours = cryptoBoxSeal(plaintext, publicKey)
+    const ours = await cryptoBoxSeal(plaintext, publicKey)
     const theirs = sodium.crypto_box_seal(plaintext, publicKey)
     const seal = await comparePair(
       () => cryptoBoxSeal(plaintext, publicKey),
@@ -23,8 +24,8 @@ export async function benchSealedBox() {
     )
     const kb = `${size / 1024} KB`
     for (const [name, r] of [
-      [`cryptoBoxSeal, ${kb}`, seal],
-      [`cryptoBoxSealOpen, ${kb}`, open],
+      [`seal ${kb}`, seal],
+      [`open ${kb}`, open],
     ]) {
       rows.push({
         name,
@@ -33,6 +34,8 @@ export async function benchSealedBox() {
         baseline: r.baseline,
         baselineName: 'libsodium-wrappers',
         ratio: r.ours / r.baseline,
+        // The 1 KB rows carry the target; 100 KB is context (XSalsa20-Poly1305 dominates there).
+        target: size === 1024 ? '≥ 1.0×' : undefined,
       })
     }
   }

@@ -218,7 +218,7 @@ describe('a custom transport', () => {
       expect.objectContaining({ type: 'sealed', recipient: bob.id }),
     ])
     expect(JSON.stringify(sealed)).not.toContain('through the broker')
-    expect(openSealedBody(sealed, { agent: bob.id, ed25519Seed: seed }).parts).toEqual([
+    expect((await openSealedBody(sealed, { agent: bob.id, ed25519Seed: seed })).parts).toEqual([
       { type: 'text', text: 'through the broker' },
     ])
 

@@ -105,7 +105,7 @@ describe('sealing on send', () => {
     await expect(verifyMessage(m, chainResolvers(didKeyResolver()))).resolves.toMatchObject({
       keyId: alice.identity.keyId,
     })
-    expect(opened(m, bob.id, bob.seed).parts).toEqual([{ type: 'text', text: 'the body' }])
+    expect((await opened(m, bob.id, bob.seed)).parts).toEqual([{ type: 'text', text: 'the body' }])
   })
 
   it('trusted and self-operated relays get plaintext; one untrusted relay among them seals', async () => {
@@ -133,7 +133,7 @@ describe('sealing on send', () => {
     expect(asked).toMatchObject({ route: 'direct', sealed: true })
     const m = sent.at(-1)!.message
     expect(m.body.parts[0]).toMatchObject({ type: 'sealed', key_id: `${BOB_URL}#${bobKey.id}` })
-    expect(opened(m, BOB_URL, bobKey.seed).parts).toEqual([
+    expect((await opened(m, BOB_URL, bobKey.seed)).parts).toEqual([
       { type: 'text', text: 'direct, sealed' },
     ])
   })
@@ -147,11 +147,11 @@ describe('sealing on send', () => {
     await alice.send(BOB_URL, 'to the new key', { route: 'relay', relays: [RELAY] })
     const m = sent[0]!.message
     expect(m.body.parts[0]).toMatchObject({ key_id: `${BOB_URL}#k2` })
-    expect(opened(m, BOB_URL, next.secretKey).parts[0]).toEqual({
+    expect((await opened(m, BOB_URL, next.secretKey)).parts[0]).toEqual({
       type: 'text',
       text: 'to the new key',
     })
-    expect(() => opened(m, BOB_URL, bobKey.seed)).toThrow(AgentMsgError)
+    await expect(opened(m, BOB_URL, bobKey.seed)).rejects.toThrow(AgentMsgError)
   })
 
   it('an unknown key: a relay-only send fails not_found, unless plaintext is allowed', async () => {
@@ -187,7 +187,7 @@ describe('sealing on send', () => {
     expect((await alice.send(BOB_URL, 'pinned', { route: 'relay', relays: [RELAY] })).sealed).toBe(
       true,
     )
-    expect(opened(sent[0]!.message, BOB_URL, bobKey.seed).parts[0]).toMatchObject({
+    expect((await opened(sent[0]!.message, BOB_URL, bobKey.seed)).parts[0]).toMatchObject({
       text: 'pinned',
     })
   })

@@ -64,7 +64,7 @@ export async function sealedMessage(
   sign: SignOptions = {},
 ): Promise<Message> {
   const message = unsigned(sender, to, overrides)
-  const { body, encryption } = sealBody(
+  const { body, encryption } = await sealBody(
     message,
     recipients.map((r) => ({ agent: r.id, keyId: r.signer.keyId, publicKey: r.keys.publicKey })),
   )

@@ -12,6 +12,7 @@ import {
   publicKeyFromDidKey,
 } from './did-key.js'
 import { invalidFormat } from './errors.js'
+import { bytesCache } from './lru.js'
 import { x25519SecretFromSha512 } from './x25519-scalar.js'
 
 // Curve25519 field prime.
@@ -20,14 +21,23 @@ const P = 2n ** 255n - 19n
 /** libsodium's `crypto_sign_ed25519_pk_to_curve25519`: u = (1 + y) / (1 − y) mod p. */
 export function ed25519PublicKeyToX25519(publicKey: Uint8Array): Uint8Array {
   if (publicKey.length !== 32) throw invalidFormat('Ed25519 public key must be 32 bytes')
+  const u = converted(publicKey)
+  if (typeof u === 'string') throw invalidFormat(u)
+  return u.slice()
+}
+
+// Per peer key (bounded), its validated conversion or why it was refused: the torsion check is a
+// full scalar multiplication, and a sender seals to the same peers again and again.
+const converted = bytesCache(1024, (publicKey): Uint8Array | string => {
   let point: Point
   try {
     point = Point.fromBytes(publicKey, false)
   } catch {
-    throw invalidFormat('Ed25519 public key is not a curve point')
+    return 'Ed25519 public key is not a curve point'
   }
+  // PROFILE §8: the keys libsodium refuses (small order, or not in the prime-order subgroup).
   if (point.isSmallOrder() || !point.isTorsionFree()) {
-    throw invalidFormat('Ed25519 public key is not in the prime-order subgroup')
+    return 'Ed25519 public key is not in the prime-order subgroup'
   }
   const { y } = point.toAffine()
   // y = 1 is the identity, already refused as small order, so 1 − y is invertible.
@@ -36,7 +46,7 @@ export function ed25519PublicKeyToX25519(publicKey: Uint8Array): Uint8Array {
   let v = u
   for (let i = 0; i < 32; i++, v >>= 8n) out[i] = Number(v & 0xffn)
   return out
-}
+})
 
 /** libsodium's `crypto_sign_ed25519_sk_to_curve25519`: the scalar Ed25519 signs with. */
 export function ed25519SeedToX25519SecretKey(seed: Uint8Array): Uint8Array {

@@ -50,7 +50,7 @@ async function sealedText(a: FixtureAgent, b: FixtureAgent, body: string): Promi
   const head = JSON.stringify({ from, to, recipient: b.id, message_id, conversation_id })
   const plaintext = utf8Encode(`${head.slice(0, -1)},"body":${body}}`)
   const ciphertext = base64urlEncode(
-    cryptoBoxSeal(plaintext, ed25519PublicKeyToX25519(b.keys.publicKey)),
+    await cryptoBoxSeal(plaintext, ed25519PublicKeyToX25519(b.keys.publicKey)),
   )
   const part = { type: 'sealed', recipient: b.id, key_id: b.signer.keyId, ciphertext } as const
   const { security, ...rest } = m

@@ -43,12 +43,12 @@ function message(overrides: Partial<SealableMessage> = {}): SealableMessage {
   }
 }
 
-function sealed(m: SealableMessage, to: Party[]): SealableMessage {
-  return { ...m, body: sealBody(m, to.map(recipient)).body }
+async function sealed(m: SealableMessage, to: Party[]): Promise<SealableMessage> {
+  return { ...m, body: (await sealBody(m, to.map(recipient))).body }
 }
 
-function expectRefused(fn: () => unknown, message: RegExp, field?: string): void {
-  expect(fn).toThrow(
+async function expectRefused(fn: () => unknown, message: RegExp, field?: string): Promise<void> {
+  await expect((async () => fn())()).rejects.toThrow(
     expect.objectContaining({
       code: 'invalid_format',
       message: expect.stringMatching(message),
@@ -62,9 +62,9 @@ beforeAll(async () => {
 })
 
 describe('sealBody / openSealedBody (PROFILE §8)', () => {
-  it('seals one part per recipient, each opening to the original body for its recipient', () => {
+  it('seals one part per recipient, each opening to the original body for its recipient', async () => {
     const m = message()
-    const { body, encryption } = sealBody(m, [recipient(bob), recipient(carol)])
+    const { body, encryption } = await sealBody(m, [recipient(bob), recipient(carol)])
     expect(encryption).toEqual({ scheme: 'sealed_box', recipients: [bob.agent, carol.agent] })
     expect(body.parts.map((p) => [p.type, p.recipient, p.key_id])).toEqual([
       ['sealed', bob.agent, bob.keyId],
@@ -75,13 +75,13 @@ describe('sealBody / openSealedBody (PROFILE §8)', () => {
     expect(isSealedBody(m.body)).toBe(false)
     const s = { ...m, body }
     // The part for the other recipient is skipped, not an error.
-    expect(openSealedBody(s, opener(bob))).toEqual(m.body)
-    expect(openSealedBody(s, opener(carol))).toEqual(m.body)
+    expect(await openSealedBody(s, opener(bob))).toEqual(m.body)
+    expect(await openSealedBody(s, opener(carol))).toEqual(m.body)
   })
 
-  it('the plaintext is JCS({from,to,recipient,message_id,conversation_id,body}), opened by libsodium', () => {
+  it('the plaintext is JCS({from,to,recipient,message_id,conversation_id,body}), opened by libsodium', async () => {
     const m = message({ to: { agent: bob.agent } })
-    const part = sealBody(m, [recipient(bob)]).body.parts[0] as { ciphertext: string }
+    const part = (await sealBody(m, [recipient(bob)])).body.parts[0] as { ciphertext: string }
     const pt = sodium.crypto_box_seal_open(
       base64urlDecode(part.ciphertext),
       ed25519PublicKeyToX25519(bob.publicKey),
@@ -93,18 +93,18 @@ describe('sealBody / openSealedBody (PROFILE §8)', () => {
     )
   })
 
-  it('opens a body libsodium sealed the same way', () => {
+  it('opens a body libsodium sealed the same way', async () => {
     const m = message({ to: { agent: bob.agent } })
     const { from, to, message_id, conversation_id, body } = m
     const pt = canonicalize({ from, to, recipient: bob.agent, message_id, conversation_id, body })
     const ct = sodium.crypto_box_seal(pt, ed25519PublicKeyToX25519(bob.publicKey))
     const part = { type: 'sealed' as const, recipient: bob.agent, key_id: bob.keyId }
     const s = { ...m, body: { parts: [{ ...part, ciphertext: base64urlEncode(ct) }] } }
-    expect(openSealedBody(s, opener(bob))).toEqual(body)
+    expect(await openSealedBody(s, opener(bob))).toEqual(body)
   })
 
-  it('refuses a part lifted into another sender’s message, conversation, message id or `to`', () => {
-    const s = sealed(message(), [bob])
+  it('refuses a part lifted into another sender’s message, conversation, message id or `to`', async () => {
+    const s = await sealed(message(), [bob])
     const lifts: Partial<SealableMessage>[] = [
       { from: { agent: mallory.agent } },
       { conversation_id: 'c-2' },
@@ -113,7 +113,7 @@ describe('sealBody / openSealedBody (PROFILE §8)', () => {
     ]
     for (const lift of lifts) {
       const key = Object.keys(lift)[0]
-      expectRefused(
+      await expectRefused(
         () => openSealedBody({ ...s, ...lift }, opener(bob)),
         new RegExp(`sealed ${key} does not match`),
         'body.parts[0].ciphertext',
@@ -121,52 +121,55 @@ describe('sealBody / openSealedBody (PROFILE §8)', () => {
     }
   })
 
-  it('refuses a part relabelled for another recipient (sealed recipient ≠ me)', () => {
+  it('refuses a part relabelled for another recipient (sealed recipient ≠ me)', async () => {
     // Carol's part, relabelled as Bob's, does not open with Bob's key.
-    const s = sealed(message(), [carol])
+    const s = await sealed(message(), [carol])
     const part = { ...(s.body.parts[0] as object), recipient: bob.agent, key_id: bob.keyId }
-    expectRefused(
+    await expectRefused(
       () => openSealedBody({ ...s, body: { parts: [part] } } as SealableMessage, opener(bob)),
       /does not open/,
     )
     // Sealed to Bob's key but naming Carol as recipient: opens, then refused.
     const m = message()
-    const forBobAsCarol = sealBody(m, [
+    const forBobAsCarol = await sealBody(m, [
       { ...recipient(bob), agent: carol.agent, keyId: `${carol.agent}#k1` },
     ])
     const carolPart = forBobAsCarol.body.parts[0] as object
     const relabelled = { ...carolPart, recipient: bob.agent }
-    expectRefused(
+    await expectRefused(
       () => openSealedBody({ ...m, body: { parts: [relabelled] } } as SealableMessage, opener(bob)),
       /sealed recipient is not/,
     )
   })
 
-  it('refuses: no part for me, several parts for me, mixed parts, plaintext body', () => {
-    const s = sealed(message(), [carol])
-    expectRefused(() => openSealedBody(s, opener(bob)), /no sealed part for/, 'body.parts')
+  it('refuses: no part for me, several parts for me, mixed parts, plaintext body', async () => {
+    const s = await sealed(message(), [carol])
+    await expectRefused(() => openSealedBody(s, opener(bob)), /no sealed part for/, 'body.parts')
     const two = {
       ...s,
       body: {
-        parts: [...sealed(message(), [bob]).body.parts, ...sealed(message(), [bob]).body.parts],
+        parts: [
+          ...(await sealed(message(), [bob])).body.parts,
+          ...(await sealed(message(), [bob])).body.parts,
+        ],
       },
     }
-    expectRefused(() => openSealedBody(two, opener(bob)), /several sealed parts/)
+    await expectRefused(() => openSealedBody(two, opener(bob)), /several sealed parts/)
     const mixed = { ...s, body: { parts: [...s.body.parts, { type: 'text' as const, text: 'x' }] } }
-    expectRefused(
+    await expectRefused(
       () => openSealedBody(mixed, opener(carol)),
       /only hold sealed parts/,
       'body.parts[1]',
     )
-    expectRefused(() => openSealedBody(message(), opener(bob)), /only hold sealed parts/)
-    expectRefused(
+    await expectRefused(() => openSealedBody(message(), opener(bob)), /only hold sealed parts/)
+    await expectRefused(
       () => openSealedBody(message({ body: { parts: [] } }), opener(bob)),
       /no sealed parts/,
     )
   })
 
-  it('refuses tampered, truncated, over-long and non-base64url ciphertexts', () => {
-    const s = sealed(message(), [bob])
+  it('refuses tampered, truncated, over-long and non-base64url ciphertexts', async () => {
+    const s = await sealed(message(), [bob])
     const part = s.body.parts[0] as { ciphertext: string }
     const bytes = base64urlDecode(part.ciphertext)
     const variants: [Uint8Array | string, RegExp][] = [
@@ -180,7 +183,7 @@ describe('sealBody / openSealedBody (PROFILE §8)', () => {
     for (const [ct, why] of variants) {
       const ciphertext = typeof ct === 'string' ? ct : base64urlEncode(ct)
       const t = { ...s, body: { parts: [{ ...(s.body.parts[0] as object), ciphertext }] } }
-      expectRefused(
+      await expectRefused(
         () => openSealedBody(t as SealableMessage, opener(bob)),
         why,
         'body.parts[0].ciphertext',
@@ -188,12 +191,12 @@ describe('sealBody / openSealedBody (PROFILE §8)', () => {
     }
   })
 
-  it('refuses to seal to no recipients, duplicates, a foreign keyId or a small-order key', () => {
+  it('refuses to seal to no recipients, duplicates, a foreign keyId or a small-order key', async () => {
     const m = message()
-    expectRefused(() => sealBody(m, []), /at least one recipient/)
-    expectRefused(() => sealBody(m, [recipient(bob), recipient(bob)]), /duplicate recipient/)
-    expectRefused(() => sealBody(m, [{ ...recipient(bob), keyId: carol.keyId }]), /keyId/)
-    expectRefused(
+    await expectRefused(() => sealBody(m, []), /at least one recipient/)
+    await expectRefused(() => sealBody(m, [recipient(bob), recipient(bob)]), /duplicate recipient/)
+    await expectRefused(() => sealBody(m, [{ ...recipient(bob), keyId: carol.keyId }]), /keyId/)
+    await expectRefused(
       () => sealBody(m, [{ ...recipient(bob), publicKey: new Uint8Array(32) }]),
       /Ed25519 public key/,
     )

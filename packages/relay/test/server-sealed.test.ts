@@ -26,7 +26,7 @@ describe('publish of a sealed message', () => {
       phase: 'request',
       text: 'the relay must not read this',
     })
-    const { body } = sealBody(
+    const { body } = await sealBody(
       // createMessage's UnsignedMessage (an Omit of the Message union) is not a SealableMessage
       unsigned as Message,
       [bob, carol].map((r) => ({

@@ -121,7 +121,7 @@ publishResults(async (): Promise<CoreVectorResults> => {
     { parse: (text) => parseStrictJson(`{"v":${text}}`).v, parseRefuses: ['values'] },
   )
 
-  const sealedBox = checkSealedBoxVectors(sealedBoxLib, {
+  const sealedBox = await checkSealedBoxVectors(sealedBoxLib, {
     pynacl: await vectorJson('sealed-box-pynacl.json'),
     libsodium,
     didkey: x25519,

@@ -58,7 +58,7 @@ export async function publishMessage(
   })
   if (recipients.length > 0) {
     const { sealBody } = await import('@agentmsg/core/sealed-box')
-    const { body, encryption } = sealBody(message, recipients)
+    const { body, encryption } = await sealBody(message, recipients)
     message = { ...message, body, security: { signatures: [], encryption } }
   }
   const signed = sized(await signMessage(message, c.keys.signer))

@@ -132,7 +132,7 @@ export function sized(message: Message): Message {
 /** `unsigned` with its body sealed for `recipient` and `security.encryption` set; sign it next. */
 async function sealMessage(unsigned: Message, recipient: SealRecipient): Promise<Message> {
   const { sealBody } = await import('@agentmsg/core/sealed-box')
-  const { body, encryption } = sealBody(unsigned, [recipient])
+  const { body, encryption } = await sealBody(unsigned, [recipient])
   const security = { ...unsigned.security, signatures: unsigned.security?.signatures ?? [] }
   return { ...unsigned, body, security: { ...security, encryption } }
 }

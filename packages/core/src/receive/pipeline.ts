@@ -189,7 +189,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
       // A topic message sealed for other members reaches every subscriber: handed over as
       // signed, marked not for this one, rather than refused (PROFILE §8 allows topic sealing).
       if (valid.to.topic !== undefined && !hasPartFor(valid, ctx.opener.agent)) return 'not-for-me'
-      const m = (await import('../sealed-box/body.js')).openForReceiver(valid, ctx.opener)
+      const m = await (await import('../sealed-box/body.js')).openForReceiver(valid, ctx.opener)
       // PROFILE §8: within §2's size too, as if the message had arrived with that body.
       if (!small && canonicalSize(m) > PROFILE.maxMessageBytes) {
         throw invalidFormat(`opened, the message exceeds ${PROFILE.maxMessageBytes} bytes`, 'body')

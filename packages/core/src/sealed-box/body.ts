@@ -1,16 +1,17 @@
 // Sealed bodies (PROFILE §8): the plaintext binds the body to the signed `from`, `to`,
 // `message_id`, `conversation_id` and the recipient, so a lifted part is refused.
-import { x25519 } from '@noble/curves/ed25519.js'
+import { x25519Backend } from '#x25519'
 import { base64urlDecode, base64urlEncode } from '../base64url.js'
 import { utf8Decode } from '../bytes.js'
 import { AgentMsgError, invalidFormat } from '../errors.js'
 import { canonicalize, canonicalizeToBytes } from '../jcs.js'
+import { seedCache } from '../lru.js'
 import { validateBody } from '../message.js'
 import type { ReceiveOpener } from '../receive/types.js'
 import { parseStrictJson } from '../strict-json.js'
 import { type BodyPart, isObject, type JsonValue, type Message } from '../types.js'
 import { ed25519PublicKeyToX25519, ed25519SeedToX25519SecretKey } from '../x25519.js'
-import { cryptoBoxSeal, cryptoBoxSealOpen } from './primitives.js'
+import { openWith, sealWith } from './primitives.js'
 
 /** The message fields sealing binds to; signatures are made after sealing. */
 export type SealableMessage = Pick<
@@ -48,24 +49,27 @@ function plaintextFor(message: SealableMessage, recipient: string): Uint8Array {
 }
 
 /** Seal `message.body` for each recipient (PROFILE §8); sign the message after. */
-export function sealBody(
+export async function sealBody(
   message: SealableMessage,
   recipients: readonly SealRecipient[],
-): SealedBody {
+): Promise<SealedBody> {
   if (recipients.length === 0) throw invalidFormat('sealBody needs at least one recipient')
   const seen = new Set<string>()
-  const parts: SealedPart[] = recipients.map((r, i) => {
-    const field = `recipients[${i}]`
-    if (typeof r.agent !== 'string' || r.agent === '') throw invalidFormat('no agent id', field)
-    if (seen.has(r.agent)) throw invalidFormat(`duplicate recipient ${r.agent}`, field)
-    seen.add(r.agent)
-    if (typeof r.keyId !== 'string' || !r.keyId.startsWith(`${r.agent}#`)) {
-      throw invalidFormat('keyId must be <agent_id>#<fragment> of this recipient', field)
-    }
-    const pk = ed25519PublicKeyToX25519(r.publicKey)
-    const ciphertext = base64urlEncode(cryptoBoxSeal(plaintextFor(message, r.agent), pk))
-    return { type: 'sealed', recipient: r.agent, key_id: r.keyId, ciphertext }
-  })
+  const x = await x25519Backend()
+  const parts: SealedPart[] = await Promise.all(
+    recipients.map(async (r, i) => {
+      const field = `recipients[${i}]`
+      if (typeof r.agent !== 'string' || r.agent === '') throw invalidFormat('no agent id', field)
+      if (seen.has(r.agent)) throw invalidFormat(`duplicate recipient ${r.agent}`, field)
+      seen.add(r.agent)
+      if (typeof r.keyId !== 'string' || !r.keyId.startsWith(`${r.agent}#`)) {
+        throw invalidFormat('keyId must be <agent_id>#<fragment> of this recipient', field)
+      }
+      const pk = ed25519PublicKeyToX25519(r.publicKey)
+      const ciphertext = base64urlEncode(await sealWith(x, plaintextFor(message, r.agent), pk))
+      return { type: 'sealed', recipient: r.agent, key_id: r.keyId, ciphertext }
+    }),
+  )
   return {
     body: { parts },
     encryption: { scheme: 'sealed_box', recipients: recipients.map((r) => r.agent) },
@@ -85,11 +89,19 @@ function checkPart(part: unknown, i: number): SealedPart {
 
 const sameJson = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b)
 
+// This agent's X25519 key pair, derived once per seed (bounded, as every per-identity cache);
+// the public key is X25519(sk, 9), 9 being the base point's u-coordinate (RFC 7748 §4.1).
+const BASE_POINT = Uint8Array.of(9, ...new Uint8Array(31))
+const ownKeys = seedCache((seed) => {
+  const secretKey = ed25519SeedToX25519SecretKey(seed)
+  return { secretKey, publicKey: x25519Backend().then((x) => x.shared(secretKey, BASE_POINT)) }
+})
+
 /** Open the part addressed to `me.agent` (PROFILE §8), after the signatures were verified. */
-export function openSealedBody(
+export async function openSealedBody(
   message: SealableMessage,
   me: SealedBoxOpener,
-): { parts: BodyPart[]; [k: string]: JsonValue } {
+): Promise<{ parts: BodyPart[]; [k: string]: JsonValue }> {
   const parts = message.body?.parts
   if (!Array.isArray(parts) || parts.length === 0) {
     throw invalidFormat('body has no sealed parts', 'body.parts')
@@ -101,15 +113,13 @@ export function openSealedBody(
   const field = `body.parts[${index}].ciphertext`
   const part = parts[index] as SealedPart
   const ciphertext = base64urlDecode(part.ciphertext, field)
-  const sk = ed25519SeedToX25519SecretKey(me.ed25519Seed)
+  const own = ownKeys(me.ed25519Seed)
   let opened: Uint8Array
   try {
-    opened = cryptoBoxSealOpen(ciphertext, x25519.getPublicKey(sk), sk)
+    opened = await openWith(await x25519Backend(), ciphertext, await own.publicKey, own.secretKey)
   } catch (cause) {
     const reason = cause instanceof AgentMsgError ? cause.message : 'does not open'
     throw new AgentMsgError('invalid_format', `${field}: ${reason}`, { field, cause })
-  } finally {
-    sk.fill(0)
   }
   let sealed: Record<string, unknown>
   try {
@@ -133,7 +143,7 @@ export function openSealedBody(
 }
 
 /** `message` with its body opened for `opener.agent`, with the seed of the key its part names. */
-export function openForReceiver(message: Message, opener: ReceiveOpener): Message {
+export async function openForReceiver(message: Message, opener: ReceiveOpener): Promise<Message> {
   const parts: unknown[] = message.body.parts
   const mine = parts.find((p) => isObject(p) && p.recipient === opener.agent) as
     | BodyPart
@@ -142,5 +152,6 @@ export function openForReceiver(message: Message, opener: ReceiveOpener): Messag
   const keyId = typeof mine.key_id === 'string' ? mine.key_id : ''
   const seed = opener.ed25519Seed(keyId)
   if (!seed) throw invalidFormat(`${keyId} is not a key of ${opener.agent}`, 'body.parts')
-  return { ...message, body: openSealedBody(message, { agent: opener.agent, ed25519Seed: seed }) }
+  const body = await openSealedBody(message, { agent: opener.agent, ed25519Seed: seed })
+  return { ...message, body }
 }

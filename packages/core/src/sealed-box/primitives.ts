@@ -1,13 +1,20 @@
-// libsodium-compatible sealed boxes (PROFILE §8), composed from audited noble primitives.
+// libsodium-compatible sealed boxes (PROFILE §8): X25519 on the platform's own (`#x25519`),
+// XSalsa20-Poly1305 and BLAKE2b on audited noble primitives.
 import { hsalsa, xsalsa20poly1305 } from '@noble/ciphers/salsa.js'
-import { x25519 } from '@noble/curves/ed25519.js'
 import { blake2b } from '@noble/hashes/blake2.js'
+import { x25519Backend } from '#x25519'
 import { invalidFormat } from '../errors.js'
+import type { X25519Backend } from './x25519.web.js'
 
 /** Bytes a sealed box adds to its plaintext: ephemeral public key (32) + Poly1305 tag (16). */
 export const SEALED_BOX_OVERHEAD = 48
 
 const SIGMA = new TextEncoder().encode('expand 32-byte k')
+
+// An all-zero shared secret (a small-order key), refused as libsodium returns -1.
+const smallOrder = (): never => {
+  throw invalidFormat('sealed box: X25519 key agreement failed (small-order key)')
+}
 
 /** A native-endian word view of a fresh, aligned copy of `bytes` (what `hsalsa` expects). */
 function words(bytes: Uint8Array): Uint32Array {
@@ -15,15 +22,10 @@ function words(bytes: Uint8Array): Uint32Array {
   return new Uint32Array(copy.buffer, 0, copy.length / 4)
 }
 
-/** libsodium `crypto_box_beforenm`: HSalsa20(X25519(sk, pk), 0¹⁶); refuses an all-zero secret. */
-function boxKey(secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array {
-  let shared: Uint8Array
-  try {
-    // Throws for an all-zero shared secret (a small-order public key), as libsodium returns -1.
-    shared = x25519.getSharedSecret(secretKey, publicKey)
-  } catch {
-    throw invalidFormat('sealed box: X25519 key agreement failed (small-order key)')
-  }
+// libsodium `crypto_box_beforenm`: HSalsa20(shared, 0¹⁶). OpenSSL, WebCrypto and noble refuse
+// an all-zero secret themselves; checked again so no backend lets one through.
+function boxKey(shared: Uint8Array): Uint8Array {
+  if (shared.every((b) => b === 0)) smallOrder()
   const out = new Uint8Array(32)
   hsalsa(words(SIGMA), words(shared), new Uint32Array(4), new Uint32Array(out.buffer))
   shared.fill(0)
@@ -44,43 +46,46 @@ function checkX25519Key(key: Uint8Array, what: string): void {
   }
 }
 
-/** libsodium `crypto_box_seal` (PROFILE §8): `epk (32) ‖ tag (16) ‖ ciphertext`. */
-export function cryptoBoxSeal(plaintext: Uint8Array, recipientPublicKey: Uint8Array): Uint8Array {
-  checkX25519Key(recipientPublicKey, 'recipient X25519 public key')
-  const { secretKey: esk, publicKey: epk } = x25519.keygen()
-  try {
-    const key = boxKey(esk, recipientPublicKey)
-    const box = xsalsa20poly1305(key, sealNonce(epk, recipientPublicKey)).encrypt(plaintext)
-    key.fill(0)
-    const out = new Uint8Array(32 + box.length)
-    out.set(epk, 0)
-    out.set(box, 32)
-    return out
-  } finally {
-    esk.fill(0)
-  }
+/** {@link cryptoBoxSeal} on a given backend (tests run each platform's). */
+export async function sealWith(x: X25519Backend, plaintext: Uint8Array, recipientPk: Uint8Array) {
+  checkX25519Key(recipientPk, 'recipient X25519 public key')
+  const { publicKey: epk, shared } = await x.ephemeral(recipientPk).catch(smallOrder)
+  const key = boxKey(shared)
+  const box = xsalsa20poly1305(key, sealNonce(epk, recipientPk)).encrypt(plaintext)
+  key.fill(0)
+  const out = new Uint8Array(32 + box.length)
+  out.set(epk, 0)
+  out.set(box, 32)
+  return out
 }
 
-/** libsodium `crypto_box_seal_open` (PROFILE §8): the inverse of {@link cryptoBoxSeal}. */
-export function cryptoBoxSealOpen(
+/** {@link cryptoBoxSealOpen} on a given backend. */
+export async function openWith(
+  x: X25519Backend,
   ciphertext: Uint8Array,
-  recipientPublicKey: Uint8Array,
-  recipientSecretKey: Uint8Array,
-): Uint8Array {
-  checkX25519Key(recipientPublicKey, 'recipient X25519 public key')
-  checkX25519Key(recipientSecretKey, 'recipient X25519 secret key')
+  recipientPk: Uint8Array,
+  recipientSk: Uint8Array,
+): Promise<Uint8Array> {
+  checkX25519Key(recipientPk, 'recipient X25519 public key')
+  checkX25519Key(recipientSk, 'recipient X25519 secret key')
   if (!(ciphertext instanceof Uint8Array) || ciphertext.length < SEALED_BOX_OVERHEAD) {
     throw invalidFormat(`sealed box: ciphertext shorter than ${SEALED_BOX_OVERHEAD} bytes`)
   }
   const epk = ciphertext.subarray(0, 32)
-  const key = boxKey(recipientSecretKey, epk)
+  const key = boxKey(await x.shared(recipientSk, epk).catch(smallOrder))
   try {
-    return xsalsa20poly1305(key, sealNonce(epk, recipientPublicKey)).decrypt(
-      ciphertext.subarray(32),
-    )
+    return xsalsa20poly1305(key, sealNonce(epk, recipientPk)).decrypt(ciphertext.subarray(32))
   } catch {
     throw invalidFormat('sealed box: ciphertext does not open (tampered or not for this key)')
   } finally {
     key.fill(0)
   }
 }
+
+/** libsodium `crypto_box_seal` (PROFILE §8): `epk (32) ‖ tag (16) ‖ ciphertext`. */
+export const cryptoBoxSeal = async (plaintext: Uint8Array, recipientPk: Uint8Array) =>
+  sealWith(await x25519Backend(), plaintext, recipientPk)
+
+/** libsodium `crypto_box_seal_open` (PROFILE §8): the inverse of {@link cryptoBoxSeal}. */
+export const cryptoBoxSealOpen = async (ct: Uint8Array, pk: Uint8Array, sk: Uint8Array) =>
+  openWith(await x25519Backend(), ct, pk, sk)

@@ -7,8 +7,8 @@ import type { VectorCheckResult } from './ed25519-vectors.js'
 
 /** The `@agentmsg/core/sealed-box` functions under test. */
 export interface SealedBoxLib {
-  cryptoBoxSeal(plaintext: Uint8Array, pk: Uint8Array): Uint8Array
-  cryptoBoxSealOpen(ciphertext: Uint8Array, pk: Uint8Array, sk: Uint8Array): Uint8Array
+  cryptoBoxSeal(plaintext: Uint8Array, pk: Uint8Array): Promise<Uint8Array>
+  cryptoBoxSealOpen(ciphertext: Uint8Array, pk: Uint8Array, sk: Uint8Array): Promise<Uint8Array>
   ed25519PublicKeyToX25519(pk: Uint8Array): Uint8Array
   ed25519SeedToX25519SecretKey(seed: Uint8Array): Uint8Array
 }
@@ -31,17 +31,17 @@ const hex = (s: string): Uint8Array => {
 const toHex = (b: Uint8Array): string =>
   Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('')
 
-function attempt(fn: () => unknown): unknown {
+async function attempt(fn: () => unknown): Promise<unknown> {
   try {
-    return fn()
+    return await fn()
   } catch (e) {
     return e
   }
 }
 
-/** Whether `fn` throws a coded `invalid_format` error. */
-function refuses(fn: () => unknown): boolean {
-  const e = attempt(fn) as { code?: unknown } | undefined
+/** Whether `fn` throws (or rejects with) a coded `invalid_format` error. */
+async function refuses(fn: () => unknown): Promise<boolean> {
+  const e = (await attempt(fn)) as { code?: unknown } | undefined
   return typeof e === 'object' && e !== null && e.code === 'invalid_format'
 }
 
@@ -60,34 +60,34 @@ interface ConvertRecord {
 }
 
 /** Run every check; one result per vector file. */
-export function checkSealedBoxVectors(
+export async function checkSealedBoxVectors(
   lib: SealedBoxLib,
   data: SealedBoxVectorData,
-): VectorCheckResult[] {
+): Promise<VectorCheckResult[]> {
   const pynacl: VectorCheckResult = { file: 'sealed-box-pynacl.json', total: 0, failures: [] }
   for (const [i, v] of (data.pynacl as PynaclRecord[]).entries()) {
     pynacl.total++
     const sk = hex(v.recipientSecretKey)
     const pk = hex(v.recipientPublicKey)
     const ct = hex(v.ciphertext)
-    const opened = attempt(() => lib.cryptoBoxSealOpen(ct, pk, sk))
+    const opened = await attempt(() => lib.cryptoBoxSealOpen(ct, pk, sk))
     if (!(opened instanceof Uint8Array) || toHex(opened) !== v.plaintext) {
       pynacl.failures.push(`#${i}: open gave ${String(opened)}`)
     }
     const flipped = ct.slice()
     flipped[ct.length - 1]! ^= 1
-    if (!refuses(() => lib.cryptoBoxSealOpen(flipped, pk, sk))) {
+    if (!(await refuses(() => lib.cryptoBoxSealOpen(flipped, pk, sk)))) {
       pynacl.failures.push(`#${i}: a 1-bit change was not refused`)
     }
-    const resealed = attempt(() =>
-      lib.cryptoBoxSealOpen(lib.cryptoBoxSeal(hex(v.plaintext), pk), pk, sk),
+    const resealed = await attempt(async () =>
+      lib.cryptoBoxSealOpen(await lib.cryptoBoxSeal(hex(v.plaintext), pk), pk, sk),
     )
     if (!(resealed instanceof Uint8Array) || toHex(resealed) !== v.plaintext) {
       pynacl.failures.push(`#${i}: seal then open did not round-trip`)
     }
   }
 
-  const convert = (
+  const convert = async (
     file: string,
     records: ConvertRecord[],
     pkOf: (r: ConvertRecord) => string | undefined,
@@ -95,11 +95,11 @@ export function checkSealedBoxVectors(
     const result: VectorCheckResult = { file, total: 0, failures: [] }
     for (const [i, r] of records.entries()) {
       result.total++
-      const sk = attempt(() => toHex(lib.ed25519SeedToX25519SecretKey(hex(r.ed25519Seed))))
+      const sk = await attempt(() => toHex(lib.ed25519SeedToX25519SecretKey(hex(r.ed25519Seed))))
       if (sk !== r.x25519SecretKey) result.failures.push(`#${i}: secret key ${String(sk)}`)
       const edPk = pkOf(r)
       if (edPk !== undefined) {
-        const pk = attempt(() => toHex(lib.ed25519PublicKeyToX25519(hex(edPk))))
+        const pk = await attempt(() => toHex(lib.ed25519PublicKeyToX25519(hex(edPk))))
         if (pk !== r.x25519PublicKey) result.failures.push(`#${i}: public key ${String(pk)}`)
       }
     }
@@ -112,14 +112,14 @@ export function checkSealedBoxVectors(
   }
   // The README gives the Ed25519 public key libsodium computes for the one valid seed.
   const lsPk = 'b5076a8474a832daee4dd5b4040983b6623b5f344aca57d4d6ee4baf3f259e6e'
-  const libsodium = convert('ed25519-to-x25519-libsodium.json', ls.valid, () => lsPk)
+  const libsodium = await convert('ed25519-to-x25519-libsodium.json', ls.valid, () => lsPk)
   for (const r of ls.invalidPublicKeys) {
     libsodium.total++
-    if (!refuses(() => lib.ed25519PublicKeyToX25519(hex(r.ed25519PublicKey)))) {
+    if (!(await refuses(() => lib.ed25519PublicKeyToX25519(hex(r.ed25519PublicKey))))) {
       libsodium.failures.push(`${r.ed25519PublicKey} was not refused`)
     }
   }
-  const didkey = convert(
+  const didkey = await convert(
     'ed25519-to-x25519-didkey.json',
     data.didkey as ConvertRecord[],
     (r) => r.ed25519PublicKey,
