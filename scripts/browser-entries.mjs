@@ -149,7 +149,7 @@ export { indexedDbStorage } from '@agentmsg/storage-indexeddb'`,
         // (18.0 KB in 5 chunks: XSalsa20-Poly1305, BLAKE2b, @noble/ed25519 and SHA-512 for the
         // Ed25519 → X25519 maps).
         budget: 55 * KB,
-        cap: 78 * KB,
+        cap: 70 * KB,
       },
       {
         // `#x25519` (browser) imports `@noble/curves` only where WebCrypto lacks X25519

@@ -23,11 +23,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 // adapter, pushes) ~800 lines, ~600 of code, and 11 names; groups (topics in the client, topic
 // subscriptions in the relay transport, the inbox's webhook_verify, the CLI's subscribe, publish
 // and group) ~800 lines, ~650 of code, 5 names; the relay's push before the commit (pending
-// entries merged into feeds, cursors never reused after a lost commit) ~100 lines, ~50 of code.
+// entries merged into feeds, cursors never reused after a lost commit) ~100 lines, ~50 of code;
+// X25519 on each platform's own (node:crypto, WebCrypto, noble as the fallback) ~120; the
+// PostgreSQL store's per-mailbox locks, striped totals and schema migration ~130; the CLI's
+// newcomer fixes (`dev-ca`, one-line failures, certificate stops, terminal or JSON logs) ~400.
 // Raise a limit only with a capability that needs it, and say so in the commit.
 export const LIMITS = {
-  lines: 27_400,
-  codeLines: 21_350,
+  lines: 28_050,
+  codeLines: 21_850,
   fileLines: 300,
   names: 276,
   coreRootNames: 60,

@@ -25,7 +25,7 @@ export {
   preflightReply,
   toResponse,
 } from './http/replies.js'
-export { canonicalSize } from './jcs.js'
 export { NonceMemory } from './http-signature/nonces.js'
 export { verifyRequest } from './http-signature/verify.js'
 export { createChallenge, verifyWsAuth } from './http-signature/ws.js'
+export { canonicalSize } from './jcs.js'
