@@ -96,7 +96,7 @@ async function rawRunner(path) {
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   const insertMessage = db.prepare(
-    'INSERT INTO messages (from_agent, message_id, json, bytes, received_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT INTO messages (from_agent, message_id, json, bytes, received_at, expires_at, forget_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   )
   const insertEntry = db.prepare(
     'INSERT INTO entries (mailbox, message_ref, from_agent, message_id, bytes) VALUES (?, ?, ?, ?, ?)',
@@ -111,7 +111,7 @@ async function rawRunner(path) {
       begin.run()
       for (let i = 0; i < size; i++) {
         const id = `m-${seq++}`
-        const ref = insertMessage.run(FROM, id, JSON_TEXT, BYTES, now, now + WEEK).lastInsertRowid
+        const ref = insertMessage.run(FROM, id, JSON_TEXT, BYTES, now, now + WEEK, now + WEEK).lastInsertRowid
         insertEntry.run(mailboxOf(worker), ref, FROM, id, BYTES)
         worker = (worker + 1) % CONCURRENCY
       }
