@@ -111,7 +111,15 @@ async function rawRunner(path) {
       begin.run()
       for (let i = 0; i < size; i++) {
         const id = `m-${seq++}`
-        const ref = insertMessage.run(FROM, id, JSON_TEXT, BYTES, now, now + WEEK, now + WEEK).lastInsertRowid
+        const ref = insertMessage.run(
+          FROM,
+          id,
+          JSON_TEXT,
+          BYTES,
+          now,
+          now + WEEK,
+          now + WEEK,
+        ).lastInsertRowid
         insertEntry.run(mailboxOf(worker), ref, FROM, id, BYTES)
         worker = (worker + 1) % CONCURRENCY
       }
