@@ -17,7 +17,7 @@ const bs = (u: Uint8Array) => u as Uint8Array<ArrayBuffer>
 export function createWebCryptoProvider(
   subtle: SubtleCrypto | undefined = globalThis.crypto?.subtle,
 ): CryptoProvider {
-  if (!subtle) throw new Error('no WebCrypto (crypto.subtle)')
+  if (!subtle) throw new Error('WebCrypto (crypto.subtle) is not available')
   const s: SubtleCrypto = subtle
 
   function importSeed(seed: Uint8Array, extractable: boolean): Promise<CryptoKey> {
