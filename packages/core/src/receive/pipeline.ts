@@ -1,6 +1,6 @@
 /** `receive`: the one receive pipeline, PROFILE §6's steps after the HTTP layer, in order. */
 import { AgentMsgError, invalidFormat, isAgentMsgError } from '../errors.js'
-import { canonicalizeToBytes } from '../jcs.js'
+import { canonicalSize } from '../jcs.js'
 import { isSealedBody, validateMessage } from '../message.js'
 import { PROFILE } from '../profile.js'
 import { nonIntegerLiteral } from '../strict-json/integers.js'
@@ -24,8 +24,8 @@ const CANONICAL_CHECK_ABOVE = PROFILE.maxMessageBytes / 4
 const UNPROVEN = {}
 
 /** PROFILE §6: the size of `JCS(message without trace)`. */
-function canonicalSize({ trace: _trace, ...signed }: Message): number {
-  return canonicalizeToBytes(signed).byteLength
+function signedSize({ trace: _trace, ...signed }: Message): number {
+  return canonicalSize(signed)
 }
 
 class Refused {
@@ -119,7 +119,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
   const small = body instanceof Uint8Array && body.byteLength <= CANONICAL_CHECK_ABOVE
   if (!small) {
     at('size', () => {
-      const size = canonicalSize(valid)
+      const size = signedSize(valid)
       if (size > PROFILE.maxMessageBytes) {
         throw new AgentMsgError(
           'payload_too_large',
@@ -191,7 +191,7 @@ async function run(input: ReceiveInput, ctx: ReceiveContext): Promise<ReceiveRes
       if (valid.to.topic !== undefined && !hasPartFor(valid, ctx.opener.agent)) return 'not-for-me'
       const m = await (await import('../sealed-box/body.js')).openForReceiver(valid, ctx.opener)
       // PROFILE §8: within §2's size too, as if the message had arrived with that body.
-      if (!small && canonicalSize(m) > PROFILE.maxMessageBytes) {
+      if (!small && signedSize(m) > PROFILE.maxMessageBytes) {
         throw invalidFormat(`opened, the message exceeds ${PROFILE.maxMessageBytes} bytes`, 'body')
       }
       return m

@@ -11,7 +11,7 @@ import {
   verifyRequest,
 } from '@agentmsg/core/server'
 import type { FeedContext } from './feed.js'
-import type { RelayHandlerOptions, RelayServerHandler } from './types.js'
+import type { RelayHandlerOptions, RelayServerHandler, StreamKind } from './types.js'
 
 /** The relay's state, as its endpoints see it (its feeds' context too). */
 export interface RelayContext extends FeedContext {
@@ -27,6 +27,16 @@ export interface RelayContext extends FeedContext {
   /** As RelayServerHandler's. */
   track(closer: () => void): () => void
   claimStream: RelayServerHandler['claimStream']
+}
+
+const feedContexts = new WeakMap<RelayContext, Partial<Record<StreamKind, FeedContext>>>()
+
+/** The context of `kind` streams' feeds: one per relay, not a copy per stream (idle memory). */
+export function feedContext(ctx: RelayContext, kind: StreamKind): FeedContext {
+  const kinds = feedContexts.get(ctx) ?? {}
+  feedContexts.set(ctx, kinds)
+  kinds[kind] ??= { ...ctx, delivered: (n) => ctx.options.observer?.delivered?.(kind, n) }
+  return kinds[kind]
 }
 
 /**

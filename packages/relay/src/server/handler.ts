@@ -17,7 +17,7 @@ import {
   toResponse,
 } from '@agentmsg/core/server'
 import { createIdentityFetcher, createNodeFetch } from '@agentmsg/transport-https/node'
-import type { RelayContext, RelayReply } from './context.js'
+import { feedContext, type RelayContext, type RelayReply } from './context.js'
 import { Notifier, startFeed } from './feed.js'
 import { healthPath, healthReply, readiness } from './health.js'
 import { acknowledgeMany, acknowledgeMessage, retrieveMessages, streamMessages } from './mailbox.js'
@@ -111,8 +111,6 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
       if (--inFlight === 0) idle?.()
     })
   }
-  // One context for every WebSocket feed, not a copy per stream.
-  const wsFeeds = { ...ctx, delivered: (n: number) => observer?.delivered?.('ws', n) }
   const endpoints: RelayEndpoints = {
     publish: (request, _url, _id, trace) => publish(request, trace),
     subscribe: (request, url) => subscriptions.subscribe(request, url),
@@ -190,7 +188,8 @@ export function createRelayHandler(o: RelayHandlerOptions): RelayServerHandler {
       return wait
     },
     bucketOf,
-    openFeed: (agent, after, sink, onClose) => startFeed(wsFeeds, agent, after, sink, onClose),
+    openFeed: (agent, after, sink, onClose) =>
+      startFeed(feedContext(ctx, 'ws'), agent, after, sink, onClose),
     claimStream: streams.claim,
     openStreams: streams.open,
     // A WebSocket ack frame gets no answer: it may ride with the next commit (AckOptions.lazy).

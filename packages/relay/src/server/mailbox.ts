@@ -7,6 +7,7 @@ import {
   ackEntry,
   authenticate,
   cursorParam,
+  feedContext,
   jsonBody,
   jsonObject,
   mailboxAgent,
@@ -15,7 +16,7 @@ import {
   type RelayReply,
   requestBucket,
 } from './context.js'
-import { type Feed, type FeedContext, startFeed } from './feed.js'
+import { type Feed, startFeed } from './feed.js'
 import { SseChannel } from './sse.js'
 
 /** Largest `POST /relay/ack` body: 500 entries of a long agent URL and a 128-character id. */
@@ -98,17 +99,6 @@ export const acknowledgeMany: Endpoint = async (ctx, request, url) => {
   return jsonReply(200, { status: 'acknowledged', removed })
 }
 
-/** One feed context per relay for its SSE streams, not a copy per stream. */
-const sseContexts = new WeakMap<RelayContext, FeedContext>()
-function sseFeeds(ctx: RelayContext): FeedContext {
-  let feeds = sseContexts.get(ctx)
-  if (feeds === undefined) {
-    const delivered = (n: number) => ctx.options.observer?.delivered?.('sse', n)
-    sseContexts.set(ctx, (feeds = { ...ctx, delivered }))
-  }
-  return feeds
-}
-
 /**
  * `GET /relay/stream?agent=&after=`: held, then live messages as SSE, under the stream caps of
  * PROFILE §9 (per agent and per client address, with WebSockets; the relay's unsent bytes).
@@ -141,7 +131,7 @@ export const streamMessages: Endpoint = async (ctx, request, url) => {
     },
   })
   untrack = ctx.track(() => channel.close())
-  feed = startFeed(sseFeeds(ctx), agent, after, channel)
+  feed = startFeed(feedContext(ctx, 'sse'), agent, after, channel)
   const { headers } = jsonReply(200, null, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',
