@@ -145,13 +145,16 @@ const OPTION_FLAGS: Array<[string, string]> = [
   ['pass options.relays', 'pass --relay URL'],
 ]
 
+/** The CA file to pass for a `--dev-tls` server, with `$AGENTMSG_HOME` as it is here. */
+export const devCaFile = () => path.join(agentmsgHome(), 'dev-ca', 'ca.pem')
+
 /** The message in the CLI's words, with what to do about the usual connection failures. */
 function withHint(text: string): string {
   const message = OPTION_FLAGS.reduce((t, [option, flag]) => t.replace(option, flag), text)
   const tls =
     /self[- ]signed|unable to (verify|get local issuer)|certificate has expired|unknown ca|UNABLE_TO_|SELF_SIGNED|CERT_/i
   if (tls.test(message) && !message.includes('--ca'))
-    return `${message} — pass the server's CA with --ca FILE (a dev server's: ${path.join(agentmsgHome(), 'dev-ca', 'ca.pem')}, agentmsg dev-ca path)`
+    return `${message} — pass the server's CA with --ca FILE (a dev server's: ${devCaFile()}, agentmsg dev-ca path)`
   if (/is not public unicast/.test(message) && !message.includes('--allow-private'))
     return `${message} — pass --allow-private HOST to reach a private or loopback address`
   return message

@@ -3,7 +3,8 @@
  * cause in `.cause` (a certificate, a refused connection), so errors are unwrapped first.
  */
 import { isAddressRefusedError } from '@agentmsg/core/server'
-import { agentmsgHome } from '@agentmsg/dev-tls'
+import { devCaFile } from './command.js'
+import { causes } from './failure.js'
 
 /** Unknown-authority verification codes (OpenSSL's, as Node reports them). */
 const UNKNOWN_CA = new Set([
@@ -14,16 +15,15 @@ const UNKNOWN_CA = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT',
 ])
 
-/** The first `code` and every message down a `cause` chain. */
+/** The first `code` and every message among the error's causes (failure.ts `causes`). */
 function unwrap(error: unknown): { code: string | undefined; messages: string } {
   let code: string | undefined
   const messages: string[] = []
-  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 6; depth++) {
+  for (const e of causes(error)) {
     const c = (e as { code?: unknown }).code
     if (code === undefined && typeof c === 'string') code = c
     if (e instanceof Error) messages.push(e.message)
     if ((e as { name?: unknown }).name === 'TimeoutError') code ??= 'TimeoutError'
-    e = (e as { cause?: unknown }).cause
   }
   return { code, messages: messages.join(': ') }
 }
@@ -45,7 +45,7 @@ export function explain(error: unknown, url: string, role: string, caGiven: bool
     }
   }
   const { code = '', messages } = unwrap(error)
-  const devCa = `${agentmsgHome()}/dev-ca/ca.pem`
+  const devCa = devCaFile()
   if (UNKNOWN_CA.has(code)) {
     return {
       detail: `certificate signed by an unknown authority (${code})`,

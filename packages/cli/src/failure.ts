@@ -3,15 +3,13 @@
  * the peer's status of an `AgentMsgError`, and the Node error codes (or a `TimeoutError`) among
  * its causes. Each reason is one line: what failed, why, and what to do next.
  */
-import path from 'node:path'
 import type { NodeAgentOptions } from '@agentmsg/client/node'
 import { isAgentMsgError } from '@agentmsg/core'
-import { agentmsgHome } from '@agentmsg/dev-tls'
 import { createNodeFetch } from '@agentmsg/transport-https/node'
-import { CliError, withCauses } from './command.js'
+import { CliError, devCaFile, withCauses } from './command.js'
 
 /** Every error in `error`'s causes (an `AggregateError`'s, too: one per relay tried). */
-function causes(error: unknown, depth = 0): unknown[] {
+export function causes(error: unknown, depth = 0): unknown[] {
   if (error === null || error === undefined || depth > 8) return []
   const inner = error instanceof AggregateError ? error.errors : []
   const cause = (error as { cause?: unknown }).cause
@@ -32,9 +30,6 @@ const DOWN = /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNR
 /** The certificate error code among `error`'s causes, if the failure is one. */
 export const certificateCode = (error: unknown): string | undefined =>
   codes(error).find((c) => CERT.test(c))
-
-/** The CA file to pass for a `--dev-tls` server, with `$AGENTMSG_HOME` as it is here. */
-export const devCaFile = () => path.join(agentmsgHome(), 'dev-ca', 'ca.pem')
 
 /** What to do about a certificate `where` presented that does not verify. */
 export const certificateFix = (where: string, code: string) =>
