@@ -64,15 +64,17 @@ export function postgresBatchRunner(
     client: pg.PoolClient,
     ops: WriteOp[],
     decided?: (outcomes: unknown[]) => void,
-  ): Promise<unknown[]> {
+  ): Promise<Settlement[]> {
     // READ COMMITTED whatever the server's default: each statement of apply_writes then sees
     // what the writers before it (whose lock it waited for) committed.
     const begin = 'BEGIN ISOLATION LEVEL READ COMMITTED'
-    let outcomes: unknown[]
+    let settlements: Settlement[]
     try {
       await client.query(begin)
-      outcomes = (await client.query({ ...apply, values: [JSON.stringify(ops), limits] })).rows[0].r
-      decided?.(ops.map((op, i) => (settlementOf(op, outcomes[i]) as { ok: unknown }).ok))
+      const outcomes = (await client.query({ ...apply, values: [JSON.stringify(ops), limits] }))
+        .rows[0].r
+      settlements = ops.map((op, i) => settlementOf(op, outcomes[i]))
+      decided?.(settlements.map((settled) => (settled as { ok: unknown }).ok))
     } catch (error) {
       await client.query('ROLLBACK').catch((rollback: unknown) => {
         throw new TransactionError(rollback)
@@ -82,7 +84,7 @@ export function postgresBatchRunner(
     await client.query('COMMIT').catch((error: unknown) => {
       throw new TransactionError(error)
     })
-    return outcomes
+    return settlements
   }
 
   return async (ops, decided) => {
@@ -98,8 +100,7 @@ export function postgresBatchRunner(
     }
     try {
       try {
-        const outcomes = await transaction(client, ops, decided)
-        return ops.map((op, i) => settlementOf(op, outcomes[i]))
+        return await transaction(client, ops, decided)
       } catch (error) {
         if (breaks(error)) throw unwrap(error)
         if (ops.length === 1) return [{ error }]
@@ -109,7 +110,7 @@ export function postgresBatchRunner(
       for (const op of ops) {
         try {
           if (broken !== undefined) throw broken
-          settlements.push(settlementOf(op, (await transaction(client, [op]))[0]))
+          settlements.push((await transaction(client, [op]))[0]!)
         } catch (error) {
           breaks(error)
           settlements.push({ error: unwrap(error) })
